@@ -1,0 +1,83 @@
+#pragma once
+// KV cache storage formats: element width, scale granularity and the bytes every scale and
+// zero-point takes. The single source of truth for KV byte sizes (the probe uses it too).
+// Schemes and their storage follow REFERENCE.md section 4 (vLLM, LMDeploy, QServe, KIVI).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvl::core {
+
+enum class KvDtype : std::uint8_t { Fp32, Fp16, Bf16, Fp8E4M3, Fp8E5M2, Int8, Int4, Int2 };
+
+enum class Granularity : std::uint8_t {
+    None,                 // fp32 / fp16 / bf16: stored as is
+    PerTensor,            // one fp32 scale per layer for K and for V, outside the pages (vLLM fp8)
+    PerHead,              // one fp32 scale per KV head per layer for K and V, outside the pages
+    PerTokenHead,         // one scale (and zero) per stored vector, inside the page
+    PerGroup,             // one scale (and zero) per G consecutive elements of each vector
+    KPerChannelVPerToken, // KIVI: K scale+zero per channel per G tokens; V per G elements
+};
+
+enum class ScaleType : std::uint8_t { Fp32, Fp16 };
+
+struct KvFormat {
+    KvDtype dtype = KvDtype::Fp16;
+    Granularity granularity = Granularity::None;
+    int groupSize = 0; // G, for PerGroup and KPerChannelVPerToken
+    ScaleType scaleType = ScaleType::Fp32;
+    bool hasZeroPoint = false; // asymmetric schemes store a zero next to each scale
+
+    // The usual scheme for a dtype (REFERENCE.md 4): fp8 per tensor, int8 symmetric per
+    // token-head with an fp32 scale, int4 asymmetric per group of 128 with fp16 scale + zero,
+    // int2 KIVI-style with G = 32.
+    static KvFormat defaultFor(KvDtype dtype);
+
+    friend bool operator==(const KvFormat&, const KvFormat&) = default;
+};
+
+// Width of one stored element in bits (32, 16, 16, 8, 8, 8, 4, 2).
+int bitsPerElement(KvDtype dtype);
+bool isQuantized(KvDtype dtype); // needs scales: fp8, int8, int4, int2
+bool isInteger(KvDtype dtype);
+int scaleBytes(ScaleType type);
+
+// Canonical lower-case names: fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 int2.
+std::string_view dtypeName(KvDtype dtype);
+// Accepts the canonical names plus vLLM's alias "fp8" (= fp8_e4m3). Not "auto": the caller
+// resolves that to the model's dtype.
+std::optional<KvDtype> parseDtype(std::string_view name);
+std::vector<KvDtype> allDtypes();
+
+std::string_view granularityName(Granularity g); // none, per-tensor, per-head, ...
+std::optional<Granularity> parseGranularity(std::string_view name);
+
+// Human label such as "INT4 g128 (fp16 scale+zero)" or "FP8 E4M3 per-tensor".
+std::string formatLabel(const KvFormat& format);
+// Short label for tables and status lines: "FP16", "FP8", "INT8", "INT4 g128", "INT2 KIVI".
+std::string shortLabel(const KvFormat& format);
+
+// Checks a format for consistency; returns an error naming the field, or nothing.
+std::optional<std::string> validate(const KvFormat& format, int headDim);
+
+// Bytes one token takes for ONE KV head (or one MLA latent) of `dim` elements, in the page:
+// element data rounded up to whole bytes plus in-page scale/zero storage. Per-channel key
+// scales (KIVI) are shared by G tokens; their share per token is rounded up to a whole byte.
+std::int64_t keyBytesPerToken(const KvFormat& format, int dim);
+std::int64_t valueBytesPerToken(const KvFormat& format, int dim);
+// K + V for one head.
+inline std::int64_t kvBytesPerTokenPerHead(const KvFormat& f, int dim) {
+    return keyBytesPerToken(f, dim) + valueBytesPerToken(f, dim);
+}
+// MLA stores one latent vector per token (value-like quantization).
+inline std::int64_t latentBytesPerToken(const KvFormat& f, int dim) {
+    return valueBytesPerToken(f, dim);
+}
+// Scale storage kept outside the pages, per layer (fp8 per-tensor: 2 x fp32; per-head:
+// 2 x kvHeads x fp32). Counted with the weights, where vLLM keeps k_scale / v_scale.
+std::int64_t outOfPageScaleBytesPerLayer(const KvFormat& format, int kvHeads);
+
+} // namespace kvl::core

@@ -1,0 +1,122 @@
+#pragma once
+// The KV ledger: bytes per token, per request, the pool, vLLM's block and concurrency
+// figures, the lever ladder and the context sweeps. Pure functions of a Scenario.
+
+#include "scenario.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvl::core {
+
+// The KV geometry a scenario stores after the attention and quantization levers.
+struct EffectiveKv {
+    int kvHeads = 0;       // after the attention lever (whole model)
+    int kvHeadsPerGpu = 0; // vLLM: max(1, kvHeads / tp); heads are replicated, not split
+    KvFormat format;       // after the quantization lever (native dtype when off)
+    std::string attentionLabel; // "MHA-32", "GQA-8", "MQA", "MLA"
+};
+EffectiveKv effectiveKv(const Scenario& s);
+
+struct LayerGroupUsage {
+    LayerKind kind = LayerKind::Full;
+    std::int64_t window = 0;
+    int layers = 0;
+    std::int64_t bytesPerTokenPerLayerPerGpu = 0;
+    std::int64_t blocksPerRequest = 0; // per layer, paged; 0 when unpaged
+    std::int64_t tokensHeldPerRequest = 0; // per layer
+};
+
+struct LedgerResult {
+    EffectiveKv kv;
+    std::int64_t contextTokens = 0;
+    std::int64_t maxModelLen = 0;
+    int blockSize = 0; // 0 when paging is off
+
+    std::int64_t kvBytesPerToken = 0;       // whole model, formula (no replication)
+    std::int64_t kvBytesPerTokenPerGpu = 0; // one GPU's share, with vLLM's KV-head replication
+    std::int64_t pageBytesPerGpu = 0;       // one block of B tokens across every layer, one GPU
+    std::int64_t kvBytesPerRequest = 0;     // at the context, all GPUs together
+    std::int64_t kvBytesPerRequestPerGpu = 0;
+    std::int64_t sharedBytesPerRequestPerGpu = 0; // saved by each request after the first
+    std::vector<LayerGroupUsage> groups;
+
+    std::int64_t weightsBytes = 0;       // whole model, including out-of-page KV scales
+    std::int64_t weightsBytesPerGpu = 0;
+    std::int64_t gpuMemoryBytes = 0;     // per GPU, as the driver reports it
+    std::int64_t requestedBytes = 0;     // per GPU: memory x utilization
+    std::int64_t activationBytes = 0;    // per GPU
+    std::int64_t overheadBytes = 0;      // per GPU
+    std::int64_t availableKvBytes = 0;   // per GPU, never negative
+    bool kvMemoryOverridden = false;
+
+    std::int64_t numGpuBlocks = 0;       // vLLM: floor(available / page bytes), 0 unpaged
+    std::int64_t gpuKvCacheTokens = 0;   // vLLM's "GPU KV cache size: N tokens"
+    double maxConcurrency = 0;           // vLLM's "Maximum concurrency for M tokens" (M = max_model_len)
+    std::int64_t maxRequestsAtContext = 0; // whole requests of this context that fit
+    std::int64_t kvBytesAtMaxRequests = 0; // per GPU, what those requests take
+
+    std::vector<std::string> warnings;   // e.g. context beyond max position embeddings
+    std::string error;                   // non-empty when the scenario cannot run (does not fit)
+};
+
+LedgerResult computeLedger(const Scenario& s);
+
+// The seed's lever ladder: baseline (MHA, 16-bit, contiguous, no sharing) -> +attention
+// -> +quantization -> +paging -> +prefix sharing, each step adding the scenario's lever.
+// A lever that is off in the scenario repeats the previous step (applied = false).
+enum class LadderStepId : std::uint8_t { Baseline, Attention, Quantization, Paging, Prefix };
+struct LadderStep {
+    LadderStepId id = LadderStepId::Baseline;
+    std::string label; // "Baseline MHA FP16", "+GQA-8", "+INT8", "+Paging 16", "+Prefix 2K x all"
+    bool applied = true;
+    Scenario scenario;
+    LedgerResult result;
+};
+std::vector<LadderStep> computeLadder(const Scenario& s);
+// The scenario of ladder step `id` (the levers up to and including it).
+Scenario ladderScenario(const Scenario& s, LadderStepId id);
+
+// Contexts for the curves: log-spaced from 256 up to max(the model's max, context) capped at
+// 1M (or maxContext if given), `pointsPerOctave` per doubling, ends included, strictly rising.
+std::vector<std::int64_t> sweepContexts(std::int64_t maxContext, int pointsPerOctave = 8);
+
+struct Curve {
+    std::string label;
+    bool isCurrent = false; // the full scenario (emphasized)
+    std::vector<double> bytesPerRequestPerGpu; // y of the memory chart, per context
+    std::vector<double> bytesPerRequest;       // all GPUs together
+    std::vector<double> maxRequests;           // y of the concurrency chart
+};
+struct SweepResult {
+    std::vector<std::int64_t> contexts;
+    std::vector<Curve> curves; // one per ladder step, then the current scenario
+    std::int64_t availableKvBytes = 0; // per GPU (the horizontal line)
+};
+SweepResult computeSweep(const Scenario& s, int pointsPerOctave = 8);
+
+// Fast path used by the sweep: bytes per request per GPU and whole requests that fit, at one
+// context, with no strings or allocation. Same numbers as computeLedger.
+struct PointResult {
+    std::int64_t bytesPerRequestPerGpu = 0;
+    std::int64_t bytesPerRequest = 0;
+    std::int64_t maxRequests = 0;
+};
+PointResult computePoint(const Scenario& s, std::int64_t context);
+
+// The inverse question (seed 003): how many GPUs of the scenario's kind hold
+// targetRequests requests at the context? Memory is pooled across the GPUs (KV split evenly,
+// weights split evenly, each GPU keeping its activation and overhead reserve). Returns 0 when
+// even kMaxGpus do not suffice.
+inline constexpr int kMaxGpus = 4096;
+struct GpusNeeded {
+    int gpus = 0;             // smallest count whose pooled memory holds the target
+    int tensorParallel = 0;   // smallest TP vLLM accepts (divides q heads) that holds it
+    std::int64_t weightsBytes = 0;
+    std::int64_t kvBytes = 0; // target requests x bytes per request
+    std::int64_t totalBytes = 0;
+};
+GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests);
+
+} // namespace kvl::core
