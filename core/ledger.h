@@ -84,14 +84,16 @@ std::vector<std::int64_t> sweepContexts(std::int64_t maxContext, int pointsPerOc
 
 struct Curve {
     std::string label;
-    bool isCurrent = false; // the full scenario (emphasized)
+    LadderStepId step = LadderStepId::Baseline;
+    bool applied = true;    // false: the lever is off, the curve repeats the previous step
+    bool isCurrent = false; // the last step: the scenario itself (emphasized)
     std::vector<double> bytesPerRequestPerGpu; // y of the memory chart, per context
     std::vector<double> bytesPerRequest;       // all GPUs together
     std::vector<double> maxRequests;           // y of the concurrency chart
 };
 struct SweepResult {
     std::vector<std::int64_t> contexts;
-    std::vector<Curve> curves; // one per ladder step, then the current scenario
+    std::vector<Curve> curves; // one per ladder step; the last is the scenario itself
     std::int64_t availableKvBytes = 0; // per GPU (the horizontal line)
 };
 SweepResult computeSweep(const Scenario& s, int pointsPerOctave = 8);

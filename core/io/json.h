@@ -22,8 +22,8 @@ public:
     Json() = default;
     Json(std::nullptr_t) {}
     Json(bool b) : m_value(b) {}
-    Json(double d) : m_value(d) {}
-    Json(int v) : m_value(static_cast<double>(v)) {}
+    Json(double d) : m_value(Number{d, std::nullopt}) {}
+    Json(int v) : m_value(Number{static_cast<double>(v), v}) {}
     Json(std::int64_t v); // exact when |v| < 2^53; kept exact as text for larger
     Json(const char* s) : m_value(std::string(s)) {}
     Json(std::string s) : m_value(std::move(s)) {}

@@ -1,0 +1,237 @@
+#include "kv_format.h"
+
+#include <array>
+
+namespace kvl::core {
+
+namespace {
+
+struct DtypeInfo {
+    KvDtype dtype;
+    std::string_view name;
+    std::string_view label;
+    int bits;
+};
+
+constexpr std::array<DtypeInfo, 8> kDtypes{{
+    {KvDtype::Fp32, "fp32", "FP32", 32},
+    {KvDtype::Fp16, "fp16", "FP16", 16},
+    {KvDtype::Bf16, "bf16", "BF16", 16},
+    {KvDtype::Fp8E4M3, "fp8_e4m3", "FP8 E4M3", 8},
+    {KvDtype::Fp8E5M2, "fp8_e5m2", "FP8 E5M2", 8},
+    {KvDtype::Int8, "int8", "INT8", 8},
+    {KvDtype::Int4, "int4", "INT4", 4},
+    {KvDtype::Int2, "int2", "INT2", 2},
+}};
+
+const DtypeInfo& info(KvDtype d) { return kDtypes[static_cast<std::size_t>(d)]; }
+
+constexpr std::array<std::string_view, 6> kGranularityNames{
+    "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi"};
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::int64_t dataBytes(KvDtype d, int dim) { return ceilDiv(std::int64_t{dim} * info(d).bits, 8); }
+
+// Bytes of one scale (plus one zero-point for asymmetric schemes).
+std::int64_t scaleAndZeroBytes(const KvFormat& f) {
+    return scaleBytes(f.scaleType) * (f.hasZeroPoint ? 2 : 1);
+}
+
+} // namespace
+
+KvFormat KvFormat::defaultFor(KvDtype dtype) {
+    KvFormat f;
+    f.dtype = dtype;
+    switch (dtype) {
+    case KvDtype::Fp32:
+    case KvDtype::Fp16:
+    case KvDtype::Bf16:
+        f.granularity = Granularity::None;
+        break;
+    case KvDtype::Fp8E4M3:
+    case KvDtype::Fp8E5M2:
+        // vLLM: per-tensor k_scale / v_scale kept outside the cache.
+        f.granularity = Granularity::PerTensor;
+        f.scaleType = ScaleType::Fp32;
+        break;
+    case KvDtype::Int8:
+        // One fp32 scale per K and per V vector (REFERENCE.md 1: +2*kv_heads*4 B/token/layer).
+        f.granularity = Granularity::PerTokenHead;
+        f.scaleType = ScaleType::Fp32;
+        break;
+    case KvDtype::Int4:
+        // QServe / LMDeploy: G = 128 with fp16 scale + zero = 4.25 bits.
+        f.granularity = Granularity::PerGroup;
+        f.groupSize = 128;
+        f.scaleType = ScaleType::Fp16;
+        f.hasZeroPoint = true;
+        break;
+    case KvDtype::Int2:
+        // KIVI: keys per channel, values per token, groups of 32.
+        f.granularity = Granularity::KPerChannelVPerToken;
+        f.groupSize = 32;
+        f.scaleType = ScaleType::Fp16;
+        f.hasZeroPoint = true;
+        break;
+    }
+    return f;
+}
+
+int bitsPerElement(KvDtype dtype) { return info(dtype).bits; }
+
+bool isQuantized(KvDtype dtype) { return info(dtype).bits <= 8; }
+
+bool isInteger(KvDtype dtype) {
+    return dtype == KvDtype::Int8 || dtype == KvDtype::Int4 || dtype == KvDtype::Int2;
+}
+
+int scaleBytes(ScaleType type) { return type == ScaleType::Fp32 ? 4 : 2; }
+
+std::string_view dtypeName(KvDtype dtype) { return info(dtype).name; }
+
+std::optional<KvDtype> parseDtype(std::string_view name) {
+    if (name == "fp8") // vLLM: "fp8" means fp8_e4m3
+        return KvDtype::Fp8E4M3;
+    if (name == "float16" || name == "half")
+        return KvDtype::Fp16;
+    if (name == "bfloat16")
+        return KvDtype::Bf16;
+    if (name == "float32" || name == "float")
+        return KvDtype::Fp32;
+    for (const auto& d : kDtypes)
+        if (d.name == name)
+            return d.dtype;
+    return std::nullopt;
+}
+
+std::vector<KvDtype> allDtypes() {
+    std::vector<KvDtype> out;
+    for (const auto& d : kDtypes)
+        out.push_back(d.dtype);
+    return out;
+}
+
+std::string_view granularityName(Granularity g) {
+    return kGranularityNames[static_cast<std::size_t>(g)];
+}
+
+std::optional<Granularity> parseGranularity(std::string_view name) {
+    for (std::size_t i = 0; i < kGranularityNames.size(); ++i)
+        if (kGranularityNames[i] == name)
+            return static_cast<Granularity>(i);
+    if (name == "per-token")
+        return Granularity::PerTokenHead;
+    if (name == "k-per-channel")
+        return Granularity::KPerChannelVPerToken;
+    return std::nullopt;
+}
+
+std::string shortLabel(const KvFormat& f) {
+    std::string s(info(f.dtype).label);
+    if (f.granularity == Granularity::PerGroup)
+        s += " g" + std::to_string(f.groupSize);
+    else if (f.granularity == Granularity::KPerChannelVPerToken)
+        s += " KIVI g" + std::to_string(f.groupSize);
+    return s;
+}
+
+std::string formatLabel(const KvFormat& f) {
+    std::string s(info(f.dtype).label);
+    const std::string scale = f.scaleType == ScaleType::Fp32 ? "fp32" : "fp16";
+    const std::string sz = f.hasZeroPoint ? " scale+zero" : " scale";
+    switch (f.granularity) {
+    case Granularity::None:
+        break;
+    case Granularity::PerTensor:
+        s += " per-tensor (" + scale + sz + ")";
+        break;
+    case Granularity::PerHead:
+        s += " per-KV-head (" + scale + sz + ")";
+        break;
+    case Granularity::PerTokenHead:
+        s += " per-token-head (" + scale + sz + ")";
+        break;
+    case Granularity::PerGroup:
+        s += " g" + std::to_string(f.groupSize) + " (" + scale + sz + ")";
+        break;
+    case Granularity::KPerChannelVPerToken:
+        s += " KIVI K per-channel / V per-token g" + std::to_string(f.groupSize) + " (" + scale +
+             sz + ")";
+        break;
+    }
+    return s;
+}
+
+std::optional<std::string> validate(const KvFormat& f, int headDim) {
+    const bool quantized = isQuantized(f.dtype);
+    if (!quantized && f.granularity != Granularity::None)
+        return std::string(dtypeName(f.dtype)) + " is stored as is: granularity must be none";
+    if (quantized && f.granularity == Granularity::None)
+        return std::string(dtypeName(f.dtype)) + " needs scales: granularity must not be none";
+    const bool isFp8 = f.dtype == KvDtype::Fp8E4M3 || f.dtype == KvDtype::Fp8E5M2;
+    if (isFp8 && f.granularity != Granularity::PerTensor && f.granularity != Granularity::PerHead &&
+        f.granularity != Granularity::PerTokenHead)
+        return "fp8 KV scales are per tensor, per head or per token-head";
+    if ((f.dtype == KvDtype::Int4 || f.dtype == KvDtype::Int2) &&
+        (f.granularity == Granularity::PerTensor || f.granularity == Granularity::PerHead))
+        return std::string(dtypeName(f.dtype)) +
+               " with a per-tensor scale loses too much: use per-token-head, per-group or kivi";
+    const bool grouped = f.granularity == Granularity::PerGroup ||
+                         f.granularity == Granularity::KPerChannelVPerToken;
+    if (grouped) {
+        if (f.groupSize < 1 || f.groupSize > 4096)
+            return "group size must be between 1 and 4096, got " + std::to_string(f.groupSize);
+        if (f.granularity == Granularity::PerGroup && headDim > 0 && headDim % f.groupSize != 0)
+            return "group size " + std::to_string(f.groupSize) + " must divide head_dim " +
+                   std::to_string(headDim);
+    }
+    return std::nullopt;
+}
+
+std::int64_t keyBytesPerToken(const KvFormat& f, int dim) {
+    const std::int64_t data = dataBytes(f.dtype, dim);
+    switch (f.granularity) {
+    case Granularity::None:
+    case Granularity::PerTensor:
+    case Granularity::PerHead:
+        return data;
+    case Granularity::PerTokenHead:
+        return data + scaleAndZeroBytes(f);
+    case Granularity::PerGroup:
+        return data + ceilDiv(dim, f.groupSize) * scaleAndZeroBytes(f);
+    case Granularity::KPerChannelVPerToken:
+        // KIVI keys: one scale (+zero) per channel for every G tokens.
+        return data + ceilDiv(std::int64_t{dim} * scaleAndZeroBytes(f), f.groupSize);
+    }
+    return data;
+}
+
+std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
+    const std::int64_t data = dataBytes(f.dtype, dim);
+    switch (f.granularity) {
+    case Granularity::None:
+    case Granularity::PerTensor:
+    case Granularity::PerHead:
+        return data;
+    case Granularity::PerTokenHead:
+        return data + scaleAndZeroBytes(f);
+    case Granularity::PerGroup:
+    case Granularity::KPerChannelVPerToken: // KIVI values: per token, G elements per group
+        return data + ceilDiv(dim, f.groupSize) * scaleAndZeroBytes(f);
+    }
+    return data;
+}
+
+std::int64_t outOfPageScaleBytesPerLayer(const KvFormat& f, int kvHeads) {
+    switch (f.granularity) {
+    case Granularity::PerTensor:
+        return 2 * std::int64_t{scaleBytes(f.scaleType)};
+    case Granularity::PerHead:
+        return 2 * std::int64_t{kvHeads} * scaleBytes(f.scaleType);
+    default:
+        return 0;
+    }
+}
+
+} // namespace kvl::core

@@ -1,0 +1,77 @@
+#include "scenario.h"
+
+#include <cmath>
+
+namespace kvl::core {
+
+namespace {
+std::string num(std::int64_t v) { return std::to_string(v); }
+} // namespace
+
+std::int64_t gibToBytes(double gib) { return std::llround(gib * static_cast<double>(kGiB)); }
+
+double bytesToGiB(std::int64_t bytes) {
+    return static_cast<double>(bytes) / static_cast<double>(kGiB);
+}
+
+std::optional<std::string> Scenario::validate() const {
+    if (auto e = model.validate())
+        return e;
+    const auto& a = levers.attention;
+    if (a.enabled && a.mode == AttentionMode::Gqa) {
+        if (a.gqaKvHeads < 1 || a.gqaKvHeads > model.qHeads)
+            return "attention: GQA groups must be between 1 and the q heads (" +
+                   num(model.qHeads) + "), got " + num(a.gqaKvHeads);
+        if (model.qHeads % a.gqaKvHeads != 0)
+            return "attention: q heads (" + num(model.qHeads) + ") are not divisible by " +
+                   num(a.gqaKvHeads) + " KV heads";
+    }
+    if (levers.quant.enabled) {
+        const int dim = model.isMla() && model.countLayers(LayerKind::Mla) == model.numLayers()
+                            ? model.mlaLatentDim()
+                            : model.headDim;
+        if (auto e = core::validate(levers.quant.format, dim))
+            return "kv format: " + *e;
+    }
+    if (levers.paging.enabled && (levers.paging.blockSize < 1 || levers.paging.blockSize > 1 << 20))
+        return "block size must be between 1 and 1048576, got " + num(levers.paging.blockSize);
+    if (levers.prefix.enabled) {
+        if (levers.prefix.sharedTokens < 0 || levers.prefix.sharedTokens > kMaxContext)
+            return "prefix tokens must be between 0 and " + num(kMaxContext) + ", got " +
+                   num(levers.prefix.sharedTokens);
+        if (levers.prefix.sharingRequests < 0 || levers.prefix.sharingRequests > kMaxRequests)
+            return "prefix requests must be between 0 (all) and " + num(kMaxRequests) + ", got " +
+                   num(levers.prefix.sharingRequests);
+    }
+    const auto& h = hardware;
+    if (h.gpu.memoryBytes <= 0 || h.gpu.memoryBytes > (std::int64_t{1} << 50))
+        return "gpu '" + h.gpu.id + "': memory must be between 1 byte and 1 PiB, got " +
+               num(h.gpu.memoryBytes);
+    if (h.gpuCount < 1 || h.gpuCount > 4096)
+        return "tp (GPU count) must be between 1 and 4096, got " + num(h.gpuCount);
+    if (!(h.memoryUtilization > 0.0 && h.memoryUtilization <= 1.0))
+        return "gpu memory utilization must be in (0, 1], got " +
+               std::to_string(h.memoryUtilization);
+    if (h.activationBytes < 0 || h.activationBytes > (std::int64_t{1} << 50))
+        return "activation reserve must be between 0 and 1 PiB, got " + num(h.activationBytes);
+    if (h.overheadBytes < 0 || h.overheadBytes > (std::int64_t{1} << 50))
+        return "overhead reserve must be between 0 and 1 PiB, got " + num(h.overheadBytes);
+    if (h.kvMemoryBytes && (*h.kvMemoryBytes < 0 || *h.kvMemoryBytes > (std::int64_t{1} << 50)))
+        return "kv memory must be between 0 and 1 PiB, got " + num(*h.kvMemoryBytes);
+    const auto& w = workload;
+    if (w.context < 1 || w.context > kMaxContext)
+        return "context must be between 1 and " + num(kMaxContext) + " tokens, got " +
+               num(w.context);
+    if (w.maxModelLen < 0 || w.maxModelLen > kMaxContext)
+        return "max model length must be between 1 and " + num(kMaxContext) + ", got " +
+               num(w.maxModelLen);
+    if (w.maxNumBatchedTokens < 1 || w.maxNumBatchedTokens > kMaxContext)
+        return "max batched tokens must be between 1 and " + num(kMaxContext) + ", got " +
+               num(w.maxNumBatchedTokens);
+    if (w.targetRequests < 0 || w.targetRequests > kMaxRequests)
+        return "target requests must be between 0 and " + num(kMaxRequests) + ", got " +
+               num(w.targetRequests);
+    return std::nullopt;
+}
+
+} // namespace kvl::core
