@@ -1,0 +1,274 @@
+// The `kvledger ledger / models / gpus` contract: JSON field names and values, exit codes,
+// and one-line errors naming the option or field. JSON is read back with QJsonDocument, an
+// independent parser.
+
+#include "app/cli.h"
+#include "core/io/catalog.h"
+#include "core/kv_format.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sstream>
+
+namespace {
+
+struct Run {
+    int rc = -1;
+    QString out;
+    QString err;
+};
+
+Run run(const QStringList& args) {
+    std::vector<std::string> a;
+    for (const auto& s : args)
+        a.push_back(s.toStdString());
+    std::ostringstream out, err;
+    bool handled = false;
+    Run r;
+    r.rc = kvl::app::runLedgerCli(a, out, err, handled);
+    r.out = QString::fromStdString(out.str());
+    r.err = QString::fromStdString(err.str());
+    return r;
+}
+
+QJsonObject ledgerJson(QStringList args) {
+    args.prepend(QStringLiteral("ledger"));
+    args.append(QStringLiteral("--json"));
+    const Run r = run(args);
+    if (r.rc != 0)
+        qWarning() << "ledger failed:" << r.err;
+    QJsonParseError pe;
+    const auto doc = QJsonDocument::fromJson(r.out.toUtf8(), &pe);
+    if (pe.error != QJsonParseError::NoError)
+        qWarning() << "bad JSON:" << pe.errorString() << r.out.left(200);
+    return doc.object();
+}
+
+QString writeFile(QTemporaryDir& dir, const QString& name, const QByteArray& text) {
+    const QString path = dir.filePath(name);
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    f.write(text);
+    return path;
+}
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void doneWhen();
+    void fieldsPresent();
+    void values_data();
+    void values();
+    void ladderInJson();
+    void gpusNeededSeed_data();
+    void gpusNeededSeed();
+    void layersOverride();
+    void badInput_data();
+    void badInput();
+    void badConfigFiles_data();
+    void badConfigFiles();
+    void catalogs();
+    void table();
+};
+
+void TestCli::doneWhen() {
+    // Issue 2: llama-3-8b fp16 at 32768 -> 131072 B/token and 4294967296 B/request.
+    const auto o = ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "fp16", "--context", "32768"});
+    QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(131072));
+    QCOMPARE(o.value("kv_bytes_per_request").toInteger(), qint64(4294967296));
+}
+
+void TestCli::fieldsPresent() {
+    const auto o = ledgerJson({"--model", "llama-3-8b"});
+    for (const char* k : {"kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_bytes_per_request",
+                          "weights_bytes", "available_kv_bytes", "num_gpu_blocks", "gpu_kv_cache_tokens",
+                          "max_concurrency", "max_requests_at_context", "ladder"})
+        QVERIFY2(o.contains(QLatin1String(k)), k);
+}
+
+void TestCli::values_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<qint64>("expected");
+    // REFERENCE.md 2: a fixed 51.38 GiB pool for Llama-3.1-8B -> 26,306 blocks, 420,896 tokens.
+    const QStringList worked{"--model", "llama-3.1-8b", "--max-model-len", "16000", "--kv-memory-gib", "51.38"};
+    QTest::addRow("worked example blocks") << worked << "num_gpu_blocks" << qint64(26306);
+    QTest::addRow("worked example tokens") << worked << "gpu_kv_cache_tokens" << qint64(420896);
+    QTest::addRow("kv memory bytes override")
+        << QStringList{"--model", "llama-3-8b", "--kv-memory-bytes", "2097152000"} << "num_gpu_blocks"
+        << qint64(1000);
+    QTest::addRow("int8 per-token scales")
+        << QStringList{"--model", "llama-3-8b", "--kv-dtype", "int8"} << "kv_bytes_per_token" << qint64(67584);
+    QTest::addRow("fp8 alias") << QStringList{"--model", "llama-3-8b", "--kv-dtype", "fp8"}
+                               << "kv_bytes_per_token" << qint64(65536);
+    QTest::addRow("mha what-if") << QStringList{"--model", "llama-3-8b", "--attention", "mha"}
+                                 << "kv_bytes_per_token" << qint64(524288);
+    QTest::addRow("gqa:2 what-if") << QStringList{"--model", "llama-3-8b", "--attention", "gqa:2"}
+                                   << "kv_bytes_per_token" << qint64(32768);
+    QTest::addRow("mqa what-if") << QStringList{"--model", "llama-3-8b", "--attention", "mqa"}
+                                 << "kv_bytes_per_token" << qint64(16384);
+    QTest::addRow("tp 16 replicates 8 heads")
+        << QStringList{"--model", "llama-3-70b", "--tp", "16"} << "kv_bytes_per_token_per_gpu"
+        << qint64(2 * 80 * 1 * 128 * 2);
+    QTest::addRow("tp 4 splits heads") << QStringList{"--model", "llama-3-70b", "--tp", "4"}
+                                       << "kv_bytes_per_token_per_gpu" << qint64(2 * 80 * 2 * 128 * 2);
+    QTest::addRow("block 32 rounding")
+        << QStringList{"--model", "llama-3-8b", "--block-size", "32", "--context", "1000"}
+        << "kv_bytes_per_request" << qint64(32 * 32 * 131072);
+    QTest::addRow("no paging reserves max len")
+        << QStringList{"--model", "llama-3-8b", "--no-paging", "--context", "1000"} << "kv_bytes_per_request"
+        << qint64(8192) * 131072;
+    QTest::addRow("prefix saves full blocks")
+        << QStringList{"--model", "llama-3-8b", "--prefix-tokens", "2050", "--context", "8192"}
+        << "shared_bytes_per_request_per_gpu" << qint64(128) * 16 * 131072;
+    QTest::addRow("weights int4") << QStringList{"--model", "hypothetical-70b-mha", "--weight-dtype", "int4"}
+                                  << "weights_bytes" << qint64(37'187'500'000);
+}
+
+void TestCli::values() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, field);
+    QFETCH(qint64, expected);
+    const auto o = ledgerJson(args);
+    QVERIFY2(o.contains(field), qPrintable(field));
+    QCOMPARE(o.value(field).toInteger(), expected);
+}
+
+void TestCli::ladderInJson() {
+    const auto o = ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "int8", "--prefix-tokens", "2048"});
+    const auto ladder = o.value("ladder").toArray();
+    QCOMPARE(ladder.size(), 5);
+    QCOMPARE(ladder.at(0).toObject().value("kv_bytes_per_token").toInteger(), qint64(524288));
+    QCOMPARE(ladder.at(1).toObject().value("kv_bytes_per_token").toInteger(), qint64(131072));
+    QCOMPARE(ladder.at(2).toObject().value("kv_bytes_per_token").toInteger(), qint64(67584));
+    QCOMPARE(ladder.at(4).toObject().value("max_requests_at_context").toInteger(),
+             o.value("max_requests_at_context").toInteger());
+    for (int i = 1; i < ladder.size(); ++i)
+        QVERIFY(ladder.at(i).toObject().value("max_requests_at_context").toInteger() >=
+                ladder.at(i - 1).toObject().value("max_requests_at_context").toInteger());
+}
+
+void TestCli::gpusNeededSeed_data() {
+    QTest::addColumn<QStringList>("extra");
+    QTest::addColumn<int>("gpus");
+    // Seed 003: 70B MHA, 8K x 10 requests: 5x H100; INT8 weights 4x; INT8 weights + INT8 KV 3x.
+    QTest::addRow("fp16") << QStringList{"--weight-dtype", "fp16", "--kv-dtype", "fp16"} << 5;
+    QTest::addRow("int8 weights") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "fp16"} << 4;
+    QTest::addRow("int8 both") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "int8"} << 3;
+}
+
+void TestCli::gpusNeededSeed() {
+    QFETCH(QStringList, extra);
+    QFETCH(int, gpus);
+    QStringList args{"--model", "hypothetical-70b-mha", "--gpu", "h100-80gb", "--context", "8192",
+                     "--target-requests", "10"};
+    args += extra;
+    const auto o = ledgerJson(args);
+    QCOMPARE(o.value("gpus_needed").toInt(), gpus);
+}
+
+void TestCli::layersOverride() {
+    const auto base = ledgerJson({"--model", "llama-3-8b"});
+    const auto plus = ledgerJson({"--model", "llama-3-8b", "--layers", "33"});
+    QCOMPARE(plus.value("kv_bytes_per_token").toInteger(),
+             base.value("kv_bytes_per_token").toInteger() / 32 * 33);
+}
+
+void TestCli::badInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mentions");
+    QTest::addRow("unknown model") << QStringList{"--model", "nope"} << "--model";
+    QTest::addRow("unknown gpu") << QStringList{"--gpu", "v100"} << "--gpu";
+    QTest::addRow("bad dtype") << QStringList{"--kv-dtype", "int3"} << "--kv-dtype";
+    QTest::addRow("negative context") << QStringList{"--context", "-5"} << "--context";
+    QTest::addRow("text context") << QStringList{"--context", "lots"} << "--context";
+    QTest::addRow("absurd context") << QStringList{"--context", "99999999999999"} << "--context";
+    QTest::addRow("zero tp") << QStringList{"--tp", "0"} << "--tp";
+    QTest::addRow("util above 1") << QStringList{"--gpu-mem-util", "1.5"} << "--gpu-mem-util";
+    QTest::addRow("util nan") << QStringList{"--gpu-mem-util", "nan"} << "--gpu-mem-util";
+    QTest::addRow("missing value") << QStringList{"--context"} << "--context";
+    QTest::addRow("bad attention") << QStringList{"--attention", "gqa:x"} << "--attention";
+    QTest::addRow("gqa indivisible") << QStringList{"--attention", "gqa:5"} << "attention";
+    QTest::addRow("both pools") << QStringList{"--kv-memory-gib", "1", "--kv-memory-bytes", "5"} << "--kv-memory";
+    QTest::addRow("unknown option") << QStringList{"--frobnicate"} << "--frobnicate";
+    QTest::addRow("missing config") << QStringList{"--config", "/nonexistent/config.json"} << "config.json";
+    QTest::addRow("int4 group not dividing") << QStringList{"--kv-dtype", "int4", "--kv-group-size", "48"} << "group size";
+}
+
+void TestCli::badInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mentions);
+    args.prepend(QStringLiteral("ledger"));
+    const Run r = run(args);
+    QCOMPARE(r.rc, 2);
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1); // one line
+}
+
+void TestCli::badConfigFiles_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QString>("mentions");
+    QTest::addRow("empty") << QByteArray() << "config.json";
+    QTest::addRow("truncated") << QByteArray("{\"num_hidden_layers\": 32, \"num_attention") << "config.json";
+    QTest::addRow("not json") << QByteArray("hello") << "config.json";
+    QTest::addRow("array") << QByteArray("[1,2,3]") << "config.json";
+    QTest::addRow("wrong type")
+        << QByteArray(R"({"num_hidden_layers": "32", "num_attention_heads": 32, "hidden_size": 4096,
+                         "max_position_embeddings": 8192})")
+        << "num_hidden_layers";
+    QTest::addRow("zero heads")
+        << QByteArray(R"({"num_hidden_layers": 32, "num_attention_heads": 0, "hidden_size": 4096,
+                         "max_position_embeddings": 8192})")
+        << "num_attention_heads";
+    QTest::addRow("indivisible kv")
+        << QByteArray(R"({"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 5,
+                         "hidden_size": 4096, "max_position_embeddings": 8192})")
+        << "num_key_value_heads";
+}
+
+void TestCli::badConfigFiles() {
+    QFETCH(QByteArray, text);
+    QFETCH(QString, mentions);
+    QTemporaryDir dir;
+    const QString path = writeFile(dir, QStringLiteral("config.json"), text);
+    const Run r = run({"ledger", "--config", path});
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
+void TestCli::catalogs() {
+    Run r = run({"models", "--json"});
+    QCOMPARE(r.rc, 0);
+    const auto models = QJsonDocument::fromJson(r.out.toUtf8()).array();
+    QVERIFY(models.size() >= 20);
+    bool found = false;
+    for (const auto& m : models)
+        if (m.toObject().value("id").toString() == QLatin1String("llama-3-8b")) {
+            found = true;
+            QCOMPARE(m.toObject().value("kv_bytes_per_token").toInteger(), qint64(131072));
+        }
+    QVERIFY(found);
+    r = run({"gpus", "--json"});
+    QCOMPARE(r.rc, 0);
+    QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).array().size() >= 12);
+    r = run({"models"});
+    QVERIFY(r.out.contains(QLatin1String("llama-3.1-405b")));
+}
+
+void TestCli::table() {
+    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000", "--kv-memory-gib", "51.38"});
+    QCOMPARE(r.rc, 0);
+    QVERIFY2(r.out.contains(QLatin1String("GPU KV cache size: 420,896 tokens")), qPrintable(r.out));
+    QVERIFY(r.out.contains(QLatin1String("Maximum concurrency for 16,000 tokens per request: 26.31x")));
+}
+
+QTEST_APPLESS_MAIN(TestCli)
+#include "tst_cli.moc"
