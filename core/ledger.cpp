@@ -456,6 +456,8 @@ std::vector<std::int64_t> sweepContexts(std::int64_t maxContext, int pointsPerOc
 
 SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     SweepResult out;
+    if (s.validate())
+        return out; // no curves for a scenario the ledger rejects
     const std::int64_t modelMax = std::max(s.model.maxContext, s.effectiveMaxModelLen());
     const std::int64_t upper =
         std::max(std::min<std::int64_t>(modelMax, std::int64_t{1} << 20), s.workload.context);

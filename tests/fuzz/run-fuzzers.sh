@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with Debian's clang (ASan + UBSan) and runs each for a bounded
+# time on a copy of its corpus in tests/fuzz/corpus/<target>. New crashes land in build-fuzz/.
+# usage: tests/fuzz/run-fuzzers.sh [SECONDS_PER_TARGET]   (default 60)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+command -v clang++ >/dev/null || apt-get install -y -q clang libclang-rt-14-dev >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DKVL_PROBE_ONLY=ON -DKVL_ENABLE_CUDA=OFF -DKVL_BUILD_FUZZERS=ON >/dev/null
+cmake --build build-fuzz -j2 >/dev/null
+status=0
+for t in build-fuzz/tests/fuzz/fuzz_*; do
+  name=$(basename "$t"); corpus=tests/fuzz/corpus/${name#fuzz_}
+  work=build-fuzz/corpus-$name; rm -rf "$work"; mkdir -p "$work"; cp -r "$corpus"/. "$work"/ 2>/dev/null || true
+  echo "== $name: ${secs}s, seed corpus $(ls "$corpus" 2>/dev/null | wc -l) files"
+  if ! (cd build-fuzz && "../$t" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+         -print_final_stats=1 "../$work" 2>&1 | grep -E "^(stat::number_of_executed_units|stat::new_units_added|==.*ERROR|SUMMARY)|Done"); then
+    :
+  fi
+  if ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* >/dev/null 2>&1; then
+    echo "!! $name found a problem:"; ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* 2>/dev/null; status=1
+  fi
+done
+[ $status -eq 0 ] && echo "fuzzing: no crashes, leaks or timeouts" || echo "fuzzing: FAILURES (see above)"
+exit $status
