@@ -71,7 +71,7 @@ struct Hardware {
 };
 
 struct Workload {
-    std::int64_t context = 32768;           // tokens per request
+    std::int64_t context = 4096;            // tokens per request
     std::int64_t maxModelLen = 0;           // 0 = the model's max context
     std::int64_t maxNumBatchedTokens = 8192; // vLLM scheduler budget (sliding-window slack)
     std::int64_t targetRequests = 0;        // for gpus_needed; 0 = not asked

@@ -24,7 +24,7 @@ public:
     Json(bool b) : m_value(b) {}
     Json(double d) : m_value(Number{d, std::nullopt}) {}
     Json(int v) : m_value(Number{static_cast<double>(v), v}) {}
-    Json(std::int64_t v); // exact when |v| < 2^53; kept exact as text for larger
+    Json(std::int64_t v); // kept as an exact int64 beside its double
     Json(const char* s) : m_value(std::string(s)) {}
     Json(std::string s) : m_value(std::move(s)) {}
     Json(Array a) : m_value(std::move(a)) {}
