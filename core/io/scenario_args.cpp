@@ -123,7 +123,7 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
     if (auto path = take("--scenario")) {
         std::string text;
         if (auto e = readFile(*path, text))
-            return err("--scenario", *e);
+            return err("--scenario", *path + ": " + *e);
         auto r = scenarioFromJson(text, *path);
         if (auto* e = std::get_if<LoadError>(&r))
             return *e;
