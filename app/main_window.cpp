@@ -1,0 +1,720 @@
+#include "main_window.h"
+
+#include "widgets/breakdown_chart.h"
+#include "widgets/curve_chart.h"
+#include "widgets/ladder_model.h"
+#include "widgets/model_picker.h"
+#include "widgets/report.h"
+#include "widgets/scenario_panel.h"
+#include "widgets/vllm_command.h"
+
+#include "core/io/scenario_file.h"
+#include "core/kv_format.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QSaveFile>
+#include <QScreen>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTableView>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+static void initKvlResources() {
+    Q_INIT_RESOURCE(kvledger);
+}
+
+namespace kvl::app {
+
+using widgets::qs;
+
+namespace {
+constexpr int kMaxRecentFiles = 8;
+const char* kScenarioFilter = QT_TRANSLATE_NOOP(
+    "MainWindow", "KV Ledger scenario (*.kvl.json);;JSON (*.json);;All files (*)");
+} // namespace
+
+core::Scenario firstLaunchScenario() {
+    core::Scenario s = io::defaultScenario();
+    s.workload.context = 32768;
+    s.workload.maxModelLen = 32768;
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+    s.levers.paging.enabled = true;
+    s.levers.paging.blockSize = 16;
+    s.levers.prefix.enabled = true;
+    s.levers.prefix.sharedTokens = 2048;
+    s.levers.prefix.sharingRequests = 0;
+    return s;
+}
+
+MainWindow::MainWindow() : MainWindow(Options{}) {}
+
+MainWindow::MainWindow(const Options& options, QWidget* parent)
+    : QMainWindow(parent), m_options(options) {
+    initKvlResources();
+    setWindowIcon(QIcon(QStringLiteral(":/kvledger/icons/kvledger.svg")));
+    buildUi();
+    buildActions();
+    connect(m_panel, &widgets::ScenarioPanel::scenarioChanged, this, &MainWindow::recompute);
+    connect(m_panel, &widgets::ScenarioPanel::errorOccurred, this, &MainWindow::reportError);
+    connect(m_panel, &widgets::ScenarioPanel::importRequested, this,
+            &MainWindow::importInteractive);
+    for (widgets::ChartWidget* c : {static_cast<widgets::ChartWidget*>(m_memoryChart),
+                                    static_cast<widgets::ChartWidget*>(m_concurrencyChart),
+                                    static_cast<widgets::ChartWidget*>(m_breakdownChart)}) {
+        connect(c, &widgets::ChartWidget::replotted, this, [this] {
+            if (m_pendingReplots > 0 && --m_pendingReplots == 0)
+                emit chartsReplotted();
+        });
+    }
+    if (m_options.useSettings)
+        restoreSettings();
+    else
+        setScenario(firstLaunchScenario());
+    updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildUi() {
+    m_panel = new widgets::ScenarioPanel;
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(m_panel);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(m_panel->sizeHint().width() + 24);
+    scroll->setFrameShape(QFrame::NoFrame);
+
+    m_memoryChart = new widgets::CurveChart(widgets::CurveChart::Kind::Memory);
+    m_memoryChart->setObjectName(QStringLiteral("memoryChart"));
+    m_concurrencyChart = new widgets::CurveChart(widgets::CurveChart::Kind::Concurrency);
+    m_concurrencyChart->setObjectName(QStringLiteral("concurrencyChart"));
+    m_breakdownChart = new widgets::BreakdownChart;
+    m_breakdownChart->setObjectName(QStringLiteral("breakdownChart"));
+
+    m_ladderModel = new widgets::LadderModel(this);
+    m_ladderView = new QTableView;
+    m_ladderView->setObjectName(QStringLiteral("ladderView"));
+    m_ladderView->setModel(m_ladderModel);
+    m_ladderView->setAlternatingRowColors(true);
+    m_ladderView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_ladderView->setWordWrap(false);
+    m_ladderView->verticalHeader()->setVisible(false);
+    m_ladderView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_ladderView->horizontalHeader()->setStretchLastSection(true);
+    m_ladderView->setTextElideMode(Qt::ElideMiddle);
+    connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
+    fitLadderColumns();
+    auto* ladderBox = new QWidget;
+    auto* ladderLayout = new QVBoxLayout(ladderBox);
+    ladderLayout->setContentsMargins(0, 0, 0, 0);
+    auto* ladderTitle =
+        new QLabel(tr("<b>Lever ladder</b>: each step adds one lever of the scenario"));
+    ladderLayout->addWidget(ladderTitle);
+    ladderLayout->addWidget(m_ladderView, 3);
+    auto* cmdTitle =
+        new QLabel(tr("<b>vLLM command</b> for this scenario (Edit > Copy vLLM Command):"));
+    ladderLayout->addWidget(cmdTitle);
+    m_vllmView = new QPlainTextEdit;
+    m_vllmView->setObjectName(QStringLiteral("vllmView"));
+    m_vllmView->setReadOnly(true);
+    m_vllmView->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_vllmView->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_vllmView->setToolTip(
+        tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
+    ladderLayout->addWidget(m_vllmView, 2);
+
+    m_warnings = new QLabel;
+    m_warnings->setObjectName(QStringLiteral("warningsLabel"));
+    // One fixed line, always there: warnings coming and going must not resize the charts.
+    m_warnings->setWordWrap(false);
+    m_warnings->setContentsMargins(6, 2, 6, 2);
+    m_warnings->setFixedHeight(m_warnings->fontMetrics().height() + 6);
+    m_warnings->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+
+    m_topSplitter = new QSplitter(Qt::Horizontal);
+    m_topSplitter->addWidget(m_memoryChart);
+    m_topSplitter->addWidget(m_concurrencyChart);
+    m_bottomSplitter = new QSplitter(Qt::Horizontal);
+    m_bottomSplitter->addWidget(m_breakdownChart);
+    m_bottomSplitter->addWidget(ladderBox);
+    m_bottomSplitter->setStretchFactor(0, 2);
+    m_bottomSplitter->setStretchFactor(1, 3);
+    m_rightSplitter = new QSplitter(Qt::Vertical);
+    m_rightSplitter->addWidget(m_topSplitter);
+    m_rightSplitter->addWidget(m_bottomSplitter);
+    m_rightSplitter->setStretchFactor(0, 3);
+    m_rightSplitter->setStretchFactor(1, 2);
+    m_rightSplitter->setSizes({600, 380});
+    m_bottomSplitter->setSizes({440, 800});
+    auto* right = new QWidget;
+    auto* rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->setSpacing(2);
+    rightLayout->addWidget(m_warnings);
+    rightLayout->addWidget(m_rightSplitter, 1);
+
+    m_mainSplitter = new QSplitter(Qt::Horizontal);
+    m_mainSplitter->addWidget(scroll);
+    m_mainSplitter->addWidget(right);
+    m_mainSplitter->setStretchFactor(0, 0);
+    m_mainSplitter->setStretchFactor(1, 1);
+    m_mainSplitter->setCollapsible(1, false);
+    setCentralWidget(m_mainSplitter);
+
+    m_summary = new QLabel;
+    m_summary->setObjectName(QStringLiteral("summaryLabel"));
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_referenceLabel = new QLabel;
+    m_referenceLabel->setObjectName(QStringLiteral("referenceLabel"));
+    m_unitsButton = new QToolButton;
+    m_unitsButton->setObjectName(QStringLiteral("unitsButton"));
+    m_unitsButton->setAutoRaise(true);
+    statusBar()->addWidget(m_summary, 1);
+    statusBar()->addPermanentWidget(m_referenceLabel);
+    statusBar()->addPermanentWidget(m_unitsButton);
+    resize(1600, 1000);
+}
+
+void MainWindow::buildActions() {
+    auto icon = [](const char* name) {
+        return QIcon(QStringLiteral(":/kvledger/icons/%1.svg").arg(QLatin1String(name)));
+    };
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* newAct = file->addAction(style()->standardIcon(QStyle::SP_FileIcon),
+                                      tr("&New (default scenario)"), this, [this] {
+                                          m_currentFile.clear();
+                                          setScenario(firstLaunchScenario());
+                                          updateTitle();
+                                      });
+    newAct->setShortcut(QKeySequence::New);
+    QAction* openAct = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton),
+                                       tr("&Open Scenario..."), this, &MainWindow::openInteractive);
+    openAct->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    QAction* saveAct =
+        file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("&Save Scenario"),
+                        this, [this] { saveInteractive(false); });
+    saveAct->setShortcut(QKeySequence::Save);
+    QAction* saveAsAct =
+        file->addAction(tr("Save Scenario &As..."), this, [this] { saveInteractive(true); });
+    saveAsAct->setShortcut(QKeySequence::SaveAs);
+    file->addSeparator();
+    QAction* importAct =
+        file->addAction(tr("&Import config.json..."), this, &MainWindow::importInteractive);
+    importAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    QMenu* exportMenu = file->addMenu(tr("&Export"));
+    const std::pair<const char*, QString> charts[] = {{"memory", tr("&Memory chart...")},
+                                                      {"concurrency", tr("&Concurrency chart...")},
+                                                      {"breakdown", tr("&Breakdown chart...")},
+                                                      {"ladder", tr("&Ladder table (CSV)...")}};
+    for (const auto& [name, label] : charts) {
+        const QString n = QLatin1String(name);
+        exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
+    }
+    exportMenu->addSeparator();
+    QAction* reportAct = exportMenu->addAction(icon("report"), tr("Review &report (PDF)..."), this,
+                                               &MainWindow::exportReportInteractive);
+    reportAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    file->addSeparator();
+    QAction* quitAct = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quitAct->setShortcut(QKeySequence::Quit);
+    quitAct->setMenuRole(QAction::QuitRole);
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* copyCmd = edit->addAction(icon("terminal"), tr("Copy &vLLM Command"), this,
+                                       &MainWindow::copyVllmCommand);
+    copyCmd->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copyCmd->setToolTip(tr("Copy the equivalent `vllm serve` flags, with a note for every lever "
+                           "vLLM has no flag for"));
+    QAction* copySummary = edit->addAction(tr("Copy &Summary Line"), this, [this] {
+        QApplication::clipboard()->setText(summaryText());
+        statusBar()->showMessage(tr("Summary copied"), 3000);
+    });
+    Q_UNUSED(copySummary);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QAction* pinAct =
+        view->addAction(icon("pin"), tr("&Pin as Reference"), this, &MainWindow::pinReference);
+    pinAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+    pinAct->setToolTip(tr("Keep the current scenario as a dashed reference and show the deltas"));
+    m_clearReferenceAction =
+        view->addAction(tr("&Clear Reference"), this, &MainWindow::clearReference);
+    m_clearReferenceAction->setEnabled(false);
+    view->addSeparator();
+    m_unitsAction = view->addAction(tr("&Decimal Units (GB)"));
+    m_unitsAction->setCheckable(true);
+    m_unitsAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_U));
+    connect(m_unitsAction, &QAction::toggled, this, [this](bool on) {
+        setUnits(on ? core::UnitSystem::Decimal : core::UnitSystem::Binary);
+    });
+    m_unitsButton->setDefaultAction(m_unitsAction);
+    m_unitsButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About KV Ledger"), this, [this] {
+        QMessageBox::about(
+            this, tr("About KV Ledger"),
+            tr("<h3>KV Ledger %1</h3><p>How much memory an LLM's KV cache takes, and "
+               "what GQA/MQA, KV quantization, paging and prefix sharing buy.</p>"
+               "<p>KV bytes per token = 2 x layers x KV heads x head_dim x bytes per "
+               "element (+ scales). Numbers follow vLLM's accounting.</p>")
+                .arg(QCoreApplication::applicationVersion()));
+    });
+
+    QToolBar* tb = addToolBar(tr("Main"));
+    tb->setObjectName(QStringLiteral("mainToolBar"));
+    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tb->setIconSize(QSize(18, 18));
+    tb->addAction(openAct);
+    tb->addAction(saveAct);
+    tb->addSeparator();
+    tb->addAction(pinAct);
+    tb->addAction(m_clearReferenceAction);
+    tb->addSeparator();
+    tb->addAction(copyCmd);
+    tb->addAction(reportAct);
+
+    // Right-click on a chart: export it.
+    for (const auto& [name, label] : charts) {
+        const QString n = QLatin1String(name);
+        if (widgets::ChartWidget* c = chart(n)) {
+            auto* a = new QAction(tr("Export This Chart..."), c);
+            connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
+            c->addAction(a);
+            c->setContextMenuPolicy(Qt::ActionsContextMenu);
+        }
+    }
+    updateRecentMenu();
+    setUnits(core::UnitSystem::Binary);
+}
+
+widgets::ChartWidget* MainWindow::chart(const QString& name) const {
+    if (name == QLatin1String("memory"))
+        return m_memoryChart;
+    if (name == QLatin1String("concurrency"))
+        return m_concurrencyChart;
+    if (name == QLatin1String("breakdown"))
+        return m_breakdownChart;
+    return nullptr;
+}
+
+void MainWindow::setScenario(const core::Scenario& s) {
+    m_panel->setScenario(s);
+}
+
+const core::Scenario& MainWindow::scenario() const {
+    return m_panel->scenario();
+}
+
+void MainWindow::recompute(const core::Scenario& s) {
+    m_snapshot = widgets::computeSnapshot(s);
+    m_pendingReplots = 3;
+    m_memoryChart->setSnapshot(m_snapshot);
+    m_concurrencyChart->setSnapshot(m_snapshot);
+    m_breakdownChart->setSnapshot(m_snapshot);
+    m_ladderModel->setSnapshot(m_snapshot);
+    m_summary->setText(summaryText());
+    m_vllmView->setPlainText(vllmCommandText());
+    const QString warn = warningText();
+    m_warnings->setText(
+        warn.isEmpty() ? tr("No warnings: the scenario is within the model's and vLLM's limits")
+                       : warn);
+    m_warnings->setToolTip(warn);
+    setWindowModified(true);
+    emit recomputed();
+}
+
+QString MainWindow::summaryText() const {
+    return widgets::summaryLine(m_snapshot, m_units);
+}
+
+QString MainWindow::warningText() const {
+    QStringList lines;
+    if (!m_snapshot.ledger.error.empty())
+        lines << tr("<b>Does not fit:</b> %1").arg(qs(m_snapshot.ledger.error).toHtmlEscaped());
+    for (const auto& w : m_snapshot.ledger.warnings)
+        lines << tr("<b>Note:</b> %1").arg(qs(w).toHtmlEscaped());
+    return lines.join(QStringLiteral(" &nbsp; "));
+}
+
+QString MainWindow::vllmCommandText() const {
+    return widgets::vllmCommand(scenario()).text();
+}
+
+void MainWindow::copyVllmCommand() {
+    QApplication::clipboard()->setText(vllmCommandText());
+    const auto cmd = widgets::vllmCommand(scenario());
+    statusBar()->showMessage(
+        cmd.unsupported.isEmpty()
+            ? tr("vLLM command copied")
+            : tr("vLLM command copied (%n lever(s) without a vLLM flag, noted in comments)",
+                 nullptr, static_cast<int>(cmd.unsupported.size())),
+        5000);
+}
+
+void MainWindow::setUnits(core::UnitSystem units) {
+    m_units = units;
+    {
+        QSignalBlocker block(m_unitsAction);
+        m_unitsAction->setChecked(units == core::UnitSystem::Decimal);
+    }
+    m_unitsAction->setText(units == core::UnitSystem::Decimal ? tr("GB") : tr("GiB"));
+    m_unitsAction->setToolTip(tr("Units: GiB (2^30 bytes) or GB (10^9 bytes); click to switch"));
+    m_memoryChart->setUnits(units);
+    m_concurrencyChart->setUnits(units);
+    m_breakdownChart->setUnits(units);
+    m_ladderModel->setUnits(units);
+    if (m_summary)
+        m_summary->setText(summaryText());
+}
+
+void MainWindow::pinReference() {
+    m_reference = m_snapshot;
+    m_memoryChart->setReference(m_reference);
+    m_concurrencyChart->setReference(m_reference);
+    m_breakdownChart->setReference(m_reference);
+    m_ladderModel->setReference(m_reference);
+    m_clearReferenceAction->setEnabled(true);
+    m_referenceLabel->setText(tr("Reference: %1").arg(qs(m_reference->scenario.model.name)));
+    m_referenceLabel->setToolTip(widgets::summaryLine(*m_reference, m_units));
+    notify(tr("Pinned the current scenario as the reference (dashed)"));
+}
+
+void MainWindow::notify(const QString& message) {
+    if (isVisible())
+        statusBar()->showMessage(message, 4000);
+}
+
+void MainWindow::fitLadderColumns() {
+    // The step labels are long ("Baseline: MHA-32 BF16 contiguous"): the numbers get their
+    // width first, the step column what is left (elided, full text in the tooltip).
+    QHeaderView* h = m_ladderView->horizontalHeader();
+    h->setSectionResizeMode(QHeaderView::ResizeToContents);
+    h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
+    h->setStretchLastSection(false);
+}
+
+void MainWindow::clearReference() {
+    m_reference.reset();
+    m_memoryChart->setReference(m_reference);
+    m_concurrencyChart->setReference(m_reference);
+    m_breakdownChart->setReference(m_reference);
+    m_ladderModel->setReference(m_reference);
+    m_clearReferenceAction->setEnabled(false);
+    m_referenceLabel->clear();
+}
+
+void MainWindow::reportError(const QString& title, const QString& message) {
+    m_lastError = message;
+    emit errorRaised(title, message);
+    if (m_options.showDialogs)
+        QMessageBox::warning(this, title, message);
+}
+
+bool MainWindow::openScenarioFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        reportError(
+            tr("Open scenario"),
+            tr("Could not open %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
+        return false;
+    }
+    const QByteArray bytes = f.read(64 << 20);
+    auto result = io::scenarioFromJson(
+        std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())),
+        QFileInfo(path).fileName().toStdString());
+    if (const auto* err = std::get_if<io::LoadError>(&result)) {
+        reportError(tr("Open scenario"),
+                    tr("%1 was not opened; the current scenario is unchanged.\n\n%2")
+                        .arg(QDir::toNativeSeparators(path), qs(err->message)));
+        return false;
+    }
+    setScenario(std::get<core::Scenario>(result));
+    m_currentFile = QFileInfo(path).absoluteFilePath();
+    m_lastDir = QFileInfo(path).absolutePath();
+    addRecentFile(m_currentFile);
+    setWindowModified(false);
+    updateTitle();
+    return true;
+}
+
+bool MainWindow::saveScenarioFile(const QString& path) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) {
+        reportError(
+            tr("Save scenario"),
+            tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
+        return false;
+    }
+    const std::string json = io::scenarioToJson(scenario());
+    f.write(json.data(), static_cast<qint64>(json.size()));
+    if (!f.commit()) {
+        reportError(
+            tr("Save scenario"),
+            tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
+        return false;
+    }
+    m_currentFile = QFileInfo(path).absoluteFilePath();
+    m_lastDir = QFileInfo(path).absolutePath();
+    addRecentFile(m_currentFile);
+    setWindowModified(false);
+    updateTitle();
+    notify(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
+    return true;
+}
+
+bool MainWindow::exportChart(const QString& name, const QString& path, double scale, QSize size,
+                             QString* error) {
+    if (name == QLatin1String("ladder")) {
+        if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+            if (error)
+                *error = tr(
+                    "The ladder table exports to CSV only (use --report for a PDF with the table)");
+            return false;
+        }
+        QSaveFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) ||
+            f.write(m_ladderModel->csv().toUtf8()) < 0 || !f.commit()) {
+            if (error)
+                *error = tr("Could not write %1: %2").arg(path, f.errorString());
+            return false;
+        }
+        return true;
+    }
+    widgets::ChartWidget* c = chart(name);
+    if (!c) {
+        if (error)
+            *error =
+                tr("Unknown chart \"%1\": use memory, concurrency, breakdown or ladder").arg(name);
+        return false;
+    }
+    return c->exportTo(path, scale, size, error);
+}
+
+bool MainWindow::exportReport(const QString& path, QString* error) {
+    widgets::ReportInputs in;
+    in.snapshot = &m_snapshot;
+    in.reference = m_reference ? &*m_reference : nullptr;
+    in.memoryChart = m_memoryChart;
+    in.concurrencyChart = m_concurrencyChart;
+    in.breakdownChart = m_breakdownChart;
+    in.ladder = m_ladderModel;
+    in.units = m_units;
+    return widgets::writeReviewReport(path, in, error);
+}
+
+QString MainWindow::dialogDir() const {
+    if (!m_lastDir.isEmpty() && QDir(m_lastDir).exists())
+        return m_lastDir;
+    return QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+}
+
+void MainWindow::exportChartInteractive(const QString& name) {
+    const bool ladder = name == QLatin1String("ladder");
+    const QString filter = ladder ? tr("CSV data (*.csv)")
+                                  : tr("PNG image (*.png);;PDF document (*.pdf);;SVG vector image "
+                                       "(*.svg);;CSV data (*.csv)");
+    const QString base = QStringLiteral("%1-%2.%3")
+                             .arg(qs(scenario().model.id), name,
+                                  ladder ? QStringLiteral("csv") : QStringLiteral("png"));
+    QString selected;
+    QString path = QFileDialog::getSaveFileName(
+        this, tr("Export %1").arg(name), QDir(dialogDir()).filePath(base), filter, &selected);
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().isEmpty()) {
+        const QString ext =
+            selected.section(QLatin1String("*."), 1).section(QLatin1Char(')'), 0, 0);
+        path += QLatin1Char('.') + (ext.isEmpty() ? QStringLiteral("png") : ext);
+    }
+    m_lastDir = QFileInfo(path).absolutePath();
+    double scale = 1.0;
+    if (path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive)) {
+        bool ok = false;
+        scale = QInputDialog::getDouble(this, tr("PNG scale"),
+                                        tr("Scale factor (2 for high-DPI slides):"),
+                                        std::max(2.0, devicePixelRatioF()), 0.5, 8.0, 1, &ok);
+        if (!ok)
+            return;
+    }
+    QString error;
+    if (!exportChart(name, path, scale, {}, &error))
+        reportError(tr("Export"), error);
+    else
+        statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 4000);
+}
+
+void MainWindow::exportReportInteractive() {
+    const QString base = QStringLiteral("%1-kv-review.pdf").arg(qs(scenario().model.id));
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Export review report"),
+                                     QDir(dialogDir()).filePath(base), tr("PDF document (*.pdf)"));
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().isEmpty())
+        path += QStringLiteral(".pdf");
+    m_lastDir = QFileInfo(path).absolutePath();
+    QString error;
+    if (!exportReport(path, &error))
+        reportError(tr("Export review report"), error);
+    else
+        statusBar()->showMessage(tr("Wrote %1").arg(QDir::toNativeSeparators(path)), 4000);
+}
+
+void MainWindow::openInteractive() {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open scenario"), dialogDir(), tr(kScenarioFilter));
+    if (!path.isEmpty())
+        openScenarioFile(path);
+}
+
+bool MainWindow::saveInteractive(bool saveAs) {
+    QString path = m_currentFile;
+    if (saveAs || path.isEmpty()) {
+        const QString suggested =
+            QDir(dialogDir()).filePath(qs(scenario().model.id) + QStringLiteral(".kvl.json"));
+        path = QFileDialog::getSaveFileName(this, tr("Save scenario"),
+                                            m_currentFile.isEmpty() ? suggested : m_currentFile,
+                                            tr(kScenarioFilter));
+        if (path.isEmpty())
+            return false;
+        if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+            path += QStringLiteral(".kvl.json");
+    }
+    return saveScenarioFile(path);
+}
+
+void MainWindow::importInteractive() {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Import HuggingFace config.json"), dialogDir(),
+                                     tr("config.json (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    m_lastDir = QFileInfo(path).absolutePath();
+    if (m_panel->importConfig(path))
+        statusBar()->showMessage(tr("Imported %1").arg(qs(scenario().model.name)), 4000);
+}
+
+void MainWindow::addRecentFile(const QString& path) {
+    m_recentFiles.removeAll(path);
+    m_recentFiles.prepend(path);
+    while (m_recentFiles.size() > kMaxRecentFiles)
+        m_recentFiles.removeLast();
+    updateRecentMenu();
+    if (m_options.useSettings)
+        QSettings().setValue(QStringLiteral("recentFiles"), m_recentFiles);
+}
+
+void MainWindow::updateRecentMenu() {
+    m_recentMenu->clear();
+    for (int i = 0; i < m_recentFiles.size(); ++i) {
+        const QString path = m_recentFiles[i];
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this,
+            [this, path] { openScenarioFile(path); });
+        a->setToolTip(QDir::toNativeSeparators(path));
+    }
+    if (!m_recentFiles.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("Clear List"), this, [this] {
+            m_recentFiles.clear();
+            updateRecentMenu();
+            if (m_options.useSettings)
+                QSettings().remove(QStringLiteral("recentFiles"));
+        });
+    }
+    m_recentMenu->setEnabled(!m_recentFiles.isEmpty());
+}
+
+void MainWindow::updateTitle() {
+    const QString name =
+        m_currentFile.isEmpty() ? tr("Untitled") : QFileInfo(m_currentFile).fileName();
+    setWindowTitle(QStringLiteral("%1[*] - KV Ledger").arg(name));
+}
+
+void MainWindow::restoreSettings() {
+    QSettings settings;
+    m_recentFiles = settings.value(QStringLiteral("recentFiles")).toStringList();
+    m_lastDir = settings.value(QStringLiteral("lastDir")).toString();
+    updateRecentMenu();
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
+        // First launch: 1600 x 1000, or 90% of a smaller screen.
+        if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+            const QSize avail = screen->availableGeometry().size() * 0.9;
+            resize(std::min(1600, avail.width()), std::min(1000, avail.height()));
+        }
+    }
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_mainSplitter->restoreState(
+        settings.value(QStringLiteral("window/mainSplitter")).toByteArray());
+    m_rightSplitter->restoreState(
+        settings.value(QStringLiteral("window/rightSplitter")).toByteArray());
+    m_topSplitter->restoreState(settings.value(QStringLiteral("window/topSplitter")).toByteArray());
+    m_bottomSplitter->restoreState(
+        settings.value(QStringLiteral("window/bottomSplitter")).toByteArray());
+    setUnits(settings.value(QStringLiteral("units")).toString() == QLatin1String("GB")
+                 ? core::UnitSystem::Decimal
+                 : core::UnitSystem::Binary);
+    core::Scenario s = firstLaunchScenario();
+    const QByteArray last = settings.value(QStringLiteral("lastScenario")).toByteArray();
+    if (!last.isEmpty()) {
+        auto result = io::scenarioFromJson(
+            std::string_view(last.constData(), static_cast<std::size_t>(last.size())), "settings");
+        if (auto* ok = std::get_if<core::Scenario>(&result))
+            s = *ok;
+    }
+    m_currentFile = settings.value(QStringLiteral("currentFile")).toString();
+    if (!m_currentFile.isEmpty() && !QFileInfo::exists(m_currentFile))
+        m_currentFile.clear();
+    setScenario(s);
+    setWindowModified(settings.value(QStringLiteral("modified"), false).toBool());
+}
+
+void MainWindow::saveSettings() {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/mainSplitter"), m_mainSplitter->saveState());
+    settings.setValue(QStringLiteral("window/rightSplitter"), m_rightSplitter->saveState());
+    settings.setValue(QStringLiteral("window/topSplitter"), m_topSplitter->saveState());
+    settings.setValue(QStringLiteral("window/bottomSplitter"), m_bottomSplitter->saveState());
+    settings.setValue(QStringLiteral("units"), m_units == core::UnitSystem::Decimal
+                                                   ? QStringLiteral("GB")
+                                                   : QStringLiteral("GiB"));
+    settings.setValue(QStringLiteral("lastScenario"),
+                      QByteArray::fromStdString(io::scenarioToJson(scenario())));
+    settings.setValue(QStringLiteral("currentFile"), m_currentFile);
+    settings.setValue(QStringLiteral("modified"), isWindowModified());
+    settings.setValue(QStringLiteral("recentFiles"), m_recentFiles);
+    settings.setValue(QStringLiteral("lastDir"), m_lastDir);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_options.useSettings)
+        saveSettings();
+    event->accept();
+}
+
+} // namespace kvl::app

@@ -1,0 +1,141 @@
+#pragma once
+// The explorer window: scenario panel on the left; memory and concurrency curves, the memory
+// breakdown and the lever ladder on the right; the one-line summary in the status bar.
+// One scenario; every control edit recomputes the ledger and queues one replot per chart.
+
+#include "widgets/ledger_view_state.h"
+
+#include <QMainWindow>
+
+#include <optional>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QPlainTextEdit;
+class QSplitter;
+class QTableView;
+class QToolButton;
+
+namespace kvl::widgets {
+class BreakdownChart;
+class ChartWidget;
+class CurveChart;
+class LadderModel;
+class ScenarioPanel;
+} // namespace kvl::widgets
+
+namespace kvl::app {
+
+// The scenario a first launch shows: Llama-3-8B on an H100 80GB at 32K context with INT8 KV
+// and a 2K shared prefix on top of vLLM's defaults (paging 16), so every ladder step shows.
+core::Scenario firstLaunchScenario();
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    struct Options {
+        bool useSettings = true; // restore and save QSettings (off for tests and headless)
+        bool showDialogs = true; // message boxes for errors (off for tests and headless)
+    };
+    MainWindow();
+    explicit MainWindow(const Options& options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void setScenario(const core::Scenario& s);
+    const core::Scenario& scenario() const;
+    const widgets::LedgerSnapshot& snapshot() const { return m_snapshot; }
+    const std::optional<widgets::LedgerSnapshot>& reference() const { return m_reference; }
+
+    widgets::ScenarioPanel* panel() const { return m_panel; }
+    widgets::CurveChart* memoryChart() const { return m_memoryChart; }
+    widgets::CurveChart* concurrencyChart() const { return m_concurrencyChart; }
+    widgets::BreakdownChart* breakdownChart() const { return m_breakdownChart; }
+    widgets::LadderModel* ladderModel() const { return m_ladderModel; }
+    QTableView* ladderView() const { return m_ladderView; }
+    // "memory", "concurrency", "breakdown"; nullptr otherwise.
+    widgets::ChartWidget* chart(const QString& name) const;
+
+    // File operations; errors go to errorRaised (and a message box when dialogs are on).
+    bool openScenarioFile(const QString& path);
+    bool saveScenarioFile(const QString& path);
+    QString currentFile() const { return m_currentFile; }
+    QStringList recentFiles() const { return m_recentFiles; }
+    QString lastError() const { return m_lastError; }
+
+    // Exports: chart "memory" | "concurrency" | "breakdown" | "ladder" (ladder: .csv only).
+    bool exportChart(const QString& name, const QString& path, double scale = 1.0, QSize size = {},
+                     QString* error = nullptr);
+    bool exportReport(const QString& path, QString* error = nullptr);
+
+    QString summaryText() const;
+    QString warningText() const;
+    QString vllmCommandText() const;
+
+    core::UnitSystem units() const { return m_units; }
+    void setUnits(core::UnitSystem units);
+    void pinReference();
+    void clearReference();
+
+    // Number of chart replots still pending since the last recompute (0 = all drawn).
+    int pendingReplots() const { return m_pendingReplots; }
+
+signals:
+    void recomputed();      // the snapshot, table and status line are up to date
+    void chartsReplotted(); // every chart has replotted since the last recompute
+    void errorRaised(const QString& title, const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildUi();
+    void buildActions();
+    void recompute(const core::Scenario& s);
+    void reportError(const QString& title, const QString& message);
+    void addRecentFile(const QString& path);
+    void updateRecentMenu();
+    void updateTitle();
+    void restoreSettings();
+    void saveSettings();
+    void exportChartInteractive(const QString& name);
+    void exportReportInteractive();
+    void openInteractive();
+    bool saveInteractive(bool saveAs);
+    void importInteractive();
+    void copyVllmCommand();
+    void notify(const QString& message); // a transient status-bar message
+    void fitLadderColumns();
+    QString dialogDir() const;
+
+    Options m_options;
+    widgets::ScenarioPanel* m_panel = nullptr;
+    widgets::CurveChart* m_memoryChart = nullptr;
+    widgets::CurveChart* m_concurrencyChart = nullptr;
+    widgets::BreakdownChart* m_breakdownChart = nullptr;
+    widgets::LadderModel* m_ladderModel = nullptr;
+    QTableView* m_ladderView = nullptr;
+    QPlainTextEdit* m_vllmView = nullptr;
+    QSplitter* m_mainSplitter = nullptr;
+    QSplitter* m_rightSplitter = nullptr;
+    QSplitter* m_topSplitter = nullptr;
+    QSplitter* m_bottomSplitter = nullptr;
+    QLabel* m_summary = nullptr;
+    QLabel* m_warnings = nullptr;
+    QLabel* m_referenceLabel = nullptr;
+    QToolButton* m_unitsButton = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QAction* m_unitsAction = nullptr;
+    QAction* m_clearReferenceAction = nullptr;
+
+    widgets::LedgerSnapshot m_snapshot;
+    std::optional<widgets::LedgerSnapshot> m_reference;
+    core::UnitSystem m_units = core::UnitSystem::Binary;
+    QString m_currentFile;
+    QStringList m_recentFiles;
+    QString m_lastError;
+    QString m_lastDir;
+    int m_pendingReplots = 0;
+};
+
+} // namespace kvl::app

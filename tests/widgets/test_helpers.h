@@ -1,0 +1,60 @@
+#pragma once
+// Driving real controls with QTest: groups are toggled by clicking their check box, combos and
+// spin boxes through the keyboard, as a user would.
+
+#include <QComboBox>
+#include <QGroupBox>
+#include <QLineEdit>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStyle>
+#include <QStyleOptionGroupBox>
+#include <QTest>
+
+namespace kvl::test {
+
+inline void clickGroupCheck(QGroupBox* box) {
+    QStyleOptionGroupBox opt;
+    opt.initFrom(box);
+    opt.text = box->title();
+    opt.lineWidth = 1;
+    opt.midLineWidth = 0;
+    opt.textAlignment = Qt::Alignment(box->alignment());
+    opt.subControls =
+        QStyle::SC_GroupBoxFrame | QStyle::SC_GroupBoxCheckBox | QStyle::SC_GroupBoxLabel;
+    opt.features = box->isFlat() ? QStyleOptionFrame::Flat : QStyleOptionFrame::None;
+    const QRect r =
+        box->style()->subControlRect(QStyle::CC_GroupBox, &opt, QStyle::SC_GroupBoxCheckBox, box);
+    QTest::mouseClick(box, Qt::LeftButton, Qt::NoModifier, r.center());
+}
+
+inline void setGroupChecked(QGroupBox* box, bool on) {
+    if (box->isChecked() != on)
+        clickGroupCheck(box);
+}
+
+// Selects the item holding `data` with Home + Down keys (a non-editable combo).
+inline bool selectComboData(QComboBox* combo, const QVariant& data) {
+    const int target = combo->findData(data);
+    if (target < 0)
+        return false;
+    combo->setFocus();
+    if (combo->currentIndex() == target)
+        return true;
+    QTest::keyClick(combo, Qt::Key_Home);
+    for (int i = 0; i < target && combo->currentIndex() != target; ++i)
+        QTest::keyClick(combo, Qt::Key_Down);
+    return combo->currentIndex() == target;
+}
+
+// Replaces the text of a spin box and presses Enter.
+inline void typeInto(QAbstractSpinBox* spin, const QString& text) {
+    spin->setFocus();
+    QLineEdit* edit = spin->findChild<QLineEdit*>();
+    QTest::keyClick(edit, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClick(edit, Qt::Key_Backspace);
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+}
+
+} // namespace kvl::test

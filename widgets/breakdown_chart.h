@@ -1,0 +1,52 @@
+#pragma once
+// One GPU's memory at the current point: weights / KV cache of the chosen concurrency /
+// activations and overhead / free / not requested, as stacked bars (current and pinned
+// reference): the seed's "which is larger, weights or KV?" picture.
+
+#include "chart_widget.h"
+#include "ledger_view_state.h"
+
+#include <optional>
+
+class QCPBars;
+class QCPItemText;
+
+namespace kvl::widgets {
+
+struct BreakdownSegment {
+    QString name;
+    std::int64_t bytes = 0;
+};
+
+// Per GPU: KV bytes that n concurrent requests of the context take, with prefix sharing (each
+// group of `sharingRequests` requests stores the shared full blocks once).
+std::int64_t kvBytesForRequests(const LedgerSnapshot& snap, std::int64_t n);
+std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap);
+
+class BreakdownChart : public ChartWidget {
+    Q_OBJECT
+public:
+    explicit BreakdownChart(QWidget* parent = nullptr);
+    void setSnapshot(const LedgerSnapshot& snap);
+    void setReference(const std::optional<LedgerSnapshot>& reference);
+
+    std::vector<BreakdownSegment> segments(bool reference = false) const;
+    QString verdict() const { return m_verdict; } // "KV (31 requests) is 3.2x the weights"
+    QString csv() const override;
+    QString tooltipAt(const QPoint& pos) const override;
+
+protected:
+    void applyColors() override;
+    void unitsChanged() override;
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void rebuild();
+    std::optional<LedgerSnapshot> m_snapshot;
+    std::optional<LedgerSnapshot> m_reference;
+    std::vector<QCPBars*> m_bars;
+    QCPItemText* m_verdictItem = nullptr;
+    QString m_verdict;
+};
+
+} // namespace kvl::widgets

@@ -1,0 +1,329 @@
+#include "curve_chart.h"
+
+#include "axis_tickers.h"
+
+#include <cmath>
+#include <limits>
+
+namespace kvl::widgets {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QString csvQuote(const QString& s) {
+    QString out = s;
+    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    return QLatin1Char('"') + out + QLatin1Char('"');
+}
+
+QString exactInt(double v) {
+    return QString::number(static_cast<qlonglong>(std::llround(v)));
+}
+} // namespace
+
+CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind(kind) {
+    QCustomPlot* p = plot();
+    p->xAxis->setScaleType(QCPAxis::stLogarithmic);
+    p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new TokenLogTicker));
+    p->xAxis->setLabel(tr("Context length (tokens per request, log scale)"));
+    p->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    if (kind == Kind::Memory) {
+        p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteLogTicker(units())));
+        setTitle(tr("KV cache per request vs context"));
+        p->yAxis->setLabel(tr("KV per request, per GPU (log)"));
+    } else {
+        p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new CountLogTicker));
+        setTitle(tr("Max concurrent requests vs context"));
+        p->yAxis->setLabel(tr("Requests that fit (log)"));
+    }
+    p->xAxis->grid()->setSubGridVisible(false);
+    p->yAxis->grid()->setSubGridVisible(kind == Kind::Concurrency);
+    p->xAxis2->setVisible(true);
+    p->yAxis2->setVisible(true);
+    p->xAxis2->setTickLabels(false);
+    p->yAxis2->setTickLabels(false);
+    p->xAxis2->setTicks(false);
+    p->yAxis2->setTicks(false);
+    p->legend->setVisible(true);
+    QFont legendFont = font();
+    legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+    p->legend->setFont(legendFont);
+    p->legend->setRowSpacing(-2);
+    p->axisRect()->insetLayout()->setInsetAlignment(0, kind == Kind::Memory
+                                                           ? (Qt::AlignBottom | Qt::AlignRight)
+                                                           : (Qt::AlignTop | Qt::AlignRight));
+
+    m_poolLine = new QCPItemStraightLine(p);
+    m_poolLine->setClipToAxisRect(true);
+    m_poolLabel = new QCPItemText(p);
+    m_poolLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    m_poolLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    m_poolLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_poolLabel->setFont(legendFont);
+    m_poolLine->setVisible(kind == Kind::Memory);
+    m_poolLabel->setVisible(kind == Kind::Memory);
+
+    m_cursor = new QCPItemStraightLine(p);
+    // The cursor's exact values sit under the title, where they never hide a curve.
+    p->plotLayout()->insertRow(1);
+    m_cursorLabel = new QCPTextElement(p, QString(), legendFont);
+    m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
+    p->plotLayout()->addElement(1, 0, m_cursorLabel);
+    m_emptyLabel = new QCPItemText(p);
+    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_emptyLabel->position->setCoords(0.5, 0.5);
+    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
+    m_emptyLabel->setVisible(false);
+    m_tracer = new QCPItemTracer(p);
+    m_tracer->setStyle(QCPItemTracer::tsCircle);
+    m_tracer->setSize(8);
+    applyColors();
+}
+
+void CurveChart::applyColors() {
+    styleAxes();
+    const ChartColors& c = colors();
+    QPen poolPen(c.kvLine, 1.5, Qt::SolidLine);
+    m_poolLine->setPen(poolPen);
+    m_poolLabel->setColor(c.kvLine);
+    m_cursor->setPen(QPen(c.cursor, 1, Qt::DashDotLine));
+    m_cursorLabel->setTextColor(c.foreground);
+    m_tracer->setPen(QPen(c.current, 1.5));
+    m_emptyLabel->setColor(c.kvLine);
+    m_tracer->setBrush(QBrush(c.background));
+    rebuild();
+}
+
+void CurveChart::unitsChanged() {
+    if (auto t = plot()->yAxis->ticker().dynamicCast<ByteLogTicker>())
+        t->setUnits(units());
+    updateAxes();
+    updateCursor();
+}
+
+void CurveChart::setSnapshot(const LedgerSnapshot& snap) {
+    m_snapshot = snap;
+    rebuild();
+}
+
+void CurveChart::setReference(const std::optional<LedgerSnapshot>& reference) {
+    m_reference = reference;
+    rebuild();
+}
+
+double CurveChart::curveValue(const core::Curve& curve, std::size_t i) const {
+    if (m_kind == Kind::Memory)
+        return i < curve.bytesPerRequestPerGpu.size() ? curve.bytesPerRequestPerGpu[i] : kNaN;
+    const double v = i < curve.maxRequests.size() ? curve.maxRequests[i] : kNaN;
+    return v > 0 ? v : kNaN; // zero requests has no place on a log axis
+}
+
+std::vector<CurveChart::Series> CurveChart::seriesList() const {
+    std::vector<Series> out;
+    if (!m_snapshot)
+        return out;
+    const LedgerSnapshot& s = *m_snapshot;
+    const auto& curves = s.sweep.curves;
+    const core::Curve* current = nullptr;
+    for (const auto& c : curves)
+        if (c.isCurrent)
+            current = &c;
+    int lastApplied = -1;
+    for (std::size_t i = 0; i < curves.size(); ++i)
+        if (!curves[i].isCurrent && curves[i].applied)
+            lastApplied = static_cast<int>(i);
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+        const core::Curve& c = curves[i];
+        if (c.isCurrent || !c.applied)
+            continue;
+        // A step identical to the scenario itself is drawn once, as the emphasized current.
+        if (static_cast<int>(i) == lastApplied && current &&
+            c.bytesPerRequestPerGpu == current->bytesPerRequestPerGpu &&
+            c.maxRequests == current->maxRequests)
+            continue;
+        out.push_back({qs(c.label), static_cast<int>(c.step), false, &c, &s.sweep.contexts});
+    }
+    if (current)
+        out.push_back({currentSeriesName(), -1, false, current, &s.sweep.contexts});
+    if (m_reference) {
+        for (const auto& c : m_reference->sweep.curves)
+            if (c.isCurrent)
+                out.push_back({referenceSeriesName(), -1, true, &c, &m_reference->sweep.contexts});
+    }
+    return out;
+}
+
+void CurveChart::rebuild() {
+    QCustomPlot* p = plot();
+    const ChartColors& c = colors();
+    const std::vector<Series> list = seriesList();
+    // Reuse the graphs (and their legend items) while the set of series stays the same: a
+    // lever change then only swaps data, which keeps the replot cheap.
+    bool same = p->graphCount() == static_cast<int>(list.size());
+    for (std::size_t i = 0; same && i < list.size(); ++i)
+        same = p->graph(static_cast<int>(i))->name() == list[i].name;
+    if (!same) {
+        p->clearGraphs();
+        for (const Series& s : list)
+            p->addGraph()->setName(s.name);
+    }
+    QVector<double> keys, values;
+    for (std::size_t gi = 0; gi < list.size(); ++gi) {
+        const Series& s = list[gi];
+        QCPGraph* g = p->graph(static_cast<int>(gi));
+        QPen pen;
+        if (s.colorIndex >= 0)
+            pen = QPen(c.steps[static_cast<std::size_t>(s.colorIndex) % c.steps.size()], 1.5);
+        else
+            pen = QPen(c.current, s.reference ? 2.0 : 2.5);
+        if (s.reference)
+            pen.setStyle(Qt::DashLine);
+        g->setPen(pen);
+        keys.clear();
+        values.clear();
+        keys.reserve(static_cast<qsizetype>(s.contexts->size()));
+        values.reserve(static_cast<qsizetype>(s.contexts->size()));
+        for (std::size_t i = 0; i < s.contexts->size(); ++i) {
+            const double v = curveValue(*s.curve, i);
+            if (std::isnan(v))
+                continue;
+            keys.push_back(static_cast<double>((*s.contexts)[i]));
+            values.push_back(v);
+        }
+        g->setData(keys, values, true);
+    }
+    updateAxes();
+    updateCursor();
+    requestReplot();
+}
+
+void CurveChart::updateAxes() {
+    QCustomPlot* p = plot();
+    if (!m_snapshot || m_snapshot->sweep.contexts.empty())
+        return;
+    const auto& ctx = m_snapshot->sweep.contexts;
+    p->xAxis->setRange(double(ctx.front()), double(ctx.back()));
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (int i = 0; i < p->graphCount(); ++i) {
+        const auto data = p->graph(i)->data();
+        for (auto it = data->constBegin(); it != data->constEnd(); ++it) {
+            if (it->value > 0) {
+                lo = std::min(lo, it->value);
+                hi = std::max(hi, it->value);
+            }
+        }
+    }
+    if (m_kind == Kind::Memory && m_snapshot->sweep.availableKvBytes > 0) {
+        hi = std::max(hi, double(m_snapshot->sweep.availableKvBytes));
+        lo = std::min(lo, double(m_snapshot->sweep.availableKvBytes));
+    }
+    const bool empty = !(hi > 0) || !std::isfinite(lo);
+    if (empty) {
+        lo = 1;
+        hi = 100;
+    }
+    m_emptyLabel->setVisible(empty);
+    m_emptyLabel->setText(
+        m_kind == Kind::Concurrency
+            ? tr("No request fits at any context\n(see the note above the charts)")
+            : tr("Nothing to plot"));
+    if (m_kind == Kind::Concurrency)
+        lo = std::max(lo, 0.8);
+    p->yAxis->setRange(lo / 1.6, hi * 2.2); // room for the legend above the curves
+    p->xAxis2->setScaleType(QCPAxis::stLogarithmic);
+    p->yAxis2->setScaleType(QCPAxis::stLogarithmic);
+    p->xAxis2->setRange(p->xAxis->range());
+    p->yAxis2->setRange(p->yAxis->range());
+
+    const double pool = double(m_snapshot->sweep.availableKvBytes);
+    m_poolLine->point1->setCoords(1, pool);
+    m_poolLine->point2->setCoords(2, pool);
+    m_poolLabel->position->setCoords(0.99, pool);
+    m_poolLabel->setText(tr("memory for KV per GPU: %1")
+                             .arg(formatBytesQ(m_snapshot->sweep.availableKvBytes, units(), 2)));
+}
+
+double CurveChart::cursorContext() const {
+    return m_snapshot ? double(m_snapshot->ledger.contextTokens) : 0.0;
+}
+
+QString CurveChart::cursorText() const {
+    return m_cursorText;
+}
+
+void CurveChart::updateCursor() {
+    if (!m_snapshot) {
+        m_cursor->setVisible(false);
+        m_tracer->setVisible(false);
+        return;
+    }
+    const core::LedgerResult& r = m_snapshot->ledger;
+    const double x = double(r.contextTokens);
+    m_cursor->point1->setCoords(x, 1);
+    m_cursor->point2->setCoords(x, 2);
+    QStringList lines;
+    lines << tr("%1 tokens").arg(formatTokensQ(r.contextTokens));
+    double y = 0;
+    if (m_kind == Kind::Memory) {
+        y = double(r.kvBytesPerRequestPerGpu);
+        lines << tr("current: %1 per request (%2 B)")
+                     .arg(formatBytesQ(r.kvBytesPerRequestPerGpu, units()),
+                          thousandsQ(r.kvBytesPerRequestPerGpu));
+        if (m_reference)
+            lines << tr("reference: %1")
+                         .arg(formatBytesQ(m_reference->ledger.kvBytesPerRequestPerGpu, units()));
+    } else {
+        y = double(r.maxRequestsAtContext);
+        lines << tr("current: %1 requests").arg(thousandsQ(r.maxRequestsAtContext));
+        if (m_reference)
+            lines << tr("reference: %1 requests")
+                         .arg(thousandsQ(m_reference->ledger.maxRequestsAtContext));
+    }
+    m_cursorText = lines.join(QStringLiteral(" · "));
+    m_cursorLabel->setText(tr("Cursor at ") + m_cursorText);
+    m_cursor->setVisible(true);
+    m_tracer->position->setCoords(x, y);
+    m_tracer->setVisible(y > 0);
+}
+
+QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
+    const auto it = graph->data()->at(index);
+    const auto tokens = static_cast<std::int64_t>(std::llround(it->key));
+    if (m_kind == Kind::Memory) {
+        const auto bytes = static_cast<std::int64_t>(std::llround(it->value));
+        return tr("%1\n%2 tokens: %3 per request per GPU\n(%4 bytes)")
+            .arg(graph->name(), formatTokensQ(tokens), formatBytesQ(bytes, units()),
+                 thousandsQ(bytes));
+    }
+    return tr("%1\n%2 tokens: %3 concurrent requests")
+        .arg(graph->name(), formatTokensQ(tokens),
+             thousandsQ(static_cast<std::int64_t>(std::llround(it->value))));
+}
+
+QString CurveChart::csv() const {
+    QString out;
+    const std::int64_t pool = m_snapshot ? m_snapshot->sweep.availableKvBytes : 0;
+    if (m_kind == Kind::Memory)
+        out += QStringLiteral("series,context_tokens,kv_bytes_per_request_per_gpu,"
+                              "kv_bytes_per_request,kv_pool_bytes_per_gpu\n");
+    else
+        out += QStringLiteral("series,context_tokens,max_requests\n");
+    for (const Series& s : seriesList()) {
+        for (std::size_t i = 0; i < s.contexts->size(); ++i) {
+            const QString ctx = QString::number((*s.contexts)[i]);
+            if (m_kind == Kind::Memory) {
+                out += csvQuote(s.name) + QLatin1Char(',') + ctx + QLatin1Char(',') +
+                       exactInt(s.curve->bytesPerRequestPerGpu[i]) + QLatin1Char(',') +
+                       exactInt(s.curve->bytesPerRequest[i]) + QLatin1Char(',') +
+                       QString::number(s.reference ? m_reference->sweep.availableKvBytes : pool) +
+                       QLatin1Char('\n');
+            } else {
+                out += csvQuote(s.name) + QLatin1Char(',') + ctx + QLatin1Char(',') +
+                       exactInt(s.curve->maxRequests[i]) + QLatin1Char('\n');
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace kvl::widgets

@@ -1,0 +1,68 @@
+#pragma once
+// Memory per request vs context and max concurrent requests vs context: log-log curves, one
+// per applied ladder step plus the current scenario (emphasized), the pinned reference dashed,
+// the KV pool as a horizontal line and a cursor at the current context with exact values.
+
+#include "chart_widget.h"
+#include "ledger_view_state.h"
+
+#include <optional>
+
+class QCPItemStraightLine;
+class QCPItemText;
+class QCPTextElement;
+class QCPItemTracer;
+
+namespace kvl::widgets {
+
+class CurveChart : public ChartWidget {
+    Q_OBJECT
+public:
+    enum class Kind { Memory, Concurrency };
+    explicit CurveChart(Kind kind, QWidget* parent = nullptr);
+
+    Kind kind() const { return m_kind; }
+    void setSnapshot(const LedgerSnapshot& snap);
+    void setReference(const std::optional<LedgerSnapshot>& reference);
+    bool hasReference() const { return m_reference.has_value(); }
+
+    QString csv() const override;
+    QString cursorText() const;
+    double cursorContext() const;
+
+    static QString currentSeriesName() { return tr("Current"); }
+    static QString referenceSeriesName() { return tr("Pinned reference"); }
+    // The y value plotted for a curve at sweep index i (NaN when not plotted).
+    double curveValue(const core::Curve& curve, std::size_t i) const;
+
+protected:
+    void applyColors() override;
+    void unitsChanged() override;
+    QString describePoint(const QCPGraph* graph, int index) const override;
+
+private:
+    struct Series {
+        QString name;
+        int colorIndex = -1; // ladder step colour; -1 = current
+        bool reference = false;
+        const core::Curve* curve = nullptr;
+        const std::vector<std::int64_t>* contexts = nullptr;
+    };
+    std::vector<Series> seriesList() const;
+    void rebuild();
+    void updateAxes();
+    void updateCursor();
+
+    Kind m_kind;
+    std::optional<LedgerSnapshot> m_snapshot;
+    std::optional<LedgerSnapshot> m_reference;
+    QCPItemStraightLine* m_poolLine = nullptr;
+    QCPItemText* m_poolLabel = nullptr;
+    QCPItemStraightLine* m_cursor = nullptr;
+    QCPTextElement* m_cursorLabel = nullptr;
+    QCPItemTracer* m_tracer = nullptr;
+    QCPItemText* m_emptyLabel = nullptr; // "no request fits" when nothing is plotted
+    QString m_cursorText;
+};
+
+} // namespace kvl::widgets

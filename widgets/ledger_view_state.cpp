@@ -1,0 +1,71 @@
+#include "ledger_view_state.h"
+
+#include "core/kv_format.h"
+
+#include <QStringList>
+
+namespace kvl::widgets {
+
+QString formatBytesQ(std::int64_t bytes, core::UnitSystem units, int decimals) {
+    return qs(core::formatBytes(bytes, units, decimals));
+}
+QString formatBytesQ(double bytes, core::UnitSystem units, int decimals) {
+    return qs(core::formatBytes(bytes, units, decimals));
+}
+QString formatTokensQ(std::int64_t tokens) {
+    return qs(core::formatTokens(tokens));
+}
+QString thousandsQ(std::int64_t value) {
+    return qs(core::withThousands(value));
+}
+
+LedgerSnapshot computeSnapshot(const core::Scenario& s) {
+    LedgerSnapshot snap;
+    snap.scenario = s;
+    snap.ledger = core::computeLedger(s);
+    snap.ladder = core::computeLadder(s);
+    snap.sweep = core::computeSweep(s);
+    if (s.workload.targetRequests > 0) {
+        snap.requests = s.workload.targetRequests;
+        snap.requestsAreTarget = true;
+        if (snap.requests > snap.ledger.maxRequestsAtContext)
+            snap.gpusNeeded = core::computeGpusNeeded(s, snap.requests);
+    } else {
+        snap.requests = snap.ledger.maxRequestsAtContext;
+    }
+    return snap;
+}
+
+QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {
+    const core::Scenario& s = snap.scenario;
+    const core::LedgerResult& r = snap.ledger;
+    QStringList parts;
+    parts << qs(s.model.name);
+    parts << qs(r.kv.attentionLabel);
+    parts << qs(core::shortLabel(r.kv.format));
+    parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(s.levers.paging.blockSize)
+                                      : QStringLiteral("contiguous"));
+    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
+        parts << QStringLiteral("prefix %1").arg(formatTokensQ(s.levers.prefix.sharedTokens));
+    else
+        parts << QStringLiteral("no prefix");
+    QString line = parts.join(QStringLiteral(" | "));
+    line += QStringLiteral(" -> %1/token").arg(formatBytesQ(r.kvBytesPerToken, units, 2));
+    line += QStringLiteral(" | %1 @%2")
+                .arg(formatBytesQ(r.kvBytesPerRequest, units, 2), formatTokensQ(r.contextTokens));
+    const QString gpu =
+        s.hardware.gpuCount > 1
+            ? QStringLiteral("%1x %2").arg(s.hardware.gpuCount).arg(qs(s.hardware.gpu.name))
+            : qs(s.hardware.gpu.name);
+    if (!r.error.empty())
+        line += QStringLiteral(" | does not fit on %1").arg(gpu); // the reason is in the banner
+    else
+        line += QStringLiteral(" | %1 %2 on %3")
+                    .arg(thousandsQ(r.maxRequestsAtContext))
+                    .arg(r.maxRequestsAtContext == 1 ? QStringLiteral("request")
+                                                     : QStringLiteral("requests"))
+                    .arg(gpu);
+    return line;
+}
+
+} // namespace kvl::widgets
