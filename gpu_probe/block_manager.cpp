@@ -1,0 +1,106 @@
+#include "gpu_probe/block_manager.h"
+
+#include <algorithm>
+#include <random>
+
+namespace kvl::probe {
+
+BlockManager::BlockManager(std::int64_t numBlocks, int blockSize, std::uint64_t shuffleSeed)
+    : m_blockSize(blockSize) {
+    numBlocks = std::clamp<std::int64_t>(numBlocks, 0, INT32_MAX);
+    m_refCount.assign(std::size_t(numBlocks), 0);
+    m_free.resize(std::size_t(numBlocks));
+    for (std::int64_t i = 0; i < numBlocks; ++i)
+        m_free[std::size_t(i)] = std::int32_t(numBlocks - 1 - i); // block 0 handed out first
+    if (shuffleSeed != 0) {
+        std::mt19937_64 rng(shuffleSeed);
+        std::shuffle(m_free.begin(), m_free.end(), rng);
+    }
+}
+
+std::int64_t BlockManager::sharedBlocksFor(const std::vector<std::int64_t>& contexts,
+                                           std::int64_t prefixTokens, int blockSize) {
+    if (contexts.size() < 2 || prefixTokens <= 0 || blockSize <= 0)
+        return 0;
+    std::int64_t shared = prefixTokens / blockSize;
+    for (std::int64_t c : contexts)
+        shared =
+            std::min(shared, std::max<std::int64_t>(0, std::min(prefixTokens, c - 1) / blockSize));
+    return shared;
+}
+
+std::int64_t BlockManager::pagesNeeded(const std::vector<std::int64_t>& contexts,
+                                       std::int64_t prefixTokens, int blockSize) {
+    const std::int64_t shared = sharedBlocksFor(contexts, prefixTokens, blockSize);
+    std::int64_t pages = shared;
+    for (std::int64_t c : contexts)
+        pages += (c + blockSize - 1) / blockSize - shared;
+    return pages;
+}
+
+std::variant<BatchAllocation, std::string>
+BlockManager::allocate(const std::vector<std::int64_t>& contexts, std::int64_t prefixTokens) {
+    if (contexts.empty())
+        return std::string("block manager: empty batch");
+    if (prefixTokens < 0)
+        return std::string("block manager: negative prefix");
+    std::int64_t maxBlocks = 0;
+    for (std::int64_t c : contexts) {
+        if (c < 0)
+            return std::string("block manager: negative context");
+        maxBlocks = std::max(maxBlocks, (c + m_blockSize - 1) / m_blockSize);
+    }
+    if (maxBlocks > INT32_MAX / std::int64_t(contexts.size()))
+        return std::string("block manager: block table too large");
+    const std::int64_t need = pagesNeeded(contexts, prefixTokens, m_blockSize);
+    if (need > freeBlocks())
+        return "block manager: out of pages (" + std::to_string(need) + " needed, " +
+               std::to_string(freeBlocks()) + " free)";
+    BatchAllocation a;
+    a.contexts = contexts;
+    a.maxBlocksPerSeq = int(std::max<std::int64_t>(maxBlocks, 1));
+    a.blockTables.assign(contexts.size() * std::size_t(a.maxBlocksPerSeq), -1);
+    a.sharedBlocks = sharedBlocksFor(contexts, prefixTokens, m_blockSize);
+    a.sharedTokens = a.sharedBlocks * m_blockSize;
+    auto take = [&] {
+        const std::int32_t b = m_free.back();
+        m_free.pop_back();
+        m_refCount[std::size_t(b)] = 1;
+        return b;
+    };
+    std::vector<std::int32_t> prefix;
+    for (std::int64_t i = 0; i < a.sharedBlocks; ++i)
+        prefix.push_back(take());
+    for (std::size_t r = 0; r < contexts.size(); ++r) {
+        const std::int64_t blocks = (contexts[r] + m_blockSize - 1) / m_blockSize;
+        std::int32_t* row = a.blockTables.data() + r * std::size_t(a.maxBlocksPerSeq);
+        for (std::int64_t i = 0; i < blocks; ++i) {
+            if (i < a.sharedBlocks) {
+                row[i] = prefix[std::size_t(i)];
+                if (r > 0)
+                    ++m_refCount[std::size_t(row[i])];
+            } else {
+                row[i] = take();
+            }
+        }
+    }
+    a.pagesUsed = need;
+    a.pagesSaved = a.sharedBlocks * (std::int64_t(contexts.size()) - 1);
+    return a;
+}
+
+void BlockManager::release(const BatchAllocation& a) {
+    for (std::size_t r = 0; r < a.contexts.size(); ++r) {
+        const std::int64_t blocks = (a.contexts[r] + m_blockSize - 1) / m_blockSize;
+        for (std::int64_t i = 0; i < blocks; ++i) {
+            const std::int32_t b =
+                a.blockTables[r * std::size_t(a.maxBlocksPerSeq) + std::size_t(i)];
+            if (b < 0 || b >= std::int32_t(m_refCount.size()) || m_refCount[std::size_t(b)] == 0)
+                continue;
+            if (--m_refCount[std::size_t(b)] == 0)
+                m_free.push_back(b);
+        }
+    }
+}
+
+} // namespace kvl::probe

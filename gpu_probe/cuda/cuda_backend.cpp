@@ -1,0 +1,173 @@
+// The CUDA backend: cudaMalloc'd pool, one explicit stream, CUDA events for timing,
+// cudaMemGetInfo as the device's own account. Every failure becomes an error string.
+#include "gpu_probe/backend.h"
+#include "gpu_probe/cuda/cuda_check.h"
+#include "gpu_probe/cuda/decode_kernel.cuh"
+#include "gpu_probe/cuda/store_kernel.cuh"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace kvl::probe {
+
+namespace {
+
+// cudaMalloc hands out memory in 2 MiB pages on current GPUs (the granularity
+// cudaMemGetInfo moves by), so the pool's device account is the pool rounded up to it.
+constexpr std::int64_t kCudaGranularity = std::int64_t(2) << 20;
+
+std::string noDeviceReason() {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+    }
+    if (n == 0)
+        return "no CUDA device present";
+    return {};
+}
+
+class CudaBackend final : public Backend {
+public:
+    std::string init() {
+        KVL_CUDA_TRY(cudaSetDevice(0));
+        KVL_CUDA_TRY(cudaGetDeviceProperties(&m_prop, 0));
+        KVL_CUDA_TRY(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+        KVL_CUDA_TRY(cudaEventCreate(&m_start));
+        KVL_CUDA_TRY(cudaEventCreate(&m_stop));
+        return {};
+    }
+    ~CudaBackend() override {
+        if (m_start)
+            cudaEventDestroy(m_start);
+        if (m_stop)
+            cudaEventDestroy(m_stop);
+        if (m_stream)
+            cudaStreamDestroy(m_stream);
+    }
+    std::string name() const override { return "cuda"; }
+    std::string deviceName() const override { return m_prop.name; }
+    std::int64_t granularity() const override { return kCudaGranularity; }
+    std::int64_t deviceUsedBytes() override {
+        std::size_t freeB = 0, total = 0;
+        if (cudaMemGetInfo(&freeB, &total) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        return std::int64_t(total - freeB);
+    }
+    std::string deviceAccountKind() const override { return "cudaMemGetInfo used-memory delta"; }
+
+    std::string alloc(void** p, std::size_t bytes) override {
+        *p = nullptr;
+        const cudaError_t e = cudaMalloc(p, bytes);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            return "cuda: out of device memory allocating " + std::to_string(bytes) + " bytes";
+        }
+        KVL_CUDA_TRY(e);
+        return {};
+    }
+    void release(void* p) override { cudaFree(p); }
+    std::string upload(void* d, const void* s, std::size_t n) override {
+        KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, m_stream));
+        KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
+        return {};
+    }
+    std::string download(void* d, const void* s, std::size_t n) override {
+        KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, m_stream));
+        KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
+        return {};
+    }
+    std::string fill(void* d, std::uint8_t b, std::size_t n) override {
+        KVL_CUDA_TRY(cudaMemsetAsync(d, b, n, m_stream));
+        return {};
+    }
+    std::string copy(void* d, const void* s, std::size_t n) override {
+        KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, m_stream));
+        return {};
+    }
+    std::string store(const StoreArgs& a) override {
+        KVL_CUDA_TRY(launchStore(a, m_stream));
+        return {};
+    }
+    std::string attention(const AttentionArgs& a) override {
+        const cudaError_t e = launchAttention(a, m_stream);
+        if (e == cudaErrorNotSupported)
+            return "cuda decode supports head_dim multiples of 32 up to 256, got " +
+                   std::to_string(a.layout.headDim);
+        KVL_CUDA_TRY(e);
+        return {};
+    }
+    std::string synchronize() override {
+        KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
+        return {};
+    }
+    std::string time(const std::function<std::string()>& fn, int warmup, int repeats,
+                     double* ms) override {
+        for (int i = 0; i < warmup; ++i)
+            if (auto e = fn(); !e.empty())
+                return e;
+        std::vector<float> t;
+        for (int i = 0; i < std::max(1, repeats); ++i) {
+            if (m_cancel && m_cancel->load())
+                return "cancelled";
+            KVL_CUDA_TRY(cudaEventRecord(m_start, m_stream));
+            if (auto e = fn(); !e.empty())
+                return e;
+            KVL_CUDA_TRY(cudaEventRecord(m_stop, m_stream));
+            KVL_CUDA_TRY(cudaEventSynchronize(m_stop));
+            float x = 0;
+            KVL_CUDA_TRY(cudaEventElapsedTime(&x, m_start, m_stop));
+            t.push_back(x);
+        }
+        std::sort(t.begin(), t.end());
+        *ms = t[t.size() / 2];
+        return {};
+    }
+
+private:
+    cudaDeviceProp m_prop{};
+    cudaStream_t m_stream = nullptr;
+    cudaEvent_t m_start = nullptr, m_stop = nullptr;
+};
+
+} // namespace
+
+BackendInfo cudaBackendInfo() {
+    BackendInfo b;
+    b.name = "cuda";
+    if (auto why = noDeviceReason(); !why.empty()) {
+        b.reason = why;
+        return b;
+    }
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        b.reason = "cannot query device 0";
+        return b;
+    }
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    b.available = true;
+    b.device = p.name;
+    b.memoryBytes = std::int64_t(p.totalGlobalMem);
+    b.details = "sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+                std::to_string(p.multiProcessorCount) + " SMs, runtime " + std::to_string(rt) +
+                ", driver " + std::to_string(drv);
+    return b;
+}
+
+std::variant<std::unique_ptr<Backend>, std::string> makeCudaBackend() {
+    if (auto why = noDeviceReason(); !why.empty())
+        return "cuda backend unavailable: " + why;
+    auto b = std::make_unique<CudaBackend>();
+    if (auto e = b->init(); !e.empty())
+        return "cuda backend unavailable: " + e;
+    return std::unique_ptr<Backend>(std::move(b));
+}
+
+} // namespace kvl::probe

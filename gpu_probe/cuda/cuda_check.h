@@ -1,0 +1,41 @@
+#pragma once
+// Error handling for the CUDA backend: library code returns errors (FlashInfer's
+// FLASHINFER_CUDA_CALL); only kvprobe prints. do { } while (false) with file, line and the
+// failing call's text (STYLE.md, CUDA).
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+
+namespace kvl::probe {
+
+inline std::string cudaErrorText(cudaError_t e, const char* call, const char* file, int line) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%s:%d: %s failed: %s (%s)", file, line, call,
+                  cudaGetErrorString(e), cudaGetErrorName(e));
+    return buf;
+}
+
+} // namespace kvl::probe
+
+// In functions returning cudaError_t.
+#define KVL_CUDA_CALL(call)                                                                        \
+    do {                                                                                           \
+        const cudaError_t kvl_err_ = (call);                                                       \
+        if (kvl_err_ != cudaSuccess)                                                               \
+            return kvl_err_;                                                                       \
+    } while (false)
+
+// In functions returning std::string ("" = success): the message names file, line and call.
+#define KVL_CUDA_TRY(call)                                                                         \
+    do {                                                                                           \
+        const cudaError_t kvl_err_ = (call);                                                       \
+        if (kvl_err_ != cudaSuccess) {                                                             \
+            (void)cudaGetLastError(); /* clear a sticky non-fatal error */                         \
+            return ::kvl::probe::cudaErrorText(kvl_err_, #call, __FILE__, __LINE__);               \
+        }                                                                                          \
+    } while (false)
+
+// After every kernel launch: launch-configuration errors surface here.
+#define KVL_CUDA_CHECK_LAUNCH() KVL_CUDA_CALL(cudaGetLastError())

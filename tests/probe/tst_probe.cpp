@@ -1,0 +1,594 @@
+// The probe on the CPU backend: each operation against its FP64 reference for every format,
+// error bounds per format, the block manager, memory against core, cancellation, bad input.
+#include "core/ledger.h"
+#include "gpu_probe/block_manager.h"
+#include "gpu_probe/kv_quant.h"
+#include "gpu_probe/npy.h"
+#include "gpu_probe/ops.h"
+#include "gpu_probe/probe.h"
+#include "gpu_probe/probe_json.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+using namespace kvl;
+using namespace kvl::probe;
+
+namespace {
+
+core::ModelSpec smallLayer(int qHeads = 16, int kvHeads = 4, int headDim = 128) {
+    core::ModelSpec m;
+    m.id = "test-layer";
+    m.name = "test layer";
+    m.layers.assign(1, core::LayerSpec{});
+    m.qHeads = qHeads;
+    m.kvHeads = kvHeads;
+    m.headDim = headDim;
+    m.params = 1'000'000;
+    m.maxContext = 1 << 20;
+    m.hiddenSize = qHeads * headDim;
+    return m;
+}
+
+ProbeFormat fmt(const char* id) {
+    auto f = parseProbeFormat(id);
+    if (auto* e = std::get_if<std::string>(&f))
+        qFatal("%s", e->c_str());
+    return std::get<ProbeFormat>(f);
+}
+
+ProbePlan quickPlan(const char* format) {
+    ProbePlan p;
+    p.model = smallLayer();
+    p.format = fmt(format);
+    p.blockSize = 32;
+    p.contexts = {700, 1033, 517};
+    p.prefixTokens = 300;
+    p.measureSpeed = false;
+    p.qualityRequests = 3;
+    p.checkStore = true;
+    p.seed = 42;
+    return p;
+}
+
+// A v1.0 .npy with a hand-written header (no padding rules enforced by the reader).
+std::vector<std::uint8_t> npyWithHeader(const std::string& header, std::size_t dataBytes) {
+    std::vector<std::uint8_t> out(10 + header.size() + dataBytes, 0);
+    const std::uint8_t magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    std::memcpy(out.data(), magic, 8);
+    out[8] = std::uint8_t(header.size() & 0xff);
+    out[9] = std::uint8_t(header.size() >> 8);
+    std::memcpy(out.data() + 10, header.data(), header.size());
+    return out;
+}
+
+} // namespace
+
+class TestProbe : public QObject {
+    Q_OBJECT
+private slots:
+    // ---- conversions (shared by the CPU backend and the kernels)
+    void fp16RoundTripsEveryCode() {
+        for (std::uint32_t b = 0; b < 65536; ++b) {
+            const float f = halfToFloat(std::uint16_t(b));
+            if (std::isnan(f))
+                continue;
+            QCOMPARE(floatToHalf(f), std::uint16_t(b));
+        }
+        QCOMPARE(floatToHalf(65520.0f), std::uint16_t(0x7c00)); // rounds to infinity (IEEE)
+        QCOMPARE(floatToHalf(1.0f + 0x1.0p-11f), std::uint16_t(0x3c00)); // tie to even
+    }
+    void fp8RoundTripsAndSaturates() {
+        for (int b = 0; b < 256; ++b) {
+            const float e4 = e4m3ToFloat(std::uint8_t(b));
+            if (!std::isnan(e4))
+                QCOMPARE(int(floatToE4m3(e4)), b);
+            const float e5 = e5m2ToFloat(std::uint8_t(b));
+            if (std::isfinite(e5))
+                QCOMPARE(int(floatToE5m2(e5)), b);
+        }
+        QCOMPARE(e4m3ToFloat(0x7e), 448.0f);
+        QCOMPARE(int(floatToE4m3(1e9f)), 0x7e); // saturate, never NaN
+        QCOMPARE(int(floatToE4m3(-1e9f)), 0xfe);
+        QCOMPARE(int(floatToE5m2(1e9f)), 0x7b);    // 57344
+        QCOMPARE(int(floatToE4m3(1.0625f)), 0x38); // halfway 1.0 / 1.125: even mantissa (1.0)
+        QCOMPARE(int(floatToE4m3(1.1875f)), 0x3a); // halfway 1.125 / 1.25: even (1.25)
+        QCOMPARE(e4m3ToFloat(0x01), 0x1.0p-9f);    // smallest subnormal
+        QCOMPARE(floatToBf16(1.0f + 0x1.0p-8f), std::uint16_t(0x3f80)); // tie to even
+    }
+
+    // ---- layouts follow core's byte sizes exactly
+    void pageBytesEqualCore_data() {
+        QTest::addColumn<QString>("format");
+        for (const auto& f : allProbeFormats())
+            QTest::addRow("%s", f.id.c_str()) << QString::fromStdString(f.id);
+    }
+    void pageBytesEqualCore() {
+        QFETCH(QString, format);
+        const ProbeFormat f = fmt(format.toStdString().c_str());
+        auto l = makeLayout(f.format, 128, 8, 32);
+        QVERIFY2(std::holds_alternative<PageLayout>(l),
+                 std::get_if<std::string>(&l) ? std::get<std::string>(l).c_str() : "");
+        const PageLayout L = std::get<PageLayout>(l);
+        QCOMPARE(L.pageBytes, 32 * 8 * core::kvBytesPerTokenPerHead(f.format, 128));
+    }
+
+    // ---- each operation against the FP64 reference, every format
+    void opsMatchReference_data() {
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<double>("maxRelL2"); // vs FP64 on the unquantized data
+        // Bounds from REFERENCE.md 4 (keys with ~10x outlier channels), with headroom.
+        const std::pair<const char*, double> rows[] = {{"fp16", 1e-3},
+                                                       {"bf16", 1e-2},
+                                                       {"fp32", 1e-5},
+                                                       {"fp8_e4m3", 0.08},
+                                                       {"fp8_e4m3-per-head", 0.08},
+                                                       {"fp8_e5m2", 0.16},
+                                                       {"fp8_e5m2-per-head", 0.16},
+                                                       {"int8", 0.04},
+                                                       {"int4-g32", 0.4},
+                                                       {"int4-g64", 0.45},
+                                                       {"int4-g128", 0.6},
+                                                       {"int4-kivi", 0.2},
+                                                       {"int2-kivi", 0.8}};
+        for (auto [id, bound] : rows)
+            QTest::addRow("%s", id) << QString(id) << bound;
+    }
+    void opsMatchReference() {
+        QFETCH(QString, format);
+        QFETCH(double, maxRelL2);
+        const ProbePlan p = quickPlan(format.toLatin1().constData());
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok, r.error.c_str());
+        QVERIFY2(r.storeCheck.empty(), r.storeCheck.c_str()); // store vs reference, byte for byte
+        QVERIFY(r.qualityMeasured);
+        // The kernel against FP64 on the same dequantized pages (REFERENCE.md 4: <= 1e-3).
+        QVERIFY2(r.kernelVsRefRelL2 <= 1e-3, qPrintable(QString::number(r.kernelVsRefRelL2)));
+        QVERIFY2(r.relL2 <= maxRelL2, qPrintable(QString::number(r.relL2)));
+        QVERIFY(r.top8 > 0.3 && r.top8 <= 1.0);
+        QCOMPARE(r.pagesSaved, 2 * (300 / 32)); // two requests after the first share 9 blocks
+    }
+
+    void outlierErrorOrdering() {
+        // On keys with outlier channels: INT8 per-token < FP8 E4M3 per-tensor < INT4 per-group.
+        auto err = [](const char* id) {
+            ProbePlan p;
+            p.model = defaultModel();
+            p.format = fmt(id);
+            p.blockSize = 16;
+            p.batch = 2;
+            p.context = 2048;
+            p.measureSpeed = false;
+            p.qualityRequests = 2;
+            p.seed = 7;
+            const ProbeResult r = runProbe(p);
+            if (!r.ok)
+                qFatal("%s", r.error.c_str());
+            return r.relL2;
+        };
+        const double i8 = err("int8"), f8 = err("fp8_e4m3"), i4 = err("int4-g128");
+        QVERIFY2(i8 < f8 && f8 < i4,
+                 qPrintable(QString("int8 %1 fp8 %2 int4 %3").arg(i8).arg(f8).arg(i4)));
+    }
+
+    void qualityVsContext() {
+        ProbePlan p;
+        p.model = defaultModel();
+        p.format = fmt("int8");
+        p.batch = 1;
+        p.context = 256;
+        p.measureSpeed = false;
+        p.qualityContexts = {1024, 4096};
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok, r.error.c_str());
+        QCOMPARE(int(r.qualityVsContext.size()), 2);
+        QCOMPARE(r.qualityVsContext[1].context, std::int64_t(4096));
+        for (const auto& q : r.qualityVsContext) {
+            QVERIFY(q.relL2 > 1e-4 && q.relL2 < 0.05);
+            QVERIFY(q.kernelVsRefRelL2 <= 1e-3);
+        }
+    }
+
+    // ---- block manager
+    void blockManagerSharesFullBlocksOnly() {
+        BlockManager m(100, 16, 0);
+        // P = 40 -> 2 full blocks shared; contexts 50 (4 blocks) and 33 (3 blocks).
+        auto a = m.allocate({50, 33, 50}, 40);
+        QVERIFY(std::holds_alternative<BatchAllocation>(a));
+        const auto& b = std::get<BatchAllocation>(a);
+        QCOMPARE(b.sharedBlocks, std::int64_t(2));
+        QCOMPARE(b.pagesUsed, std::int64_t(2 + 2 + 1 + 2));
+        QCOMPARE(b.pagesSaved, std::int64_t(4));
+        QCOMPARE(m.freeBlocks(), std::int64_t(100 - 7));
+        for (int r = 1; r < 3; ++r)
+            for (int i = 0; i < 2; ++i)
+                QCOMPARE(b.block(r, i * 16, 16), b.block(0, i * 16, 16));
+        QCOMPARE(m.refCount(b.block(0, 0, 16)), 3);
+        QCOMPARE(m.refCount(b.block(0, 40, 16)), 1);
+        QVERIFY(b.block(1, 40, 16) != b.block(0, 40, 16));
+        m.release(b);
+        QCOMPARE(m.freeBlocks(), std::int64_t(100));
+        // The block holding the last token is never shared: P = context = 32 shares one block.
+        QCOMPARE(BlockManager::sharedBlocksFor({32, 32}, 32, 16), std::int64_t(1));
+        QCOMPARE(BlockManager::sharedBlocksFor({32}, 32, 16),
+                 std::int64_t(0)); // nobody to share with
+        // Out of pages: a clean error.
+        BlockManager small(3, 16);
+        auto e = small.allocate({100}, 0);
+        QVERIFY(std::holds_alternative<std::string>(e));
+        QVERIFY(std::get<std::string>(e).find("out of pages") != std::string::npos);
+    }
+    void blockManagerShufflesPages() {
+        BlockManager m(64, 16, 1234);
+        auto a = std::get<BatchAllocation>(m.allocate({64 * 16}, 0));
+        int inOrder = 0;
+        for (int i = 1; i < 64; ++i)
+            inOrder += a.blockTables[std::size_t(i)] == a.blockTables[std::size_t(i - 1)] + 1;
+        QVERIFY(inOrder < 8);
+    }
+
+    // ---- measured memory equals core's prediction
+    void memoryMatchesCore_data() {
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<int>("block");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<qint64>("context");
+        QTest::addColumn<qint64>("prefix");
+        QTest::addRow("llama-3-8b fp16 B16 4x1000")
+            << "fp16" << 16 << 4 << qint64(1000) << qint64(0);
+        QTest::addRow("llama-3-8b fp16 B16 4x1000 prefix 500")
+            << "fp16" << 16 << 4 << qint64(1000) << qint64(500);
+        QTest::addRow("llama-3-8b fp8 B16 3x4097") << "fp8" << 16 << 3 << qint64(4097) << qint64(0);
+        QTest::addRow("llama-3-8b int8 B32 5x777 prefix 777")
+            << "int8" << 32 << 5 << qint64(777) << qint64(777);
+        QTest::addRow("llama-3-8b int4 B16 2x3000 prefix 1024")
+            << "int4" << 16 << 2 << qint64(3000) << qint64(1024);
+        QTest::addRow("llama-3-8b int2 KIVI B64 2x2500")
+            << "int2" << 64 << 2 << qint64(2500) << qint64(0);
+    }
+    void memoryMatchesCore() {
+        QFETCH(QString, format);
+        QFETCH(int, block);
+        QFETCH(int, batch);
+        QFETCH(qint64, context);
+        QFETCH(qint64, prefix);
+        ProbePlan p;
+        p.model = defaultModel();
+        p.format = fmt(format.toLatin1().constData());
+        p.blockSize = block;
+        p.batch = batch;
+        p.context = context;
+        p.prefixTokens = prefix;
+        p.measureSpeed = false;
+        p.measureQuality = false;
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok, r.error.c_str());
+        QCOMPARE(r.poolBytes, r.predictedPoolBytes);
+        QVERIFY(std::abs(r.memoryErrorPct) < 1.0);
+        QVERIFY(r.allocatedPoolBytes >= r.poolBytes && r.allocatedPoolBytes - r.poolBytes < 4096);
+        // Independently of the probe's helper: one layer from core::computePoint.
+        core::Scenario s;
+        s.model = core::withLayerCount(p.model, 1);
+        s.levers.quant.enabled = true;
+        s.levers.quant.format = p.format.format;
+        s.levers.paging.blockSize = block;
+        s.hardware.gpu.memoryBytes = std::int64_t(1) << 40;
+        s.hardware.kvMemoryBytes = std::int64_t(1) << 39;
+        s.workload.context = context;
+        s.workload.maxModelLen = context;
+        const auto pt = core::computePoint(s, context);
+        const std::int64_t blocks = (context + block - 1) / block;
+        QCOMPARE(pt.bytesPerRequestPerGpu, blocks * r.pageBytes);
+        if (prefix == 0)
+            QCOMPARE(r.poolBytes, batch * pt.bytesPerRequestPerGpu);
+        // The RSS delta is the device's own account: the pool was touched, so it is resident.
+        QVERIFY(r.devicePoolBytes > r.poolBytes / 2);
+    }
+
+    // ---- cancellation, progress
+    void cancellationIsHonouredQuickly() {
+        ProbePlan p;
+        p.model = defaultModel();
+        p.format = fmt("int4-g32");
+        p.batch = 8;
+        p.context = 16384;
+        p.repeats = 50;
+        std::atomic<bool> cancel{false};
+        std::atomic<bool> started{false};
+        ProbeResult r;
+        std::thread t([&] {
+            r = runProbe(
+                p, [&](double pct, const std::string&) { started = started || pct >= 8; }, &cancel);
+        });
+        while (!started)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const auto t0 = std::chrono::steady_clock::now();
+        cancel = true;
+        t.join();
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        QVERIFY(!r.ok);
+        QVERIFY(r.cancelled);
+        QCOMPARE(QString::fromStdString(r.error), QString("cancelled"));
+        QVERIFY2(ms < 1500, qPrintable(QString::number(ms)));
+        // A check and a bench cancelled before they start return at once, cleanly.
+        const CheckReport c = runCheck("cpu", 1, {}, &cancel);
+        QCOMPARE(QString::fromStdString(c.error), QString("cancelled"));
+        const BenchReport b = runBench("cpu", true, 1, {}, &cancel);
+        QCOMPARE(QString::fromStdString(b.error), QString("cancelled"));
+    }
+    void progressRisesToHundred() {
+        ProbePlan p = quickPlan("fp16");
+        p.measureSpeed = true;
+        p.repeats = 1;
+        std::vector<double> seen;
+        const ProbeResult r =
+            runProbe(p, [&](double pct, const std::string&) { seen.push_back(pct); });
+        QVERIFY2(r.ok, r.error.c_str());
+        QVERIFY(seen.size() >= 5);
+        for (std::size_t i = 1; i < seen.size(); ++i)
+            QVERIFY(seen[i] >= seen[i - 1]);
+        QCOMPARE(seen.back(), 100.0);
+        QVERIFY(r.speedMeasured && r.copyGBs > 0 && r.attentionMs > 0 && r.storeGBs > 0);
+        QVERIFY(r.attentionPctOfCopy > 0);
+    }
+
+    // ---- bad arguments end in a clean error
+    void badArguments_data() {
+        QTest::addColumn<int>("which");
+        QTest::addColumn<QString>("expect");
+        QTest::addRow("batch 0") << 0 << "batch";
+        QTest::addRow("context 0") << 1 << "context";
+        QTest::addRow("q heads not a multiple of kv heads") << 2 << "divisible";
+        QTest::addRow("block size 0") << 3 << "block size";
+        QTest::addRow("unknown backend") << 4 << "unknown backend";
+        QTest::addRow("KIVI with block 16") << 5 << "multiple of the KIVI group";
+        QTest::addRow("negative prefix") << 6 << "prefix";
+        QTest::addRow("missing v npy") << 7 << "v-npy";
+        QTest::addRow("no format") << 8 << "format";
+        QTest::addRow("cuda without a device") << 9 << "cuda";
+    }
+    void badArguments() {
+        QFETCH(int, which);
+        QFETCH(QString, expect);
+        ProbePlan p = quickPlan("int8");
+        switch (which) {
+        case 0:
+            p.contexts.clear();
+            p.batch = 0;
+            break;
+        case 1:
+            p.contexts = {0};
+            break;
+        case 2:
+            p.model = smallLayer(6, 4);
+            break;
+        case 3:
+            p.blockSize = 0;
+            break;
+        case 4:
+            p.backend = "tpu";
+            break;
+        case 5:
+            p.format = fmt("int4-kivi");
+            p.blockSize = 16;
+            break;
+        case 6:
+            p.prefixTokens = -1;
+            break;
+        case 7:
+            p.kNpy = "/nonexistent.npy";
+            break;
+        case 8:
+            p.format = ProbeFormat{};
+            break;
+        case 9:
+            p.backend = "cuda";
+            break;
+        }
+        const ProbeResult r = runProbe(p);
+        QVERIFY(!r.ok);
+        QVERIFY2(QString::fromStdString(r.error).contains(expect, Qt::CaseInsensitive),
+                 r.error.c_str());
+        QVERIFY(std::holds_alternative<std::string>(parseProbeFormat("int3")));
+    }
+    void kiviRejectsMidGroupStore() {
+        auto l = std::get<PageLayout>(makeLayout(fmt("int4-kivi").format, 64, 1, 32));
+        std::vector<std::int64_t> sl = {5, 6, 7};
+        std::vector<std::uint16_t> k(3 * 64), v(3 * 64);
+        std::vector<std::uint8_t> pool(std::size_t(l.pageBytes));
+        StoreArgs a;
+        a.k = k.data();
+        a.v = v.data();
+        a.numTokens = 3;
+        a.slotMapping = sl.data();
+        a.pool = pool.data();
+        a.numBlocks = 1;
+        a.layout = l;
+        QVERIFY(validateStore(a, sl.data()).find("mid-group") != std::string::npos);
+        sl = {0, 1, 40};
+        QVERIFY(validateStore(a, sl.data()).find("outside the pool") != std::string::npos);
+    }
+
+    // ---- .npy
+    void npyRoundTrip() {
+        std::vector<float> x(3 * 2 * 4);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = float(i) * 0.25f - 2.0f;
+        for (bool f16 : {true, false}) {
+            const auto bytes = encodeNpy({3, 2, 4}, x, f16);
+            auto r = parseNpy(bytes.data(), bytes.size());
+            QVERIFY2(std::holds_alternative<NpyArray>(r),
+                     std::get_if<std::string>(&r) ? std::get<std::string>(r).c_str() : "");
+            const NpyArray& a = std::get<NpyArray>(r);
+            QCOMPARE(a.shape, (std::vector<std::int64_t>{3, 2, 4}));
+            QCOMPARE(a.data, x);
+            QVERIFY(checkKvShape(a, 2, 4, "K").empty());
+            QVERIFY(checkKvShape(a, 8, 4, "K").find("does not match") != std::string::npos);
+        }
+    }
+    void badNpy_data() {
+        QTest::addColumn<QByteArray>("file");
+        QTest::addColumn<QString>("expect");
+        auto qb = [](const std::vector<std::uint8_t>& v) {
+            return QByteArray(reinterpret_cast<const char*>(v.data()), int(v.size()));
+        };
+        const auto good = encodeNpy({2, 2, 4}, std::vector<float>(16, 1.0f), true);
+        QTest::addRow("empty") << QByteArray() << "too short";
+        QTest::addRow("wrong magic")
+            << QByteArray("\x93NUMPX\x01\x00\x10\x00{}              ", 26) << "magic";
+        QTest::addRow("truncated header") << qb(good).left(20) << "truncated header";
+        QTest::addRow("truncated data") << qb(good).left(int(good.size()) - 3) << "truncated data";
+        QTest::addRow("trailing bytes") << qb(good) + "xx"
+                                        << "unexpected bytes";
+        QTest::addRow("version 9")
+            << QByteArray("\x93NUMPY\x09\x00\x10\x00{}              ", 26) << "version";
+        QTest::addRow("int32 dtype")
+            << qb(npyWithHeader("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
+                                4))
+            << "not supported";
+        QTest::addRow("float64 dtype")
+            << qb(npyWithHeader("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
+                                8))
+            << "not supported";
+        QTest::addRow("big endian")
+            << qb(npyWithHeader("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
+                                4))
+            << "big-endian";
+        QTest::addRow("fortran order")
+            << qb(npyWithHeader("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1, 1), }\n",
+                                4))
+            << "Fortran";
+        QTest::addRow("huge shape") << qb(npyWithHeader("{'descr': '<f2', 'fortran_order': False, "
+                                                        "'shape': (1000000, 1000000, 1000000), }\n",
+                                                        0))
+                                    << "2^31";
+        QTest::addRow("overflowing dimension")
+            << qb(npyWithHeader("{'descr': '<f2', 'fortran_order': False, 'shape': "
+                                "(99999999999999999999999, 1, 1), }\n",
+                                0))
+            << "too large";
+        QTest::addRow("negative dimension")
+            << qb(npyWithHeader("{'descr': '<f2', 'fortran_order': False, 'shape': (-1, 1, 1), }\n",
+                                0))
+            << "non-integer";
+        QTest::addRow("missing shape")
+            << qb(npyWithHeader("{'descr': '<f2', 'fortran_order': False, }\n", 0))
+            << "lacks 'shape'";
+        QTest::addRow("garbage header")
+            << qb(npyWithHeader("not a dict at all", 0)) << "not a dictionary";
+        QTest::addRow("unterminated string") << qb(npyWithHeader("{'descr: ", 0)) << "malformed";
+        QTest::addRow("header length beyond file")
+            << QByteArray("\x93NUMPY\x01\x00\xff\xff{}", 12) << "truncated header";
+    }
+    void badNpy() {
+        QFETCH(QByteArray, file);
+        QFETCH(QString, expect);
+        auto r = parseNpy(reinterpret_cast<const std::uint8_t*>(file.constData()),
+                          std::size_t(file.size()));
+        QVERIFY(std::holds_alternative<std::string>(r));
+        QVERIFY2(
+            QString::fromStdString(std::get<std::string>(r)).contains(expect, Qt::CaseInsensitive),
+            std::get<std::string>(r).c_str());
+    }
+    void npyShapeMismatchAndRealData() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        auto write = [&](const char* name, const std::vector<std::uint8_t>& b) {
+            const std::string path = dir.filePath(name).toStdString();
+            std::ofstream(path, std::ios::binary)
+                .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+            return path;
+        };
+        ProbePlan p = quickPlan("int8");
+        p.contexts = {300};
+        p.prefixTokens = 0;
+        p.qualityRequests = 1;
+        std::vector<float> x(std::size_t(400) * 4 * 128);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = std::sin(float(i) * 0.37f) * (i % 128 == 3 ? 10.0f : 1.0f);
+        p.kNpy = write("k.npy", encodeNpy({400, 4, 128}, x, true));
+        p.vNpy = write("v.npy", encodeNpy({400, 4, 128}, x, false));
+        ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok, r.error.c_str());
+        QCOMPARE(QString::fromStdString(r.dataSource), QString("npy"));
+        QVERIFY(r.kernelVsRefRelL2 <= 1e-3);
+        QVERIFY(r.relL2 > 0 && r.relL2 < 0.05);
+        p.vNpy = write("v-bad.npy",
+                       encodeNpy({400, 3, 128}, std::vector<float>(400 * 3 * 128, 0.5f), true));
+        r = runProbe(p);
+        QVERIFY(!r.ok);
+        QVERIFY2(r.error.find("does not match the layer") != std::string::npos, r.error.c_str());
+    }
+
+    // ---- the JSON the GUI loads: the documented keys are there (schema_version 1)
+    void jsonSchemaIsStable() {
+        ProbePlan p = quickPlan("int8");
+        p.measureSpeed = true;
+        p.repeats = 1;
+        p.qualityContexts = {600};
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok, r.error.c_str());
+        BenchReport b;
+        b.backend = "cpu";
+        b.device = r.device;
+        b.copyGBs = r.copyGBs;
+        b.rows = {r};
+        b.qualityVsContext = {{r.formatLabel, r.qualityVsContext}};
+        const io::Json j = toJson(b);
+        for (const char* k : {"tool", "schema_version", "command", "backend", "device", "date",
+                              "host", "copy_bandwidth_gbs", "results", "quality_vs_context"})
+            QVERIFY2(j.find(k), k);
+        QCOMPARE(j.find("tool")->asString(), std::string("kvprobe"));
+        QCOMPARE(*j.find("schema_version")->asInt64(), std::int64_t(1));
+        const io::Json& row = j.find("results")->asArray().at(0);
+        for (const char* k : {"format",
+                              "format_label",
+                              "dtype",
+                              "block_size",
+                              "batch",
+                              "context",
+                              "prefix_tokens",
+                              "predicted_pool_bytes",
+                              "allocated_pool_bytes",
+                              "device_pool_bytes",
+                              "pages_used",
+                              "pages_saved",
+                              "store_gbs",
+                              "attention_ms",
+                              "tokens_per_s",
+                              "attention_gbs",
+                              "pct_of_copy",
+                              "rel_l2_error",
+                              "max_abs_error",
+                              "top8_agreement",
+                              "kernel_vs_reference_rel_l2",
+                              "quality_vs_context"})
+            QVERIFY2(row.find(k), k);
+        QCOMPARE(*row.find("predicted_pool_bytes")->asInt64(), r.predictedPoolBytes);
+        QCOMPARE(row.find("quality_vs_context")->asArray().size(), std::size_t(1));
+        // The text round-trips through the project's strict JSON reader.
+        QVERIFY(std::holds_alternative<io::Json>(io::parseJson(j.dump(2))));
+    }
+
+    // ---- the check command's engine (kvprobe check) on the CPU
+    void checkPassesOnCpu() {
+        const CheckReport rep = runCheck("cpu", 3);
+        QVERIFY2(rep.error.empty(), rep.error.c_str());
+        for (const auto& c : rep.cases)
+            QVERIFY2(c.passed, (c.name + ": " + c.detail).c_str());
+        QVERIFY(rep.passed > 100);
+        QCOMPARE(rep.failed, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProbe)
+#include "tst_probe.moc"
