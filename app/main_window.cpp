@@ -54,10 +54,10 @@ const char* kScenarioFilter = QT_TRANSLATE_NOOP(
     "MainWindow", "KV Ledger scenario (*.kvl.json);;JSON (*.json);;All files (*)");
 } // namespace
 
+// What a new user sees: the default scenario (Llama-3-8B on an H100, 4K requests under the
+// model's 8K maximum) with every lever's effect visible on the ladder.
 core::Scenario firstLaunchScenario() {
     core::Scenario s = io::defaultScenario();
-    s.workload.context = 32768;
-    s.workload.maxModelLen = 32768;
     s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
     s.levers.paging.enabled = true;

@@ -490,6 +490,14 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     return out;
 }
 
+std::int64_t kvBytesForRequests(const Scenario& s, std::int64_t count) {
+    if (count <= 0 || s.validate())
+        return 0;
+    const Geometry g = buildGeometry(s);
+    const PointBytes p = pointBytes(g, s.workload.context);
+    return bytesForRequests(count, p.perRequestPerGpu, p.sharedPerRequestPerGpu, g.sharingRequests);
+}
+
 GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     GpusNeeded out;
     if (targetRequests <= 0 || s.validate())

@@ -107,6 +107,10 @@ struct PointResult {
 };
 PointResult computePoint(const Scenario& s, std::int64_t context);
 
+// KV bytes per GPU that `count` requests of the scenario's context take, each sharing group
+// (the prefix lever) storing its full shared blocks once. 0 for an invalid scenario.
+std::int64_t kvBytesForRequests(const Scenario& s, std::int64_t count);
+
 // The inverse question (seed 003): how many GPUs of the scenario's kind hold
 // targetRequests requests at the context? Memory is pooled across the GPUs (KV split evenly,
 // weights split evenly, each GPU keeping its activation and overhead reserve). Returns 0 when

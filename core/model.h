@@ -33,6 +33,7 @@ struct ModelSpec {
     std::string id;     // catalog id, lower case: "llama-3-8b"
     std::string name;   // display name: "Llama-3-8B"
     std::string family; // picker group: "Llama 3"
+    std::string hfRepo; // HuggingFace repository ("meta-llama/Meta-Llama-3-8B"), for vllm serve
     std::vector<LayerSpec> layers;
     int qHeads = 0;
     int kvHeads = 0;

@@ -7,26 +7,9 @@
 
 namespace kvl::widgets {
 
-std::int64_t kvBytesForRequests(const LedgerSnapshot& snap, std::int64_t n) {
-    const core::LedgerResult& r = snap.ledger;
-    if (n <= 0)
-        return 0;
-    if (n == r.maxRequestsAtContext && r.kvBytesAtMaxRequests > 0)
-        return r.kvBytesAtMaxRequests;
-    const auto& prefix = snap.scenario.levers.prefix;
-    std::int64_t copies = 1; // requests that store the shared blocks themselves
-    if (prefix.enabled && r.sharedBytesPerRequestPerGpu > 0) {
-        const std::int64_t group = prefix.sharingRequests > 0 ? prefix.sharingRequests : n;
-        copies = (n + group - 1) / group;
-    } else {
-        copies = n;
-    }
-    return n * r.kvBytesPerRequestPerGpu - (n - copies) * r.sharedBytesPerRequestPerGpu;
-}
-
 std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     const core::LedgerResult& r = snap.ledger;
-    const std::int64_t kv = kvBytesForRequests(snap, snap.requests);
+    const std::int64_t kv = core::kvBytesForRequests(snap.scenario, snap.requests);
     const std::int64_t used = r.weightsBytesPerGpu + r.activationBytes + r.overheadBytes;
     const std::int64_t budget = r.kvMemoryOverridden ? used + r.availableKvBytes : r.requestedBytes;
     const std::int64_t kvFit = std::min(kv, std::max<std::int64_t>(0, budget - used));
@@ -163,7 +146,7 @@ void BreakdownChart::rebuild() {
     p->xAxis->setRange(0, std::max(total, refTotal) * 1.02);
 
     const core::LedgerResult& r = m_snapshot->ledger;
-    const std::int64_t kv = kvBytesForRequests(*m_snapshot, m_snapshot->requests);
+    const std::int64_t kv = core::kvBytesForRequests(m_snapshot->scenario, m_snapshot->requests);
     const std::int64_t w = r.weightsBytesPerGpu;
     QString verdict;
     if (kv > w)

@@ -18,9 +18,6 @@ struct BreakdownSegment {
     std::int64_t bytes = 0;
 };
 
-// Per GPU: KV bytes that n concurrent requests of the context take, with prefix sharing (each
-// group of `sharingRequests` requests stores the shared full blocks once).
-std::int64_t kvBytesForRequests(const LedgerSnapshot& snap, std::int64_t n);
 std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap);
 
 class BreakdownChart : public ChartWidget {

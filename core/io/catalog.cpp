@@ -63,7 +63,7 @@ core::ModelSpec modelFromCatalog(const Json& entry, std::size_t index, std::stri
     m.id = id;
     m.name = r.string("name");
     m.family = r.string("family");
-    r.optString("hf_repo");
+    m.hfRepo = r.optString("hf_repo");
     const auto layers = r.integer("num_layers", 1, core::kMaxLayers);
     m.qHeads = static_cast<int>(r.integer("num_q_heads", 1, core::kMaxHeads));
     m.kvHeads = static_cast<int>(r.integer("num_kv_heads", 1, core::kMaxHeads));
@@ -700,6 +700,14 @@ core::ModelSpec modelFromHf(const Json& doc, const std::string& src) {
     const std::string name = modelNameFrom(c);
     m.name = name;
     m.id = idFrom(name);
+    // A hub path ("org/model") is what `vllm serve` takes; a local folder is not.
+    if (const Json* f = c.top().find("_name_or_path"); f && f->isString()) {
+        const std::string& path = f->asString();
+        const auto slash = path.find('/');
+        if (slash != std::string::npos && slash > 0 && path.find('/', slash + 1) == std::string::npos &&
+            path[0] != '.')
+            m.hfRepo = path;
+    }
     m.family = "Imported";
     m.notes = "Imported from " + baseName(src) +
               (modelType.empty() ? std::string() : " (" + modelType + ")") + ". " + m.notes;

@@ -96,6 +96,8 @@ Json modelToJson(const core::ModelSpec& m) {
     j.set("kv_dtype", std::string(core::dtypeName(m.nativeKvDtype)));
     j.set("max_context", Json(m.maxContext));
     j.set("notes", m.notes);
+    if (!m.hfRepo.empty())
+        j.set("hf_repo", m.hfRepo);
     return j;
 }
 
@@ -214,6 +216,7 @@ core::ModelSpec modelFromJson(const Json& j, const std::string& prefix) {
     m.name = r.string("name", true);
     m.family = r.optString("family");
     m.notes = r.optString("notes");
+    m.hfRepo = r.optString("hf_repo");
     const auto layers = r.integer("num_layers", 1, core::kMaxLayers);
     m.qHeads = static_cast<int>(r.integer("num_q_heads", 1, core::kMaxHeads));
     // All-MLA models may carry 0 KV heads / head_dim; validate() decides below.

@@ -297,6 +297,9 @@ void TestCore::prefixSharing() {
     const qint64 expected = pool < per ? 0 : 1 + (pool - per) / (per - sharedBlocks * block);
     QCOMPARE(r.maxRequestsAtContext, expected);
     QVERIFY(r.kvBytesAtMaxRequests <= pool);
+    QCOMPARE(kvBytesForRequests(s, r.maxRequestsAtContext), r.kvBytesAtMaxRequests);
+    QCOMPARE(kvBytesForRequests(s, 3), 3 * per - 2 * sharedBlocks * block);
+    QCOMPARE(kvBytesForRequests(s, 0), qint64(0));
     // Groups of 4 requests share one copy.
     s.levers.prefix.sharingRequests = 4;
     const auto g = computeLedger(s);
@@ -305,6 +308,8 @@ void TestCore::prefixSharing() {
     const qint64 rem = pool - groups * groupCost;
     const qint64 partial = rem < per ? 0 : 1 + (rem - per) / (per - sharedBlocks * block);
     QCOMPARE(g.maxRequestsAtContext, groups * 4 + partial);
+    // 9 requests in groups of 4: three copies of the shared blocks.
+    QCOMPARE(kvBytesForRequests(s, 9), 9 * per - 6 * sharedBlocks * block);
     QVERIFY(g.maxRequestsAtContext <= r.maxRequestsAtContext);
 }
 

@@ -152,6 +152,8 @@ private slots:
     void hfImportErrors_data();
     void hfImportErrors();
     void hfLoadFileErrors();
+    void hfRepo_data();
+    void hfRepo();
 
     // --- scenario files ----------------------------------------------------------------------
     void defaultScenario();
@@ -1006,6 +1008,35 @@ void TstIo::hfImportErrors() {
     QVERIFY2(message.contains(expected), qPrintable(message));
     QVERIFY(message.startsWith(QStringLiteral("cfg.json: ")));
     QVERIFY(!message.contains(QLatin1Char('\n')));
+}
+
+void TstIo::hfRepo_data() {
+    QTest::addColumn<QString>("nameOrPath");
+    QTest::addColumn<QString>("repo");
+    QTest::addRow("hub id") << "mistralai/Mistral-7B-v0.1" << "mistralai/Mistral-7B-v0.1";
+    QTest::addRow("local folder") << "/models/llama/Meta-Llama-3-8B" << "";
+    QTest::addRow("relative folder") << "./llama3" << "";
+    QTest::addRow("bare name") << "llama3" << "";
+}
+
+void TstIo::hfRepo() {
+    QFETCH(QString, nameOrPath);
+    QFETCH(QString, repo);
+    // The catalog carries the repository `vllm serve` takes; an import takes it from
+    // _name_or_path only when that is a hub id.
+    QCOMPARE(QString::fromStdString(io::findModel("llama-3-8b")->hfRepo),
+             QStringLiteral("meta-llama/Meta-Llama-3-8B"));
+    const std::string json = R"({"_name_or_path": ")" + nameOrPath.toStdString() +
+                             R"(", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "max_position_embeddings": 8192})";
+    const auto r = io::parseHfConfig(json, "config.json");
+    QVERIFY2(errorOf(r).isEmpty(), qPrintable(errorOf(r)));
+    const auto& m = std::get<core::ModelSpec>(r);
+    QCOMPARE(QString::fromStdString(m.hfRepo), repo);
+    core::Scenario s = io::defaultScenario();
+    s.model = m;
+    const auto back = io::scenarioFromJson(io::scenarioToJson(s), "x.kvl.json");
+    QCOMPARE(QString::fromStdString(std::get<core::Scenario>(back).model.hfRepo), repo);
 }
 
 void TstIo::hfLoadFileErrors() {

@@ -213,11 +213,12 @@ void TestMainWindow::leverChangesSeries_data() {
         s.levers.prefix.sharedTokens = 8192;
         s.levers.prefix.sharingRequests = 4;
     }) << true;
-    QTest::addRow("context slider one octave up") << Action([=](QWidget* w) {
+    QTest::addRow("context slider two octaves up") << Action([=](QWidget* w) {
         auto* slider = child<QSlider>(w, "contextSlider");
         slider->setFocus();
         QTest::keyClick(slider, Qt::Key_PageUp);
-    }) << Expect([](core::Scenario& s) { s.workload.context = 65536; })
+        QTest::keyClick(slider, Qt::Key_PageUp);
+    }) << Expect([](core::Scenario& s) { s.workload.context = 16384; })
                                                   << true;
     QTest::addRow("context typed 200000") << Action([=](QWidget* w) {
         typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("200000"));
@@ -320,12 +321,12 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 2.06 "
-                          "GiB @32K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 264 "
+                          "MiB @4K | ");
     QTest::addRow("first launch, GB")
         << true
         << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 67.58 KB/token | "
-                          "2.21 GB @32K | ");
+                          "276.82 MB @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -352,11 +353,10 @@ void TestMainWindow::vllmCommand_data() {
                        "  --block-size 16 \\\n",
                        "  --enable-prefix-caching \\\n",
                        "  --gpu-memory-utilization 0.9 \\\n",
-                       "  --max-model-len 32768 \\\n",
+                       "  --max-model-len 8192 \\\n",
                        "  --tensor-parallel-size 1\n",
-                       "# no vLLM equivalent: INT8 KV cache",
-                       "VLLM_ALLOW_LONG_MAX_MODEL_LEN"}
-        << QStringList{"no paging", "regrouping"};
+                       "# no vLLM equivalent: INT8 KV cache"}
+        << QStringList{"no paging", "regrouping", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"};
     QTest::addRow("fp8 on two GPUs within the model's length")
         << Expect([](core::Scenario& s) {
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
@@ -444,7 +444,7 @@ void TestMainWindow::badScenarioFile_data() {
     QByteArray future = good;
     future.replace("\"kvledger_scenario\": 1", "\"kvledger_scenario\": 7");
     QByteArray wrongType = good;
-    wrongType.replace("\"context\": 32768", "\"context\": \"long\"");
+    wrongType.replace("\"context\": 4096", "\"context\": \"long\"");
     QTest::addRow("not JSON") << QByteArray("{ this is not json") << QStringLiteral("line");
     QTest::addRow("empty file") << QByteArray() << QString();
     QTest::addRow("future version") << future << QStringLiteral("newer");
@@ -578,7 +578,7 @@ void TestMainWindow::unitsToggle() {
     QTest::mouseClick(child<QToolButton>(m_window.get(), "unitsButton"), Qt::LeftButton);
     QCOMPARE(m_window->units(), core::UnitSystem::Decimal);
     QVERIFY(m_window->summaryText().contains(QStringLiteral("KB/token")));
-    QVERIFY(m_window->memoryChart()->cursorText().contains(QStringLiteral(" GB")));
+    QVERIFY(m_window->memoryChart()->cursorText().contains(QStringLiteral(" MB")));
     QTest::mouseClick(child<QToolButton>(m_window.get(), "unitsButton"), Qt::LeftButton);
     QCOMPARE(m_window->units(), core::UnitSystem::Binary);
 }
