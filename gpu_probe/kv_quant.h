@@ -55,6 +55,21 @@ KVL_HD std::uint32_t floatToBits(float f) {
 #endif
 }
 
+// Round to nearest, ties to even (rintf under the default rounding mode). On the host rintf is
+// a libm call without SSE4.1, so it is spelled out: adding and subtracting 2^23 rounds |v| <
+// 2^23 to an integer in IEEE arithmetic (no fast-math anywhere in this project).
+KVL_HD float roundEven(float v) {
+#if defined(__CUDA_ARCH__)
+    return rintf(v);
+#else
+    const float a = fabsf(v);
+    if (!(a < 8388608.0f)) // >= 2^23 is already integral (or inf / NaN)
+        return v;
+    const float r = (a + 8388608.0f) - 8388608.0f;
+    return copysignf(r, v);
+#endif
+}
+
 KVL_HD float halfToFloat(std::uint16_t h) {
     const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
     const std::uint32_t e = (h >> 10) & 0x1fu;
@@ -77,7 +92,7 @@ KVL_HD std::uint16_t floatToHalf(float f) {
     if (a >= 0x477ff000u)                     // >= 65520 rounds to infinity (IEEE)
         return std::uint16_t(sign | 0x7c00u);
     if (a < 0x38800000u) { // below 2^-14: subnormal, step 2^-24; the scaling is exact
-        const float r = rintf(bitsToFloat(a) * 16777216.0f);
+        const float r = roundEven(bitsToFloat(a) * 16777216.0f);
         return std::uint16_t(sign | std::uint16_t(r));
     }
     const std::uint32_t u = a + 0xfffu + ((a >> 13) & 1u) - (112u << 23);
@@ -110,7 +125,7 @@ KVL_HD std::uint8_t floatToE4m3(float f) {
     if (v >= kE4m3Max)
         return std::uint8_t(sign | 0x7eu);
     if (v < 0.015625f) // below 2^-6: subnormal, step 2^-9
-        return std::uint8_t(sign | std::uint8_t(rintf(v * 512.0f)));
+        return std::uint8_t(sign | std::uint8_t(roundEven(v * 512.0f)));
     std::uint32_t r = (a + 0x7ffffu + ((a >> 20) & 1u) - (120u << 23)) >> 20;
     if (r > 0x7eu)
         r = 0x7eu;
@@ -141,7 +156,7 @@ KVL_HD std::uint8_t floatToE5m2(float f) {
     if (v >= kE5m2Max)
         return std::uint8_t(sign | 0x7bu);
     if (v < 6.103515625e-05f) // below 2^-14: subnormal, step 2^-16
-        return std::uint8_t(sign | std::uint8_t(rintf(v * 65536.0f)));
+        return std::uint8_t(sign | std::uint8_t(roundEven(v * 65536.0f)));
     std::uint32_t r = (a + 0xfffffu + ((a >> 21) & 1u) - (112u << 23)) >> 21;
     if (r > 0x7bu)
         r = 0x7bu;
@@ -300,13 +315,13 @@ KVL_HD std::uint32_t quantizeValue(const SideLayout& s, float x, float scale, fl
         return floatToE5m2(scale > 0.0f ? x / scale : 0.0f);
     case kCodecIntSym: {
         const int qmax = intQmax(s.bits, s.codec);
-        float q = scale > 0.0f ? rintf(x / scale) : 0.0f;
+        float q = scale > 0.0f ? roundEven(x / scale) : 0.0f;
         q = fminf(fmaxf(q, -float(qmax)), float(qmax));
         return std::uint32_t(int(q)) & ((s.bits == 32) ? 0xffffffffu : ((1u << s.bits) - 1u));
     }
     case kCodecIntAsym: {
         const int qmax = intQmax(s.bits, s.codec);
-        float q = scale > 0.0f ? rintf((x - zero) / scale) : 0.0f;
+        float q = scale > 0.0f ? roundEven((x - zero) / scale) : 0.0f;
         q = fminf(fmaxf(q, 0.0f), float(qmax));
         return std::uint32_t(int(q));
     }

@@ -112,6 +112,36 @@ void cpuDequantRow(const std::uint8_t* side, const SideLayout& s, int t, float* 
     dequantRow(side, s, t, out);
 }
 
+// quantizeTokenVector with the codec and width as compile-time constants, so the per-element
+// switches fold away; the arithmetic (and so every byte) is unchanged.
+template <int Codec, int Bits>
+void quantizeRowT(std::uint8_t* side, SideLayout s, int t, const float* x, float outScale) {
+    s.codec = Codec;
+    s.bits = Bits;
+    quantizeTokenVector(side, s, t, x, outScale);
+}
+
+void quantizeRow(std::uint8_t* side, const SideLayout& s, int t, const float* x, float outScale) {
+    switch (s.codec) {
+    case kCodecF16: return quantizeRowT<kCodecF16, 16>(side, s, t, x, outScale);
+    case kCodecBF16: return quantizeRowT<kCodecBF16, 16>(side, s, t, x, outScale);
+    case kCodecE4M3: return quantizeRowT<kCodecE4M3, 8>(side, s, t, x, outScale);
+    case kCodecE5M2: return quantizeRowT<kCodecE5M2, 8>(side, s, t, x, outScale);
+    case kCodecIntSym:
+        if (s.bits == 8)
+            return quantizeRowT<kCodecIntSym, 8>(side, s, t, x, outScale);
+        break;
+    case kCodecIntAsym:
+        if (s.bits == 4)
+            return quantizeRowT<kCodecIntAsym, 4>(side, s, t, x, outScale);
+        if (s.bits == 2)
+            return quantizeRowT<kCodecIntAsym, 2>(side, s, t, x, outScale);
+        break;
+    default: break;
+    }
+    quantizeTokenVector(side, s, t, x, outScale);
+}
+
 // Dot product with a reduction the compiler may reorder (vectorized via -fopenmp-simd).
 inline float dot(const float* __restrict a, const float* __restrict b, int n) {
     float d = 0.0f;
@@ -325,11 +355,11 @@ std::string cpuStore(const StoreArgs& a, int threads, const std::atomic<bool>* c
                 if (!kivi) {
                     for (int c = 0; c < D; ++c)
                         x[c] = inputToFloat(kin[c], a.inputDtype);
-                    quantizeTokenVector(ks, L.k, off, x.data(), a.kScale ? a.kScale[h] : 1.0f);
+                    quantizeRow(ks, L.k, off, x.data(), a.kScale ? a.kScale[h] : 1.0f);
                 }
                 for (int c = 0; c < D; ++c)
                     x[c] = inputToFloat(vin[c], a.inputDtype);
-                quantizeTokenVector(ks + vSideOffset(L), L.v, off, x.data(),
+                quantizeRow(ks + vSideOffset(L), L.v, off, x.data(),
                                     a.vScale ? a.vScale[h] : 1.0f);
             }
         }

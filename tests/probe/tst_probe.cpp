@@ -85,6 +85,15 @@ private slots:
         QCOMPARE(floatToHalf(65520.0f), std::uint16_t(0x7c00)); // rounds to infinity (IEEE)
         QCOMPARE(floatToHalf(1.0f + 0x1.0p-11f), std::uint16_t(0x3c00)); // tie to even
     }
+    void roundEvenMatchesRint() {
+        for (float v : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 0.49999997f, 8388607.5f, 4194304.5f, -0.3f,
+                        1e30f, -1e30f, 0.0f, -0.0f, 126.5f, 127.5f, -127.5f, 7.5f})
+            QCOMPARE(floatToBits(roundEven(v)), floatToBits(std::rint(v)));
+        for (int i = -200000; i <= 200000; ++i) {
+            const float v = float(i) * 0.25f + 0.001f * float(i % 7);
+            QCOMPARE(roundEven(v), std::rint(v));
+        }
+    }
     void fp8RoundTripsAndSaturates() {
         for (int b = 0; b < 256; ++b) {
             const float e4 = e4m3ToFloat(std::uint8_t(b));

@@ -1,0 +1,45 @@
+#pragma once
+// Reading kvprobe's results JSON back (`kvprobe run --json`, `kvprobe bench --json`, schema in
+// gpu_probe/README.md) into a value type, so the explorer can show a GPU machine's results.
+// Strict: a foreign, future, truncated or ill-typed file is rejected with one line that names
+// the file and the field. Never throws (it is fuzzed). No Qt.
+
+#include "gpu_probe/probe.h"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kvl::probe {
+
+struct ProbeReport {
+    std::string source; // the file name it came from ("" for a run in this process)
+    std::string tool = "kvprobe";
+    int schemaVersion = 0;
+    std::string command; // "run" | "bench" (or "gui" for the explorer's own runs)
+    std::string backend, device;
+    std::string date; // ISO 8601 UTC, "2026-11-29T10:21:22Z"
+    std::string host;
+    double copyGBs = 0;
+    std::string error; // the run as a whole failed or was cancelled (rows may still hold data)
+    std::vector<ProbeResult> rows;
+    std::vector<std::pair<std::string, std::vector<QualityPoint>>> qualityVsContext; // per format
+
+    int okRows() const;
+    // "NVIDIA H200 · 2026-11-29": device and the date part of `date`.
+    std::string label() const;
+};
+
+// Parses the JSON text; `source` names the file in error messages.
+std::variant<ProbeReport, std::string> parseProbeReport(std::string_view text,
+                                                        const std::string& source);
+// Reads and parses a file (at most 64 MiB).
+std::variant<ProbeReport, std::string> loadProbeReport(const std::string& path);
+
+// The report as kvprobe's JSON (bench layout: results + quality_vs_context), for saving the
+// explorer's own runs; parseProbeReport reads it back.
+std::string probeReportToJson(const ProbeReport& report);
+
+} // namespace kvl::probe
