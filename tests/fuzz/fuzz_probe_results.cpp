@@ -1,0 +1,42 @@
+// Fuzzes loading kvprobe results JSON: any bytes give a report or a one-line error naming the
+// file; a loaded report survives a write/read round trip with the same rows.
+#include "gpu_probe/results_io.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+using kvl::probe::ProbeReport;
+
+namespace {
+bool same(double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    auto r = kvl::probe::parseProbeReport(text, "fuzz.json");
+    if (auto* e = std::get_if<std::string>(&r)) {
+        if (e->rfind("fuzz.json", 0) != 0 || e->find('\n') != std::string::npos)
+            std::abort(); // errors are one line and name the file
+        return 0;
+    }
+    const ProbeReport& rep = std::get<ProbeReport>(r);
+    (void)rep.label();
+    auto again = kvl::probe::parseProbeReport(kvl::probe::probeReportToJson(rep), "again.json");
+    auto* rep2 = std::get_if<ProbeReport>(&again);
+    if (!rep2 || rep2->rows.size() != rep.rows.size())
+        std::abort(); // what we write, we must read back
+    for (std::size_t i = 0; i < rep.rows.size(); ++i) {
+        const auto& a = rep.rows[i];
+        const auto& b = rep2->rows[i];
+        if (a.ok != b.ok || a.formatId != b.formatId || a.batch != b.batch ||
+            a.context != b.context || a.poolBytes != b.poolBytes ||
+            a.predictedPoolBytes != b.predictedPoolBytes || a.pagesUsed != b.pagesUsed ||
+            !same(a.relL2, b.relL2) || !same(a.attentionMs, b.attentionMs))
+            std::abort();
+    }
+    return 0;
+}
