@@ -189,24 +189,6 @@ std::optional<std::string> validate(const KvFormat& f, int headDim) {
     return std::nullopt;
 }
 
-std::int64_t keyBytesPerToken(const KvFormat& f, int dim) {
-    const std::int64_t data = dataBytes(f.dtype, dim);
-    switch (f.granularity) {
-    case Granularity::None:
-    case Granularity::PerTensor:
-    case Granularity::PerHead:
-        return data;
-    case Granularity::PerTokenHead:
-        return data + scaleAndZeroBytes(f);
-    case Granularity::PerGroup:
-        return data + ceilDiv(dim, f.groupSize) * scaleAndZeroBytes(f);
-    case Granularity::KPerChannelVPerToken:
-        // KIVI keys: one scale (+zero) per channel for every G tokens.
-        return data + ceilDiv(std::int64_t{dim} * scaleAndZeroBytes(f), f.groupSize);
-    }
-    return data;
-}
-
 std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
     const std::int64_t data = dataBytes(f.dtype, dim);
     switch (f.granularity) {
@@ -221,6 +203,13 @@ std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
         return data + ceilDiv(dim, f.groupSize) * scaleAndZeroBytes(f);
     }
     return data;
+}
+
+std::int64_t keyBytesPerToken(const KvFormat& f, int dim) {
+    if (f.granularity == Granularity::KPerChannelVPerToken)
+        // KIVI keys: one scale (+zero) per channel for every G tokens.
+        return dataBytes(f.dtype, dim) + ceilDiv(std::int64_t{dim} * scaleAndZeroBytes(f), f.groupSize);
+    return valueBytesPerToken(f, dim); // every other scheme treats K and V alike
 }
 
 std::int64_t outOfPageScaleBytesPerLayer(const KvFormat& f, int kvHeads) {
