@@ -95,12 +95,25 @@ int main(int argc, char** argv) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // Contiguous = one page holding the whole request (block size = context).
     const int contiguousBlock = static_cast<int>(context);
-    const auto fp16 = run("fp16", 16, batch, context, repeats);
-    const auto fp16c = run("fp16", contiguousBlock, batch, context, repeats);
-    const auto int8 = run("int8", 16, batch, context, repeats);
-    const auto int8c = run("int8", contiguousBlock, batch, context, repeats);
-    if (!fp16.ok || !fp16c.ok || !int8.ok || !int8c.ok)
-        return 1;
+    // Paged and contiguous runs alternate, three rounds, and the ratios are taken per round:
+    // the machine's load drifts between rounds, far less within one.
+    std::vector<double> pagedRatio16, pagedRatio8, int8Ratio;
+    probe::ProbeResult fp16, fp16c, int8, int8c;
+    for (int round = 0; round < 3; ++round) {
+        fp16 = run("fp16", 16, batch, context, repeats);
+        fp16c = run("fp16", contiguousBlock, batch, context, repeats);
+        int8 = run("int8", 16, batch, context, repeats);
+        int8c = run("int8", contiguousBlock, batch, context, repeats);
+        if (!fp16.ok || !fp16c.ok || !int8.ok || !int8c.ok)
+            return 1;
+        pagedRatio16.push_back(fp16.attentionMs / fp16c.attentionMs);
+        pagedRatio8.push_back(int8.attentionMs / int8c.attentionMs);
+        int8Ratio.push_back(int8.attentionMs / fp16.attentionMs);
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
     const double readGBs = readStreamGBs(static_cast<std::size_t>(fp16.attentionBytes), threads, repeats);
 
     std::printf("CPU probe, one Llama-3-8B layer (8 KV heads x 128), batch %d x %lld tokens, %d threads\n",
@@ -117,9 +130,10 @@ int main(int argc, char** argv) {
     row("attention fp16 paged", fp16.attentionMs, fp16.attentionGBs, fp16.copyGBs);
     row("attention fp16 contig", fp16c.attentionMs, fp16c.attentionGBs, fp16c.copyGBs);
     row("attention int8 paged", int8.attentionMs, int8.attentionGBs, int8.copyGBs);
-    const double pagedVsContig = fp16.attentionMs / fp16c.attentionMs;
-    const double pagedVsContigInt8 = int8.attentionMs / int8c.attentionMs;
-    const double int8VsFp16 = int8.attentionMs / fp16.attentionMs;
+    const double pagedVsContig = median(pagedRatio16);
+    const double pagedVsContigInt8 = median(pagedRatio8);
+    const double int8VsFp16 = median(int8Ratio);
+    std::printf("  (rows: the last of 3 alternating rounds; ratios: median over the rounds)\n");
     std::printf("  paged / contiguous attention time: fp16 %.3fx, int8 %.3fx (target <= 1.10x)\n",
                 pagedVsContig, pagedVsContigInt8);
     std::printf("  int8 / fp16 attention time: %.3fx (bytes read: %.3fx)\n", int8VsFp16,
