@@ -3,6 +3,7 @@
 #include "main_window.h"
 
 #include "widgets/curve_chart.h"
+#include "widgets/probe_panel.h"
 
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
@@ -23,20 +24,26 @@ namespace kvl::app {
 namespace {
 
 const char* kExportUsage = R"(usage:
-  kvledger export --chart memory|concurrency|breakdown|ladder --out FILE.png|.pdf|.svg|.csv
-                  [--scale F] [--size WxH] [--units gib|gb] [--reference FILE.kvl.json]
-                  [scenario options]
-  kvledger export --report FILE.pdf [--units gib|gb] [--reference FILE.kvl.json] [scenario options]
+  kvledger export --chart memory|concurrency|breakdown|quality|speed|ladder|probe
+                  --out FILE.png|.pdf|.svg|.csv [--scale F] [--size WxH] [--units gib|gb]
+                  [--reference FILE.kvl.json] [--probe-results FILE.json] [scenario options]
+  kvledger export --report FILE.pdf [--units gib|gb] [--reference FILE.kvl.json]
+                  [--probe-results FILE.json] [scenario options]
   kvledger --screenshot FILE.png [--size WxH] [--units gib|gb] [--reference FILE.kvl.json]
-                  [--theme light|dark] [scenario options]
+                  [--probe-results FILE.json] [--tab ledger|measured] [--theme light|dark]
+                  [scenario options]
 
-The ladder exports to CSV only. --scale multiplies PNG pixels (2 for high-DPI slides).
---reference pins a saved scenario as the dashed reference.
+The ladder and the probe results table export to CSV only. --scale multiplies PNG pixels (2 for
+high-DPI slides). --reference pins a saved scenario as the dashed reference.
+--probe-results loads `kvprobe bench --json` / `kvprobe run --json` output: measured points on
+the memory and concurrency charts, the quality and speed charts, the results table, and a
+measured page in the report. quality, speed and probe need it.
 
 )";
 
 struct Options {
-    QString chart, out, report, screenshot, reference;
+    QString chart, out, report, screenshot, reference, probeResults;
+    bool measuredTab = false;
     bool dark = false;
     double scale = 1.0;
     QSize size;
@@ -73,7 +80,7 @@ std::string takeOptions(const std::vector<std::string>& args, Options& o,
             o.help = true;
         } else if (a == "--chart" || a == "--out" || a == "--report" || a == "--screenshot" ||
                    a == "--scale" || a == "--size" || a == "--units" || a == "--reference" ||
-                   a == "--theme") {
+                   a == "--theme" || a == "--probe-results" || a == "--tab") {
             if (!value(v))
                 return a + " needs a value";
             const QString q = QString::fromStdString(v);
@@ -87,6 +94,13 @@ std::string takeOptions(const std::vector<std::string>& args, Options& o,
                 o.screenshot = q;
             else if (a == "--reference")
                 o.reference = q;
+            else if (a == "--probe-results")
+                o.probeResults = q;
+            else if (a == "--tab") {
+                if (v != "ledger" && v != "measured")
+                    return "--tab must be ledger or measured, not '" + v + "'";
+                o.measuredTab = v == "measured";
+            }
             else if (a == "--theme") {
                 if (v != "light" && v != "dark")
                     return "--theme must be light or dark, not '" + v + "'";
@@ -176,10 +190,20 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         return 2;
     } else if (!o.chart.isEmpty() &&
                !QStringList{QStringLiteral("memory"), QStringLiteral("concurrency"),
-                            QStringLiteral("breakdown"), QStringLiteral("ladder")}
+                            QStringLiteral("breakdown"), QStringLiteral("quality"),
+                            QStringLiteral("speed"), QStringLiteral("ladder"),
+                            QStringLiteral("probe")}
                     .contains(o.chart)) {
-        err << cmd << ": --chart must be memory, concurrency, breakdown or ladder, not '"
+        err << cmd
+            << ": --chart must be memory, concurrency, breakdown, quality, speed, ladder or "
+               "probe, not '"
             << o.chart.toStdString() << "'\n";
+        return 2;
+    } else if ((o.chart == QLatin1String("quality") || o.chart == QLatin1String("speed") ||
+                o.chart == QLatin1String("probe")) &&
+               o.probeResults.isEmpty()) {
+        err << cmd << ": --chart " << o.chart.toStdString()
+            << " shows measurements: add --probe-results FILE.json\n";
         return 2;
     }
 
@@ -199,6 +223,14 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         w.pinReference();
     }
     w.setScenario(pa.scenario);
+    if (!o.probeResults.isEmpty()) {
+        if (!w.openProbeResults(o.probeResults)) {
+            err << cmd << ": --probe-results: " << w.probePanel()->message().toStdString() << "\n";
+            return 2;
+        }
+    }
+    if (o.measuredTab)
+        w.showMeasuredTab();
     if (o.dark) {
         // A dark Fusion palette, applied after the window exists: the charts re-colour on
         // PaletteChange as they do when the desktop theme switches.

@@ -4,6 +4,10 @@
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
 #include "widgets/model_picker.h"
+#include "widgets/probe_charts.h"
+#include "widgets/probe_overlay.h"
+#include "widgets/probe_panel.h"
+#include "widgets/probe_results_model.h"
 #include "widgets/report.h"
 #include "widgets/scenario_panel.h"
 #include "widgets/vllm_command.h"
@@ -35,6 +39,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QToolButton>
@@ -80,6 +85,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     connect(m_panel, &widgets::ScenarioPanel::errorOccurred, this, &MainWindow::reportError);
     connect(m_panel, &widgets::ScenarioPanel::importRequested, this,
             &MainWindow::importInteractive);
+    connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
+            [this] { updateMeasuredOverlays(); });
+    connect(m_probePanel, &widgets::ProbePanel::messageChanged, this,
+            [this](const QString& message, bool error) {
+                if (error && !message.isEmpty())
+                    notify(message);
+            });
     for (widgets::ChartWidget* c : {static_cast<widgets::ChartWidget*>(m_memoryChart),
                                     static_cast<widgets::ChartWidget*>(m_concurrencyChart),
                                     static_cast<widgets::ChartWidget*>(m_breakdownChart)}) {
@@ -168,12 +180,25 @@ void MainWindow::buildUi() {
     m_rightSplitter->setStretchFactor(1, 2);
     m_rightSplitter->setSizes({600, 380});
     m_bottomSplitter->setSizes({440, 800});
+    // The probe gets a tab of its own: its table and charts need the room, and the ledger's
+    // charts keep theirs (measured points appear on them as overlays).
+    m_probePanel = new widgets::ProbePanel;
+    m_probePanel->setObjectName(QStringLiteral("probePanel"));
+    m_tabs = new QTabWidget;
+    m_tabs->setObjectName(QStringLiteral("mainTabs"));
+    m_tabs->setDocumentMode(true);
+    m_tabs->addTab(m_rightSplitter, tr("&Ledger: predicted"));
+    m_tabs->addTab(m_probePanel, tr("&Measured: probe"));
+    m_tabs->setTabToolTip(0, tr("Memory, concurrency, breakdown and the lever ladder as core "
+                                "predicts them (measured points overlaid)"));
+    m_tabs->setTabToolTip(1, tr("Run the real KV store and paged-attention kernels, or open a GPU "
+                                "machine's results: memory, speed and quality per KV format"));
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
     rightLayout->setSpacing(2);
     rightLayout->addWidget(m_warnings);
-    rightLayout->addWidget(m_rightSplitter, 1);
+    rightLayout->addWidget(m_tabs, 1);
 
     m_mainSplitter = new QSplitter(Qt::Horizontal);
     m_mainSplitter->addWidget(scroll);
@@ -234,9 +259,30 @@ void MainWindow::buildActions() {
         exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
     }
     exportMenu->addSeparator();
+    const std::pair<const char*, QString> probeCharts[] = {
+        {"quality", tr("&Quality vs memory chart...")},
+        {"speed", tr("&Speed chart...")},
+        {"probe", tr("Probe &results table (CSV)...")}};
+    for (const auto& [name, label] : probeCharts) {
+        const QString n = QLatin1String(name);
+        exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
+    }
+    exportMenu->addSeparator();
     QAction* reportAct = exportMenu->addAction(icon("report"), tr("Review &report (PDF)..."), this,
                                                &MainWindow::exportReportInteractive);
     reportAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    file->addSeparator();
+    QAction* openProbeAct = file->addAction(icon("report"), tr("Open &Probe Results..."), this,
+                                            &MainWindow::openProbeResultsInteractive);
+    openProbeAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    openProbeAct->setToolTip(tr("Load the JSON of `kvprobe bench --json` or `kvprobe run --json`, "
+                                "e.g. from a GPU machine"));
+    QAction* saveProbeAct = file->addAction(tr("Save Probe Res&ults..."), this,
+                                            &MainWindow::saveProbeResultsInteractive);
+    connect(m_probePanel, &widgets::ProbePanel::openResultsRequested, openProbeAct,
+            &QAction::trigger);
+    connect(m_probePanel, &widgets::ProbePanel::saveResultsRequested, saveProbeAct,
+            &QAction::trigger);
     file->addSeparator();
     QAction* quitAct = file->addAction(tr("&Quit"), this, &QWidget::close);
     quitAct->setShortcut(QKeySequence::Quit);
@@ -297,6 +343,15 @@ void MainWindow::buildActions() {
     tb->addAction(reportAct);
 
     // Right-click on a chart: export it.
+    for (const auto& [name, label] : probeCharts) {
+        const QString n = QLatin1String(name);
+        if (widgets::ChartWidget* c = chart(n)) {
+            auto* a = new QAction(tr("Export This Chart..."), c);
+            connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
+            c->addAction(a);
+            c->setContextMenuPolicy(Qt::ActionsContextMenu);
+        }
+    }
     for (const auto& [name, label] : charts) {
         const QString n = QLatin1String(name);
         if (widgets::ChartWidget* c = chart(n)) {
@@ -317,6 +372,10 @@ widgets::ChartWidget* MainWindow::chart(const QString& name) const {
         return m_concurrencyChart;
     if (name == QLatin1String("breakdown"))
         return m_breakdownChart;
+    if (name == QLatin1String("quality"))
+        return m_probePanel->qualityChart();
+    if (name == QLatin1String("speed"))
+        return m_probePanel->speedChart();
     return nullptr;
 }
 
@@ -335,6 +394,8 @@ void MainWindow::recompute(const core::Scenario& s) {
     m_concurrencyChart->setSnapshot(m_snapshot);
     m_breakdownChart->setSnapshot(m_snapshot);
     m_ladderModel->setSnapshot(m_snapshot);
+    m_probePanel->setScenario(m_snapshot);
+    updateMeasuredOverlays();
     m_summary->setText(summaryText());
     m_vllmView->setPlainText(vllmCommandText());
     const QString warn = warningText();
@@ -386,6 +447,8 @@ void MainWindow::setUnits(core::UnitSystem units) {
     m_concurrencyChart->setUnits(units);
     m_breakdownChart->setUnits(units);
     m_ladderModel->setUnits(units);
+    m_probePanel->setUnits(units);
+    updateMeasuredOverlays();
     if (m_summary)
         m_summary->setText(summaryText());
 }
@@ -485,8 +548,78 @@ bool MainWindow::saveScenarioFile(const QString& path) {
     return true;
 }
 
+void MainWindow::updateMeasuredOverlays() {
+    const probe::ProbeReport& rep = m_probePanel->report();
+    const QString note = widgets::measuredNote(rep, m_snapshot);
+    m_memoryChart->setMeasured(
+        widgets::measuredOverlay(rep, m_snapshot, widgets::OverlayKind::Memory, m_units), note);
+    m_concurrencyChart->setMeasured(
+        widgets::measuredOverlay(rep, m_snapshot, widgets::OverlayKind::Concurrency, m_units),
+        note);
+}
+
+void MainWindow::showMeasuredTab() {
+    m_tabs->setCurrentWidget(m_probePanel);
+}
+
+bool MainWindow::openProbeResults(const QString& path) {
+    const bool ok = m_probePanel->loadResults(path);
+    if (ok) {
+        m_lastDir = QFileInfo(path).absolutePath();
+        notify(tr("Probe results: %1").arg(m_probePanel->sourceText()));
+    }
+    return ok;
+}
+
+void MainWindow::openProbeResultsInteractive() {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open probe results"), dialogDir(),
+        tr("kvprobe results (*.json);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    showMeasuredTab();
+    openProbeResults(path);
+}
+
+void MainWindow::saveProbeResultsInteractive() {
+    if (!m_probePanel->hasResults()) {
+        reportError(tr("Save probe results"), tr("There are no probe results to save yet."));
+        return;
+    }
+    QString path = QFileDialog::getSaveFileName(
+        this, tr("Save probe results"),
+        QDir(dialogDir()).filePath(QStringLiteral("kvprobe-%1.json")
+                                       .arg(qs(m_probePanel->report().backend))),
+        tr("kvprobe results (*.json)"));
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().isEmpty())
+        path += QStringLiteral(".json");
+    QString error;
+    if (!m_probePanel->saveResults(path, &error))
+        reportError(tr("Save probe results"), error);
+    else
+        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 4000);
+}
+
 bool MainWindow::exportChart(const QString& name, const QString& path, double scale, QSize size,
                              QString* error) {
+    if (name == QLatin1String("probe")) {
+        if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+            if (error)
+                *error = tr("The probe results table exports to CSV only (use --report for a PDF "
+                            "with the table)");
+            return false;
+        }
+        QSaveFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) ||
+            f.write(m_probePanel->model()->csv().toUtf8()) < 0 || !f.commit()) {
+            if (error)
+                *error = tr("Could not write %1: %2").arg(path, f.errorString());
+            return false;
+        }
+        return true;
+    }
     if (name == QLatin1String("ladder")) {
         if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
             if (error)
@@ -506,8 +639,9 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
     widgets::ChartWidget* c = chart(name);
     if (!c) {
         if (error)
-            *error =
-                tr("Unknown chart \"%1\": use memory, concurrency, breakdown or ladder").arg(name);
+            *error = tr("Unknown chart \"%1\": use memory, concurrency, breakdown, quality, speed, "
+                        "ladder or probe")
+                         .arg(name);
         return false;
     }
     return c->exportTo(path, scale, size, error);
@@ -522,6 +656,12 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
     in.units = m_units;
+    if (m_probePanel->hasResults()) {
+        in.probe = m_probePanel->model();
+        in.qualityChart = m_probePanel->qualityChart();
+        in.speedChart = m_probePanel->speedChart();
+        in.probeSource = m_probePanel->sourceText();
+    }
     return widgets::writeReviewReport(path, in, error);
 }
 
@@ -532,7 +672,7 @@ QString MainWindow::dialogDir() const {
 }
 
 void MainWindow::exportChartInteractive(const QString& name) {
-    const bool ladder = name == QLatin1String("ladder");
+    const bool ladder = name == QLatin1String("ladder") || name == QLatin1String("probe");
     const QString filter = ladder ? tr("CSV data (*.csv)")
                                   : tr("PNG image (*.png);;PDF document (*.pdf);;SVG vector image "
                                        "(*.svg);;CSV data (*.csv)");

@@ -14,6 +14,7 @@ class QLabel;
 class QMenu;
 class QPlainTextEdit;
 class QSplitter;
+class QTabWidget;
 class QTableView;
 class QToolButton;
 
@@ -23,6 +24,7 @@ class ChartWidget;
 class CurveChart;
 class LadderModel;
 class ScenarioPanel;
+class ProbePanel;
 } // namespace kvl::widgets
 
 namespace kvl::app {
@@ -53,7 +55,12 @@ public:
     widgets::BreakdownChart* breakdownChart() const { return m_breakdownChart; }
     widgets::LadderModel* ladderModel() const { return m_ladderModel; }
     QTableView* ladderView() const { return m_ladderView; }
-    // "memory", "concurrency", "breakdown"; nullptr otherwise.
+    widgets::ProbePanel* probePanel() const { return m_probePanel; }
+    QTabWidget* tabs() const { return m_tabs; }
+    void showMeasuredTab();
+    // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
+    bool openProbeResults(const QString& path);
+    // "memory", "concurrency", "breakdown", "quality", "speed"; nullptr otherwise.
     widgets::ChartWidget* chart(const QString& name) const;
 
     // File operations; errors go to errorRaised (and a message box when dialogs are on).
@@ -63,7 +70,8 @@ public:
     QStringList recentFiles() const { return m_recentFiles; }
     QString lastError() const { return m_lastError; }
 
-    // Exports: chart "memory" | "concurrency" | "breakdown" | "ladder" (ladder: .csv only).
+    // Exports: chart "memory" | "concurrency" | "breakdown" | "quality" | "speed" | "ladder" |
+    // "probe" (ladder and the probe results table: .csv only).
     bool exportChart(const QString& name, const QString& path, double scale = 1.0, QSize size = {},
                      QString* error = nullptr);
     bool exportReport(const QString& path, QString* error = nullptr);
@@ -106,6 +114,9 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
+    void updateMeasuredOverlays();
+    void openProbeResultsInteractive();
+    void saveProbeResultsInteractive();
     QString dialogDir() const;
 
     Options m_options;
@@ -120,6 +131,8 @@ private:
     QSplitter* m_rightSplitter = nullptr;
     QSplitter* m_topSplitter = nullptr;
     QSplitter* m_bottomSplitter = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    widgets::ProbePanel* m_probePanel = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_warnings = nullptr;
     QLabel* m_referenceLabel = nullptr;

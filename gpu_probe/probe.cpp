@@ -281,7 +281,7 @@ ProbeResult runProbeImpl(const ProbePlan& plan, const ProgressFn& progress,
         vb = toInputBits(vf, plan.bf16Input);
         res.dataSource = "npy";
     } else {
-        SynthKv s = synthKv(sp, C + padRows, plan.bf16Input, plan.threads);
+        SynthKv s = synthKv(sp, C + padRows, plan.bf16Input, plan.threads, cancel);
         kf = std::move(s.k);
         vf = std::move(s.v);
         kb = std::move(s.kBits);

@@ -84,8 +84,7 @@ public:
             fail(key, std::string("must be an integer (") + what + "), got " + typeName(*v));
         if (*i < lo)
             fail(key, lo == 0 ? "must not be negative, got " + typeName(*v)
-                              : "must be at least " + std::to_string(lo) + ", got " +
-                                    typeName(*v));
+                              : "must be at least " + std::to_string(lo) + ", got " + typeName(*v));
         if (*i > hi)
             fail(key, "must be at most " + std::to_string(hi) + ", got " + typeName(*v));
         return *i;
@@ -249,8 +248,8 @@ ProbeReport parse(std::string_view text, const std::string& source) {
         throw Failure{source + ": not valid JSON: " + e->message};
     const Json& doc = std::get<Json>(parsed);
     if (!doc.isObject())
-        throw Failure{source + ": not a kvprobe results file: the top level is " +
-                      typeName(doc) + ", not an object"};
+        throw Failure{source + ": not a kvprobe results file: the top level is " + typeName(doc) +
+                      ", not an object"};
     const Fields top(doc, source + ": ");
     const Json* tool = doc.find("tool");
     if (!tool || !tool->isString() || tool->asString() != "kvprobe")
@@ -265,8 +264,7 @@ ProbeReport parse(std::string_view text, const std::string& source) {
     if (!v || *v < 1)
         top.fail("schema_version", "must be a positive integer, got " + typeName(sv));
     if (*v > kSchemaVersion)
-        top.fail("schema_version", "is " + std::to_string(*v) +
-                                       ", newer than this build reads (" +
+        top.fail("schema_version", "is " + std::to_string(*v) + ", newer than this build reads (" +
                                        std::to_string(kSchemaVersion) +
                                        "): update KV Ledger to open it");
     rep.schemaVersion = int(*v);

@@ -75,7 +75,8 @@ std::vector<std::uint16_t> toInputBits(std::vector<float>& x, bool bf16) {
     return bits;
 }
 
-SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int threads) {
+SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int threads,
+                const std::atomic<bool>* cancel) {
     SynthKv out;
     const int H = p.kvHeads, D = p.headDim, half = D / 2;
     const std::size_t n = std::size_t(tokens) * H * D;
@@ -85,7 +86,7 @@ SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int thread
     for (int h = 0; h < H; ++h)
         hs.push_back(headStructure(p, h));
     const float sinkNorm = p.sinkLogit * std::sqrt(float(D)) / 4.0f; // queries carry 4 x dir
-    parallelFor((tokens + 255) / 256, threads, nullptr, [&](std::int64_t chunk) {
+    parallelFor((tokens + 255) / 256, threads, cancel, [&](std::int64_t chunk) {
         const std::int64_t t1 = std::min(tokens, (chunk + 1) * 256);
         for (std::int64_t t = chunk * 256; t < t1; ++t)
             for (int h = 0; h < H; ++h) {

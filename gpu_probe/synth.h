@@ -5,6 +5,7 @@
 // values have no channel outliers, only a log-normal per-token scale; token 0 is an attention
 // sink (a key aligned with the queries' common direction, a small value).
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -29,7 +30,9 @@ struct SynthKv {
     std::vector<float> k, v;
     std::vector<std::uint16_t> kBits, vBits;
 };
-SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16 = false, int threads = 0);
+// `cancel`, when set from another thread, stops generation early (the result is then partial).
+SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16 = false, int threads = 0,
+                const std::atomic<bool>* cancel = nullptr);
 
 // Queries [batch, q_heads, head_dim] (fp32), different per request.
 std::vector<float> synthQueries(const SynthParams& p, int batch);

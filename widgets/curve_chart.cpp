@@ -74,6 +74,8 @@ CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind
     m_emptyLabel->position->setCoords(0.5, 0.5);
     m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
     m_emptyLabel->setVisible(false);
+    // Measured points draw above the legend: it must never hide a measurement.
+    p->addLayer(QStringLiteral("measured"), p->layer(QStringLiteral("legend")), QCustomPlot::limAbove);
     m_tracer = new QCPItemTracer(p);
     m_tracer->setStyle(QCPItemTracer::tsCircle);
     m_tracer->setSize(8);
@@ -159,14 +161,20 @@ void CurveChart::rebuild() {
     const std::vector<Series> list = seriesList();
     // Reuse the graphs (and their legend items) while the set of series stays the same: a
     // lever change then only swaps data, which keeps the replot cheap.
-    bool same = p->graphCount() == static_cast<int>(list.size());
-    for (std::size_t i = 0; same && i < list.size(); ++i)
-        same = p->graph(static_cast<int>(i))->name() == list[i].name;
+    QStringList names;
+    for (const Series& s : list)
+        names << s.name;
+    for (const MeasuredSeries& m : m_measured)
+        names << m.name;
+    bool same = p->graphCount() == static_cast<int>(names.size());
+    for (int i = 0; same && i < names.size(); ++i)
+        same = p->graph(i)->name() == names[i];
     if (!same) {
         p->clearGraphs();
-        for (const Series& s : list)
-            p->addGraph()->setName(s.name);
+        for (const QString& n : names)
+            p->addGraph()->setName(n);
     }
+    m_curveGraphs = static_cast<int>(list.size());
     QVector<double> keys, values;
     for (std::size_t gi = 0; gi < list.size(); ++gi) {
         const Series& s = list[gi];
@@ -191,6 +199,46 @@ void CurveChart::rebuild() {
             values.push_back(v);
         }
         g->setData(keys, values, true);
+    }
+    for (QCPItemText* t : m_measuredLabels)
+        p->removeItem(t);
+    m_measuredLabels.clear();
+    QFont labelFont = font();
+    labelFont.setPointSizeF(labelFont.pointSizeF() * 0.8);
+    for (std::size_t mi = 0; mi < m_measured.size(); ++mi) {
+        const MeasuredSeries& m = m_measured[mi];
+        QCPGraph* g = p->graph(m_curveGraphs + static_cast<int>(mi));
+        g->setLayer(QStringLiteral("measured"));
+        g->removeFromLegend(); // one label per format beside its last point instead
+        const QColor col = formatColor(m.colorIndex, c.dark);
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setPen(QPen(col, 1.5));
+        g->setScatterStyle(QCPScatterStyle(
+            static_cast<QCPScatterStyle::ScatterShape>(formatMarker(m.colorIndex)), QPen(col, 1.5),
+            QBrush(c.background), 9));
+        keys.clear();
+        values.clear();
+        for (const MeasuredPoint& pt : m.points) {
+            if (!(pt.y > 0) || !(pt.x > 0))
+                continue;
+            keys.push_back(pt.x);
+            values.push_back(pt.y);
+        }
+        g->setData(keys, values, true);
+        if (!keys.isEmpty()) {
+            auto* t = new QCPItemText(p);
+            t->setLayer(QStringLiteral("measured"));
+            t->position->setCoords(keys.back(), values.back());
+            t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+            t->setPadding(QMargins(8, 0, 0, 0));
+            t->setFont(labelFont);
+            t->setColor(col);
+            t->setClipToAxisRect(true);
+            QString label = m.name;
+            label.remove(QStringLiteral("Measured "));
+            t->setText(label);
+            m_measuredLabels.push_back(t);
+        }
     }
     updateAxes();
     updateCursor();
@@ -280,13 +328,32 @@ void CurveChart::updateCursor() {
                          .arg(thousandsQ(m_reference->ledger.maxRequestsAtContext));
     }
     m_cursorText = lines.join(QStringLiteral(" · "));
-    m_cursorLabel->setText(tr("Cursor at ") + m_cursorText);
+    m_cursorLabel->setText(tr("Cursor at ") + m_cursorText +
+                           (m_measuredNote.isEmpty() ? QString()
+                                                     : QStringLiteral("\n") + m_measuredNote));
     m_cursor->setVisible(true);
     m_tracer->position->setCoords(x, y);
     m_tracer->setVisible(y > 0);
 }
 
+void CurveChart::setMeasured(std::vector<MeasuredSeries> series, const QString& note) {
+    // Every recompute passes the overlay again: nothing measured stays nothing, at no cost.
+    if (series.empty() && m_measured.empty())
+        return;
+    m_measured = std::move(series);
+    m_measuredNote = m_measured.empty() ? QString() : note;
+    rebuild();
+}
+
 QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
+    for (int gi = m_curveGraphs; gi < plot()->graphCount(); ++gi) {
+        if (plot()->graph(gi) != graph)
+            continue;
+        const auto mi = static_cast<std::size_t>(gi - m_curveGraphs);
+        if (mi < m_measured.size() && index >= 0 &&
+            static_cast<std::size_t>(index) < m_measured[mi].points.size())
+            return m_measured[mi].points[static_cast<std::size_t>(index)].tooltip;
+    }
     const auto it = graph->data()->at(index);
     const auto tokens = static_cast<std::int64_t>(std::llround(it->key));
     if (m_kind == Kind::Memory) {
@@ -308,6 +375,19 @@ QString CurveChart::csv() const {
                               "kv_bytes_per_request,kv_pool_bytes_per_gpu\n");
     else
         out += QStringLiteral("series,context_tokens,max_requests\n");
+    const auto measuredRows = [&] {
+        QString rows;
+        for (const MeasuredSeries& m : m_measured)
+            for (const MeasuredPoint& pt : m.points) {
+                rows += csvQuote(m.name) + QLatin1Char(',') + exactInt(pt.x) + QLatin1Char(',') +
+                        exactInt(pt.y);
+                if (m_kind == Kind::Memory)
+                    rows += QLatin1Char(',') + exactInt(pt.y) + QLatin1Char(',') +
+                            QString::number(pool);
+                rows += QLatin1Char('\n');
+            }
+        return rows;
+    };
     for (const Series& s : seriesList()) {
         for (std::size_t i = 0; i < s.contexts->size(); ++i) {
             const QString ctx = QString::number((*s.contexts)[i]);
@@ -323,6 +403,7 @@ QString CurveChart::csv() const {
             }
         }
     }
+    out += measuredRows();
     return out;
 }
 

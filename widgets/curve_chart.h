@@ -5,6 +5,7 @@
 
 #include "chart_widget.h"
 #include "ledger_view_state.h"
+#include "probe_overlay.h"
 
 #include <optional>
 
@@ -25,6 +26,12 @@ public:
     void setSnapshot(const LedgerSnapshot& snap);
     void setReference(const std::optional<LedgerSnapshot>& reference);
     bool hasReference() const { return m_reference.has_value(); }
+    // Measured points (scatter markers, one series per probed format) drawn over the curves;
+    // empty removes them.
+    // `note` (under the title) says where the points come from and how they are scaled.
+    void setMeasured(std::vector<MeasuredSeries> series, const QString& note = {});
+    QString measuredNote() const { return m_measuredNote; }
+    const std::vector<MeasuredSeries>& measured() const { return m_measured; }
 
     QString csv() const override;
     QString cursorText() const;
@@ -63,6 +70,10 @@ private:
     QCPItemTracer* m_tracer = nullptr;
     QCPItemText* m_emptyLabel = nullptr; // "no request fits" when nothing is plotted
     QString m_cursorText;
+    std::vector<MeasuredSeries> m_measured;
+    QString m_measuredNote;
+    std::vector<QCPItemText*> m_measuredLabels;
+    int m_curveGraphs = 0; // graphs [0, m_curveGraphs) are curves, the rest measured points
 };
 
 } // namespace kvl::widgets

@@ -2,6 +2,7 @@
 
 #include "chart_widget.h"
 #include "ladder_model.h"
+#include "probe_results_model.h"
 #include "vllm_command.h"
 
 #include "core/kv_format.h"
@@ -195,6 +196,37 @@ bool writeReviewReport(const QString& path, const ReportInputs& in, QString* err
                                  vllmCommand(in.snapshot->scenario).text().toHtmlEscaped());
     const double hc = htmlHeight(p, cmd, W);
     drawHtml(p, cmd, QRectF(0, y, W, hc));
+
+    // Page 3: measured beside predicted (the probe's table, quality and speed charts).
+    if (in.probe && !in.probe->isEmpty()) {
+        writer.newPage();
+        y = 0;
+        p.setFont(body);
+        const QString heading =
+            QStringLiteral("<h2>%1</h2>")
+                .arg(QObject::tr("Measured: %1").arg(in.probeSource).toHtmlEscaped());
+        const double hh = htmlHeight(p, heading, W);
+        drawHtml(p, heading, QRectF(0, y, W, hh));
+        y += hh + 4;
+        const QString table =
+            QStringLiteral("<p>%1</p>")
+                .arg(QObject::tr("One layer of the probed model; predicted = core's pool bytes "
+                                 "for the same batch; speed is one decode step of the batch "
+                                 "(median); error is the attention output against FP64 on the "
+                                 "unquantized K/V.")
+                         .toHtmlEscaped()) +
+            in.probe->html();
+        const double ht = htmlHeight(p, table, W, 7);
+        drawHtml(p, table, QRectF(0, y, W, ht), 7);
+        y += ht + 10;
+        const double h2 = std::max(200.0, (H - y - 8) / 2);
+        if (in.qualityChart) {
+            drawChart(in.qualityChart, y, std::min(h2, H - y));
+            y += h2 + 8;
+        }
+        if (in.speedChart && y < H - 120)
+            drawChart(in.speedChart, y, std::min(h2, H - y));
+    }
     p.end();
     if (QFileInfo(path).size() <= 0) {
         if (error)

@@ -12,6 +12,7 @@ namespace kvl::widgets {
 
 class ChartWidget;
 class LadderModel;
+class ProbeResultsModel;
 
 struct ReportInputs {
     const LedgerSnapshot* snapshot = nullptr;
@@ -21,6 +22,11 @@ struct ReportInputs {
     ChartWidget* breakdownChart = nullptr;
     const LadderModel* ladder = nullptr;
     core::UnitSystem units = core::UnitSystem::Binary;
+    // Measured results (a third page) when set.
+    const ProbeResultsModel* probe = nullptr;
+    ChartWidget* qualityChart = nullptr;
+    ChartWidget* speedChart = nullptr;
+    QString probeSource; // "NVIDIA H200 · 2026-11-29 (from bench.json)"
 };
 
 bool writeReviewReport(const QString& path, const ReportInputs& in, QString* error = nullptr);

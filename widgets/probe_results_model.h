@@ -1,0 +1,63 @@
+#pragma once
+// The probe's results as a table, one row per measurement (format x context): predicted vs
+// measured pool bytes, pages, store and decode speed, bandwidth against the copy measured in
+// the same run, and attention-output error. The report is swapped in wholesale.
+
+#include "core/units.h"
+#include "gpu_probe/results_io.h"
+
+#include <QAbstractTableModel>
+
+namespace kvl::widgets {
+
+class ProbeResultsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column {
+        FormatColumn,
+        WorkloadColumn,  // batch x context (+ prefix)
+        PredictedColumn, // core's pool bytes for the probed layer
+        MeasuredColumn,  // allocated pool bytes
+        PagesUsedColumn,
+        PagesSavedColumn,
+        StoreGBsColumn,
+        AttentionMsColumn, // per decode step of the batch
+        TokensPerSColumn,
+        AttentionGBsColumn,
+        PctOfCopyColumn,
+        RelL2Column, // attention output vs FP64 on unquantized K/V
+        Top8Column,
+        ColumnCount
+    };
+    // The exact number behind a cell: qint64 for bytes and pages, double otherwise; invalid
+    // when not measured.
+    static constexpr int ExactValueRole = Qt::UserRole + 1;
+    static constexpr int OkRole = Qt::UserRole + 2;
+
+    explicit ProbeResultsModel(QObject* parent = nullptr);
+
+    void setReport(const probe::ProbeReport& report);
+    void clear();
+    const probe::ProbeReport& report() const { return m_report; }
+    bool isEmpty() const { return m_report.rows.empty(); }
+    void setUnits(core::UnitSystem units);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
+
+    QString csv() const;  // exact numbers
+    QString html() const; // for the review report
+
+private:
+    QVariant exact(const probe::ProbeResult& r, int column) const;
+    QString text(const probe::ProbeResult& r, int column) const;
+    QString tooltip(const probe::ProbeResult& r, int column) const;
+
+    probe::ProbeReport m_report;
+    core::UnitSystem m_units = core::UnitSystem::Binary;
+};
+
+} // namespace kvl::widgets
