@@ -20,17 +20,6 @@ using core::formatBytes;
 using core::withThousands;
 using io::Json;
 
-std::string layerKindName(core::LayerKind k) {
-    switch (k) {
-    case core::LayerKind::Full:
-        return "full";
-    case core::LayerKind::Sliding:
-        return "sliding";
-    case core::LayerKind::Mla:
-        return "mla";
-    }
-    return "full";
-}
 
 // vLLM prints the concurrency with two decimals; JSON carries the same rounding.
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
@@ -76,7 +65,7 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
     Json::Array groups;
     for (const auto& g : r.groups) {
         Json::Object go;
-        go.emplace_back("kind", layerKindName(g.kind));
+        go.emplace_back("kind", std::string(core::layerKindName(g.kind)));
         if (g.kind == core::LayerKind::Sliding)
             go.emplace_back("window", g.window);
         go.emplace_back("layers", g.layers);

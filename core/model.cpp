@@ -10,6 +10,18 @@ constexpr std::array<std::string_view, 6> kWeightNames{"fp32", "fp16", "bf16", "
 std::string num(std::int64_t v) { return std::to_string(v); }
 } // namespace
 
+std::string_view layerKindName(LayerKind kind) {
+    switch (kind) {
+    case LayerKind::Full:
+        return "full";
+    case LayerKind::Sliding:
+        return "sliding";
+    case LayerKind::Mla:
+        return "mla";
+    }
+    return "full";
+}
+
 std::string_view weightDtypeName(WeightDtype dtype) {
     return kWeightNames[static_cast<std::size_t>(dtype)];
 }

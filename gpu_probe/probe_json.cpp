@@ -11,6 +11,15 @@ using io::Json;
 
 namespace {
 
+Json num(double v) {
+    return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+Json i64(std::int64_t v) {
+    return Json(v);
+}
+
+} // namespace
+
 std::string utcNow() {
     const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     std::tm tm{};
@@ -26,15 +35,6 @@ std::string hostName() {
         return "unknown";
     return buf;
 }
-
-Json num(double v) {
-    return std::isfinite(v) ? Json(v) : Json(nullptr);
-}
-Json i64(std::int64_t v) {
-    return Json(v);
-}
-
-} // namespace
 
 Json envelope(const std::string& command, const std::string& backend, const std::string& device,
               double copyGBs) {

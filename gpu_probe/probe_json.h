@@ -13,6 +13,10 @@ inline constexpr int kSchemaVersion = 1;
 
 // The envelope every command writes: tool, schema_version, command, backend, device, date,
 // host, copy_bandwidth_gbs; the caller adds results / checks / backends.
+// When and where a report was made: "2026-11-29T10:21:22Z" (UTC) and the host name.
+std::string utcNow();
+std::string hostName();
+
 io::Json envelope(const std::string& command, const std::string& backend, const std::string& device,
                   double copyGBs);
 io::Json toJson(const ProbeResult& r);

@@ -9,28 +9,11 @@
 #include <QTimer>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 
-#include <unistd.h>
 
 namespace kvl::widgets {
 
 namespace {
-
-std::string utcNow() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-std::string hostName() {
-    char buf[256] = {};
-    return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
-}
 
 } // namespace
 
@@ -138,8 +121,8 @@ probe::ProbeReport ProbeWorker::run(const ProbeRequest& req,
     rep.command = "bench";
     rep.schemaVersion = probe::kSchemaVersion;
     rep.backend = req.backend;
-    rep.date = utcNow();
-    rep.host = hostName();
+    rep.date = probe::utcNow();
+    rep.host = probe::hostName();
     {
         auto be = probe::makeBackend(req.backend);
         if (auto* e = std::get_if<std::string>(&be)) {

@@ -17,17 +17,6 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB, as core's va
 constexpr std::array<std::string_view, 4> kModeNames{"native", "mha", "gqa", "mqa"};
 constexpr std::array<std::string_view, 2> kScaleNames{"fp32", "fp16"};
 
-std::string_view layerKindName(core::LayerKind k) {
-    switch (k) {
-    case core::LayerKind::Full:
-        return "full";
-    case core::LayerKind::Sliding:
-        return "sliding";
-    case core::LayerKind::Mla:
-        return "mla";
-    }
-    return "full";
-}
 
 // `sharedWindow` receives the one window of all sliding layers (0: none, or they differ and
 // each entry carries its own).
@@ -61,10 +50,10 @@ Json layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
     for (std::size_t i = 0; i < period; ++i) {
         const auto& l = layers[i];
         if (plain) {
-            out.emplace_back(std::string(layerKindName(l.kind)));
+            out.emplace_back(std::string(core::layerKindName(l.kind)));
         } else {
             Json entry = Json::Object{};
-            entry.set("kind", std::string(layerKindName(l.kind)));
+            entry.set("kind", std::string(core::layerKindName(l.kind)));
             entry.set("window", Json(static_cast<std::int64_t>(l.window)));
             out.push_back(std::move(entry));
         }
