@@ -602,40 +602,33 @@ void MainWindow::saveProbeResultsInteractive() {
         statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 4000);
 }
 
+namespace {
+// The two tables export as CSV only, through QSaveFile.
+bool writeTableCsv(const QString& what, const QString& csv, const QString& path, QString* error) {
+    if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+        if (error)
+            *error = MainWindow::tr("The %1 exports to CSV only (use --report for a PDF with the "
+                                    "table)")
+                         .arg(what);
+        return false;
+    }
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(csv.toUtf8()) < 0 ||
+        !f.commit()) {
+        if (error)
+            *error = MainWindow::tr("Could not write %1: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+} // namespace
+
 bool MainWindow::exportChart(const QString& name, const QString& path, double scale, QSize size,
                              QString* error) {
-    if (name == QLatin1String("probe")) {
-        if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
-            if (error)
-                *error = tr("The probe results table exports to CSV only (use --report for a PDF "
-                            "with the table)");
-            return false;
-        }
-        QSaveFile f(path);
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) ||
-            f.write(m_probePanel->model()->csv().toUtf8()) < 0 || !f.commit()) {
-            if (error)
-                *error = tr("Could not write %1: %2").arg(path, f.errorString());
-            return false;
-        }
-        return true;
-    }
-    if (name == QLatin1String("ladder")) {
-        if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
-            if (error)
-                *error = tr(
-                    "The ladder table exports to CSV only (use --report for a PDF with the table)");
-            return false;
-        }
-        QSaveFile f(path);
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) ||
-            f.write(m_ladderModel->csv().toUtf8()) < 0 || !f.commit()) {
-            if (error)
-                *error = tr("Could not write %1: %2").arg(path, f.errorString());
-            return false;
-        }
-        return true;
-    }
+    if (name == QLatin1String("probe"))
+        return writeTableCsv(tr("probe results table"), m_probePanel->model()->csv(), path, error);
+    if (name == QLatin1String("ladder"))
+        return writeTableCsv(tr("ladder table"), m_ladderModel->csv(), path, error);
     widgets::ChartWidget* c = chart(name);
     if (!c) {
         if (error)
