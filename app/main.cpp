@@ -8,6 +8,21 @@
 #include <cstdlib>
 #include <iostream>
 
+namespace {
+// Headless runs on the offscreen platform, which warns about every window feature it lacks
+// ("This plugin does not support propagateSizeHints()"): noise, not news, for a script.
+QtMessageHandler g_defaultHandler = nullptr;
+void quietOffscreen(QtMsgType type, const QMessageLogContext& context, const QString& msg) {
+    if (type == QtWarningMsg && (msg.startsWith(QLatin1String("This plugin does not support")) ||
+                                 msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR"))))
+        return;
+    if (g_defaultHandler)
+        g_defaultHandler(type, context, msg);
+    else
+        std::cerr << msg.toStdString() << "\n";
+}
+} // namespace
+
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     // The display-free commands first: ledger, models, gpus (and --help).
@@ -19,6 +34,8 @@ int main(int argc, char** argv) {
     const bool headless = kvl::app::isHeadlessGuiCommand(args);
     if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    if (headless)
+        g_defaultHandler = qInstallMessageHandler(quietOffscreen);
 
     // `kvledger [Qt options] [FILE.kvl.json]`; checked before QApplication so that a mistake
     // gets a message even without a display. Single-dash options are Qt's (-style, -platform).
