@@ -250,22 +250,22 @@ void MainWindow::buildActions() {
         file->addAction(tr("&Import config.json..."), this, &MainWindow::importInteractive);
     importAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     QMenu* exportMenu = file->addMenu(tr("&Export"));
-    const std::pair<const char*, QString> charts[] = {{"memory", tr("&Memory chart...")},
-                                                      {"concurrency", tr("&Concurrency chart...")},
-                                                      {"breakdown", tr("&Breakdown chart...")},
-                                                      {"ladder", tr("&Ladder table (CSV)...")}};
-    for (const auto& [name, label] : charts) {
-        const QString n = QLatin1String(name);
-        exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
-    }
-    exportMenu->addSeparator();
-    const std::pair<const char*, QString> probeCharts[] = {
+    // Ledger charts, then (after a separator, the empty entry) the probe's.
+    const std::pair<const char*, QString> charts[] = {
+        {"memory", tr("&Memory chart...")},
+        {"concurrency", tr("&Concurrency chart...")},
+        {"breakdown", tr("&Breakdown chart...")},
+        {"ladder", tr("&Ladder table (CSV)...")},
+        {"", {}},
         {"quality", tr("&Quality vs memory chart...")},
         {"speed", tr("&Speed chart...")},
         {"probe", tr("Probe &results table (CSV)...")}};
-    for (const auto& [name, label] : probeCharts) {
+    for (const auto& [name, label] : charts) {
         const QString n = QLatin1String(name);
-        exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
+        if (n.isEmpty())
+            exportMenu->addSeparator();
+        else
+            exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
     }
     exportMenu->addSeparator();
     QAction* reportAct = exportMenu->addAction(icon("report"), tr("Review &report (PDF)..."), this,
@@ -343,15 +343,6 @@ void MainWindow::buildActions() {
     tb->addAction(reportAct);
 
     // Right-click on a chart: export it.
-    for (const auto& [name, label] : probeCharts) {
-        const QString n = QLatin1String(name);
-        if (widgets::ChartWidget* c = chart(n)) {
-            auto* a = new QAction(tr("Export This Chart..."), c);
-            connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
-            c->addAction(a);
-            c->setContextMenuPolicy(Qt::ActionsContextMenu);
-        }
-    }
     for (const auto& [name, label] : charts) {
         const QString n = QLatin1String(name);
         if (widgets::ChartWidget* c = chart(n)) {
