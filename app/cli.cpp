@@ -20,9 +20,10 @@ using core::formatBytes;
 using core::withThousands;
 using io::Json;
 
-
 // vLLM prints the concurrency with two decimals; JSON carries the same rounding.
-double round2(double v) { return std::round(v * 100.0) / 100.0; }
+double round2(double v) {
+    return std::round(v * 100.0) / 100.0;
+}
 
 Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
                 const std::vector<core::LadderStep>& ladder) {
@@ -118,12 +119,14 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
     };
     out << s.model.name << " on " << s.hardware.gpuCount << " x " << s.hardware.gpu.name << "\n";
     out << "  " << s.model.geometrySummary() << "\n";
-    out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format) << ", "
+    out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format)
+        << ", "
         << (r.blockSize > 0 ? "paged " + std::to_string(r.blockSize) : std::string("contiguous"));
     if (s.levers.prefix.enabled)
         out << ", prefix " << withThousands(s.levers.prefix.sharedTokens) << " tokens x "
-            << (s.levers.prefix.sharingRequests > 0 ? std::to_string(s.levers.prefix.sharingRequests)
-                                                     : std::string("all"));
+            << (s.levers.prefix.sharingRequests > 0
+                    ? std::to_string(s.levers.prefix.sharingRequests)
+                    : std::string("all"));
     out << "\n\n";
     const int w = 34;
     auto row = [&](const std::string& k, const std::string& v) {
@@ -149,7 +152,8 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
     }
     if (r.blockSize > 0)
         row("GPU blocks", withThousands(r.numGpuBlocks));
-    row("Requests of " + withThousands(r.contextTokens) + " that fit", withThousands(r.maxRequestsAtContext));
+    row("Requests of " + withThousands(r.contextTokens) + " that fit",
+        withThousands(r.maxRequestsAtContext));
     out << "\n  vLLM would log:\n";
     out << "    GPU KV cache size: " << withThousands(r.gpuKvCacheTokens) << " tokens\n";
     out << "    Maximum concurrency for " << withThousands(r.maxModelLen)
@@ -163,15 +167,17 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
             << formatBytes(need.totalBytes, core::UnitSystem::Decimal) << " -> ";
         if (need.gpus > 0)
             out << need.gpus << " x " << s.hardware.gpu.name << " (pooled memory)"
-                << (need.tensorParallel > 0 ? "; vLLM tensor parallel " + std::to_string(need.tensorParallel)
-                                            : std::string())
+                << (need.tensorParallel > 0
+                        ? "; vLLM tensor parallel " + std::to_string(need.tensorParallel)
+                        : std::string())
                 << "\n";
         else
             out << "does not fit in " << core::kMaxGpus << " GPUs\n";
     }
     out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens\n";
     out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(14) << "KV/token"
-        << std::setw(16) << "per request" << std::setw(12) << "requests" << "\n";
+        << std::setw(16) << "per request" << std::setw(12) << "requests"
+        << "\n";
     for (const auto& st : ladder) {
         out << "  " << std::left << std::setw(36) << st.label << std::right << std::setw(14)
             << formatBytes(st.result.kvBytesPerToken, u) << std::setw(16)
@@ -281,12 +287,13 @@ int runModels(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     out << std::left << std::setw(24) << "id" << std::setw(16) << "family" << std::right
         << std::setw(7) << "layers" << std::setw(8) << "q" << std::setw(5) << "kv" << std::setw(6)
-        << "hd" << std::setw(10) << "max ctx" << std::setw(14) << "KV/token" << "  notes\n";
+        << "hd" << std::setw(10) << "max ctx" << std::setw(14) << "KV/token"
+        << "  notes\n";
     for (const auto& m : models) {
         out << std::left << std::setw(24) << m.id << std::setw(16) << m.family << std::right
             << std::setw(7) << m.numLayers() << std::setw(8) << m.qHeads << std::setw(5)
-            << m.kvHeads << std::setw(6) << m.headDim << std::setw(10) << withThousands(m.maxContext)
-            << std::setw(14) << withThousands(nativeBytesPerToken(m))
+            << m.kvHeads << std::setw(6) << m.headDim << std::setw(10)
+            << withThousands(m.maxContext) << std::setw(14) << withThousands(nativeBytesPerToken(m))
             << "  " << m.notes << "\n";
     }
     return 0;
@@ -315,7 +322,8 @@ int runGpus(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         return 0;
     }
     out << std::left << std::setw(18) << "id" << std::setw(26) << "name" << std::right
-        << std::setw(14) << "memory" << std::setw(18) << "bytes" << std::setw(12) << "GB/s" << "\n";
+        << std::setw(14) << "memory" << std::setw(18) << "bytes" << std::setw(12) << "GB/s"
+        << "\n";
     for (const auto& g : gpus)
         out << std::left << std::setw(18) << g.id << std::setw(26) << g.name << std::right
             << std::setw(14) << formatBytes(g.memoryBytes) << std::setw(18)

@@ -100,8 +100,7 @@ std::string takeOptions(const std::vector<std::string>& args, Options& o,
                 if (v != "ledger" && v != "measured")
                     return "--tab must be ledger or measured, not '" + v + "'";
                 o.measuredTab = v == "measured";
-            }
-            else if (a == "--theme") {
+            } else if (a == "--theme") {
                 if (v != "light" && v != "dark")
                     return "--theme must be light or dark, not '" + v + "'";
                 o.dark = v == "dark";

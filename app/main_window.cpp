@@ -564,8 +564,7 @@ bool MainWindow::openProbeResults(const QString& path) {
 
 void MainWindow::openProbeResultsInteractive() {
     const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open probe results"), dialogDir(),
-        tr("kvprobe results (*.json);;All files (*)"));
+        this, tr("Open probe results"), dialogDir(), tr("kvprobe results (*.json);;All files (*)"));
     if (path.isEmpty())
         return;
     showMeasuredTab();
@@ -579,8 +578,8 @@ void MainWindow::saveProbeResultsInteractive() {
     }
     QString path = QFileDialog::getSaveFileName(
         this, tr("Save probe results"),
-        QDir(dialogDir()).filePath(QStringLiteral("kvprobe-%1.json")
-                                       .arg(qs(m_probePanel->report().backend))),
+        QDir(dialogDir())
+            .filePath(QStringLiteral("kvprobe-%1.json").arg(qs(m_probePanel->report().backend))),
         tr("kvprobe results (*.json)"));
     if (path.isEmpty())
         return;

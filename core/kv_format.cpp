@@ -24,14 +24,20 @@ constexpr std::array<DtypeInfo, 8> kDtypes{{
     {KvDtype::Int2, "int2", "INT2", 2},
 }};
 
-const DtypeInfo& info(KvDtype d) { return kDtypes[static_cast<std::size_t>(d)]; }
+const DtypeInfo& info(KvDtype d) {
+    return kDtypes[static_cast<std::size_t>(d)];
+}
 
 constexpr std::array<std::string_view, 6> kGranularityNames{
     "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi"};
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
 
-std::int64_t dataBytes(KvDtype d, int dim) { return ceilDiv(std::int64_t{dim} * info(d).bits, 8); }
+std::int64_t dataBytes(KvDtype d, int dim) {
+    return ceilDiv(std::int64_t{dim} * info(d).bits, 8);
+}
 
 // Bytes of one scale (plus one zero-point for asymmetric schemes).
 std::int64_t scaleAndZeroBytes(const KvFormat& f) {
@@ -78,17 +84,25 @@ KvFormat KvFormat::defaultFor(KvDtype dtype) {
     return f;
 }
 
-int bitsPerElement(KvDtype dtype) { return info(dtype).bits; }
+int bitsPerElement(KvDtype dtype) {
+    return info(dtype).bits;
+}
 
-bool isQuantized(KvDtype dtype) { return info(dtype).bits <= 8; }
+bool isQuantized(KvDtype dtype) {
+    return info(dtype).bits <= 8;
+}
 
 bool isInteger(KvDtype dtype) {
     return dtype == KvDtype::Int8 || dtype == KvDtype::Int4 || dtype == KvDtype::Int2;
 }
 
-int scaleBytes(ScaleType type) { return type == ScaleType::Fp32 ? 4 : 2; }
+int scaleBytes(ScaleType type) {
+    return type == ScaleType::Fp32 ? 4 : 2;
+}
 
-std::string_view dtypeName(KvDtype dtype) { return info(dtype).name; }
+std::string_view dtypeName(KvDtype dtype) {
+    return info(dtype).name;
+}
 
 std::optional<KvDtype> parseDtype(std::string_view name) {
     if (name == "fp8") // vLLM: "fp8" means fp8_e4m3
@@ -208,7 +222,8 @@ std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
 std::int64_t keyBytesPerToken(const KvFormat& f, int dim) {
     if (f.granularity == Granularity::KPerChannelVPerToken)
         // KIVI keys: one scale (+zero) per channel for every G tokens.
-        return dataBytes(f.dtype, dim) + ceilDiv(std::int64_t{dim} * scaleAndZeroBytes(f), f.groupSize);
+        return dataBytes(f.dtype, dim) +
+               ceilDiv(std::int64_t{dim} * scaleAndZeroBytes(f), f.groupSize);
     return valueBytesPerToken(f, dim); // every other scheme treats K and V alike
 }
 

@@ -22,7 +22,9 @@ std::int64_t satAdd(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
     return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
 }
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return a / b + (a % b != 0 ? 1 : 0);
+}
 
 // Layers grouped by what they hold per token, computed once per scenario so that the sweep's
 // points cost a few multiplications each.
@@ -45,7 +47,7 @@ struct Geometry {
     int blockSize = 0; // 0 = unpaged
     std::int64_t maxModelLen = 0;
     std::int64_t maxNumBatchedTokens = 0;
-    std::int64_t prefixTokens = 0;   // 0 = no sharing
+    std::int64_t prefixTokens = 0;    // 0 = no sharing
     std::int64_t sharingRequests = 0; // 0 = all
     std::int64_t availableKvBytes = 0;
 };
@@ -95,13 +97,15 @@ Geometry buildGeometry(const Scenario& s) {
     // vLLM: fewer KV heads than GPUs are replicated, not split.
     const int kvPerGpu = std::max(1, kvHeads / tp);
     const KvFormat f = effectiveFormat(s);
-    const std::int64_t headBytes = s.model.headDim > 0 ? kvBytesPerTokenPerHead(f, s.model.headDim) : 0;
+    const std::int64_t headBytes =
+        s.model.headDim > 0 ? kvBytesPerTokenPerHead(f, s.model.headDim) : 0;
     const std::int64_t latentBytes =
         s.model.isMla() ? latentBytesPerToken(f, s.model.mlaLatentDim()) : 0;
     for (const auto& layer : s.model.layers) {
         const std::int64_t window = layer.kind == LayerKind::Sliding ? layer.window : 0;
         std::size_t i = 0;
-        while (i < g.groupCount && !(g.groups[i].kind == layer.kind && g.groups[i].window == window))
+        while (i < g.groupCount &&
+               !(g.groups[i].kind == layer.kind && g.groups[i].window == window))
             ++i;
         if (i == g.groupCount) {
             if (g.groupCount == kMaxGroups) {
@@ -123,10 +127,10 @@ Geometry buildGeometry(const Scenario& s) {
         ++g.groups[i].layers;
     }
     for (std::size_t i = 0; i < g.groupCount; ++i) {
-        g.bytesPerTokenPerGpu =
-            satAdd(g.bytesPerTokenPerGpu, satMul(g.groups[i].layers, g.groups[i].bytesPerTokenPerGpu));
-        g.bytesPerTokenModel =
-            satAdd(g.bytesPerTokenModel, satMul(g.groups[i].layers, g.groups[i].bytesPerTokenModel));
+        g.bytesPerTokenPerGpu = satAdd(g.bytesPerTokenPerGpu,
+                                       satMul(g.groups[i].layers, g.groups[i].bytesPerTokenPerGpu));
+        g.bytesPerTokenModel = satAdd(g.bytesPerTokenModel,
+                                      satMul(g.groups[i].layers, g.groups[i].bytesPerTokenModel));
     }
     g.tp = tp;
     g.blockSize = s.levers.paging.enabled ? std::max(1, s.levers.paging.blockSize) : 0;
@@ -202,7 +206,8 @@ PointBytes pointBytes(const Geometry& g, std::int64_t context) {
 
 // Whole requests that fit in `pool` when each costs `r` and each request after the first in a
 // sharing group of `n` (0 = all) saves `shared`.
-std::int64_t requestsThatFit(std::int64_t pool, std::int64_t r, std::int64_t shared, std::int64_t n) {
+std::int64_t requestsThatFit(std::int64_t pool, std::int64_t r, std::int64_t shared,
+                             std::int64_t n) {
     if (r <= 0 || pool < r)
         return 0;
     if (shared <= 0)
@@ -221,12 +226,14 @@ std::int64_t requestsThatFit(std::int64_t pool, std::int64_t r, std::int64_t sha
 }
 
 // Bytes `count` requests take when they share as the geometry says.
-std::int64_t bytesForRequests(std::int64_t count, std::int64_t r, std::int64_t shared, std::int64_t n) {
+std::int64_t bytesForRequests(std::int64_t count, std::int64_t r, std::int64_t shared,
+                              std::int64_t n) {
     if (count <= 0)
         return 0;
     const std::int64_t groups = (n <= 0) ? 1 : ceilDiv(count, n);
     const std::int64_t sharers = count - groups;
-    return std::max<std::int64_t>(0, satMul(count, r) - satMul(sharers, std::max<std::int64_t>(0, shared)));
+    return std::max<std::int64_t>(0, satMul(count, r) -
+                                         satMul(sharers, std::max<std::int64_t>(0, shared)));
 }
 
 std::string attentionLabel(const Scenario& s, int kvHeads) {
@@ -260,8 +267,8 @@ PointResult computePoint(const Scenario& s, std::int64_t context) {
     PointResult r;
     r.bytesPerRequestPerGpu = p.perRequestPerGpu;
     r.bytesPerRequest = satMul(p.perRequestPerGpu, g.tp);
-    r.maxRequests = requestsThatFit(g.availableKvBytes, p.perRequestPerGpu, p.sharedPerRequestPerGpu,
-                                    g.sharingRequests);
+    r.maxRequests = requestsThatFit(g.availableKvBytes, p.perRequestPerGpu,
+                                    p.sharedPerRequestPerGpu, g.sharingRequests);
     return r;
 }
 
@@ -316,17 +323,19 @@ LedgerResult computeLedger(const Scenario& s) {
             const Group& grp = g.groups[i];
             std::int64_t blocks = ceilDiv(g.maxModelLen, g.blockSize);
             if (grp.kind == LayerKind::Sliding)
-                blocks = std::min(blocks, ceilDiv(std::min(grp.window - 1 + g.maxNumBatchedTokens,
-                                                           g.maxModelLen),
-                                                  g.blockSize) +
-                                              1);
+                blocks = std::min(
+                    blocks, ceilDiv(std::min(grp.window - 1 + g.maxNumBatchedTokens, g.maxModelLen),
+                                    g.blockSize) +
+                                1);
             budget = satAdd(budget, satMul(grp.layers, satMul(satMul(blocks, g.blockSize),
                                                               grp.bytesPerTokenPerGpu)));
         }
-        const double pool = static_cast<double>(r.numGpuBlocks) * static_cast<double>(r.pageBytesPerGpu);
+        const double pool =
+            static_cast<double>(r.numGpuBlocks) * static_cast<double>(r.pageBytesPerGpu);
         r.maxConcurrency = budget > 0 ? pool / static_cast<double>(budget) : 0.0;
     } else {
-        r.gpuKvCacheTokens = g.bytesPerTokenPerGpu > 0 ? g.availableKvBytes / g.bytesPerTokenPerGpu : 0;
+        r.gpuKvCacheTokens =
+            g.bytesPerTokenPerGpu > 0 ? g.availableKvBytes / g.bytesPerTokenPerGpu : 0;
         const PointBytes atMax = pointBytes(g, g.maxModelLen);
         r.maxConcurrency = atMax.perRequestPerGpu > 0
                                ? static_cast<double>(g.availableKvBytes) /
@@ -354,18 +363,21 @@ LedgerResult computeLedger(const Scenario& s) {
                              std::to_string(tp) + " GPUs (vLLM needs one to divide the other)");
     if (tp > 1 && s.model.qHeads % tp != 0)
         r.warnings.push_back(std::to_string(s.model.qHeads) + " query heads are not divisible by " +
-                             std::to_string(tp) + " GPUs; vLLM would refuse this tensor parallel size");
+                             std::to_string(tp) +
+                             " GPUs; vLLM would refuse this tensor parallel size");
     if (s.levers.prefix.enabled && g.blockSize == 0)
-        r.warnings.push_back("prefix sharing needs paging: with contiguous reservation nothing is shared");
-    else if (s.levers.prefix.enabled && g.blockSize > 0 && s.levers.prefix.sharedTokens < g.blockSize)
+        r.warnings.push_back(
+            "prefix sharing needs paging: with contiguous reservation nothing is shared");
+    else if (s.levers.prefix.enabled && g.blockSize > 0 &&
+             s.levers.prefix.sharedTokens < g.blockSize)
         r.warnings.push_back("a prefix shorter than one block shares nothing (full blocks only)");
     if (r.kvBytesPerRequest == kInt64Max)
         r.warnings.push_back("bytes per request exceed 8 EiB and are shown saturated");
 
     if (!s.hardware.kvMemoryBytes && g.availableKvBytes == 0)
-        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) + " per GPU) plus reserves exceed the " +
-                  formatBytes(r.requestedBytes) + " requested on " + s.hardware.gpu.name +
-                  ": no memory is left for the KV cache";
+        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) +
+                  " per GPU) plus reserves exceed the " + formatBytes(r.requestedBytes) +
+                  " requested on " + s.hardware.gpu.name + ": no memory is left for the KV cache";
     else if (r.maxRequestsAtContext == 0)
         r.error = "one request of " + withThousands(ctx) + " tokens needs " +
                   formatBytes(r.kvBytesPerRequestPerGpu) + " per GPU but only " +
@@ -391,8 +403,8 @@ Scenario ladderScenario(const Scenario& s, LadderStepId id) {
 
 std::vector<LadderStep> computeLadder(const Scenario& s) {
     std::vector<LadderStep> steps;
-    const std::array ids{LadderStepId::Baseline, LadderStepId::Attention, LadderStepId::Quantization,
-                         LadderStepId::Paging, LadderStepId::Prefix};
+    const std::array ids{LadderStepId::Baseline, LadderStepId::Attention,
+                         LadderStepId::Quantization, LadderStepId::Paging, LadderStepId::Prefix};
     for (const auto id : ids) {
         LadderStep st;
         st.id = id;
@@ -406,7 +418,8 @@ std::vector<LadderStep> computeLadder(const Scenario& s) {
             break;
         case LadderStepId::Attention:
             st.applied = st.result.kv.kvHeads != steps.back().result.kv.kvHeads;
-            st.label = "+" + st.result.kv.attentionLabel + (lv.attention.enabled ? "" : " (native)");
+            st.label =
+                "+" + st.result.kv.attentionLabel + (lv.attention.enabled ? "" : " (native)");
             break;
         case LadderStepId::Quantization:
             st.applied = lv.quant.enabled;
@@ -418,16 +431,18 @@ std::vector<LadderStep> computeLadder(const Scenario& s) {
                                          : "+paging (off)";
             break;
         case LadderStepId::Prefix: {
-            const bool useful = lv.prefix.enabled && lv.paging.enabled && lv.prefix.sharedTokens > 0;
+            const bool useful =
+                lv.prefix.enabled && lv.paging.enabled && lv.prefix.sharedTokens > 0;
             st.applied = useful;
             if (!lv.prefix.enabled)
                 st.label = "+prefix sharing (off)";
             else if (!lv.paging.enabled)
                 st.label = "+prefix sharing (needs paging)";
             else
-                st.label = "+prefix " + formatTokens(lv.prefix.sharedTokens) + " x " +
-                           (lv.prefix.sharingRequests > 0 ? std::to_string(lv.prefix.sharingRequests)
-                                                          : std::string("all"));
+                st.label =
+                    "+prefix " + formatTokens(lv.prefix.sharedTokens) + " x " +
+                    (lv.prefix.sharingRequests > 0 ? std::to_string(lv.prefix.sharingRequests)
+                                                   : std::string("all"));
             break;
         }
         }
@@ -462,8 +477,8 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     const std::int64_t upper =
         std::max(std::min<std::int64_t>(modelMax, std::int64_t{1} << 20), s.workload.context);
     out.contexts = sweepContexts(upper, pointsPerOctave);
-    const std::array ids{LadderStepId::Baseline, LadderStepId::Attention, LadderStepId::Quantization,
-                         LadderStepId::Paging, LadderStepId::Prefix};
+    const std::array ids{LadderStepId::Baseline, LadderStepId::Attention,
+                         LadderStepId::Quantization, LadderStepId::Paging, LadderStepId::Prefix};
     // Labels and 'applied' come from the ladder; the points from the fast path.
     const auto ladder = computeLadder(s);
     for (std::size_t k = 0; k < ids.size(); ++k) {
@@ -480,8 +495,9 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
             const PointBytes p = pointBytes(g, t);
             c.bytesPerRequestPerGpu.push_back(static_cast<double>(p.perRequestPerGpu));
             c.bytesPerRequest.push_back(static_cast<double>(satMul(p.perRequestPerGpu, g.tp)));
-            c.maxRequests.push_back(static_cast<double>(requestsThatFit(
-                g.availableKvBytes, p.perRequestPerGpu, p.sharedPerRequestPerGpu, g.sharingRequests)));
+            c.maxRequests.push_back(
+                static_cast<double>(requestsThatFit(g.availableKvBytes, p.perRequestPerGpu,
+                                                    p.sharedPerRequestPerGpu, g.sharingRequests)));
         }
         if (c.isCurrent)
             out.availableKvBytes = g.availableKvBytes;

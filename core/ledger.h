@@ -12,9 +12,9 @@ namespace kvl::core {
 
 // The KV geometry a scenario stores after the attention and quantization levers.
 struct EffectiveKv {
-    int kvHeads = 0;       // after the attention lever (whole model)
-    int kvHeadsPerGpu = 0; // vLLM: max(1, kvHeads / tp); heads are replicated, not split
-    KvFormat format;       // after the quantization lever (native dtype when off)
+    int kvHeads = 0;            // after the attention lever (whole model)
+    int kvHeadsPerGpu = 0;      // vLLM: max(1, kvHeads / tp); heads are replicated, not split
+    KvFormat format;            // after the quantization lever (native dtype when off)
     std::string attentionLabel; // "MHA-32", "GQA-8", "MQA", "MLA"
 };
 EffectiveKv effectiveKv(const Scenario& s);
@@ -24,7 +24,7 @@ struct LayerGroupUsage {
     std::int64_t window = 0;
     int layers = 0;
     std::int64_t bytesPerTokenPerLayerPerGpu = 0;
-    std::int64_t blocksPerRequest = 0; // per layer, paged; 0 when unpaged
+    std::int64_t blocksPerRequest = 0;     // per layer, paged; 0 when unpaged
     std::int64_t tokensHeldPerRequest = 0; // per layer
 };
 
@@ -42,23 +42,23 @@ struct LedgerResult {
     std::int64_t sharedBytesPerRequestPerGpu = 0; // saved by each request after the first
     std::vector<LayerGroupUsage> groups;
 
-    std::int64_t weightsBytes = 0;       // whole model, including out-of-page KV scales
+    std::int64_t weightsBytes = 0; // whole model, including out-of-page KV scales
     std::int64_t weightsBytesPerGpu = 0;
-    std::int64_t gpuMemoryBytes = 0;     // per GPU, as the driver reports it
-    std::int64_t requestedBytes = 0;     // per GPU: memory x utilization
-    std::int64_t activationBytes = 0;    // per GPU
-    std::int64_t overheadBytes = 0;      // per GPU
-    std::int64_t availableKvBytes = 0;   // per GPU, never negative
+    std::int64_t gpuMemoryBytes = 0;   // per GPU, as the driver reports it
+    std::int64_t requestedBytes = 0;   // per GPU: memory x utilization
+    std::int64_t activationBytes = 0;  // per GPU
+    std::int64_t overheadBytes = 0;    // per GPU
+    std::int64_t availableKvBytes = 0; // per GPU, never negative
     bool kvMemoryOverridden = false;
 
-    std::int64_t numGpuBlocks = 0;       // vLLM: floor(available / page bytes), 0 unpaged
-    std::int64_t gpuKvCacheTokens = 0;   // vLLM's "GPU KV cache size: N tokens"
-    double maxConcurrency = 0;           // vLLM's "Maximum concurrency for M tokens" (M = max_model_len)
+    std::int64_t numGpuBlocks = 0;     // vLLM: floor(available / page bytes), 0 unpaged
+    std::int64_t gpuKvCacheTokens = 0; // vLLM's "GPU KV cache size: N tokens"
+    double maxConcurrency = 0; // vLLM's "Maximum concurrency for M tokens" (M = max_model_len)
     std::int64_t maxRequestsAtContext = 0; // whole requests of this context that fit
     std::int64_t kvBytesAtMaxRequests = 0; // per GPU, what those requests take
 
-    std::vector<std::string> warnings;   // e.g. context beyond max position embeddings
-    std::string error;                   // non-empty when the scenario cannot run (does not fit)
+    std::vector<std::string> warnings; // e.g. context beyond max position embeddings
+    std::string error;                 // non-empty when the scenario cannot run (does not fit)
 };
 
 LedgerResult computeLedger(const Scenario& s);
@@ -93,7 +93,7 @@ struct Curve {
 };
 struct SweepResult {
     std::vector<std::int64_t> contexts;
-    std::vector<Curve> curves; // one per ladder step; the last is the scenario itself
+    std::vector<Curve> curves;         // one per ladder step; the last is the scenario itself
     std::int64_t availableKvBytes = 0; // per GPU (the horizontal line)
 };
 SweepResult computeSweep(const Scenario& s, int pointsPerOctave = 8);
@@ -117,8 +117,8 @@ std::int64_t kvBytesForRequests(const Scenario& s, std::int64_t count);
 // even kMaxGpus do not suffice.
 inline constexpr int kMaxGpus = 4096;
 struct GpusNeeded {
-    int gpus = 0;             // smallest count whose pooled memory holds the target
-    int tensorParallel = 0;   // smallest TP vLLM accepts (divides q heads) that holds it
+    int gpus = 0;           // smallest count whose pooled memory holds the target
+    int tensorParallel = 0; // smallest TP vLLM accepts (divides q heads) that holds it
     std::int64_t weightsBytes = 0;
     std::int64_t kvBytes = 0; // target requests x bytes per request
     std::int64_t totalBytes = 0;

@@ -5,9 +5,12 @@
 namespace kvl::core {
 
 namespace {
-constexpr std::array<std::string_view, 6> kWeightNames{"fp32", "fp16", "bf16", "fp8", "int8", "int4"};
+constexpr std::array<std::string_view, 6> kWeightNames{"fp32", "fp16", "bf16",
+                                                       "fp8",  "int8", "int4"};
 
-std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(std::int64_t v) {
+    return std::to_string(v);
+}
 } // namespace
 
 std::string_view layerKindName(LayerKind kind) {
@@ -114,8 +117,8 @@ std::optional<std::string> ModelSpec::validate() const {
             return who + ": kv_lora_rank must be between 1 and " + num(kMaxHeadDim) + ", got " +
                    num(kvLoraRank);
         if (qkRopeHeadDim < 0 || qkRopeHeadDim > kMaxHeadDim)
-            return who + ": qk_rope_head_dim must be between 0 and " + num(kMaxHeadDim) +
-                   ", got " + num(qkRopeHeadDim);
+            return who + ": qk_rope_head_dim must be between 0 and " + num(kMaxHeadDim) + ", got " +
+                   num(qkRopeHeadDim);
     }
     for (const auto& l : layers)
         if (l.kind == LayerKind::Sliding && (l.window < 1 || l.window > kMaxContext))

@@ -22,7 +22,7 @@ struct LayerSpec {
 
 enum class WeightDtype : std::uint8_t { Fp32, Fp16, Bf16, Fp8, Int8, Int4 };
 
-std::string_view layerKindName(LayerKind kind); // full, sliding, mla
+std::string_view layerKindName(LayerKind kind);      // full, sliding, mla
 std::string_view weightDtypeName(WeightDtype dtype); // fp32 fp16 bf16 fp8 int8 int4
 std::optional<WeightDtype> parseWeightDtype(std::string_view name);
 // Exact weight bytes for `params` parameters. INT4 counts an fp16 scale + fp16 zero per group
@@ -70,7 +70,7 @@ ModelSpec withLayerCount(const ModelSpec& model, int n);
 inline constexpr int kMaxLayers = 4096;
 inline constexpr int kMaxHeads = 4096;
 inline constexpr int kMaxHeadDim = 16384;
-inline constexpr std::int64_t kMaxContext = 1'000'000'000;  // 1G tokens
+inline constexpr std::int64_t kMaxContext = 1'000'000'000;      // 1G tokens
 inline constexpr std::int64_t kMaxParams = 100'000'000'000'000; // 100T
 inline constexpr std::int64_t kMaxRequests = 100'000'000;
 

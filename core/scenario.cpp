@@ -5,10 +5,14 @@
 namespace kvl::core {
 
 namespace {
-std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(std::int64_t v) {
+    return std::to_string(v);
+}
 } // namespace
 
-std::int64_t gibToBytes(double gib) { return std::llround(gib * static_cast<double>(kGiB)); }
+std::int64_t gibToBytes(double gib) {
+    return std::llround(gib * static_cast<double>(kGiB));
+}
 
 double bytesToGiB(std::int64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(kGiB);
@@ -20,8 +24,8 @@ std::optional<std::string> Scenario::validate() const {
     const auto& a = levers.attention;
     if (a.enabled && a.mode == AttentionMode::Gqa) {
         if (a.gqaKvHeads < 1 || a.gqaKvHeads > model.qHeads)
-            return "attention: GQA groups must be between 1 and the q heads (" +
-                   num(model.qHeads) + "), got " + num(a.gqaKvHeads);
+            return "attention: GQA groups must be between 1 and the q heads (" + num(model.qHeads) +
+                   "), got " + num(a.gqaKvHeads);
         if (model.qHeads % a.gqaKvHeads != 0)
             return "attention: q heads (" + num(model.qHeads) + ") are not divisible by " +
                    num(a.gqaKvHeads) + " KV heads";

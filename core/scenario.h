@@ -59,22 +59,22 @@ struct GpuSpec {
 
 struct Hardware {
     GpuSpec gpu;
-    int gpuCount = 1;            // tensor parallel size
+    int gpuCount = 1; // tensor parallel size
     double memoryUtilization = 0.9;
     // vLLM's profiled peak for Llama-3.1-8B on an H100 (REFERENCE.md 2): 4.76 GiB activation,
     // 0.13 GiB non-torch memory. Per GPU; edit for other models.
     std::int64_t activationBytes = 5'110'975'201; // 4.76 GiB
     std::int64_t overheadBytes = 139'586'437;     // 0.13 GiB
-    std::optional<std::int64_t> kvMemoryBytes;     // vLLM kv_cache_memory_bytes: overrides all
-    std::optional<WeightDtype> weightDtype;        // weights lever; empty = the model's
+    std::optional<std::int64_t> kvMemoryBytes;    // vLLM kv_cache_memory_bytes: overrides all
+    std::optional<WeightDtype> weightDtype;       // weights lever; empty = the model's
     friend bool operator==(const Hardware&, const Hardware&) = default;
 };
 
 struct Workload {
-    std::int64_t context = 4096;            // tokens per request
-    std::int64_t maxModelLen = 0;           // 0 = the model's max context
+    std::int64_t context = 4096;             // tokens per request
+    std::int64_t maxModelLen = 0;            // 0 = the model's max context
     std::int64_t maxNumBatchedTokens = 8192; // vLLM scheduler budget (sliding-window slack)
-    std::int64_t targetRequests = 0;        // for gpus_needed; 0 = not asked
+    std::int64_t targetRequests = 0;         // for gpus_needed; 0 = not asked
     friend bool operator==(const Workload&, const Workload&) = default;
 };
 

@@ -123,10 +123,14 @@ void quantizeRowT(std::uint8_t* side, SideLayout s, int t, const float* x, float
 
 void quantizeRow(std::uint8_t* side, const SideLayout& s, int t, const float* x, float outScale) {
     switch (s.codec) {
-    case kCodecF16: return quantizeRowT<kCodecF16, 16>(side, s, t, x, outScale);
-    case kCodecBF16: return quantizeRowT<kCodecBF16, 16>(side, s, t, x, outScale);
-    case kCodecE4M3: return quantizeRowT<kCodecE4M3, 8>(side, s, t, x, outScale);
-    case kCodecE5M2: return quantizeRowT<kCodecE5M2, 8>(side, s, t, x, outScale);
+    case kCodecF16:
+        return quantizeRowT<kCodecF16, 16>(side, s, t, x, outScale);
+    case kCodecBF16:
+        return quantizeRowT<kCodecBF16, 16>(side, s, t, x, outScale);
+    case kCodecE4M3:
+        return quantizeRowT<kCodecE4M3, 8>(side, s, t, x, outScale);
+    case kCodecE5M2:
+        return quantizeRowT<kCodecE5M2, 8>(side, s, t, x, outScale);
     case kCodecIntSym:
         if (s.bits == 8)
             return quantizeRowT<kCodecIntSym, 8>(side, s, t, x, outScale);
@@ -137,7 +141,8 @@ void quantizeRow(std::uint8_t* side, const SideLayout& s, int t, const float* x,
         if (s.bits == 2)
             return quantizeRowT<kCodecIntAsym, 2>(side, s, t, x, outScale);
         break;
-    default: break;
+    default:
+        break;
     }
     quantizeTokenVector(side, s, t, x, outScale);
 }
@@ -359,8 +364,7 @@ std::string cpuStore(const StoreArgs& a, int threads, const std::atomic<bool>* c
                 }
                 for (int c = 0; c < D; ++c)
                     x[c] = inputToFloat(vin[c], a.inputDtype);
-                quantizeRow(ks + vSideOffset(L), L.v, off, x.data(),
-                                    a.vScale ? a.vScale[h] : 1.0f);
+                quantizeRow(ks + vSideOffset(L), L.v, off, x.data(), a.vScale ? a.vScale[h] : 1.0f);
             }
         }
     });

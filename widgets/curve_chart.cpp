@@ -75,7 +75,8 @@ CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind
     m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
     m_emptyLabel->setVisible(false);
     // Measured points draw above the legend: it must never hide a measurement.
-    p->addLayer(QStringLiteral("measured"), p->layer(QStringLiteral("legend")), QCustomPlot::limAbove);
+    p->addLayer(QStringLiteral("measured"), p->layer(QStringLiteral("legend")),
+                QCustomPlot::limAbove);
     m_tracer = new QCPItemTracer(p);
     m_tracer->setStyle(QCPItemTracer::tsCircle);
     m_tracer->setSize(8);
@@ -213,9 +214,9 @@ void CurveChart::rebuild() {
         const QColor col = formatColor(m.colorIndex, c.dark);
         g->setLineStyle(QCPGraph::lsNone);
         g->setPen(QPen(col, 1.5));
-        g->setScatterStyle(QCPScatterStyle(
-            static_cast<QCPScatterStyle::ScatterShape>(formatMarker(m.colorIndex)), QPen(col, 1.5),
-            QBrush(c.background), 9));
+        g->setScatterStyle(
+            QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(formatMarker(m.colorIndex)),
+                            QPen(col, 1.5), QBrush(c.background), 9));
         keys.clear();
         values.clear();
         for (const MeasuredPoint& pt : m.points) {
@@ -328,9 +329,9 @@ void CurveChart::updateCursor() {
                          .arg(thousandsQ(m_reference->ledger.maxRequestsAtContext));
     }
     m_cursorText = lines.join(QStringLiteral(" · "));
-    m_cursorLabel->setText(tr("Cursor at ") + m_cursorText +
-                           (m_measuredNote.isEmpty() ? QString()
-                                                     : QStringLiteral("\n") + m_measuredNote));
+    m_cursorLabel->setText(
+        tr("Cursor at ") + m_cursorText +
+        (m_measuredNote.isEmpty() ? QString() : QStringLiteral("\n") + m_measuredNote));
     m_cursor->setVisible(true);
     m_tracer->position->setCoords(x, y);
     m_tracer->setVisible(y > 0);

@@ -10,12 +10,9 @@
 
 #include <algorithm>
 
-
 namespace kvl::widgets {
 
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 int defaultProbeThreads() {
     return std::max(1, probe::defaultThreads() - 1);

@@ -704,8 +704,8 @@ core::ModelSpec modelFromHf(const Json& doc, const std::string& src) {
     if (const Json* f = c.top().find("_name_or_path"); f && f->isString()) {
         const std::string& path = f->asString();
         const auto slash = path.find('/');
-        if (slash != std::string::npos && slash > 0 && path.find('/', slash + 1) == std::string::npos &&
-            path[0] != '.')
+        if (slash != std::string::npos && slash > 0 &&
+            path.find('/', slash + 1) == std::string::npos && path[0] != '.')
             m.hfRepo = path;
     }
     m.family = "Imported";

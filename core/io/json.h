@@ -38,8 +38,8 @@ public:
     bool isArray() const { return type() == Type::Array; }
     bool isObject() const { return type() == Type::Object; }
 
-    bool asBool() const;                // precondition: isBool
-    double asDouble() const;            // precondition: isNumber
+    bool asBool() const;     // precondition: isBool
+    double asDouble() const; // precondition: isNumber
     // The number as an exact integer, when it is one (no fraction, fits in int64).
     std::optional<std::int64_t> asInt64() const;
     const std::string& asString() const; // precondition: isString

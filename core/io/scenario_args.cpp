@@ -17,13 +17,29 @@ namespace {
 using core::Scenario;
 
 // Options that take a value, and the flags that do not.
-const std::set<std::string, std::less<>> kValueOptions{
-    "--model",           "--config",         "--layers",          "--attention",
-    "--kv-dtype",        "--kv-group-size",  "--kv-granularity",  "--block-size",
-    "--prefix-tokens",   "--prefix-requests", "--context",        "--max-model-len",
-    "--gpu",             "--tp",             "--gpu-mem-util",    "--activation-gib",
-    "--overhead-gib",    "--kv-memory-gib",  "--kv-memory-bytes", "--weight-dtype",
-    "--target-requests", "--scenario",       "--max-num-batched-tokens"};
+const std::set<std::string, std::less<>> kValueOptions{"--model",
+                                                       "--config",
+                                                       "--layers",
+                                                       "--attention",
+                                                       "--kv-dtype",
+                                                       "--kv-group-size",
+                                                       "--kv-granularity",
+                                                       "--block-size",
+                                                       "--prefix-tokens",
+                                                       "--prefix-requests",
+                                                       "--context",
+                                                       "--max-model-len",
+                                                       "--gpu",
+                                                       "--tp",
+                                                       "--gpu-mem-util",
+                                                       "--activation-gib",
+                                                       "--overhead-gib",
+                                                       "--kv-memory-gib",
+                                                       "--kv-memory-bytes",
+                                                       "--weight-dtype",
+                                                       "--target-requests",
+                                                       "--scenario",
+                                                       "--max-num-batched-tokens"};
 const std::set<std::string, std::less<>> kFlags{"--no-paging"};
 
 LoadError err(const std::string& option, const std::string& what) {
@@ -177,7 +193,8 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
                 const auto d = core::parseDtype(v);
                 if (!d)
                     return err(opt, "expected auto, fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, "
-                                    "int8, int4 or int2, got '" + v + "'");
+                                    "int8, int4 or int2, got '" +
+                                        v + "'");
                 s.levers.quant.enabled = true;
                 s.levers.quant.format = core::KvFormat::defaultFor(*d);
             }
@@ -237,7 +254,8 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
             if (auto* e = std::get_if<LoadError>(&d))
                 return *e;
             s.hardware.memoryUtilization = std::get<double>(d);
-        } else if (opt == "--activation-gib" || opt == "--overhead-gib" || opt == "--kv-memory-gib") {
+        } else if (opt == "--activation-gib" || opt == "--overhead-gib" ||
+                   opt == "--kv-memory-gib") {
             auto d = doubleIn(opt, v, 0.0, kMaxGiB, false);
             if (auto* e = std::get_if<LoadError>(&d))
                 return *e;
@@ -267,11 +285,13 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
     if (auto g = take("--kv-granularity")) {
         const auto gr = core::parseGranularity(*g);
         if (!gr)
-            return err("--kv-granularity",
-                       "expected none, per-tensor, per-head, per-token-head, per-group or kivi, got '" +
-                           *g + "'");
+            return err(
+                "--kv-granularity",
+                "expected none, per-tensor, per-head, per-token-head, per-group or kivi, got '" +
+                    *g + "'");
         s.levers.quant.format.granularity = *gr;
-        if ((*gr == core::Granularity::PerGroup || *gr == core::Granularity::KPerChannelVPerToken)) {
+        if ((*gr == core::Granularity::PerGroup ||
+             *gr == core::Granularity::KPerChannelVPerToken)) {
             s.levers.quant.format.hasZeroPoint = true;
             s.levers.quant.format.scaleType = core::ScaleType::Fp16;
             if (s.levers.quant.format.groupSize <= 0)

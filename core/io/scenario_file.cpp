@@ -17,7 +17,6 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB, as core's va
 constexpr std::array<std::string_view, 4> kModeNames{"native", "mha", "gqa", "mqa"};
 constexpr std::array<std::string_view, 2> kScaleNames{"fp32", "fp16"};
 
-
 // `sharedWindow` receives the one window of all sliding layers (0: none, or they differ and
 // each entry carries its own).
 Json layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {

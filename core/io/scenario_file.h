@@ -21,5 +21,4 @@ Result<core::Scenario> scenarioFromJson(std::string_view json, std::string_view 
 // The default scenario: Llama-3-8B on an H100 80GB, vLLM defaults (auto KV dtype, paging 16).
 core::Scenario defaultScenario();
 
-
 } // namespace kvl::io

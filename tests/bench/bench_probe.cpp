@@ -71,7 +71,8 @@ probe::ProbeResult run(const std::string& format, int block, int batch, std::int
     p.repeats = repeats;
     auto r = probe::runProbe(p);
     if (!r.ok)
-        std::fprintf(stderr, "bench_probe: %s block %d: %s\n", format.c_str(), block, r.error.c_str());
+        std::fprintf(stderr, "bench_probe: %s block %d: %s\n", format.c_str(), block,
+                     r.error.c_str());
     return r;
 }
 
@@ -114,10 +115,12 @@ int main(int argc, char** argv) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    const double readGBs = readStreamGBs(static_cast<std::size_t>(fp16.attentionBytes), threads, repeats);
+    const double readGBs =
+        readStreamGBs(static_cast<std::size_t>(fp16.attentionBytes), threads, repeats);
 
-    std::printf("CPU probe, one Llama-3-8B layer (8 KV heads x 128), batch %d x %lld tokens, %d threads\n",
-                batch, static_cast<long long>(context), threads);
+    std::printf(
+        "CPU probe, one Llama-3-8B layer (8 KV heads x 128), batch %d x %lld tokens, %d threads\n",
+        batch, static_cast<long long>(context), threads);
     std::printf("  yardsticks: copy %.1f GB/s (probe, same run), read stream %.1f GB/s (%s)\n",
                 fp16.copyGBs, readGBs, core::formatBytes(fp16.attentionBytes).c_str());
     std::printf("  %-22s %9s %9s %11s %12s\n", "", "ms", "GB/s", "of copy", "of read");

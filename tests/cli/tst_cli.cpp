@@ -79,16 +79,18 @@ private slots:
 
 void TestCli::doneWhen() {
     // Issue 2: llama-3-8b fp16 at 32768 -> 131072 B/token and 4294967296 B/request.
-    const auto o = ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "fp16", "--context", "32768"});
+    const auto o =
+        ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "fp16", "--context", "32768"});
     QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(131072));
     QCOMPARE(o.value("kv_bytes_per_request").toInteger(), qint64(4294967296));
 }
 
 void TestCli::fieldsPresent() {
     const auto o = ledgerJson({"--model", "llama-3-8b"});
-    for (const char* k : {"kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_bytes_per_request",
-                          "weights_bytes", "available_kv_bytes", "num_gpu_blocks", "gpu_kv_cache_tokens",
-                          "max_concurrency", "max_requests_at_context", "ladder"})
+    for (const char* k :
+         {"kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_bytes_per_request",
+          "weights_bytes", "available_kv_bytes", "num_gpu_blocks", "gpu_kv_cache_tokens",
+          "max_concurrency", "max_requests_at_context", "ladder"})
         QVERIFY2(o.contains(QLatin1String(k)), k);
 }
 
@@ -97,14 +99,16 @@ void TestCli::values_data() {
     QTest::addColumn<QString>("field");
     QTest::addColumn<qint64>("expected");
     // REFERENCE.md 2: a fixed 51.38 GiB pool for Llama-3.1-8B -> 26,306 blocks, 420,896 tokens.
-    const QStringList worked{"--model", "llama-3.1-8b", "--max-model-len", "16000", "--kv-memory-gib", "51.38"};
+    const QStringList worked{"--model", "llama-3.1-8b",    "--max-model-len",
+                             "16000",   "--kv-memory-gib", "51.38"};
     QTest::addRow("worked example blocks") << worked << "num_gpu_blocks" << qint64(26306);
     QTest::addRow("worked example tokens") << worked << "gpu_kv_cache_tokens" << qint64(420896);
     QTest::addRow("kv memory bytes override")
-        << QStringList{"--model", "llama-3-8b", "--kv-memory-bytes", "2097152000"} << "num_gpu_blocks"
-        << qint64(1000);
+        << QStringList{"--model", "llama-3-8b", "--kv-memory-bytes", "2097152000"}
+        << "num_gpu_blocks" << qint64(1000);
     QTest::addRow("int8 per-token scales")
-        << QStringList{"--model", "llama-3-8b", "--kv-dtype", "int8"} << "kv_bytes_per_token" << qint64(67584);
+        << QStringList{"--model", "llama-3-8b", "--kv-dtype", "int8"} << "kv_bytes_per_token"
+        << qint64(67584);
     QTest::addRow("fp8 alias") << QStringList{"--model", "llama-3-8b", "--kv-dtype", "fp8"}
                                << "kv_bytes_per_token" << qint64(65536);
     QTest::addRow("mha what-if") << QStringList{"--model", "llama-3-8b", "--attention", "mha"}
@@ -116,18 +120,20 @@ void TestCli::values_data() {
     QTest::addRow("tp 16 replicates 8 heads")
         << QStringList{"--model", "llama-3-70b", "--tp", "16"} << "kv_bytes_per_token_per_gpu"
         << qint64(2 * 80 * 1 * 128 * 2);
-    QTest::addRow("tp 4 splits heads") << QStringList{"--model", "llama-3-70b", "--tp", "4"}
-                                       << "kv_bytes_per_token_per_gpu" << qint64(2 * 80 * 2 * 128 * 2);
+    QTest::addRow("tp 4 splits heads")
+        << QStringList{"--model", "llama-3-70b", "--tp", "4"} << "kv_bytes_per_token_per_gpu"
+        << qint64(2 * 80 * 2 * 128 * 2);
     QTest::addRow("block 32 rounding")
         << QStringList{"--model", "llama-3-8b", "--block-size", "32", "--context", "1000"}
         << "kv_bytes_per_request" << qint64(32 * 32 * 131072);
     QTest::addRow("no paging reserves max len")
-        << QStringList{"--model", "llama-3-8b", "--no-paging", "--context", "1000"} << "kv_bytes_per_request"
-        << qint64(8192) * 131072;
+        << QStringList{"--model", "llama-3-8b", "--no-paging", "--context", "1000"}
+        << "kv_bytes_per_request" << qint64(8192) * 131072;
     QTest::addRow("prefix saves full blocks")
         << QStringList{"--model", "llama-3-8b", "--prefix-tokens", "2050", "--context", "8192"}
         << "shared_bytes_per_request_per_gpu" << qint64(128) * 16 * 131072;
-    QTest::addRow("weights int4") << QStringList{"--model", "hypothetical-70b-mha", "--weight-dtype", "int4"}
+    QTest::addRow("weights int4") << QStringList{"--model", "hypothetical-70b-mha",
+                                                 "--weight-dtype", "int4"}
                                   << "weights_bytes" << qint64(37'187'500'000);
 }
 
@@ -141,7 +147,8 @@ void TestCli::values() {
 }
 
 void TestCli::ladderInJson() {
-    const auto o = ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "int8", "--prefix-tokens", "2048"});
+    const auto o =
+        ledgerJson({"--model", "llama-3-8b", "--kv-dtype", "int8", "--prefix-tokens", "2048"});
     const auto ladder = o.value("ladder").toArray();
     QCOMPARE(ladder.size(), 5);
     QCOMPARE(ladder.at(0).toObject().value("kv_bytes_per_token").toInteger(), qint64(524288));
@@ -159,15 +166,16 @@ void TestCli::gpusNeededSeed_data() {
     QTest::addColumn<int>("gpus");
     // Seed 003: 70B MHA, 8K x 10 requests: 5x H100; INT8 weights 4x; INT8 weights + INT8 KV 3x.
     QTest::addRow("fp16") << QStringList{"--weight-dtype", "fp16", "--kv-dtype", "fp16"} << 5;
-    QTest::addRow("int8 weights") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "fp16"} << 4;
+    QTest::addRow("int8 weights") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "fp16"}
+                                  << 4;
     QTest::addRow("int8 both") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "int8"} << 3;
 }
 
 void TestCli::gpusNeededSeed() {
     QFETCH(QStringList, extra);
     QFETCH(int, gpus);
-    QStringList args{"--model", "hypothetical-70b-mha", "--gpu", "h100-80gb", "--context", "8192",
-                     "--target-requests", "10"};
+    QStringList args{"--model", "hypothetical-70b-mha", "--gpu", "h100-80gb", "--context",
+                     "8192",    "--target-requests",    "10"};
     args += extra;
     const auto o = ledgerJson(args);
     QCOMPARE(o.value("gpus_needed").toInt(), gpus);
@@ -195,10 +203,13 @@ void TestCli::badInput_data() {
     QTest::addRow("missing value") << QStringList{"--context"} << "--context";
     QTest::addRow("bad attention") << QStringList{"--attention", "gqa:x"} << "--attention";
     QTest::addRow("gqa indivisible") << QStringList{"--attention", "gqa:5"} << "attention";
-    QTest::addRow("both pools") << QStringList{"--kv-memory-gib", "1", "--kv-memory-bytes", "5"} << "--kv-memory";
+    QTest::addRow("both pools") << QStringList{"--kv-memory-gib", "1", "--kv-memory-bytes", "5"}
+                                << "--kv-memory";
     QTest::addRow("unknown option") << QStringList{"--frobnicate"} << "--frobnicate";
-    QTest::addRow("missing config") << QStringList{"--config", "/nonexistent/config.json"} << "config.json";
-    QTest::addRow("int4 group not dividing") << QStringList{"--kv-dtype", "int4", "--kv-group-size", "48"} << "group size";
+    QTest::addRow("missing config")
+        << QStringList{"--config", "/nonexistent/config.json"} << "config.json";
+    QTest::addRow("int4 group not dividing")
+        << QStringList{"--kv-dtype", "int4", "--kv-group-size", "48"} << "group size";
 }
 
 void TestCli::badInput() {
@@ -216,7 +227,8 @@ void TestCli::badConfigFiles_data() {
     QTest::addColumn<QByteArray>("text");
     QTest::addColumn<QString>("mentions");
     QTest::addRow("empty") << QByteArray() << "config.json";
-    QTest::addRow("truncated") << QByteArray("{\"num_hidden_layers\": 32, \"num_attention") << "config.json";
+    QTest::addRow("truncated") << QByteArray("{\"num_hidden_layers\": 32, \"num_attention")
+                               << "config.json";
     QTest::addRow("not json") << QByteArray("hello") << "config.json";
     QTest::addRow("array") << QByteArray("[1,2,3]") << "config.json";
     QTest::addRow("wrong type")
@@ -228,7 +240,8 @@ void TestCli::badConfigFiles_data() {
                          "max_position_embeddings": 8192})")
         << "num_attention_heads";
     QTest::addRow("indivisible kv")
-        << QByteArray(R"({"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 5,
+        << QByteArray(
+               R"({"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 5,
                          "hidden_size": 4096, "max_position_embeddings": 8192})")
         << "num_key_value_heads";
 }
@@ -264,10 +277,12 @@ void TestCli::catalogs() {
 }
 
 void TestCli::table() {
-    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000", "--kv-memory-gib", "51.38"});
+    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000",
+                       "--kv-memory-gib", "51.38"});
     QCOMPARE(r.rc, 0);
     QVERIFY2(r.out.contains(QLatin1String("GPU KV cache size: 420,896 tokens")), qPrintable(r.out));
-    QVERIFY(r.out.contains(QLatin1String("Maximum concurrency for 16,000 tokens per request: 26.31x")));
+    QVERIFY(
+        r.out.contains(QLatin1String("Maximum concurrency for 16,000 tokens per request: 26.31x")));
 }
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
     // Scenarios cycling through models and levers, so no single branch is warmed alone.
     std::vector<core::Scenario> scenarios;
     const auto base = io::defaultScenario();
-    const core::KvDtype dtypes[] = {core::KvDtype::Fp16, core::KvDtype::Fp8E4M3, core::KvDtype::Int8,
-                                    core::KvDtype::Int4};
+    const core::KvDtype dtypes[] = {core::KvDtype::Fp16, core::KvDtype::Fp8E4M3,
+                                    core::KvDtype::Int8, core::KvDtype::Int4};
     int k = 0;
     for (const auto& m : io::builtinModels()) {
         core::Scenario s = base;
@@ -68,10 +68,11 @@ int main(int argc, char** argv) {
     std::sort(us.begin(), us.end());
     const double median = us[us.size() / 2];
     const double p95 = us[us.size() * 95 / 100];
-    std::printf("full recompute (ledger + ladder + sweep of up to %zu points), %d runs over %zu models:\n",
-                points, iterations, scenarios.size());
-    std::printf("  median %.1f us, p95 %.1f us; p95 / 1 ms budget = %.3f  (sink %lld)\n", median, p95,
-                p95 / 1000.0, static_cast<long long>(sink % 7));
+    std::printf(
+        "full recompute (ledger + ladder + sweep of up to %zu points), %d runs over %zu models:\n",
+        points, iterations, scenarios.size());
+    std::printf("  median %.1f us, p95 %.1f us; p95 / 1 ms budget = %.3f  (sink %lld)\n", median,
+                p95, p95 / 1000.0, static_cast<long long>(sink % 7));
     if (!jsonPath.empty()) {
         io::Json::Object o;
         o.emplace_back("benchmark", "ledger_full_recompute");

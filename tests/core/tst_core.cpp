@@ -27,7 +27,9 @@ ModelSpec model(const char* id, int layers, int q, int kv, int hd, std::int64_t 
     return m;
 }
 
-GpuSpec h100() { return {"h100-80gb", "H100 SXM 80GB", "NVIDIA", 85017821184LL, 3350, "HBM3"}; }
+GpuSpec h100() {
+    return {"h100-80gb", "H100 SXM 80GB", "NVIDIA", 85017821184LL, 3350, "HBM3"};
+}
 
 Scenario scenario(const ModelSpec& m) {
     Scenario s;
@@ -36,7 +38,9 @@ Scenario scenario(const ModelSpec& m) {
     return s;
 }
 
-ModelSpec llama3_8b() { return model("llama-3-8b", 32, 32, 8, 128, 8030261248LL, 8192); }
+ModelSpec llama3_8b() {
+    return model("llama-3-8b", 32, 32, 8, 128, 8030261248LL, 8192);
+}
 
 void setFormat(Scenario& s, KvDtype d) {
     s.levers.quant.enabled = true;
@@ -226,7 +230,8 @@ void TestCore::slidingWindow() {
     QCOMPARE(r.kvBytesPerToken, qint64(376832)); // REFERENCE.md 3
     const qint64 perTokenLayer = 2 * 16 * 128 * 2;
     const qint64 fullBlocks = (context + 15) / 16;
-    QCOMPARE(r.kvBytesPerRequest, 23 * fullBlocks * 16 * perTokenLayer + 23 * slidingBlocks * 16 * perTokenLayer);
+    QCOMPARE(r.kvBytesPerRequest,
+             23 * fullBlocks * 16 * perTokenLayer + 23 * slidingBlocks * 16 * perTokenLayer);
     // A config with sliding_window but use_sliding_window false has all full layers.
     Scenario full = scenario(model("qwen2-like", 46, 32, 16, 128, 1, 8192));
     full.workload.context = context;
@@ -278,7 +283,8 @@ void TestCore::prefixSharing_data() {
     QTest::addRow("2K prefix") << qint64(2048) << qint64(8192) << qint64(128);
     QTest::addRow("partial block not shared") << qint64(2050) << qint64(8192) << qint64(128);
     QTest::addRow("under one block") << qint64(15) << qint64(8192) << qint64(0);
-    QTest::addRow("prefix = context keeps last block") << qint64(4096) << qint64(4096) << qint64(255);
+    QTest::addRow("prefix = context keeps last block")
+        << qint64(4096) << qint64(4096) << qint64(255);
 }
 
 void TestCore::prefixSharing() {
@@ -448,7 +454,8 @@ void TestCore::overflowBounds() {
 }
 
 void TestCore::saturatesInsteadOfWrapping() {
-    ModelSpec m = model("absurd", kMaxLayers, kMaxHeads, kMaxHeads, kMaxHeadDim, kMaxParams, kMaxContext);
+    ModelSpec m =
+        model("absurd", kMaxLayers, kMaxHeads, kMaxHeads, kMaxHeadDim, kMaxParams, kMaxContext);
     Scenario s = scenario(m);
     s.model.nativeKvDtype = KvDtype::Fp32;
     s.workload.context = kMaxContext;
@@ -495,14 +502,30 @@ void TestCore::validation() {
     QFETCH(int, which);
     Scenario s = scenario(llama3_8b());
     switch (which) {
-    case 0: s.model.layers.clear(); break;
-    case 1: s.model.kvHeads = 0; break;
-    case 2: s.model.kvHeads = 5; break;
-    case 3: s.model.headDim = 0; break;
-    case 4: s.levers.attention = {true, AttentionMode::Gqa, 5}; break;
-    case 5: s.levers.paging.blockSize = 0; break;
-    case 6: s.hardware.memoryUtilization = 1.5; break;
-    case 7: s.workload.context = 0; break;
+    case 0:
+        s.model.layers.clear();
+        break;
+    case 1:
+        s.model.kvHeads = 0;
+        break;
+    case 2:
+        s.model.kvHeads = 5;
+        break;
+    case 3:
+        s.model.headDim = 0;
+        break;
+    case 4:
+        s.levers.attention = {true, AttentionMode::Gqa, 5};
+        break;
+    case 5:
+        s.levers.paging.blockSize = 0;
+        break;
+    case 6:
+        s.hardware.memoryUtilization = 1.5;
+        break;
+    case 7:
+        s.workload.context = 0;
+        break;
     case 8:
         setFormat(s, KvDtype::Int4);
         s.levers.quant.format.groupSize = 48;
@@ -531,7 +554,8 @@ void TestCore::units() {
     QFETCH(qint64, bytes);
     QFETCH(bool, decimal);
     QFETCH(QString, text);
-    QCOMPARE(QString::fromStdString(kvl::core::formatBytes(std::int64_t{bytes}, decimal ? UnitSystem::Decimal : UnitSystem::Binary)),
+    QCOMPARE(QString::fromStdString(kvl::core::formatBytes(
+                 std::int64_t{bytes}, decimal ? UnitSystem::Decimal : UnitSystem::Binary)),
              text);
     QCOMPARE(QString::fromStdString(withThousands(131072)), QStringLiteral("131,072"));
     QCOMPARE(QString::fromStdString(withThousands(-1234567)), QStringLiteral("-1,234,567"));

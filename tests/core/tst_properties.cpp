@@ -62,14 +62,17 @@ Scenario randomScenario(Gen& g) {
         m.qkRopeHeadDim = 64;
     }
     m.params = g.logBetween(100'000'000, 2'000'000'000'000);
-    m.weightDtype = g.pick({WeightDtype::Fp16, WeightDtype::Bf16, WeightDtype::Fp8, WeightDtype::Int4});
+    m.weightDtype =
+        g.pick({WeightDtype::Fp16, WeightDtype::Bf16, WeightDtype::Fp8, WeightDtype::Int4});
     m.nativeKvDtype = g.pick({KvDtype::Fp16, KvDtype::Bf16, KvDtype::Fp32});
     m.maxContext = g.logBetween(2048, 1 << 20);
 
     auto& lv = s.levers;
     lv.attention.enabled = g.coin(0.3);
-    lv.attention.mode = g.pick({AttentionMode::Native, AttentionMode::Mha, AttentionMode::Gqa, AttentionMode::Mqa});
-    lv.attention.gqaKvHeads = std::max(1, m.qHeads / static_cast<int>(g.pick<std::int64_t>({1, 2, 4})));
+    lv.attention.mode =
+        g.pick({AttentionMode::Native, AttentionMode::Mha, AttentionMode::Gqa, AttentionMode::Mqa});
+    lv.attention.gqaKvHeads =
+        std::max(1, m.qHeads / static_cast<int>(g.pick<std::int64_t>({1, 2, 4})));
     lv.quant.enabled = g.coin();
     const KvDtype d = g.pick({KvDtype::Fp16, KvDtype::Bf16, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2,
                               KvDtype::Int8, KvDtype::Int4, KvDtype::Int2});
@@ -92,7 +95,9 @@ Scenario randomScenario(Gen& g) {
     return s;
 }
 
-bool sane(double v) { return std::isfinite(v) && v >= 0; }
+bool sane(double v) {
+    return std::isfinite(v) && v >= 0;
+}
 
 } // namespace
 
@@ -112,23 +117,26 @@ void TestProperties::randomScenarios() {
         ++checked;
         const auto r = computeLedger(s);
         const std::string where = "scenario #" + std::to_string(n);
-        for (const double v : {double(r.kvBytesPerToken), double(r.kvBytesPerTokenPerGpu),
-                               double(r.kvBytesPerRequest), double(r.kvBytesPerRequestPerGpu),
-                               double(r.weightsBytes), double(r.availableKvBytes),
-                               double(r.numGpuBlocks), double(r.gpuKvCacheTokens), r.maxConcurrency,
-                               double(r.maxRequestsAtContext), double(r.sharedBytesPerRequestPerGpu)})
+        for (const double v :
+             {double(r.kvBytesPerToken), double(r.kvBytesPerTokenPerGpu),
+              double(r.kvBytesPerRequest), double(r.kvBytesPerRequestPerGpu),
+              double(r.weightsBytes), double(r.availableKvBytes), double(r.numGpuBlocks),
+              double(r.gpuKvCacheTokens), r.maxConcurrency, double(r.maxRequestsAtContext),
+              double(r.sharedBytesPerRequestPerGpu)})
             QVERIFY2(sane(v), where.c_str());
         QVERIFY2(r.kvBytesAtMaxRequests <= r.availableKvBytes, where.c_str());
-        QVERIFY2(r.sharedBytesPerRequestPerGpu < std::max<std::int64_t>(1, r.kvBytesPerRequestPerGpu),
+        QVERIFY2(r.sharedBytesPerRequestPerGpu <
+                     std::max<std::int64_t>(1, r.kvBytesPerRequestPerGpu),
                  where.c_str());
 
         // Bytes per token = the sum over layers, computed here from the layer list.
         const EffectiveKv kv = effectiveKv(s);
         std::int64_t sum = 0;
         for (const auto& l : s.model.layers)
-            sum += l.kind == LayerKind::Mla
-                       ? latentBytesPerToken(kv.format, s.model.mlaLatentDim())
-                       : std::int64_t{kv.kvHeads} * kvBytesPerTokenPerHead(kv.format, s.model.headDim);
+            sum +=
+                l.kind == LayerKind::Mla
+                    ? latentBytesPerToken(kv.format, s.model.mlaLatentDim())
+                    : std::int64_t{kv.kvHeads} * kvBytesPerTokenPerHead(kv.format, s.model.headDim);
         QCOMPARE(r.kvBytesPerToken, sum);
 
         // Monotone in context.
@@ -136,7 +144,8 @@ void TestProperties::randomScenarios() {
             const auto sweep = computeSweep(s, 4);
             for (const auto& c : sweep.curves)
                 for (std::size_t i = 1; i < sweep.contexts.size(); ++i) {
-                    QVERIFY2(c.bytesPerRequestPerGpu[i] >= c.bytesPerRequestPerGpu[i - 1], where.c_str());
+                    QVERIFY2(c.bytesPerRequestPerGpu[i] >= c.bytesPerRequestPerGpu[i - 1],
+                             where.c_str());
                     QVERIFY2(c.maxRequests[i] <= c.maxRequests[i - 1], where.c_str());
                     ++monotoneChecks;
                 }
@@ -148,17 +157,21 @@ void TestProperties::randomScenarios() {
         off.levers.prefix.enabled = false;
         const auto withoutPrefix = computePoint(off, ctx);
         const auto withPrefix = computePoint(s, ctx);
-        QVERIFY2(withPrefix.bytesPerRequestPerGpu == withoutPrefix.bytesPerRequestPerGpu, where.c_str());
+        QVERIFY2(withPrefix.bytesPerRequestPerGpu == withoutPrefix.bytesPerRequestPerGpu,
+                 where.c_str());
         QVERIFY2(withPrefix.maxRequests >= withoutPrefix.maxRequests, where.c_str());
 
         Scenario q = s;
         q.levers.quant.enabled = false;
         const auto nativeFormat = effectiveKv(q).format;
-        if (kvBytesPerTokenPerHead(s.levers.quant.format, 128) <= kvBytesPerTokenPerHead(nativeFormat, 128) &&
-            latentBytesPerToken(s.levers.quant.format, 576) <= latentBytesPerToken(nativeFormat, 576)) {
+        if (kvBytesPerTokenPerHead(s.levers.quant.format, 128) <=
+                kvBytesPerTokenPerHead(nativeFormat, 128) &&
+            latentBytesPerToken(s.levers.quant.format, 576) <=
+                latentBytesPerToken(nativeFormat, 576)) {
             Scenario on = q;
             on.levers.quant.enabled = true;
-            QVERIFY2(computePoint(on, ctx).bytesPerRequestPerGpu <= computePoint(q, ctx).bytesPerRequestPerGpu,
+            QVERIFY2(computePoint(on, ctx).bytesPerRequestPerGpu <=
+                         computePoint(q, ctx).bytesPerRequestPerGpu,
                      where.c_str());
         }
 
@@ -167,7 +180,8 @@ void TestProperties::randomScenarios() {
         Scenario aOn = a;
         aOn.levers.attention.enabled = true;
         if (effectiveKv(aOn).kvHeads <= effectiveKv(a).kvHeads) // regrouping to fewer KV heads
-            QVERIFY2(computePoint(aOn, ctx).bytesPerRequestPerGpu <= computePoint(a, ctx).bytesPerRequestPerGpu,
+            QVERIFY2(computePoint(aOn, ctx).bytesPerRequestPerGpu <=
+                         computePoint(a, ctx).bytesPerRequestPerGpu,
                      where.c_str());
 
         Scenario p = s;
@@ -178,7 +192,8 @@ void TestProperties::randomScenarios() {
         const auto paged = computeLedger(pOn);
         // Rounding to whole blocks, plus vLLM's slack block on sliding layers, at most.
         const std::int64_t slack = 2 * paged.pageBytesPerGpu;
-        QVERIFY2(paged.kvBytesPerRequestPerGpu <= computePoint(p, ctx).bytesPerRequestPerGpu + slack,
+        QVERIFY2(paged.kvBytesPerRequestPerGpu <=
+                     computePoint(p, ctx).bytesPerRequestPerGpu + slack,
                  where.c_str());
     }
     QVERIFY(checked > 9'000);

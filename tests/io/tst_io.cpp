@@ -1013,10 +1013,14 @@ void TstIo::hfImportErrors() {
 void TstIo::hfRepo_data() {
     QTest::addColumn<QString>("nameOrPath");
     QTest::addColumn<QString>("repo");
-    QTest::addRow("hub id") << "mistralai/Mistral-7B-v0.1" << "mistralai/Mistral-7B-v0.1";
-    QTest::addRow("local folder") << "/models/llama/Meta-Llama-3-8B" << "";
-    QTest::addRow("relative folder") << "./llama3" << "";
-    QTest::addRow("bare name") << "llama3" << "";
+    QTest::addRow("hub id") << "mistralai/Mistral-7B-v0.1"
+                            << "mistralai/Mistral-7B-v0.1";
+    QTest::addRow("local folder") << "/models/llama/Meta-Llama-3-8B"
+                                  << "";
+    QTest::addRow("relative folder") << "./llama3"
+                                     << "";
+    QTest::addRow("bare name") << "llama3"
+                               << "";
 }
 
 void TstIo::hfRepo() {

@@ -86,8 +86,8 @@ private slots:
         QCOMPARE(floatToHalf(1.0f + 0x1.0p-11f), std::uint16_t(0x3c00)); // tie to even
     }
     void roundEvenMatchesRint() {
-        for (float v : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 0.49999997f, 8388607.5f, 4194304.5f, -0.3f,
-                        1e30f, -1e30f, 0.0f, -0.0f, 126.5f, 127.5f, -127.5f, 7.5f})
+        for (float v : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 0.49999997f, 8388607.5f, 4194304.5f,
+                        -0.3f, 1e30f, -1e30f, 0.0f, -0.0f, 126.5f, 127.5f, -127.5f, 7.5f})
             QCOMPARE(floatToBits(roundEven(v)), floatToBits(std::rint(v)));
         for (int i = -200000; i <= 200000; ++i) {
             const float v = float(i) * 0.25f + 0.001f * float(i % 7);

@@ -219,7 +219,7 @@ void TestMainWindow::leverChangesSeries_data() {
         QTest::keyClick(slider, Qt::Key_PageUp);
         QTest::keyClick(slider, Qt::Key_PageUp);
     }) << Expect([](core::Scenario& s) { s.workload.context = 16384; })
-                                                  << true;
+                                                   << true;
     QTest::addRow("context typed 200000") << Action([=](QWidget* w) {
         typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("200000"));
     }) << Expect([](core::Scenario& s) { s.workload.context = 200000; })
