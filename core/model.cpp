@@ -25,6 +25,13 @@ std::string_view layerKindName(LayerKind kind) {
     return "full";
 }
 
+std::optional<LayerKind> parseLayerKind(std::string_view name) {
+    for (const LayerKind k : {LayerKind::Full, LayerKind::Sliding, LayerKind::Mla})
+        if (layerKindName(k) == name)
+            return k;
+    return std::nullopt;
+}
+
 std::string_view weightDtypeName(WeightDtype dtype) {
     return kWeightNames[static_cast<std::size_t>(dtype)];
 }
