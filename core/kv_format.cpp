@@ -1,5 +1,6 @@
 #include "kv_format.h"
 
+#include <algorithm>
 #include <array>
 
 namespace kvl::core {
@@ -13,7 +14,7 @@ struct DtypeInfo {
     int bits;
 };
 
-constexpr std::array<DtypeInfo, 8> kDtypes{{
+constexpr std::array<DtypeInfo, 9> kDtypes{{
     {KvDtype::Fp32, "fp32", "FP32", 32},
     {KvDtype::Fp16, "fp16", "FP16", 16},
     {KvDtype::Bf16, "bf16", "BF16", 16},
@@ -22,14 +23,15 @@ constexpr std::array<DtypeInfo, 8> kDtypes{{
     {KvDtype::Int8, "int8", "INT8", 8},
     {KvDtype::Int4, "int4", "INT4", 4},
     {KvDtype::Int2, "int2", "INT2", 2},
+    {KvDtype::Fp4E2M1, "fp4_e2m1", "NVFP4", 4},
 }};
 
 const DtypeInfo& info(KvDtype d) {
     return kDtypes[static_cast<std::size_t>(d)];
 }
 
-constexpr std::array<std::string_view, 6> kGranularityNames{
-    "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi"};
+constexpr std::array<std::string_view, 7> kGranularityNames{
+    "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi", "ds-mla"};
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
     return (a + b - 1) / b;
@@ -80,6 +82,13 @@ KvFormat KvFormat::defaultFor(KvDtype dtype) {
         f.scaleType = ScaleType::Fp16;
         f.hasZeroPoint = true;
         break;
+    case KvDtype::Fp4E2M1:
+        // NVFP4 (vllm/v1/kv_cache_interface.py, FullAttentionSpec.real_page_size_bytes): packed
+        // E2M1 data plus one E4M3 block scale per 16 elements.
+        f.granularity = Granularity::PerGroup;
+        f.groupSize = 16;
+        f.scaleType = ScaleType::Fp8;
+        break;
     }
     return f;
 }
@@ -93,11 +102,20 @@ bool isQuantized(KvDtype dtype) {
 }
 
 bool isInteger(KvDtype dtype) {
+    // (Fp4E2M1 is a float format.)
     return dtype == KvDtype::Int8 || dtype == KvDtype::Int4 || dtype == KvDtype::Int2;
 }
 
 int scaleBytes(ScaleType type) {
-    return type == ScaleType::Fp32 ? 4 : 2;
+    switch (type) {
+    case ScaleType::Fp32:
+        return 4;
+    case ScaleType::Fp16:
+        return 2;
+    case ScaleType::Fp8:
+        return 1;
+    }
+    return 4;
 }
 
 std::string_view dtypeName(KvDtype dtype) {
@@ -113,6 +131,8 @@ std::optional<KvDtype> parseDtype(std::string_view name) {
         return KvDtype::Bf16;
     if (name == "float32" || name == "float")
         return KvDtype::Fp32;
+    if (name == "nvfp4" || name == "fp4")
+        return KvDtype::Fp4E2M1;
     for (const auto& d : kDtypes)
         if (d.name == name)
             return d.dtype;
@@ -147,12 +167,16 @@ std::string shortLabel(const KvFormat& f) {
         s += " g" + std::to_string(f.groupSize);
     else if (f.granularity == Granularity::KPerChannelVPerToken)
         s += " KIVI g" + std::to_string(f.groupSize);
+    else if (f.granularity == Granularity::DsMla)
+        s += " DS-MLA";
     return s;
 }
 
 std::string formatLabel(const KvFormat& f) {
     std::string s(info(f.dtype).label);
-    const std::string scale = f.scaleType == ScaleType::Fp32 ? "fp32" : "fp16";
+    const std::string scale = f.scaleType == ScaleType::Fp32   ? "fp32"
+                              : f.scaleType == ScaleType::Fp16 ? "fp16"
+                                                               : "fp8";
     const std::string sz = f.hasZeroPoint ? " scale+zero" : " scale";
     switch (f.granularity) {
     case Granularity::None:
@@ -173,6 +197,9 @@ std::string formatLabel(const KvFormat& f) {
         s += " KIVI K per-channel / V per-token g" + std::to_string(f.groupSize) + " (" + scale +
              sz + ")";
         break;
+    case Granularity::DsMla:
+        s += " DeepSeek sparse-MLA layout (fp32 scale per 128, 16-bit RoPE part)";
+        break;
     }
     return s;
 }
@@ -184,9 +211,21 @@ std::optional<std::string> validate(const KvFormat& f, int headDim) {
     if (quantized && f.granularity == Granularity::None)
         return std::string(dtypeName(f.dtype)) + " needs scales: granularity must not be none";
     const bool isFp8 = f.dtype == KvDtype::Fp8E4M3 || f.dtype == KvDtype::Fp8E5M2;
+    if (f.granularity == Granularity::DsMla) {
+        if (f.dtype != KvDtype::Fp8E4M3)
+            return "the ds-mla layout stores fp8_e4m3";
+        if (headDim > 0 && headDim != 576)
+            return "the ds-mla layout is for a 512 + 64 MLA latent, not " +
+                   std::to_string(headDim) + " dims";
+        return std::nullopt;
+    }
     if (isFp8 && f.granularity != Granularity::PerTensor && f.granularity != Granularity::PerHead &&
         f.granularity != Granularity::PerTokenHead)
         return "fp8 KV scales are per tensor, per head or per token-head";
+    if (f.dtype == KvDtype::Fp4E2M1 && f.granularity != Granularity::PerGroup)
+        return "fp4 KV needs per-group scales (NVFP4: 16 elements per fp8 scale)";
+    if (f.scaleType == ScaleType::Fp8 && f.dtype != KvDtype::Fp4E2M1)
+        return "fp8 scales are for fp4 (NVFP4) only";
     if ((f.dtype == KvDtype::Int4 || f.dtype == KvDtype::Int2) &&
         (f.granularity == Granularity::PerTensor || f.granularity == Granularity::PerHead))
         return std::string(dtypeName(f.dtype)) +
@@ -215,6 +254,13 @@ std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
     case Granularity::PerGroup:
     case Granularity::KPerChannelVPerToken: // KIVI values: per token, G elements per group
         return data + ceilDiv(dim, f.groupSize) * scaleAndZeroBytes(f);
+    case Granularity::DsMla: {
+        // fp8 no-RoPE part + one fp32 scale per 128 of it + 64 RoPE dims in 16 bits: 656 B for
+        // DeepSeek-V3.2's 512 + 64 (MLAAttentionSpec.real_page_size_bytes, "fp8_ds_mla").
+        constexpr int kRope = 64;
+        const std::int64_t nope = std::max(0, dim - kRope);
+        return nope + ceilDiv(nope, 128) * 4 + std::int64_t{std::min(dim, kRope)} * 2;
+    }
     }
     return data;
 }

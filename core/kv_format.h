@@ -11,7 +11,8 @@
 
 namespace kvl::core {
 
-enum class KvDtype : std::uint8_t { Fp32, Fp16, Bf16, Fp8E4M3, Fp8E5M2, Int8, Int4, Int2 };
+// Fp4E2M1 is NVFP4's element (vLLM kv_cache_dtype "nvfp4": E2M1 data, one E4M3 scale per 16).
+enum class KvDtype : std::uint8_t { Fp32, Fp16, Bf16, Fp8E4M3, Fp8E5M2, Int8, Int4, Int2, Fp4E2M1 };
 
 enum class Granularity : std::uint8_t {
     None,                 // fp32 / fp16 / bf16: stored as is
@@ -20,9 +21,12 @@ enum class Granularity : std::uint8_t {
     PerTokenHead,         // one scale (and zero) per stored vector, inside the page
     PerGroup,             // one scale (and zero) per G consecutive elements of each vector
     KPerChannelVPerToken, // KIVI: K scale+zero per channel per G tokens; V per G elements
+    // vLLM's fp8_ds_mla (DeepSeek-V3.2, vllm/v1/attention/backends/mla/flashmla_sparse.py): the
+    // latent's no-RoPE part in fp8 with one fp32 scale per 128, its 64 RoPE dims in 16 bits.
+    DsMla,
 };
 
-enum class ScaleType : std::uint8_t { Fp32, Fp16 };
+enum class ScaleType : std::uint8_t { Fp32, Fp16, Fp8 };
 
 struct KvFormat {
     KvDtype dtype = KvDtype::Fp16;
@@ -33,19 +37,19 @@ struct KvFormat {
 
     // The usual scheme for a dtype (REFERENCE.md 4): fp8 per tensor, int8 symmetric per
     // token-head with an fp32 scale, int4 asymmetric per group of 128 with fp16 scale + zero,
-    // int2 KIVI-style with G = 32.
+    // int2 KIVI-style with G = 32, fp4 as NVFP4 (G = 16, E4M3 scales).
     static KvFormat defaultFor(KvDtype dtype);
 
     friend bool operator==(const KvFormat&, const KvFormat&) = default;
 };
 
-// Width of one stored element in bits (32, 16, 16, 8, 8, 8, 4, 2).
+// Width of one stored element in bits (32, 16, 16, 8, 8, 8, 4, 2, 4).
 int bitsPerElement(KvDtype dtype);
 bool isQuantized(KvDtype dtype); // needs scales: fp8, int8, int4, int2
 bool isInteger(KvDtype dtype);
 int scaleBytes(ScaleType type);
 
-// Canonical lower-case names: fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 int2.
+// Canonical lower-case names: fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 int2 fp4_e2m1.
 std::string_view dtypeName(KvDtype dtype);
 // Accepts the canonical names plus vLLM's alias "fp8" (= fp8_e4m3). Not "auto": the caller
 // resolves that to the model's dtype.

@@ -1,5 +1,6 @@
 #include "ledger.h"
 
+#include "engine.h"
 #include "units.h"
 
 #include <algorithm>
@@ -22,43 +23,27 @@ std::int64_t satAdd(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
     return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
 }
+std::int64_t satSub(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    return __builtin_sub_overflow(a, b, &r)
+               ? (b > 0 ? std::numeric_limits<std::int64_t>::min() : kInt64Max)
+               : r;
+}
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
     return a / b + (a % b != 0 ? 1 : 0);
 }
 
-// Layers grouped by what they hold per token, computed once per scenario so that the sweep's
-// points cost a few multiplications each.
-struct Group {
-    LayerKind kind = LayerKind::Full;
-    std::int64_t window = 0;
-    int layers = 0;
-    std::int64_t bytesPerTokenPerGpu = 0; // one layer
-    std::int64_t bytesPerTokenModel = 0;  // one layer, whole model, no replication
-};
+bool isAttention(LayerKind k) {
+    return k == LayerKind::Full || k == LayerKind::Sliding || k == LayerKind::Chunked;
+}
 
-constexpr std::size_t kMaxGroups = 8;
-
-struct Geometry {
-    std::array<Group, kMaxGroups> groups{};
-    std::size_t groupCount = 0;
-    std::int64_t bytesPerTokenPerGpu = 0;
-    std::int64_t bytesPerTokenModel = 0;
-    int tp = 1;
-    int blockSize = 0; // 0 = unpaged
-    std::int64_t maxModelLen = 0;
-    std::int64_t maxNumBatchedTokens = 0;
-    std::int64_t prefixTokens = 0;    // 0 = no sharing
-    std::int64_t sharingRequests = 0; // 0 = all
-    std::int64_t availableKvBytes = 0;
-};
-
-int effectiveKvHeads(const Scenario& s) {
+int leverKvHeads(const Scenario& s, const LayerSpec& l) {
     const auto& a = s.levers.attention;
     if (!a.enabled)
-        return s.model.kvHeads;
+        return s.model.layerKvHeads(l);
     switch (a.mode) {
     case AttentionMode::Native:
-        return s.model.kvHeads;
+        return s.model.layerKvHeads(l);
     case AttentionMode::Mha:
         return s.model.qHeads;
     case AttentionMode::Gqa:
@@ -66,142 +51,355 @@ int effectiveKvHeads(const Scenario& s) {
     case AttentionMode::Mqa:
         return 1;
     }
-    return s.model.kvHeads;
+    return s.model.layerKvHeads(l);
+}
+
+int effectiveKvHeads(const Scenario& s) {
+    return leverKvHeads(s, LayerSpec{});
 }
 
 KvFormat effectiveFormat(const Scenario& s) {
-    return s.levers.quant.enabled ? s.levers.quant.format
-                                  : KvFormat::defaultFor(s.model.nativeKvDtype);
+    return storedKvFormat(s);
 }
 
 std::int64_t weightsTotal(const Scenario& s, const KvFormat& f, int kvHeads) {
     const WeightDtype wd = s.hardware.weightDtype.value_or(s.model.weightDtype);
-    // vLLM keeps k_scale / v_scale beside the weights (REFERENCE.md 2).
+    // vLLM keeps k_scale / v_scale beside the weights (Attention layers' registered scales).
     const std::int64_t scales =
         satMul(s.model.numLayers(), outOfPageScaleBytesPerLayer(f, kvHeads));
     return satAdd(weightBytes(s.model.params, wd), scales);
 }
 
-std::int64_t weightsPerGpu(const Scenario& s, std::int64_t weights) {
-    return ceilDiv(weights, std::max(1, s.hardware.gpuCount));
+int tpOf(const Scenario& s) {
+    return std::max(1, s.hardware.gpuCount);
+}
+int ppOf(const Scenario& s) {
+    return std::clamp(s.hardware.pipelineParallel, 1, std::max(1, s.model.numLayers()));
 }
 
 std::int64_t requestedBytes(const Hardware& h) {
     return static_cast<std::int64_t>(static_cast<double>(h.gpu.memoryBytes) * h.memoryUtilization);
 }
 
-Geometry buildGeometry(const Scenario& s) {
-    Geometry g;
-    const int kvHeads = effectiveKvHeads(s);
-    const int tp = std::max(1, s.hardware.gpuCount);
-    // vLLM: fewer KV heads than GPUs are replicated, not split.
-    const int kvPerGpu = std::max(1, kvHeads / tp);
-    const KvFormat f = effectiveFormat(s);
-    const std::int64_t headBytes =
-        s.model.headDim > 0 ? kvBytesPerTokenPerHead(f, s.model.headDim) : 0;
-    const std::int64_t latentBytes =
-        s.model.isMla() ? latentBytesPerToken(f, s.model.mlaLatentDim()) : 0;
-    for (const auto& layer : s.model.layers) {
-        const std::int64_t window = layer.kind == LayerKind::Sliding ? layer.window : 0;
-        std::size_t i = 0;
-        while (i < g.groupCount &&
-               !(g.groups[i].kind == layer.kind && g.groups[i].window == window))
-            ++i;
-        if (i == g.groupCount) {
-            if (g.groupCount == kMaxGroups) {
-                i = kMaxGroups - 1; // more distinct windows than groups: count with the last
-            } else {
-                Group& grp = g.groups[g.groupCount++];
-                grp.kind = layer.kind;
-                grp.window = window;
-                if (layer.kind == LayerKind::Mla) {
-                    // MLA: one latent per token, replicated on every TP rank.
-                    grp.bytesPerTokenPerGpu = latentBytes;
-                    grp.bytesPerTokenModel = latentBytes;
-                } else {
-                    grp.bytesPerTokenPerGpu = satMul(kvPerGpu, headBytes);
-                    grp.bytesPerTokenModel = satMul(kvHeads, headBytes);
-                }
-            }
-        }
-        ++g.groups[i].layers;
+// vllm/distributed/utils.py get_pp_indices: L // PP layers per stage, the remainder given one
+// each to the stages before the last (the last stage also holds the LM head).
+std::vector<std::pair<int, int>> stageRanges(int layers, int pp) {
+    std::vector<int> counts(static_cast<std::size_t>(pp), layers / pp);
+    const int remaining = layers % pp;
+    for (int i = 2; i < remaining + 2; ++i)
+        ++counts[static_cast<std::size_t>(pp - i)];
+    std::vector<std::pair<int, int>> out;
+    int start = 0;
+    for (int c : counts) {
+        out.emplace_back(start, start + c);
+        start += c;
     }
-    for (std::size_t i = 0; i < g.groupCount; ++i) {
-        g.bytesPerTokenPerGpu = satAdd(g.bytesPerTokenPerGpu,
-                                       satMul(g.groups[i].layers, g.groups[i].bytesPerTokenPerGpu));
-        g.bytesPerTokenModel = satAdd(g.bytesPerTokenModel,
-                                      satMul(g.groups[i].layers, g.groups[i].bytesPerTokenModel));
-    }
-    g.tp = tp;
-    g.blockSize = s.levers.paging.enabled ? std::max(1, s.levers.paging.blockSize) : 0;
-    g.maxModelLen = std::max<std::int64_t>(1, s.effectiveMaxModelLen());
-    g.maxNumBatchedTokens = std::max<std::int64_t>(1, s.workload.maxNumBatchedTokens);
-    if (g.blockSize > 0 && s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0) {
-        g.prefixTokens = s.levers.prefix.sharedTokens;
-        g.sharingRequests = std::max<std::int64_t>(0, s.levers.prefix.sharingRequests);
-    }
-    if (s.hardware.kvMemoryBytes) {
-        g.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
-    } else {
-        const std::int64_t weights = weightsTotal(s, f, kvHeads);
-        std::int64_t avail = requestedBytes(s.hardware) - weightsPerGpu(s, weights);
-        avail -= s.hardware.activationBytes;
-        avail -= s.hardware.overheadBytes;
-        g.availableKvBytes = std::max<std::int64_t>(0, avail);
-    }
-    return g;
+    return out;
 }
 
-// Per-layer tokens (unpaged) or blocks (paged) one request holds at `context`.
+// What one layer keeps per token (attention, MLA) or per request (state), on one GPU.
+struct LayerBytes {
+    LayerKind kind = LayerKind::Full;
+    std::int64_t window = 0;
+    std::int64_t perTokenPerGpu = 0;  // attention / MLA, with KV-head replication
+    std::int64_t perTokenModel = 0;   // the same without TP: the formula figure
+    std::int64_t statePerRequest = 0; // state layers, one GPU
+    int kvHeadsPerGpu = 0, headSize = 0, headSizeV = 0;
+};
+
+// A stage's layers summed for contiguous reservation: full-length layers, windowed layers
+// per window, and the fixed state.
+struct UnpagedSums {
+    std::int64_t fullPerToken = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> windowed; // (window, bytes per token)
+    std::int64_t state = 0;
+};
+
+struct StagePlan {
+    int firstLayer = 0, lastLayer = 0;
+    UnpagedSums unpaged;
+    CacheGroups groups; // projected onto this stage (paged)
+    std::int64_t bytesPerBlock = 0;
+    std::int64_t weightsBytes = 0; // this GPU
+    std::int64_t availableKvBytes = 0;
+    std::int64_t numBlocks = 0; // available // bytes per block (paged)
+};
+
+// Everything a scenario's points need, computed once (the sweep's points cost a few
+// multiplications per group each).
+struct Plan {
+    KvFormat format;
+    int kvHeads = 0, tp = 1, pp = 1, dcp = 1;
+    std::vector<LayerBytes> layers;
+    int blockSize = 0; // attention block size; 0 = unpaged
+    std::int64_t maxModelLen = 0;
+    AdmissionInputs admission;
+    std::int64_t prefixTokens = 0;    // 0 = no sharing
+    std::int64_t sharingRequests = 0; // 0 = all
+    std::int64_t weightsTotal = 0;
+    CacheGroups groups; // whole model (paged)
+    std::vector<StagePlan> stages;
+    int limiting = 0;           // stage index with the fewest blocks (or least memory unpaged)
+    std::int64_t numBlocks = 0; // min over stages
+    std::string groupError;     // vLLM cannot build the groups
+    std::string blockError;     // vLLM accepts no backend for the user's block size
+    std::vector<std::string> blockNotes;
+};
+
+LayerBytes layerBytes(const Scenario& s, const LayerSpec& l, const KvFormat& f, int tp) {
+    LayerBytes b;
+    b.kind = l.kind;
+    b.window = (l.kind == LayerKind::Sliding || l.kind == LayerKind::Chunked) ? l.window : 0;
+    if (isAttention(l.kind)) {
+        const int heads = leverKvHeads(s, l);
+        // vLLM (ModelConfig.get_num_kv_heads): fewer KV heads than GPUs are replicated.
+        b.kvHeadsPerGpu = std::max(1, heads / tp);
+        b.headSize = s.model.layerHeadDim(l);
+        // ChunkedLocalAttentionSpec takes AttentionSpec's page, which has no head_size_v.
+        b.headSizeV = l.kind == LayerKind::Chunked ? b.headSize : s.model.layerHeadDimV(l);
+        const std::int64_t perHead =
+            keyBytesPerToken(f, b.headSize) + valueBytesPerToken(f, b.headSizeV);
+        b.perTokenPerGpu = satMul(b.kvHeadsPerGpu, perHead);
+        b.perTokenModel = satMul(heads, perHead);
+    } else if (l.kind == LayerKind::Mla) {
+        // MLAAttentionSpec: one latent per token, num_kv_heads 1, replicated on every TP rank.
+        b.kvHeadsPerGpu = 1;
+        b.headSize = s.model.mlaLatentDim();
+        b.perTokenPerGpu = latentBytesPerToken(f, s.model.mlaLatentDim());
+        b.perTokenModel = b.perTokenPerGpu;
+    } else if (l.kind == LayerKind::State && s.model.state) {
+        b.statePerRequest = stateBytesPerLayer(
+            *s.model.state, s.model.nativeKvDtype,
+            s.engine.mambaSsmCacheDtype ? s.engine.mambaSsmCacheDtype : s.model.state->ssmDtype,
+            tp);
+    }
+    return b;
+}
+
+std::optional<CacheSpec> cacheSpec(const LayerBytes& b, const KvFormat& f, int blockSize,
+                                   int mambaBlockSize, MambaCacheMode mode) {
+    CacheSpec spec;
+    spec.format = f;
+    spec.kvHeads = b.kvHeadsPerGpu;
+    spec.headSize = b.headSize;
+    spec.headSizeV = b.headSizeV;
+    spec.blockSize = blockSize;
+    spec.realPageBytes = satMul(blockSize, b.perTokenPerGpu);
+    switch (b.kind) {
+    case LayerKind::Full:
+        spec.type = SpecType::FullAttention;
+        return spec;
+    case LayerKind::Sliding:
+        spec.type = SpecType::SlidingWindow;
+        spec.window = b.window;
+        return spec;
+    case LayerKind::Chunked:
+        spec.type = SpecType::ChunkedLocal;
+        spec.chunk = b.window;
+        return spec;
+    case LayerKind::Mla:
+        spec.type = SpecType::Mla;
+        spec.headSizeV = 0;
+        return spec;
+    case LayerKind::State:
+        spec = CacheSpec{};
+        spec.type = SpecType::Mamba;
+        spec.blockSize = mambaBlockSize;
+        spec.realPageBytes = b.statePerRequest;
+        spec.mambaMode = mode;
+        return spec;
+    case LayerKind::None:
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+Plan buildPlan(const Scenario& s) {
+    Plan p;
+    p.format = effectiveFormat(s);
+    p.kvHeads = effectiveKvHeads(s);
+    p.tp = tpOf(s);
+    p.pp = ppOf(s);
+    p.dcp = std::max(1, s.hardware.decodeContextParallel);
+    p.layers.reserve(s.model.layers.size());
+    for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
+        const LayerSpec& l = s.model.layers[i];
+        // Layers repeat: reuse the previous one's bytes when its spec is the same.
+        if (i > 0 && l == s.model.layers[i - 1])
+            p.layers.push_back(p.layers.back());
+        else
+            p.layers.push_back(layerBytes(s, l, p.format, p.tp));
+    }
+    p.maxModelLen = std::max<std::int64_t>(1, s.effectiveMaxModelLen());
+    p.admission.maxModelLen = p.maxModelLen;
+    p.admission.inFlightTokens = inFlightTokens(s);
+    p.admission.decodeContextParallel = p.dcp;
+    p.weightsTotal = weightsTotal(s, p.format, p.kvHeads);
+
+    const bool paged = s.levers.paging.enabled;
+    BlockSizes bs;
+    if (paged) {
+        bs = resolveBlockSizes(s);
+        p.blockSize = bs.attention;
+        p.blockNotes = bs.notes;
+        p.blockError = bs.error;
+        if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0) {
+            p.prefixTokens = s.levers.prefix.sharedTokens;
+            p.sharingRequests = std::max<std::int64_t>(0, s.levers.prefix.sharingRequests);
+        }
+    }
+
+    std::vector<std::optional<CacheSpec>> specs;
+    if (paged) {
+        specs.reserve(p.layers.size());
+        for (const auto& b : p.layers)
+            specs.push_back(cacheSpec(b, p.format, bs.attention, bs.mamba, bs.mambaMode));
+        // Mamba pages padded to the attention page (HybridAttentionMambaModelConfig).
+        for (auto& sp : specs)
+            if (sp && sp->type == SpecType::Mamba && bs.mambaPagePadded > sp->realPageBytes)
+                sp->paddedPageBytes = bs.mambaPagePadded;
+        auto groups = kvCacheGroups(specs, s.engine.disableHybridKvCacheManager);
+        if (groups)
+            p.groups = std::move(groups.value());
+        else
+            p.groupError = groups.error().message;
+    }
+
+    const auto ranges = stageRanges(s.model.numLayers(), p.pp);
+    const std::int64_t weightsPerGpu =
+        ceilDiv(p.weightsTotal, satMul(p.tp, static_cast<std::int64_t>(ranges.size())));
+    for (const auto& [first, last] : ranges) {
+        StagePlan st;
+        st.firstLayer = first;
+        st.lastLayer = last;
+        st.weightsBytes = weightsPerGpu;
+        if (s.hardware.kvMemoryBytes) {
+            st.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
+        } else {
+            std::int64_t avail = satSub(requestedBytes(s.hardware), st.weightsBytes);
+            avail = satSub(avail, s.hardware.activationBytes);
+            avail = satSub(avail, s.hardware.overheadBytes);
+            st.availableKvBytes = std::max<std::int64_t>(0, avail);
+        }
+        for (int i = first; i < last; ++i) {
+            const LayerBytes& b = p.layers[static_cast<std::size_t>(i)];
+            st.unpaged.state = satAdd(st.unpaged.state, b.statePerRequest);
+            if (b.kind == LayerKind::Sliding || b.kind == LayerKind::Chunked) {
+                auto it = std::find_if(st.unpaged.windowed.begin(), st.unpaged.windowed.end(),
+                                       [&](const auto& w) { return w.first == b.window; });
+                if (it == st.unpaged.windowed.end())
+                    st.unpaged.windowed.emplace_back(b.window, b.perTokenPerGpu);
+                else
+                    it->second = satAdd(it->second, b.perTokenPerGpu);
+            } else {
+                st.unpaged.fullPerToken = satAdd(st.unpaged.fullPerToken, b.perTokenPerGpu);
+            }
+        }
+        if (paged && p.groupError.empty()) {
+            st.groups = p.pp == 1 ? p.groups : projectToStage(p.groups, first, last);
+            st.bytesPerBlock = bytesPerPoolBlock(st.groups);
+            st.numBlocks = st.bytesPerBlock > 0 ? st.availableKvBytes / st.bytesPerBlock : -1;
+        }
+        p.stages.push_back(std::move(st));
+    }
+    // The scheduler sees the fewest blocks of any worker.
+    p.numBlocks = -1;
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const auto& st = p.stages[i];
+        const bool better =
+            paged ? (st.numBlocks >= 0 && (p.numBlocks < 0 || st.numBlocks < p.numBlocks))
+                  : st.availableKvBytes <
+                        p.stages[static_cast<std::size_t>(p.limiting)].availableKvBytes;
+        if (better) {
+            p.limiting = static_cast<int>(i);
+            if (paged)
+                p.numBlocks = st.numBlocks;
+        }
+    }
+    if (p.numBlocks < 0)
+        p.numBlocks = paged && p.groups.groups.empty() ? 1 : 0; // attention free: the null block
+    return p;
+}
+
+const StagePlan& limitingStage(const Plan& p) {
+    return p.stages[static_cast<std::size_t>(p.limiting)];
+}
+
+// Blocks one request of `context` tokens holds in a group during decode, and of those the full
+// prefix blocks it shares. Sliding and chunked layers keep only their window: vLLM frees the
+// blocks that fall out of it (SlidingWindowManager / ChunkedLocalAttentionManager
+// remove_skipped_blocks).
 struct Holding {
-    std::int64_t blocks = 0; // paged
-    std::int64_t tokens = 0; // tokens' worth of storage
+    std::int64_t blocks = 0;
     std::int64_t sharedBlocks = 0;
 };
 
-Holding holdingFor(const Geometry& g, const Group& grp, std::int64_t context) {
+Holding groupHolding(const Plan& p, const CacheSpec& spec, std::int64_t context) {
     Holding h;
-    if (g.blockSize == 0) {
-        // Contiguous engines reserve the maximum length up front (REFERENCE.md 2).
-        const std::int64_t reserve = std::max(g.maxModelLen, context);
-        h.tokens = grp.kind == LayerKind::Sliding ? std::min(reserve, grp.window) : reserve;
-        return h;
-    }
-    const std::int64_t b = g.blockSize;
-    const std::int64_t total = ceilDiv(context, b);
+    const std::int64_t b = std::max(1, spec.blockSize);
+    std::int64_t tokens = context;
+    if ((spec.type == SpecType::FullAttention || spec.type == SpecType::Mla) && p.dcp > 1)
+        tokens = ceilDiv(context, p.dcp); // each DCP rank keeps 1/DCP of the tokens
+    const std::int64_t total = ceilDiv(tokens, b);
     std::int64_t held = total;
-    if (grp.kind == LayerKind::Sliding) // at most the window, plus one block of slack (vLLM)
-        held = std::min(total, ceilDiv(std::max<std::int64_t>(grp.window - 1, 0), b) + 1);
+    switch (spec.type) {
+    case SpecType::SlidingWindow:
+        held = std::min(total, ceilDiv(std::max<std::int64_t>(spec.window - 1, 0), b) + 1);
+        break;
+    case SpecType::ChunkedLocal:
+        held = std::min(total, ceilDiv(spec.chunk, b) + (spec.chunk % b != 0 ? 1 : 0));
+        break;
+    case SpecType::Mamba:
+        h.blocks = admissionBlocks(spec, AdmissionInputs{context, 0, 1});
+        return h;
+    case SpecType::FullAttention:
+    case SpecType::Mla:
+        break;
+    }
     h.blocks = held;
-    h.tokens = satMul(held, b);
-    if (g.prefixTokens > 0) {
+    if (p.prefixTokens > 0 && p.dcp == 1) {
         // vLLM hashes FULL blocks only, and always leaves the last token's block unshared.
-        const std::int64_t shareable = std::min(g.prefixTokens, context - 1) / b;
-        // Only prefix blocks still held (a sliding layer dropped the oldest ones) are shared.
+        const std::int64_t shareable = std::min(p.prefixTokens, context - 1) / b;
+        // Only prefix blocks still held (a window dropped the oldest ones) are shared.
         h.sharedBlocks = std::max<std::int64_t>(0, shareable - (total - held));
     }
     return h;
 }
 
-struct PointBytes {
-    std::int64_t perRequestPerGpu = 0;
-    std::int64_t sharedPerRequestPerGpu = 0;
-};
-
-PointBytes pointBytes(const Geometry& g, std::int64_t context) {
-    PointBytes p;
-    for (std::size_t i = 0; i < g.groupCount; ++i) {
-        const Group& grp = g.groups[i];
-        const Holding h = holdingFor(g, grp, context);
-        const std::int64_t perLayer = satMul(h.tokens, grp.bytesPerTokenPerGpu);
-        p.perRequestPerGpu = satAdd(p.perRequestPerGpu, satMul(grp.layers, perLayer));
-        if (h.sharedBlocks > 0) {
-            const std::int64_t shared =
-                satMul(satMul(h.sharedBlocks, g.blockSize), grp.bytesPerTokenPerGpu);
-            p.sharedPerRequestPerGpu = satAdd(p.sharedPerRequestPerGpu, satMul(grp.layers, shared));
+Holding requestHolding(const Plan& p, const CacheGroups& groups, std::int64_t context) {
+    Holding sum;
+    for (const auto& g : groups.groups) {
+        Holding h;
+        if (g.uniformType()) {
+            for (const auto& ls : g.layerSpecs) {
+                const Holding one = groupHolding(p, ls, context);
+                h.blocks = std::max(h.blocks, one.blocks);
+                h.sharedBlocks = std::max(h.sharedBlocks, one.sharedBlocks);
+            }
+        } else {
+            h = groupHolding(p, g.spec, context);
         }
+        sum.blocks = satAdd(sum.blocks, h.blocks);
+        sum.sharedBlocks = satAdd(sum.sharedBlocks, h.sharedBlocks);
     }
-    return p;
+    return sum;
+}
+
+// Contiguous reservation (pre-paging engines): every request reserves the maximum length up
+// front in every layer of the stage; sliding and chunked layers their window.
+struct UnpagedBytes {
+    std::int64_t perRequest = 0;
+    std::int64_t state = 0;
+};
+UnpagedBytes unpagedBytes(const Plan& p, const StagePlan& st, std::int64_t context) {
+    UnpagedBytes u;
+    const std::int64_t reserve = std::max(p.maxModelLen, context);
+    u.perRequest = satMul(reserve, st.unpaged.fullPerToken);
+    for (const auto& [window, perToken] : st.unpaged.windowed)
+        u.perRequest = satAdd(u.perRequest, satMul(std::min(reserve, window), perToken));
+    u.state = st.unpaged.state;
+    u.perRequest = satAdd(u.perRequest, u.state);
+    return u;
 }
 
 // Whole requests that fit in `pool` when each costs `r` and each request after the first in a
@@ -210,36 +408,65 @@ std::int64_t requestsThatFit(std::int64_t pool, std::int64_t r, std::int64_t sha
                              std::int64_t n) {
     if (r <= 0 || pool < r)
         return 0;
-    if (shared <= 0)
+    if (shared <= 0 || n == 1)
         return pool / r;
     const std::int64_t marginal = r - shared; // > 0: the last block is never shared
-    if (n == 0 || n == 1) {
-        if (n == 1)
-            return pool / r;
-        return 1 + (pool - r) / marginal;
-    }
+    if (n == 0)
+        return satAdd(1, (pool - r) / marginal);
     const std::int64_t groupCost = satAdd(r, satMul(n - 1, marginal));
     const std::int64_t groups = pool / groupCost;
-    const std::int64_t rem = pool - groups * groupCost;
+    const std::int64_t rem = pool - satMul(groups, groupCost);
     const std::int64_t partial = rem < r ? 0 : 1 + (rem - r) / marginal;
     return satAdd(satMul(groups, n), partial);
 }
 
-// Bytes `count` requests take when they share as the geometry says.
-std::int64_t bytesForRequests(std::int64_t count, std::int64_t r, std::int64_t shared,
+// Units `count` requests take when they share as the plan says.
+std::int64_t unitsForRequests(std::int64_t count, std::int64_t r, std::int64_t shared,
                               std::int64_t n) {
     if (count <= 0)
         return 0;
     const std::int64_t groups = (n <= 0) ? 1 : ceilDiv(count, n);
     const std::int64_t sharers = count - groups;
-    return std::max<std::int64_t>(0, satMul(count, r) -
-                                         satMul(sharers, std::max<std::int64_t>(0, shared)));
+    return std::max<std::int64_t>(
+        0, satSub(satMul(count, r), satMul(sharers, std::max<std::int64_t>(0, shared))));
+}
+
+// One request at `context` on the limiting GPU: pool blocks (paged) or bytes (unpaged), what
+// the prefix saves, and the pool to fit them in, in the same unit.
+struct PointCost {
+    std::int64_t units = 0;       // blocks or bytes per request
+    std::int64_t sharedUnits = 0; // saved by each sharing request after the first
+    std::int64_t pool = 0;        // usable blocks (the null block excluded) or bytes
+    std::int64_t bytesPerUnit = 1;
+};
+
+PointCost pointCost(const Plan& p, std::int64_t context) {
+    PointCost c;
+    const StagePlan& st = limitingStage(p);
+    if (p.blockSize > 0) {
+        if (!p.groupError.empty())
+            return c;
+        const Holding h = requestHolding(p, st.groups, context);
+        c.units = h.blocks;
+        c.sharedUnits = h.sharedBlocks;
+        c.pool = std::max<std::int64_t>(0, p.numBlocks - 1); // BlockPool's null block
+        c.bytesPerUnit = st.bytesPerBlock;
+    } else {
+        c.units = unpagedBytes(p, st, context).perRequest;
+        c.pool = st.availableKvBytes;
+    }
+    return c;
 }
 
 std::string attentionLabel(const Scenario& s, int kvHeads) {
     const int mla = s.model.countLayers(LayerKind::Mla);
-    if (mla == s.model.numLayers() && mla > 0)
+    const int attention = s.model.countLayers(LayerKind::Full) +
+                          s.model.countLayers(LayerKind::Sliding) +
+                          s.model.countLayers(LayerKind::Chunked);
+    if (attention == 0 && mla > 0)
         return "MLA";
+    if (attention == 0)
+        return "no attention";
     std::string label;
     if (kvHeads == s.model.qHeads)
         label = "MHA-" + std::to_string(kvHeads);
@@ -250,25 +477,194 @@ std::string attentionLabel(const Scenario& s, int kvHeads) {
     return mla > 0 ? label + "+MLA" : label;
 }
 
+void fillLayerGroups(const Plan& p, const StagePlan& st, std::int64_t context, LedgerResult& r) {
+    for (int i = st.firstLayer; i < st.lastLayer; ++i) {
+        const LayerBytes& b = p.layers[static_cast<std::size_t>(i)];
+        auto it = std::find_if(r.groups.begin(), r.groups.end(), [&](const LayerGroupUsage& g) {
+            return g.kind == b.kind && g.window == b.window &&
+                   g.bytesPerTokenPerLayerPerGpu == b.perTokenPerGpu;
+        });
+        if (it == r.groups.end()) {
+            LayerGroupUsage u;
+            u.kind = b.kind;
+            u.window = b.window;
+            u.bytesPerTokenPerLayerPerGpu = b.perTokenPerGpu;
+            u.stateBytesPerLayerPerGpu = b.statePerRequest;
+            if (p.blockSize > 0) {
+                CacheSpec spec;
+                spec.type = b.kind == LayerKind::Sliding   ? SpecType::SlidingWindow
+                            : b.kind == LayerKind::Chunked ? SpecType::ChunkedLocal
+                            : b.kind == LayerKind::State   ? SpecType::Mamba
+                                                           : SpecType::FullAttention;
+                spec.window = b.kind == LayerKind::Sliding ? b.window : 0;
+                spec.chunk = b.kind == LayerKind::Chunked ? b.window : 0;
+                spec.blockSize = p.blockSize;
+                u.blocksPerRequest = groupHolding(p, spec, context).blocks;
+                u.tokensHeldPerRequest =
+                    b.kind == LayerKind::State ? 0 : satMul(u.blocksPerRequest, p.blockSize);
+            } else {
+                const std::int64_t reserve = std::max(p.maxModelLen, context);
+                u.tokensHeldPerRequest =
+                    b.kind == LayerKind::State || b.kind == LayerKind::None ? 0
+                    : (b.kind == LayerKind::Sliding || b.kind == LayerKind::Chunked)
+                        ? std::min(reserve, b.window)
+                        : reserve;
+            }
+            r.groups.push_back(u);
+            it = r.groups.end() - 1;
+        }
+        ++it->layers;
+    }
+}
+
+void fillCacheGroups(const Plan& p, const StagePlan& st, std::int64_t context, LedgerResult& r) {
+    int groupSize = 0;
+    for (const auto& g : st.groups.groups)
+        groupSize = std::max(groupSize, static_cast<int>(g.layers.size()));
+    for (const auto& g : st.groups.groups) {
+        KvCacheGroupUsage u;
+        u.type = g.spec.type;
+        u.window = g.spec.type == SpecType::ChunkedLocal ? g.spec.chunk
+                                                         : std::max(g.spec.window, g.spec.chunk);
+        u.layers = static_cast<int>(g.layers.size());
+        u.uniformType = g.uniformType();
+        u.paddingSlots = u.uniformType ? 0 : groupSize - u.layers;
+        u.blockSize = g.spec.blockSize;
+        u.pageBytes =
+            g.uniformType() ? bytesPerPoolBlock(CacheGroups{{g}, false, {}}) : g.spec.pageBytes();
+        u.realPageBytes = g.spec.realPageBytes;
+        CacheGroups one;
+        one.groups.push_back(g);
+        u.admissionBlocks = admissionBlocksPerRequest(one, p.admission);
+        const Holding h = requestHolding(p, one, context);
+        u.blocksAtContext = h.blocks;
+        u.sharedBlocksAtContext = h.sharedBlocks;
+        r.kvCacheGroups.push_back(u);
+        // What the request's blocks in this group hold beyond real layer pages.
+        const std::int64_t real =
+            g.uniformType() ? u.pageBytes
+                            : satMul(static_cast<std::int64_t>(u.layers), g.spec.realPageBytes);
+        const std::int64_t waste = std::max<std::int64_t>(0, st.bytesPerBlock - real);
+        r.paddingBytesPerRequest = satAdd(r.paddingBytesPerRequest, satMul(h.blocks, waste));
+        if (g.spec.type == SpecType::Mamba)
+            r.stateBytesPerRequest =
+                satAdd(r.stateBytesPerRequest, satMul(h.blocks, st.bytesPerBlock));
+    }
+}
+
+void fillPaged(const Plan& p, const Scenario& s, LedgerResult& r) {
+    const StagePlan& st = limitingStage(p);
+    r.numGpuBlocks = p.numBlocks;
+    r.bytesPerBlock = st.bytesPerBlock;
+    r.pageBytesPerGpu = st.bytesPerBlock;
+    r.blocksPerRequest = admissionBlocksPerRequest(st.groups, p.admission);
+    fillCacheGroups(p, st, s.workload.context, r);
+    // get_max_concurrency_for_kv_cache_config and the capacity log (update_kv_cache_capacity):
+    // tokens = int(max_concurrency x max_model_len), computed in doubles as Python does.
+    if (r.blocksPerRequest > 0) {
+        r.maxConcurrency =
+            static_cast<double>(r.numGpuBlocks) / static_cast<double>(r.blocksPerRequest);
+        r.gpuKvCacheTokens =
+            static_cast<std::int64_t>(r.maxConcurrency * static_cast<double>(p.maxModelLen));
+    }
+    int minBlock = 0;
+    for (const auto& g : st.groups.groups)
+        minBlock = minBlock == 0 ? g.spec.blockSize : std::min(minBlock, g.spec.blockSize);
+    if (!st.groups.groups.empty())
+        r.gpuKvCacheTokensLegacy =
+            satMul(r.numGpuBlocks / static_cast<std::int64_t>(st.groups.groups.size()), minBlock);
+    r.capacityLogLine = vllmCapacityLogLine(r.gpuKvCacheTokens, p.maxModelLen, r.maxConcurrency);
+}
+
+// _check_enough_kv_cache_memory on every worker, with the null block held back.
+void checkEnoughMemory(const Plan& p, LedgerResult& r) {
+    for (const auto& st : p.stages) {
+        if (st.groups.groups.empty() || st.bytesPerBlock == 0)
+            continue;
+        const std::int64_t check = st.availableKvBytes - st.bytesPerBlock;
+        if (check <= 0) {
+            r.refused = true;
+            r.error = "vLLM refuses to start: No available memory for the cache blocks. Try "
+                      "increasing `gpu_memory_utilization` when initializing the engine.";
+            return;
+        }
+        const std::int64_t needed = neededBytes(st.groups, p.admission);
+        if (needed > check) {
+            r.refused = true;
+            r.estimatedMaxModelLen =
+                estimateMaxModelLen(st.groups, p.admission, check, p.maxModelLen);
+            std::string msg = "vLLM refuses to start: To serve at least one request with the "
+                              "model's max seq len (" +
+                              std::to_string(p.maxModelLen) + "), (" + formatGibLikeVllm(needed) +
+                              " GiB KV cache is needed, which is larger than the available KV "
+                              "cache memory (" +
+                              formatGibLikeVllm(check) + " GiB). ";
+            if (r.estimatedMaxModelLen > 0)
+                msg += "Based on the available memory, the estimated maximum model length is " +
+                       std::to_string(r.estimatedMaxModelLen) + ". ";
+            msg += "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                   "initializing the engine.";
+            r.error = msg;
+            return;
+        }
+    }
+}
+
+void addWarnings(const Scenario& s, const Plan& p, LedgerResult& r) {
+    const std::int64_t ctx = s.workload.context;
+    if (ctx > s.model.maxContext)
+        r.warnings.push_back("context " + withThousands(ctx) + " exceeds " + s.model.name +
+                             "'s max model length (" + withThousands(s.model.maxContext) + ")");
+    if (s.workload.maxModelLen > 0 && ctx > s.workload.maxModelLen)
+        r.warnings.push_back("context " + withThousands(ctx) + " exceeds the max model length (" +
+                             withThousands(s.workload.maxModelLen) + "); vLLM would reject it");
+    const int tp = p.tp;
+    const int attention = s.model.countLayers(LayerKind::Full) +
+                          s.model.countLayers(LayerKind::Sliding) +
+                          s.model.countLayers(LayerKind::Chunked);
+    if (attention > 0 && tp > 1 && r.kv.kvHeads % tp != 0 && tp % r.kv.kvHeads != 0)
+        r.warnings.push_back(std::to_string(r.kv.kvHeads) + " KV heads cannot be split over " +
+                             std::to_string(tp) + " GPUs (vLLM needs one to divide the other)");
+    if (tp > 1 && s.model.qHeads % tp != 0)
+        r.warnings.push_back(std::to_string(s.model.qHeads) + " query heads are not divisible by " +
+                             std::to_string(tp) +
+                             " GPUs; vLLM would refuse this tensor parallel size");
+    if (s.levers.prefix.enabled && p.blockSize == 0)
+        r.warnings.push_back(
+            "prefix sharing needs paging: with contiguous reservation nothing is shared");
+    else if (s.levers.prefix.enabled && p.blockSize > 0 &&
+             s.levers.prefix.sharedTokens < p.blockSize)
+        r.warnings.push_back("a prefix shorter than one block shares nothing (full blocks only)");
+    if (!p.blockError.empty())
+        r.warnings.push_back(p.blockError);
+    if (r.kvBytesPerRequest == kInt64Max)
+        r.warnings.push_back("bytes per request exceed 8 EiB and are shown saturated");
+    for (const auto& l : s.model.layers)
+        if (l.kind == LayerKind::Sliding && l.window > s.model.maxContext) {
+            r.warnings.push_back("the sliding window (" + withThousands(l.window) +
+                                 ") is larger than the max model length: it never slides");
+            break;
+        }
+}
+
 } // namespace
 
 EffectiveKv effectiveKv(const Scenario& s) {
     EffectiveKv kv;
     kv.kvHeads = effectiveKvHeads(s);
-    kv.kvHeadsPerGpu = std::max(1, kv.kvHeads / std::max(1, s.hardware.gpuCount));
+    kv.kvHeadsPerGpu = std::max(1, kv.kvHeads / tpOf(s));
     kv.format = effectiveFormat(s);
     kv.attentionLabel = attentionLabel(s, kv.kvHeads);
     return kv;
 }
 
 PointResult computePoint(const Scenario& s, std::int64_t context) {
-    const Geometry g = buildGeometry(s);
-    const PointBytes p = pointBytes(g, context);
+    const Plan p = buildPlan(s);
+    const PointCost c = pointCost(p, context);
     PointResult r;
-    r.bytesPerRequestPerGpu = p.perRequestPerGpu;
-    r.bytesPerRequest = satMul(p.perRequestPerGpu, g.tp);
-    r.maxRequests = requestsThatFit(g.availableKvBytes, p.perRequestPerGpu,
-                                    p.sharedPerRequestPerGpu, g.sharingRequests);
+    r.bytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
+    r.bytesPerRequest = satMul(r.bytesPerRequestPerGpu, satMul(p.tp, p.pp));
+    r.maxRequests = requestsThatFit(c.pool, c.units, c.sharedUnits, p.sharingRequests);
     return r;
 }
 
@@ -278,110 +674,96 @@ LedgerResult computeLedger(const Scenario& s) {
         r.error = *e;
         return r;
     }
-    const Geometry g = buildGeometry(s);
+    const Plan p = buildPlan(s);
+    const StagePlan& st = limitingStage(p);
     r.kv = effectiveKv(s);
     r.contextTokens = s.workload.context;
-    r.maxModelLen = g.maxModelLen;
-    r.blockSize = g.blockSize;
-    r.kvBytesPerToken = g.bytesPerTokenModel;
-    r.kvBytesPerTokenPerGpu = g.bytesPerTokenPerGpu;
-    r.pageBytesPerGpu = satMul(g.blockSize, g.bytesPerTokenPerGpu);
-
-    for (std::size_t i = 0; i < g.groupCount; ++i) {
-        const Holding h = holdingFor(g, g.groups[i], s.workload.context);
-        LayerGroupUsage u;
-        u.kind = g.groups[i].kind;
-        u.window = g.groups[i].window;
-        u.layers = g.groups[i].layers;
-        u.bytesPerTokenPerLayerPerGpu = g.groups[i].bytesPerTokenPerGpu;
-        u.blocksPerRequest = h.blocks;
-        u.tokensHeldPerRequest = h.tokens;
-        r.groups.push_back(u);
+    r.maxModelLen = p.maxModelLen;
+    r.blockSize = p.blockSize;
+    r.pipelineStages = p.pp;
+    r.limitingStage = p.limiting;
+    r.inFlightTokens = p.admission.inFlightTokens;
+    r.hybridKvCacheManagerDisabled = p.groups.hybridDisabled;
+    r.notes = p.blockNotes;
+    for (const auto& n : p.groups.notes)
+        r.notes.push_back(n);
+    for (const auto& l : s.model.layers) {
+        switch (l.kind) {
+        case LayerKind::Full:
+            ++r.layerMix.full;
+            break;
+        case LayerKind::Sliding:
+            ++r.layerMix.sliding;
+            break;
+        case LayerKind::Chunked:
+            ++r.layerMix.chunked;
+            break;
+        case LayerKind::Mla:
+            ++r.layerMix.mla;
+            break;
+        case LayerKind::State:
+            ++r.layerMix.state;
+            break;
+        case LayerKind::None:
+            ++r.layerMix.none;
+            break;
+        }
     }
-    const PointBytes p = pointBytes(g, s.workload.context);
-    r.kvBytesPerRequestPerGpu = p.perRequestPerGpu;
-    r.kvBytesPerRequest = satMul(p.perRequestPerGpu, g.tp);
-    r.sharedBytesPerRequestPerGpu = p.sharedPerRequestPerGpu;
+    for (const auto& b : p.layers)
+        r.kvBytesPerToken = satAdd(r.kvBytesPerToken, b.perTokenModel);
+    for (int i = st.firstLayer; i < st.lastLayer; ++i)
+        r.kvBytesPerTokenPerGpu =
+            satAdd(r.kvBytesPerTokenPerGpu, p.layers[static_cast<std::size_t>(i)].perTokenPerGpu);
+    fillLayerGroups(p, st, s.workload.context, r);
 
-    r.weightsBytes = weightsTotal(s, r.kv.format, r.kv.kvHeads);
-    r.weightsBytesPerGpu = weightsPerGpu(s, r.weightsBytes);
+    const PointCost c = pointCost(p, s.workload.context);
+    r.kvBytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
+    r.kvBytesPerRequest = satMul(r.kvBytesPerRequestPerGpu, satMul(p.tp, p.pp));
+    r.sharedBytesPerRequestPerGpu = satMul(c.sharedUnits, c.bytesPerUnit);
+    r.blocksPerRequestAtContext = p.blockSize > 0 ? c.units : 0;
+
+    r.weightsBytes = p.weightsTotal;
+    r.weightsBytesPerGpu = st.weightsBytes;
     r.gpuMemoryBytes = s.hardware.gpu.memoryBytes;
     r.requestedBytes = requestedBytes(s.hardware);
     r.activationBytes = s.hardware.activationBytes;
     r.overheadBytes = s.hardware.overheadBytes;
     r.kvMemoryOverridden = s.hardware.kvMemoryBytes.has_value();
-    r.availableKvBytes = g.availableKvBytes;
+    r.availableKvBytes = st.availableKvBytes;
 
-    if (g.blockSize > 0) {
-        r.numGpuBlocks = r.pageBytesPerGpu > 0 ? g.availableKvBytes / r.pageBytesPerGpu : 0;
-        r.gpuKvCacheTokens = satMul(r.numGpuBlocks, g.blockSize);
-        // vLLM's "Maximum concurrency for M tokens per request": pool over one request's
-        // worst-case budget; a sliding layer budgets min(W - 1 + max_num_batched_tokens, M)
-        // tokens plus one block (REFERENCE.md 2).
-        std::int64_t budget = 0;
-        for (std::size_t i = 0; i < g.groupCount; ++i) {
-            const Group& grp = g.groups[i];
-            std::int64_t blocks = ceilDiv(g.maxModelLen, g.blockSize);
-            if (grp.kind == LayerKind::Sliding)
-                blocks = std::min(
-                    blocks, ceilDiv(std::min(grp.window - 1 + g.maxNumBatchedTokens, g.maxModelLen),
-                                    g.blockSize) +
-                                1);
-            budget = satAdd(budget, satMul(grp.layers, satMul(satMul(blocks, g.blockSize),
-                                                              grp.bytesPerTokenPerGpu)));
-        }
-        const double pool =
-            static_cast<double>(r.numGpuBlocks) * static_cast<double>(r.pageBytesPerGpu);
-        r.maxConcurrency = budget > 0 ? pool / static_cast<double>(budget) : 0.0;
-    } else {
+    if (p.blockSize > 0 && p.groupError.empty()) {
+        fillPaged(p, s, r);
+    } else if (p.blockSize == 0) {
         r.gpuKvCacheTokens =
-            g.bytesPerTokenPerGpu > 0 ? g.availableKvBytes / g.bytesPerTokenPerGpu : 0;
-        const PointBytes atMax = pointBytes(g, g.maxModelLen);
-        r.maxConcurrency = atMax.perRequestPerGpu > 0
-                               ? static_cast<double>(g.availableKvBytes) /
-                                     static_cast<double>(atMax.perRequestPerGpu)
-                               : 0.0;
+            r.kvBytesPerTokenPerGpu > 0 ? st.availableKvBytes / r.kvBytesPerTokenPerGpu : 0;
+        const UnpagedBytes atMax = unpagedBytes(p, st, p.maxModelLen);
+        r.stateBytesPerRequest = unpagedBytes(p, st, s.workload.context).state;
+        r.maxConcurrency = atMax.perRequest > 0 ? static_cast<double>(st.availableKvBytes) /
+                                                      static_cast<double>(atMax.perRequest)
+                                                : 0.0;
     }
-    r.maxRequestsAtContext = requestsThatFit(g.availableKvBytes, p.perRequestPerGpu,
-                                             p.sharedPerRequestPerGpu, g.sharingRequests);
-    r.kvBytesAtMaxRequests = bytesForRequests(r.maxRequestsAtContext, p.perRequestPerGpu,
-                                              p.sharedPerRequestPerGpu, g.sharingRequests);
+    r.maxRequestsAtContext = requestsThatFit(c.pool, c.units, c.sharedUnits, p.sharingRequests);
+    r.kvBytesAtMaxRequests =
+        satMul(unitsForRequests(r.maxRequestsAtContext, c.units, c.sharedUnits, p.sharingRequests),
+               c.bytesPerUnit);
 
-    // Warnings: what vLLM would refuse or what the numbers assume.
-    const std::int64_t ctx = s.workload.context;
-    if (ctx > s.model.maxContext)
-        r.warnings.push_back("context " + withThousands(ctx) + " exceeds " + s.model.name +
-                             "'s max position embeddings (" + withThousands(s.model.maxContext) +
-                             ")");
-    if (s.workload.maxModelLen > 0 && ctx > s.workload.maxModelLen)
-        r.warnings.push_back("context " + withThousands(ctx) + " exceeds the max model length (" +
-                             withThousands(s.workload.maxModelLen) + "); vLLM would reject it");
-    const int tp = g.tp;
-    const int nonMla = s.model.numLayers() - s.model.countLayers(LayerKind::Mla);
-    if (nonMla > 0 && tp > 1 && r.kv.kvHeads % tp != 0 && tp % r.kv.kvHeads != 0)
-        r.warnings.push_back(std::to_string(r.kv.kvHeads) + " KV heads cannot be split over " +
-                             std::to_string(tp) + " GPUs (vLLM needs one to divide the other)");
-    if (tp > 1 && s.model.qHeads % tp != 0)
-        r.warnings.push_back(std::to_string(s.model.qHeads) + " query heads are not divisible by " +
-                             std::to_string(tp) +
-                             " GPUs; vLLM would refuse this tensor parallel size");
-    if (s.levers.prefix.enabled && g.blockSize == 0)
-        r.warnings.push_back(
-            "prefix sharing needs paging: with contiguous reservation nothing is shared");
-    else if (s.levers.prefix.enabled && g.blockSize > 0 &&
-             s.levers.prefix.sharedTokens < g.blockSize)
-        r.warnings.push_back("a prefix shorter than one block shares nothing (full blocks only)");
-    if (r.kvBytesPerRequest == kInt64Max)
-        r.warnings.push_back("bytes per request exceed 8 EiB and are shown saturated");
+    addWarnings(s, p, r);
 
-    if (!s.hardware.kvMemoryBytes && g.availableKvBytes == 0)
-        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) +
-                  " per GPU) plus reserves exceed the " + formatBytes(r.requestedBytes) +
-                  " requested on " + s.hardware.gpu.name + ": no memory is left for the KV cache";
-    else if (r.maxRequestsAtContext == 0)
-        r.error = "one request of " + withThousands(ctx) + " tokens needs " +
+    if (!p.groupError.empty()) {
+        r.refused = true;
+        r.error = p.groupError;
+    } else if (!s.hardware.kvMemoryBytes && st.availableKvBytes == 0) {
+        r.refused = true;
+        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) + " per GPU) plus reserves " +
+                  "exceed the " + formatBytes(r.requestedBytes) + " requested on " +
+                  s.hardware.gpu.name + ": no memory is left for the KV cache";
+    } else if (p.blockSize > 0) {
+        checkEnoughMemory(p, r);
+    }
+    if (r.error.empty() && r.maxRequestsAtContext == 0)
+        r.error = "one request of " + withThousands(s.workload.context) + " tokens needs " +
                   formatBytes(r.kvBytesPerRequestPerGpu) + " per GPU but only " +
-                  formatBytes(g.availableKvBytes) + " is available for the KV cache";
+                  formatBytes(st.availableKvBytes) + " is available for the KV cache";
     return r;
 }
 
@@ -427,7 +809,7 @@ std::vector<LadderStep> computeLadder(const Scenario& s) {
             break;
         case LadderStepId::Paging:
             st.applied = lv.paging.enabled;
-            st.label = lv.paging.enabled ? "+paging " + std::to_string(lv.paging.blockSize)
+            st.label = lv.paging.enabled ? "+paging " + std::to_string(st.result.blockSize)
                                          : "+paging (off)";
             break;
         case LadderStepId::Prefix: {
@@ -479,7 +861,7 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     out.contexts = sweepContexts(upper, pointsPerOctave);
     const std::array ids{LadderStepId::Baseline, LadderStepId::Attention,
                          LadderStepId::Quantization, LadderStepId::Paging, LadderStepId::Prefix};
-    // Labels and 'applied' come from the ladder; the points from the fast path.
+    // Labels and 'applied' come from the ladder; the points from the plan.
     const auto ladder = computeLadder(s);
     for (std::size_t k = 0; k < ids.size(); ++k) {
         Curve c;
@@ -487,20 +869,20 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
         c.label = ladder[k].label;
         c.applied = ladder[k].applied;
         c.isCurrent = k + 1 == ids.size();
-        const Geometry g = buildGeometry(ladder[k].scenario);
+        const Plan p = buildPlan(ladder[k].scenario);
         c.bytesPerRequestPerGpu.reserve(out.contexts.size());
         c.bytesPerRequest.reserve(out.contexts.size());
         c.maxRequests.reserve(out.contexts.size());
         for (const std::int64_t t : out.contexts) {
-            const PointBytes p = pointBytes(g, t);
-            c.bytesPerRequestPerGpu.push_back(static_cast<double>(p.perRequestPerGpu));
-            c.bytesPerRequest.push_back(static_cast<double>(satMul(p.perRequestPerGpu, g.tp)));
-            c.maxRequests.push_back(
-                static_cast<double>(requestsThatFit(g.availableKvBytes, p.perRequestPerGpu,
-                                                    p.sharedPerRequestPerGpu, g.sharingRequests)));
+            const PointCost pc = pointCost(p, t);
+            const std::int64_t perGpu = satMul(pc.units, pc.bytesPerUnit);
+            c.bytesPerRequestPerGpu.push_back(static_cast<double>(perGpu));
+            c.bytesPerRequest.push_back(static_cast<double>(satMul(perGpu, satMul(p.tp, p.pp))));
+            c.maxRequests.push_back(static_cast<double>(
+                requestsThatFit(pc.pool, pc.units, pc.sharedUnits, p.sharingRequests)));
         }
         if (c.isCurrent)
-            out.availableKvBytes = g.availableKvBytes;
+            out.availableKvBytes = limitingStage(p).availableKvBytes;
         out.curves.push_back(std::move(c));
     }
     return out;
@@ -509,9 +891,10 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
 std::int64_t kvBytesForRequests(const Scenario& s, std::int64_t count) {
     if (count <= 0 || s.validate())
         return 0;
-    const Geometry g = buildGeometry(s);
-    const PointBytes p = pointBytes(g, s.workload.context);
-    return bytesForRequests(count, p.perRequestPerGpu, p.sharedPerRequestPerGpu, g.sharingRequests);
+    const Plan p = buildPlan(s);
+    const PointCost c = pointCost(p, s.workload.context);
+    return satMul(unitsForRequests(count, c.units, c.sharedUnits, p.sharingRequests),
+                  c.bytesPerUnit);
 }
 
 GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
@@ -520,21 +903,19 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
         return out;
     Scenario one = s;
     one.hardware.gpuCount = 1;
+    one.hardware.pipelineParallel = 1;
     one.hardware.kvMemoryBytes.reset();
-    const Geometry g = buildGeometry(one);
-    const PointBytes p = pointBytes(g, s.workload.context);
     const EffectiveKv kv = effectiveKv(one);
     out.weightsBytes = weightsTotal(one, kv.format, kv.kvHeads);
-    out.kvBytes = bytesForRequests(targetRequests, p.perRequestPerGpu, p.sharedPerRequestPerGpu,
-                                   g.sharingRequests);
+    out.kvBytes = kvBytesForRequests(one, targetRequests);
     out.totalBytes = satAdd(out.weightsBytes, out.kvBytes);
-    const std::int64_t perGpuBudget =
-        requestedBytes(s.hardware) - s.hardware.activationBytes - s.hardware.overheadBytes;
-    if (perGpuBudget <= 0)
+    const std::int64_t perGpuBudget = satSub(
+        satSub(requestedBytes(s.hardware), s.hardware.activationBytes), s.hardware.overheadBytes);
+    if (perGpuBudget <= 0 || out.totalBytes == kInt64Max)
         return out;
     // Pooled memory: weights and KV split evenly over n GPUs.
     for (int n = 1; n <= kMaxGpus; ++n) {
-        if (ceilDiv(out.weightsBytes, n) + ceilDiv(out.kvBytes, n) <= perGpuBudget) {
+        if (satAdd(ceilDiv(out.weightsBytes, n), ceilDiv(out.kvBytes, n)) <= perGpuBudget) {
             out.gpus = n;
             break;
         }

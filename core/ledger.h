@@ -2,6 +2,7 @@
 // The KV ledger: bytes per token, per request, the pool, vLLM's block and concurrency
 // figures, the lever ladder and the context sweeps. Pure functions of a Scenario.
 
+#include "kv_cache.h"
 #include "scenario.h"
 
 #include <cstdint>
@@ -19,13 +20,35 @@ struct EffectiveKv {
 };
 EffectiveKv effectiveKv(const Scenario& s);
 
+// Layers of one kind and window, as the model has them (the JSON's layer_groups).
 struct LayerGroupUsage {
     LayerKind kind = LayerKind::Full;
-    std::int64_t window = 0;
+    std::int64_t window = 0; // sliding W or chunked C
     int layers = 0;
-    std::int64_t bytesPerTokenPerLayerPerGpu = 0;
-    std::int64_t blocksPerRequest = 0;     // per layer, paged; 0 when unpaged
-    std::int64_t tokensHeldPerRequest = 0; // per layer
+    std::int64_t bytesPerTokenPerLayerPerGpu = 0; // 0 for state layers
+    std::int64_t stateBytesPerLayerPerGpu = 0;    // state layers: conv + SSM state, one request
+    std::int64_t blocksPerRequest = 0;            // per layer, paged; 0 when unpaged
+    std::int64_t tokensHeldPerRequest = 0;        // per layer
+};
+
+// One of vLLM's KV cache groups on the limiting worker (the JSON's kv_cache_groups).
+struct KvCacheGroupUsage {
+    SpecType type = SpecType::FullAttention;
+    std::int64_t window = 0; // sliding W, chunked C, or the remembered window of a promoted layer
+    int layers = 0;          // real layers on this worker
+    int paddingSlots = 0;    // empty slots up to the pool's group size
+    bool uniformType = false;
+    int blockSize = 0;
+    std::int64_t pageBytes = 0;       // one layer's page (uniform type: the sum over its layers)
+    std::int64_t realPageBytes = 0;   // before padding
+    std::int64_t admissionBlocks = 0; // blocks one max_model_len request is admitted with
+    std::int64_t blocksAtContext = 0; // blocks a request of the scenario's context holds
+    std::int64_t sharedBlocksAtContext = 0; // of those, full prefix blocks shared
+};
+
+// Count per layer kind (the JSON's layer_mix).
+struct LayerMix {
+    int full = 0, sliding = 0, chunked = 0, mla = 0, state = 0, none = 0;
 };
 
 struct LedgerResult {
@@ -57,8 +80,26 @@ struct LedgerResult {
     std::int64_t maxRequestsAtContext = 0; // whole requests of this context that fit
     std::int64_t kvBytesAtMaxRequests = 0; // per GPU, what those requests take
 
+    // vLLM v1: KV cache groups over one block pool (paged only).
+    LayerMix layerMix;
+    std::vector<KvCacheGroupUsage> kvCacheGroups;
+    std::int64_t bytesPerBlock = 0;    // per GPU, one pool block across a group's layers
+    std::int64_t blocksPerRequest = 0; // pool blocks one max_model_len request is admitted with
+    std::int64_t blocksPerRequestAtContext = 0; // pool blocks a request of `context` holds
+    std::int64_t gpuKvCacheTokensLegacy = 0;    // older vLLM: num_blocks // groups x min block size
+    std::int64_t stateBytesPerRequest = 0; // per GPU: Mamba / linear-attention state (with padding)
+    std::int64_t paddingBytesPerRequest = 0; // per GPU: padding slots and padded pages
+    std::int64_t inFlightTokens = 0;         // max_in_flight_tokens in the sliding/chunked budgets
+    std::int64_t estimatedMaxModelLen = 0;   // with a refusal: vLLM's binary-search estimate
+    bool hybridKvCacheManagerDisabled = false; // sliding / chunked layers counted as full
+    int pipelineStages = 1;
+    int limitingStage = 0; // the PP stage with the fewest blocks (the per-GPU figures are its)
+    std::string capacityLogLine;    // "GPU KV cache size: N tokens, Maximum concurrency for ..."
+    std::vector<std::string> notes; // vLLM's own notes: padding layers, forced block size
+
     std::vector<std::string> warnings; // e.g. context beyond max position embeddings
     std::string error;                 // non-empty when the scenario cannot run (does not fit)
+    bool refused = false; // `error` is vLLM's own refusal to start (a result, not bad input)
 };
 
 LedgerResult computeLedger(const Scenario& s);

@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <algorithm>
 #include <array>
 
 namespace kvl::core {
@@ -19,15 +20,44 @@ std::string_view layerKindName(LayerKind kind) {
         return "full";
     case LayerKind::Sliding:
         return "sliding";
+    case LayerKind::Chunked:
+        return "chunked";
     case LayerKind::Mla:
         return "mla";
+    case LayerKind::State:
+        return "state";
+    case LayerKind::None:
+        return "none";
     }
     return "full";
 }
 
 std::optional<LayerKind> parseLayerKind(std::string_view name) {
-    for (const LayerKind k : {LayerKind::Full, LayerKind::Sliding, LayerKind::Mla})
+    for (const LayerKind k : {LayerKind::Full, LayerKind::Sliding, LayerKind::Chunked,
+                              LayerKind::Mla, LayerKind::State, LayerKind::None})
         if (layerKindName(k) == name)
+            return k;
+    return std::nullopt;
+}
+
+std::string_view stateKindName(StateKind kind) {
+    switch (kind) {
+    case StateKind::Mamba1:
+        return "mamba1";
+    case StateKind::Mamba2:
+        return "mamba2";
+    case StateKind::GatedDeltaNet:
+        return "gated_delta_net";
+    case StateKind::ShortConv:
+        return "short_conv";
+    }
+    return "mamba2";
+}
+
+std::optional<StateKind> parseStateKind(std::string_view name) {
+    for (const StateKind k :
+         {StateKind::Mamba1, StateKind::Mamba2, StateKind::GatedDeltaNet, StateKind::ShortConv})
+        if (stateKindName(k) == name)
             return k;
     return std::nullopt;
 }
@@ -48,6 +78,8 @@ std::optional<WeightDtype> parseWeightDtype(std::string_view name) {
         return WeightDtype::Fp32;
     if (name == "fp8_e4m3")
         return WeightDtype::Fp8;
+    if (name == "mxfp4" || name == "nvfp4")
+        return WeightDtype::Fp4;
     return std::nullopt;
 }
 
@@ -64,6 +96,9 @@ std::int64_t weightBytes(std::int64_t params, WeightDtype dtype) {
     case WeightDtype::Int4:
         // Two weights per byte, plus fp16 scale + fp16 zero per group of 128 (4.25 bits).
         return (params + 1) / 2 + (params + 127) / 128 * 4;
+    case WeightDtype::Fp4:
+        // OCP MX FP4: two weights per byte, one E8M0 scale per block of 32.
+        return (params + 1) / 2 + (params + 31) / 32;
     }
     return params * 2;
 }
@@ -84,16 +119,117 @@ std::int64_t ModelSpec::slidingWindow() const {
 
 std::string ModelSpec::geometrySummary() const {
     std::string s = num(numLayers()) + " layers";
-    const int sliding = countLayers(LayerKind::Sliding);
     const int mla = countLayers(LayerKind::Mla);
+    const int attention = countLayers(LayerKind::Full) + countLayers(LayerKind::Sliding) +
+                          countLayers(LayerKind::Chunked);
     if (mla > 0)
         s += ", MLA latent " + num(kvLoraRank) + "+" + num(qkRopeHeadDim);
-    if (mla < numLayers())
+    if (attention > 0) {
         s += ", " + num(qHeads) + " q / " + num(kvHeads) + " KV heads, head_dim " + num(headDim);
-    if (sliding > 0)
-        s += ", " + num(sliding) + " sliding (" + num(slidingWindow()) + ")";
+        if (headDimV > 0 && headDimV != headDim)
+            s += " (v " + num(headDimV) + ")";
+    }
+    if (numLayers() != attention + mla || countLayers(LayerKind::Sliding) > 0 ||
+        countLayers(LayerKind::Chunked) > 0)
+        s += "; " + layerMixSummary();
     return s;
 }
+
+std::string ModelSpec::layerMixSummary() const {
+    // Counted per kind and, for windows, per size: "10 full + 50 sliding (1024)".
+    struct Entry {
+        LayerKind kind;
+        std::int64_t window;
+        int count;
+    };
+    std::vector<Entry> entries;
+    for (const auto& l : layers) {
+        const std::int64_t w =
+            (l.kind == LayerKind::Sliding || l.kind == LayerKind::Chunked) ? l.window : 0;
+        auto it = std::find_if(entries.begin(), entries.end(),
+                               [&](const Entry& e) { return e.kind == l.kind && e.window == w; });
+        if (it == entries.end())
+            entries.push_back({l.kind, w, 1});
+        else
+            ++it->count;
+    }
+    std::string s;
+    for (const auto& e : entries) {
+        if (!s.empty())
+            s += " + ";
+        s += num(e.count) + " " + std::string(layerKindName(e.kind));
+        if (e.window > 0)
+            s += " (" + num(e.window) + ")";
+        if (e.kind == LayerKind::State && state)
+            s += " (" + std::string(stateKindName(state->kind)) + ")";
+    }
+    return s;
+}
+
+namespace {
+
+std::optional<std::string> checkRange(const std::string& who, const char* field, std::int64_t v,
+                                      std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi)
+        return who + ": " + field + " must be between " + num(lo) + " and " + num(hi) + ", got " +
+               num(v);
+    return std::nullopt;
+}
+
+std::optional<std::string> validateState(const std::string& who, const StateSpec& st) {
+    const std::string w = who + ": state";
+    switch (st.kind) {
+    case StateKind::Mamba1:
+        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
+            return e;
+        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
+            return e;
+        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+    case StateKind::Mamba2:
+        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
+            return e;
+        if (auto e = checkRange(w, "num_heads", st.numHeads, 1, kMaxHeads))
+            return e;
+        if (auto e = checkRange(w, "head_dim", st.headDim, 1, kMaxHeadDim))
+            return e;
+        if (auto e = checkRange(w, "n_groups", st.nGroups, 1, kMaxHeads))
+            return e;
+        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
+            return e;
+        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+    case StateKind::GatedDeltaNet:
+        if (auto e = checkRange(w, "num_key_heads", st.numKeyHeads, 1, kMaxHeads))
+            return e;
+        if (auto e = checkRange(w, "num_value_heads", st.numValueHeads, 1, kMaxHeads))
+            return e;
+        if (auto e = checkRange(w, "key_head_dim", st.keyHeadDim, 1, kMaxHeadDim))
+            return e;
+        if (auto e = checkRange(w, "value_head_dim", st.valueHeadDim, 1, kMaxHeadDim))
+            return e;
+        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+    case StateKind::ShortConv:
+        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
+            return e;
+        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> validateHeads(const std::string& who, int qHeads, int kvHeads,
+                                         const char* what) {
+    if (kvHeads < 1 || kvHeads > kMaxHeads)
+        return who + ": " + what + " must be between 1 and " + num(kMaxHeads) + ", got " +
+               num(kvHeads);
+    if (kvHeads > qHeads)
+        return who + ": " + what + " (" + num(kvHeads) + ") exceeds num_q_heads (" + num(qHeads) +
+               ")";
+    if (qHeads % kvHeads != 0)
+        return who + ": num_q_heads (" + num(qHeads) + ") is not divisible by " + what + " (" +
+               num(kvHeads) + ")";
+    return std::nullopt;
+}
+
+} // namespace
 
 std::optional<std::string> ModelSpec::validate() const {
     const std::string who = id.empty() ? std::string("model") : "model '" + id + "'";
@@ -101,41 +237,70 @@ std::optional<std::string> ModelSpec::validate() const {
         return who + ": num_layers must be at least 1";
     if (numLayers() > kMaxLayers)
         return who + ": num_layers " + num(numLayers()) + " exceeds " + num(kMaxLayers);
-    const bool needsHeads = countLayers(LayerKind::Mla) < numLayers();
     if (qHeads < 1 || qHeads > kMaxHeads)
         return who + ": num_q_heads must be between 1 and " + num(kMaxHeads) + ", got " +
                num(qHeads);
-    if (needsHeads) {
-        if (kvHeads < 1 || kvHeads > kMaxHeads)
-            return who + ": num_kv_heads must be between 1 and " + num(kMaxHeads) + ", got " +
-                   num(kvHeads);
-        if (kvHeads > qHeads)
-            return who + ": num_kv_heads (" + num(kvHeads) + ") exceeds num_q_heads (" +
-                   num(qHeads) + ")";
-        if (qHeads % kvHeads != 0)
-            return who + ": num_q_heads (" + num(qHeads) + ") is not divisible by num_kv_heads (" +
-                   num(kvHeads) + ")";
-        if (headDim < 1 || headDim > kMaxHeadDim)
-            return who + ": head_dim must be between 1 and " + num(kMaxHeadDim) + ", got " +
-                   num(headDim);
+    const int attention = countLayers(LayerKind::Full) + countLayers(LayerKind::Sliding) +
+                          countLayers(LayerKind::Chunked);
+    if (attention > 0) {
+        if (auto e = validateHeads(who, qHeads, kvHeads, "num_kv_heads"))
+            return e;
+        if (auto e = checkRange(who, "head_dim", headDim, 1, kMaxHeadDim))
+            return e;
+        if (auto e = checkRange(who, "head_dim_v", headDimV, 0, kMaxHeadDim))
+            return e;
     }
     if (isMla()) {
-        if (kvLoraRank < 1 || kvLoraRank > kMaxHeadDim)
-            return who + ": kv_lora_rank must be between 1 and " + num(kMaxHeadDim) + ", got " +
-                   num(kvLoraRank);
-        if (qkRopeHeadDim < 0 || qkRopeHeadDim > kMaxHeadDim)
-            return who + ": qk_rope_head_dim must be between 0 and " + num(kMaxHeadDim) + ", got " +
-                   num(qkRopeHeadDim);
+        if (auto e = checkRange(who, "kv_lora_rank", kvLoraRank, 1, kMaxHeadDim))
+            return e;
+        if (auto e = checkRange(who, "qk_rope_head_dim", qkRopeHeadDim, 0, kMaxHeadDim))
+            return e;
     }
-    for (const auto& l : layers)
-        if (l.kind == LayerKind::Sliding && (l.window < 1 || l.window > kMaxContext))
-            return who + ": sliding_window must be between 1 and " + num(kMaxContext) + ", got " +
-                   num(l.window);
-    if (params < 0 || params > kMaxParams)
-        return who + ": params must be between 0 and " + num(kMaxParams) + ", got " + num(params);
-    if (maxContext < 1 || maxContext > kMaxContext)
-        return who + ": max_context must be between 1 and " + num(kMaxContext) + ", got " +
-               num(maxContext);
+    for (const auto& l : layers) {
+        if (l.kind == LayerKind::Sliding || l.kind == LayerKind::Chunked) {
+            const char* field =
+                l.kind == LayerKind::Sliding ? "sliding_window" : "attention_chunk_size";
+            if (auto e = checkRange(who, field, l.window, 1, kMaxContext))
+                return e;
+        }
+        if (l.kind == LayerKind::Full || l.kind == LayerKind::Sliding ||
+            l.kind == LayerKind::Chunked) {
+            if (l.kvHeads != 0)
+                if (auto e = validateHeads(who, qHeads, l.kvHeads, "a layer's num_kv_heads"))
+                    return e;
+            if (auto e = checkRange(who, "a layer's head_dim", l.headDim, 0, kMaxHeadDim))
+                return e;
+            if (auto e = checkRange(who, "a layer's head_dim_v", l.headDimV, 0, kMaxHeadDim))
+                return e;
+        }
+    }
+    if (countLayers(LayerKind::State) > 0) {
+        if (!state)
+            return who + ": state layers need the state geometry (mamba or linear attention "
+                         "fields)";
+        if (auto e = validateState(who, *state))
+            return e;
+    }
+    if (auto e = checkRange(who, "params", params, 0, kMaxParams))
+        return e;
+    if (auto e = checkRange(who, "max_context", maxContext, 1, kMaxContext))
+        return e;
+    if (auto e = checkRange(who, "hidden_size", hiddenSize, 0, kMaxWidth))
+        return e;
+    if (auto e = checkRange(who, "intermediate_size", intermediateSize, 0, kMaxWidth))
+        return e;
+    if (auto e = checkRange(who, "moe_intermediate_size", moeIntermediateSize, 0, kMaxWidth))
+        return e;
+    if (auto e = checkRange(who, "vocab_size", vocabSize, 0, kMaxWidth))
+        return e;
+    if (auto e = checkRange(who, "num_experts", numExperts, 0, kMaxExperts))
+        return e;
+    if (auto e = checkRange(who, "experts_per_token", expertsPerToken, 0, numExperts))
+        return e;
+    if (auto e = checkRange(who, "num_shared_experts", numSharedExperts, 0, kMaxExperts))
+        return e;
+    if (auto e = checkRange(who, "first_dense_layers", firstDenseLayers, 0, numLayers()))
+        return e;
     return std::nullopt;
 }
 

@@ -37,8 +37,9 @@ std::optional<std::string> Scenario::validate() const {
         if (auto e = core::validate(levers.quant.format, dim))
             return "kv format: " + *e;
     }
-    if (levers.paging.enabled && (levers.paging.blockSize < 1 || levers.paging.blockSize > 1 << 20))
-        return "block size must be between 1 and 1048576, got " + num(levers.paging.blockSize);
+    if (levers.paging.enabled && (levers.paging.blockSize < 0 || levers.paging.blockSize > 1 << 20))
+        return "block size must be between 1 and 1048576 (0 = vLLM's choice), got " +
+               num(levers.paging.blockSize);
     if (levers.prefix.enabled) {
         if (levers.prefix.sharedTokens < 0 || levers.prefix.sharedTokens > kMaxContext)
             return "prefix tokens must be between 0 and " + num(kMaxContext) + ", got " +
@@ -53,6 +54,17 @@ std::optional<std::string> Scenario::validate() const {
                num(h.gpu.memoryBytes);
     if (h.gpuCount < 1 || h.gpuCount > 4096)
         return "tp (GPU count) must be between 1 and 4096, got " + num(h.gpuCount);
+    if (h.pipelineParallel < 1 || h.pipelineParallel > 4096)
+        return "pipeline parallel size must be between 1 and 4096, got " + num(h.pipelineParallel);
+    if (h.pipelineParallel > model.numLayers())
+        return "pipeline parallel size " + num(h.pipelineParallel) + " exceeds the model's " +
+               num(model.numLayers()) + " layers";
+    if (h.dataParallel < 1 || h.dataParallel > 4096)
+        return "data parallel size must be between 1 and 4096, got " + num(h.dataParallel);
+    if (h.decodeContextParallel < 1 || h.decodeContextParallel > h.gpuCount ||
+        h.gpuCount % h.decodeContextParallel != 0)
+        return "decode context parallel size must divide the tensor parallel size " +
+               num(h.gpuCount) + ", got " + num(h.decodeContextParallel);
     if (!(h.memoryUtilization > 0.0 && h.memoryUtilization <= 1.0))
         return "gpu memory utilization must be in (0, 1], got " +
                std::to_string(h.memoryUtilization);
@@ -69,9 +81,12 @@ std::optional<std::string> Scenario::validate() const {
     if (w.maxModelLen < 0 || w.maxModelLen > kMaxContext)
         return "max model length must be between 1 and " + num(kMaxContext) + ", got " +
                num(w.maxModelLen);
-    if (w.maxNumBatchedTokens < 1 || w.maxNumBatchedTokens > kMaxContext)
-        return "max batched tokens must be between 1 and " + num(kMaxContext) + ", got " +
-               num(w.maxNumBatchedTokens);
+    if (w.maxNumBatchedTokens < 0 || w.maxNumBatchedTokens > kMaxContext)
+        return "max batched tokens must be between 1 and " + num(kMaxContext) +
+               " (0 = vLLM's default), got " + num(w.maxNumBatchedTokens);
+    if (engine.maxNumSeqs < 0 || engine.maxNumSeqs > kMaxRequests)
+        return "max num seqs must be between 1 and " + num(kMaxRequests) +
+               " (0 = vLLM's default), got " + num(engine.maxNumSeqs);
     if (w.targetRequests < 0 || w.targetRequests > kMaxRequests)
         return "target requests must be between 0 and " + num(kMaxRequests) + ", got " +
                num(w.targetRequests);

@@ -28,7 +28,9 @@ struct QuantLever {
 
 struct PagingLever {
     bool enabled = true; // off: every request reserves max_model_len contiguously
-    int blockSize = 16;  // vLLM's default
+    // Tokens per block. 0 = vLLM's choice: 16, or what the attention backend forces (FlashMLA
+    // 64, CUTLASS MLA 128), or the block aligned to the Mamba state for hybrids.
+    int blockSize = 0;
     friend bool operator==(const PagingLever&, const PagingLever&) = default;
 };
 
@@ -54,13 +56,21 @@ struct GpuSpec {
     std::int64_t memoryBytes = 0; // as the driver reports it (torch total_memory)
     double bandwidthGBs = 0;      // HBM bandwidth, decimal GB/s, datasheet
     std::string memoryType;
+    int computeCapability = 0; // 80, 90, 100, ... (NVIDIA); 0 = not NVIDIA or unknown
+    double bf16Tflops = 0;     // dense tensor-core BF16 TFLOP/s, datasheet
+    double fp8Tflops = 0;      // dense FP8 TFLOP/s, datasheet; 0 = no FP8 tensor cores
+    std::string source;        // where the figures come from
     friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
 struct Hardware {
     GpuSpec gpu;
-    int gpuCount = 1; // tensor parallel size
-    double memoryUtilization = 0.9;
+    int gpuCount = 1;              // tensor parallel size (--tensor-parallel-size)
+    int pipelineParallel = 1;      // --pipeline-parallel-size: layers split over stages
+    int dataParallel = 1;          // --data-parallel-size: independent replicas
+    bool expertParallel = false;   // --enable-expert-parallel: experts split over TP x DP
+    int decodeContextParallel = 1; // --decode-context-parallel-size: KV split along tokens
+    double memoryUtilization = 0.92; // vLLM's default gpu_memory_utilization (config/cache.py)
     // vLLM's profiled peak for Llama-3.1-8B on an H100 (REFERENCE.md 2): 4.76 GiB activation,
     // 0.13 GiB non-torch memory. Per GPU; edit for other models.
     std::int64_t activationBytes = 5'110'975'201; // 4.76 GiB
@@ -71,11 +81,27 @@ struct Hardware {
 };
 
 struct Workload {
-    std::int64_t context = 4096;             // tokens per request
-    std::int64_t maxModelLen = 0;            // 0 = the model's max context
-    std::int64_t maxNumBatchedTokens = 8192; // vLLM scheduler budget (sliding-window slack)
-    std::int64_t targetRequests = 0;         // for gpus_needed; 0 = not asked
+    std::int64_t context = 4096;  // tokens per request
+    std::int64_t maxModelLen = 0; // 0 = the model's max context
+    // vLLM's scheduler budget per step (--max-num-batched-tokens); 0 = vLLM's default for the
+    // GPU. It sets the in-flight tokens of sliding and chunked layers.
+    std::int64_t maxNumBatchedTokens = 0;
+    std::int64_t targetRequests = 0; // for gpus_needed; 0 = not asked
     friend bool operator==(const Workload&, const Workload&) = default;
+};
+
+// How vLLM keeps Mamba state for prefix caching (vllm/config/cache.py, mamba_cache_mode):
+// none keeps one state per request, align one more at block boundaries, all one per block.
+enum class MambaCacheMode : std::uint8_t { Auto, None, Align, All };
+
+// vLLM engine flags that change the accounting.
+struct EngineOptions {
+    bool disableHybridKvCacheManager = false;             // --disable-hybrid-kv-cache-manager
+    bool asyncScheduling = true;                          // --async-scheduling (vLLM's default: on)
+    std::int64_t maxNumSeqs = 0;                          // --max-num-seqs; 0 = vLLM's default
+    MambaCacheMode mambaCacheMode = MambaCacheMode::Auto; // --mamba-cache-mode
+    std::optional<KvDtype> mambaSsmCacheDtype;            // --mamba-ssm-cache-dtype
+    friend bool operator==(const EngineOptions&, const EngineOptions&) = default;
 };
 
 struct Scenario {
@@ -83,6 +109,7 @@ struct Scenario {
     Levers levers;
     Hardware hardware;
     Workload workload;
+    EngineOptions engine;
 
     std::int64_t effectiveMaxModelLen() const {
         return workload.maxModelLen > 0 ? workload.maxModelLen : model.maxContext;

@@ -260,7 +260,9 @@ void TestCore::pagingRounding() {
     QCOMPARE(r.groups.size(), std::size_t(1));
     QCOMPARE(r.groups[0].blocksPerRequest, blocks);
     QCOMPARE(r.kvBytesPerRequest, blocks * block * 131072);
-    QCOMPARE(r.maxRequestsAtContext, r.availableKvBytes / r.kvBytesPerRequestPerGpu);
+    // vLLM's BlockPool keeps block 0 as the null block: requests share the other blocks.
+    QCOMPARE(r.numGpuBlocks, r.availableKvBytes / r.bytesPerBlock);
+    QCOMPARE(r.maxRequestsAtContext, (r.numGpuBlocks - 1) / blocks);
 }
 
 void TestCore::contiguousReservesMaxLength() {
@@ -298,7 +300,7 @@ void TestCore::prefixSharing() {
     const qint64 block = 16 * 131072;
     QCOMPARE(r.sharedBytesPerRequestPerGpu, sharedBlocks * block);
     const qint64 per = (context + 15) / 16 * block;
-    const qint64 pool = r.availableKvBytes;
+    const qint64 pool = (r.numGpuBlocks - 1) * block; // block 0 is vLLM's null block
     // First request pays in full; every later one pays only its unshared blocks.
     const qint64 expected = pool < per ? 0 : 1 + (pool - per) / (per - sharedBlocks * block);
     QCOMPARE(r.maxRequestsAtContext, expected);
@@ -376,8 +378,8 @@ void TestCore::gpusNeededSeed() {
     QCOMPARE(need.kvBytes, 10 * 8192 * kvPerToken);
     QCOMPARE(need.weightsBytes, weightBytes(70'000'000'000LL, static_cast<WeightDtype>(weights)));
     // One GPU fewer must not hold it.
-    const qint64 budget = static_cast<qint64>(85017821184.0 * 0.9) - s.hardware.activationBytes -
-                          s.hardware.overheadBytes;
+    const qint64 budget = static_cast<qint64>(85017821184.0 * s.hardware.memoryUtilization) -
+                          s.hardware.activationBytes - s.hardware.overheadBytes;
     QVERIFY((need.totalBytes + gpus - 2) / (gpus - 1) > budget);
     QVERIFY(need.tensorParallel >= need.gpus);
     QCOMPARE(64 % need.tensorParallel, 0);
@@ -518,7 +520,7 @@ void TestCore::validation() {
         s.levers.attention = {true, AttentionMode::Gqa, 5};
         break;
     case 5:
-        s.levers.paging.blockSize = 0;
+        s.levers.paging.blockSize = -1; // 0 is vLLM's choice
         break;
     case 6:
         s.hardware.memoryUtilization = 1.5;
