@@ -1,5 +1,6 @@
 #include "ledger.h"
 
+#include "deployment.h"
 #include "engine.h"
 #include "units.h"
 
@@ -81,22 +82,6 @@ std::int64_t requestedBytes(const Hardware& h) {
     return static_cast<std::int64_t>(static_cast<double>(h.gpu.memoryBytes) * h.memoryUtilization);
 }
 
-// vllm/distributed/utils.py get_pp_indices: L // PP layers per stage, the remainder given one
-// each to the stages before the last (the last stage also holds the LM head).
-std::vector<std::pair<int, int>> stageRanges(int layers, int pp) {
-    std::vector<int> counts(static_cast<std::size_t>(pp), layers / pp);
-    const int remaining = layers % pp;
-    for (int i = 2; i < remaining + 2; ++i)
-        ++counts[static_cast<std::size_t>(pp - i)];
-    std::vector<std::pair<int, int>> out;
-    int start = 0;
-    for (int c : counts) {
-        out.emplace_back(start, start + c);
-        start += c;
-    }
-    return out;
-}
-
 // What one layer keeps per token (attention, MLA) or per request (state), on one GPU.
 struct LayerBytes {
     LayerKind kind = LayerKind::Full;
@@ -137,6 +122,8 @@ struct Plan {
     std::int64_t prefixTokens = 0;    // 0 = no sharing
     std::int64_t sharingRequests = 0; // 0 = all
     std::int64_t weightsTotal = 0;
+    std::int64_t activationBytes = 0, overheadBytes = 0; // per GPU, used
+    bool reservesEstimated = false;
     CacheGroups groups; // whole model (paged)
     std::vector<StagePlan> stages;
     int limiting = 0;           // stage index with the fewest blocks (or least memory unpaged)
@@ -265,20 +252,24 @@ Plan buildPlan(const Scenario& s) {
             p.groupError = groups.error().message;
     }
 
-    const auto ranges = stageRanges(s.model.numLayers(), p.pp);
-    const std::int64_t weightsPerGpu =
-        ceilDiv(p.weightsTotal, satMul(p.tp, static_cast<std::int64_t>(ranges.size())));
-    for (const auto& [first, last] : ranges) {
+    const auto ranges = pipelineStages(s.model.numLayers(), p.pp);
+    const Layout layout = layoutOf(s);
+    const Reserves estimate = estimateReserves(s, layout);
+    p.activationBytes = s.hardware.activationBytes.value_or(estimate.activation);
+    p.overheadBytes = s.hardware.overheadBytes.value_or(estimate.nonTorch + estimate.cudaGraphs);
+    p.reservesEstimated = !s.hardware.activationBytes || !s.hardware.overheadBytes;
+    for (std::size_t stage = 0; stage < ranges.size(); ++stage) {
+        const auto [first, last] = ranges[stage];
         StagePlan st;
         st.firstLayer = first;
         st.lastLayer = last;
-        st.weightsBytes = weightsPerGpu;
+        st.weightsBytes = weightsPerGpu(s, layout, static_cast<int>(stage));
         if (s.hardware.kvMemoryBytes) {
             st.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
         } else {
             std::int64_t avail = satSub(requestedBytes(s.hardware), st.weightsBytes);
-            avail = satSub(avail, s.hardware.activationBytes);
-            avail = satSub(avail, s.hardware.overheadBytes);
+            avail = satSub(avail, p.activationBytes);
+            avail = satSub(avail, p.overheadBytes);
             st.availableKvBytes = std::max<std::int64_t>(0, avail);
         }
         for (int i = first; i < last; ++i) {
@@ -726,8 +717,9 @@ LedgerResult computeLedger(const Scenario& s) {
     r.weightsBytesPerGpu = st.weightsBytes;
     r.gpuMemoryBytes = s.hardware.gpu.memoryBytes;
     r.requestedBytes = requestedBytes(s.hardware);
-    r.activationBytes = s.hardware.activationBytes;
-    r.overheadBytes = s.hardware.overheadBytes;
+    r.activationBytes = p.activationBytes;
+    r.overheadBytes = p.overheadBytes;
+    r.reservesEstimated = p.reservesEstimated;
     r.kvMemoryOverridden = s.hardware.kvMemoryBytes.has_value();
     r.availableKvBytes = st.availableKvBytes;
 
@@ -909,8 +901,9 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     out.weightsBytes = weightsTotal(one, kv.format, kv.kvHeads);
     out.kvBytes = kvBytesForRequests(one, targetRequests);
     out.totalBytes = satAdd(out.weightsBytes, out.kvBytes);
-    const std::int64_t perGpuBudget = satSub(
-        satSub(requestedBytes(s.hardware), s.hardware.activationBytes), s.hardware.overheadBytes);
+    const LedgerResult single = computeLedger(one);
+    const std::int64_t perGpuBudget =
+        satSub(satSub(requestedBytes(s.hardware), single.activationBytes), single.overheadBytes);
     if (perGpuBudget <= 0 || out.totalBytes == kInt64Max)
         return out;
     // Pooled memory: weights and KV split evenly over n GPUs.

@@ -70,7 +70,8 @@ struct LedgerResult {
     std::int64_t gpuMemoryBytes = 0;   // per GPU, as the driver reports it
     std::int64_t requestedBytes = 0;   // per GPU: memory x utilization
     std::int64_t activationBytes = 0;  // per GPU
-    std::int64_t overheadBytes = 0;    // per GPU
+    std::int64_t overheadBytes = 0;    // per GPU: non-torch memory + CUDA graphs
+    bool reservesEstimated = false;    // KV Ledger's estimate, not the user's figures
     std::int64_t availableKvBytes = 0; // per GPU, never negative
     bool kvMemoryOverridden = false;
 

@@ -68,10 +68,11 @@ std::optional<std::string> Scenario::validate() const {
     if (!(h.memoryUtilization > 0.0 && h.memoryUtilization <= 1.0))
         return "gpu memory utilization must be in (0, 1], got " +
                std::to_string(h.memoryUtilization);
-    if (h.activationBytes < 0 || h.activationBytes > (std::int64_t{1} << 50))
-        return "activation reserve must be between 0 and 1 PiB, got " + num(h.activationBytes);
-    if (h.overheadBytes < 0 || h.overheadBytes > (std::int64_t{1} << 50))
-        return "overhead reserve must be between 0 and 1 PiB, got " + num(h.overheadBytes);
+    if (h.activationBytes &&
+        (*h.activationBytes < 0 || *h.activationBytes > (std::int64_t{1} << 50)))
+        return "activation reserve must be between 0 and 1 PiB, got " + num(*h.activationBytes);
+    if (h.overheadBytes && (*h.overheadBytes < 0 || *h.overheadBytes > (std::int64_t{1} << 50)))
+        return "overhead reserve must be between 0 and 1 PiB, got " + num(*h.overheadBytes);
     if (h.kvMemoryBytes && (*h.kvMemoryBytes < 0 || *h.kvMemoryBytes > (std::int64_t{1} << 50)))
         return "kv memory must be between 0 and 1 PiB, got " + num(*h.kvMemoryBytes);
     const auto& w = workload;

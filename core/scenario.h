@@ -65,18 +65,18 @@ struct GpuSpec {
 
 struct Hardware {
     GpuSpec gpu;
-    int gpuCount = 1;              // tensor parallel size (--tensor-parallel-size)
-    int pipelineParallel = 1;      // --pipeline-parallel-size: layers split over stages
-    int dataParallel = 1;          // --data-parallel-size: independent replicas
-    bool expertParallel = false;   // --enable-expert-parallel: experts split over TP x DP
-    int decodeContextParallel = 1; // --decode-context-parallel-size: KV split along tokens
+    int gpuCount = 1;                // tensor parallel size (--tensor-parallel-size)
+    int pipelineParallel = 1;        // --pipeline-parallel-size: layers split over stages
+    int dataParallel = 1;            // --data-parallel-size: independent replicas
+    bool expertParallel = false;     // --enable-expert-parallel: experts split over TP x DP
+    int decodeContextParallel = 1;   // --decode-context-parallel-size: KV split along tokens
     double memoryUtilization = 0.92; // vLLM's default gpu_memory_utilization (config/cache.py)
-    // vLLM's profiled peak for Llama-3.1-8B on an H100 (REFERENCE.md 2): 4.76 GiB activation,
-    // 0.13 GiB non-torch memory. Per GPU; edit for other models.
-    std::int64_t activationBytes = 5'110'975'201; // 4.76 GiB
-    std::int64_t overheadBytes = 139'586'437;     // 0.13 GiB
-    std::optional<std::int64_t> kvMemoryBytes;    // vLLM kv_cache_memory_bytes: overrides all
-    std::optional<WeightDtype> weightDtype;       // weights lever; empty = the model's
+    // Memory vLLM's profiler keeps out of the KV pool on every GPU; empty = KV Ledger's
+    // model-aware estimate (core/deployment.h estimateReserves).
+    std::optional<std::int64_t> activationBytes; // activation peak
+    std::optional<std::int64_t> overheadBytes;   // non-torch memory + CUDA graphs
+    std::optional<std::int64_t> kvMemoryBytes;   // vLLM kv_cache_memory_bytes: overrides all
+    std::optional<WeightDtype> weightDtype;      // weights lever; empty = the model's
     friend bool operator==(const Hardware&, const Hardware&) = default;
 };
 

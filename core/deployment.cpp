@@ -1,0 +1,215 @@
+#include "deployment.h"
+
+#include "engine.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kvl::core {
+
+namespace {
+
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t satAdd(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
+}
+std::int64_t satMul(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
+}
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return a / b + (a % b != 0 ? 1 : 0);
+}
+// a x num / den without overflow (num <= den here).
+std::int64_t scaled(std::int64_t a, std::int64_t num, std::int64_t den) {
+    if (den <= 0)
+        return 0;
+    return static_cast<std::int64_t>(static_cast<__int128>(a) * num / den);
+}
+
+std::string num(std::int64_t v) {
+    return std::to_string(v);
+}
+
+bool isAttention(LayerKind k) {
+    return k == LayerKind::Full || k == LayerKind::Sliding || k == LayerKind::Chunked;
+}
+
+} // namespace
+
+Layout layoutOf(const Scenario& s) {
+    const Hardware& h = s.hardware;
+    return {std::max(1, h.gpuCount), std::max(1, h.pipelineParallel), std::max(1, h.dataParallel),
+            h.expertParallel, std::max(1, h.decodeContextParallel)};
+}
+
+void applyLayout(Scenario& s, const Layout& l) {
+    s.hardware.gpuCount = l.tp;
+    s.hardware.pipelineParallel = l.pp;
+    s.hardware.dataParallel = l.dp;
+    s.hardware.expertParallel = l.ep;
+    s.hardware.decodeContextParallel = l.dcp;
+}
+
+std::string layoutLabel(const Layout& l) {
+    std::string s = "TP " + num(l.tp);
+    if (l.pp > 1)
+        s += " x PP " + num(l.pp);
+    if (l.dp > 1)
+        s += " x DP " + num(l.dp);
+    if (l.ep)
+        s += " + EP";
+    if (l.dcp > 1)
+        s += " (DCP " + num(l.dcp) + ")";
+    return s;
+}
+
+std::vector<std::pair<int, int>> pipelineStages(int layers, int pp) {
+    pp = std::clamp(pp, 1, std::max(1, layers));
+    std::vector<std::pair<int, int>> out;
+    const int base = layers / pp, remaining = layers % pp;
+    int start = 0;
+    for (int i = 0; i < pp; ++i) {
+        const int count = base + (i >= pp - 1 - remaining && i < pp - 1 ? 1 : 0);
+        out.emplace_back(start, start + count);
+        start += count;
+    }
+    return out;
+}
+
+Status checkLayout(const ModelSpec& m, const Layout& l) {
+    auto bad = [](std::string msg) { return makeError(ErrorCode::Unsupported, std::move(msg)); };
+    if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.dcp < 1)
+        return bad("every parallel size must be at least 1");
+    // vllm/model_executor/layers/linear.py (QKVParallelLinear): heads are split evenly over TP;
+    // KV heads are split when TP divides them and replicated when they divide TP.
+    if (m.qHeads % l.tp != 0)
+        return bad("tensor parallel " + num(l.tp) + " does not divide the " + num(m.qHeads) +
+                   " attention heads");
+    for (const auto& layer : m.layers) {
+        if (!isAttention(layer.kind))
+            continue;
+        const int kv = m.layerKvHeads(layer);
+        if (kv % l.tp != 0 && l.tp % kv != 0)
+            return bad("tensor parallel " + num(l.tp) + " cannot split or replicate " + num(kv) +
+                       " KV heads evenly");
+    }
+    if (m.state && m.countLayers(LayerKind::State) > 0)
+        if (auto st = checkStateTensorParallel(*m.state, l.tp); !st)
+            return st;
+    if (l.pp > m.numLayers())
+        return bad("pipeline parallel " + num(l.pp) + " exceeds the " + num(m.numLayers()) +
+                   " layers");
+    if (l.ep && !m.isMoe())
+        return bad("expert parallel needs a mixture-of-experts model");
+    if (l.dcp > 1) {
+        if (l.tp % l.dcp != 0)
+            return bad("decode context parallel " + num(l.dcp) + " must divide tensor parallel " +
+                       num(l.tp));
+        if (m.countLayers(LayerKind::Sliding) > 0 || m.countLayers(LayerKind::Chunked) > 0 ||
+            m.countLayers(LayerKind::State) > 0)
+            return bad("vLLM's decode context parallel supports neither sliding, chunked nor "
+                       "Mamba layers");
+        // DCP shards the copies TP would otherwise keep: the latent on every rank (MLA), or KV
+        // heads replicated TP / KV heads times.
+        const int copies = m.isMla() ? l.tp : std::max(1, l.tp / std::max(1, m.kvHeads));
+        if (l.dcp > copies)
+            return bad("decode context parallel " + num(l.dcp) + " exceeds the " + num(copies) +
+                       " copies of the KV cache that tensor parallel " + num(l.tp) + " keeps");
+    }
+    return {};
+}
+
+ParamSplit splitParams(const ModelSpec& m) {
+    ParamSplit p;
+    const std::int64_t table = satMul(m.vocabSize, m.hiddenSize);
+    p.embedding = std::min(table, m.params);
+    p.lmHead = m.tieWordEmbeddings ? 0 : std::min(table, m.params - p.embedding);
+    if (m.isMoe() && m.moeIntermediateSize > 0 && m.hiddenSize > 0) {
+        // gate, up and down projections of every routed expert of every MoE layer.
+        const std::int64_t moeLayers = std::max(0, m.numLayers() - m.firstDenseLayers);
+        const std::int64_t perExpert = satMul(3 * m.hiddenSize, m.moeIntermediateSize);
+        p.experts = std::min(satMul(satMul(moeLayers, m.numExperts), perExpert),
+                             m.params - p.embedding - p.lmHead);
+    }
+    p.denseLayers = std::max<std::int64_t>(0, m.params - p.embedding - p.lmHead - p.experts);
+    const std::int64_t activeExperts =
+        m.numExperts > 0
+            ? scaled(p.experts, std::min(m.expertsPerToken, m.numExperts), m.numExperts)
+            : 0;
+    p.activePerToken = m.params - p.experts + activeExperts;
+    return p;
+}
+
+std::int64_t weightsPerGpu(const Scenario& s, const Layout& l, int stage) {
+    const ModelSpec& m = s.model;
+    const int layers = std::max(1, m.numLayers());
+    const auto stages = pipelineStages(layers, l.pp);
+    const int pp = static_cast<int>(stages.size());
+    stage = std::clamp(stage, 0, pp - 1);
+    const auto [first, last] = stages[static_cast<std::size_t>(stage)];
+    const int count = last - first;
+
+    const ParamSplit p = splitParams(m);
+    std::int64_t dense = scaled(p.denseLayers, count, layers);
+    if (stage == 0)
+        dense = satAdd(dense, p.embedding);
+    if (stage == pp - 1)
+        // A tied LM head is the embedding itself on one stage, a copy on the last of several.
+        dense = satAdd(dense, m.tieWordEmbeddings ? (pp > 1 ? p.embedding : 0) : p.lmHead);
+    const int moeLayers = std::max(0, layers - m.firstDenseLayers);
+    const int moeInStage = std::max(0, last - std::max(first, m.firstDenseLayers));
+    const std::int64_t experts = scaled(p.experts, moeInStage, std::max(1, moeLayers));
+
+    const WeightDtype wd = s.hardware.weightDtype.value_or(m.weightDtype);
+    const std::int64_t tp = std::max(1, l.tp);
+    // With expert parallel the experts are spread over every rank of TP x DP (FusedMoE's EP
+    // group); without it every replica keeps all experts, split by TP.
+    const std::int64_t expertShards = l.ep ? satMul(tp, std::max(1, l.dp)) : tp;
+    std::int64_t bytes = satAdd(ceilDiv(weightBytes(dense, wd), tp),
+                                ceilDiv(weightBytes(experts, wd), expertShards));
+    // vLLM keeps k_scale / v_scale on each attention layer.
+    const KvFormat f = storedKvFormat(s);
+    bytes = satAdd(bytes, satMul(count, outOfPageScaleBytesPerLayer(f, m.kvHeads)));
+    return bytes;
+}
+
+std::int64_t maxWeightsPerGpu(const Scenario& s, const Layout& l) {
+    std::int64_t most = 0;
+    const int pp = std::clamp(l.pp, 1, std::max(1, s.model.numLayers()));
+    for (int stage = 0; stage < pp; ++stage)
+        most = std::max(most, weightsPerGpu(s, l, stage));
+    return most;
+}
+
+Reserves estimateReserves(const Scenario& s, const Layout& l) {
+    const ModelSpec& m = s.model;
+    Reserves r;
+    const std::int64_t tokens = effectiveMaxNumBatchedTokens(s);
+    const std::int64_t seqs = effectiveMaxNumSeqs(s);
+    std::int64_t inter = m.intermediateSize;
+    if (inter <= 0 && m.moeIntermediateSize > 0)
+        inter = satMul(m.moeIntermediateSize, std::max(1, m.expertsPerToken));
+    if (inter <= 0)
+        inter = 4 * m.hiddenSize;
+    const std::int64_t forward =
+        satMul(satMul(tokens, satAdd(3 * inter / std::max(1, l.tp), 4 * m.hiddenSize)), 2);
+    const std::int64_t sampler = satMul(satMul(40, seqs), m.vocabSize);
+    r.activation = std::max(forward, sampler);
+    if (m.hiddenSize <= 0 && m.vocabSize <= 0)
+        r.activation = 5'110'975'201; // 4.76 GiB: Llama-3.1-8B on an H100, when nothing is known
+    // Non-torch memory (NCCL and CUDA context) from the same logs: about 0.13 GiB alone,
+    // 0.35 at TP 2, 0.5 at TP 4, 2 GiB from TP 8.
+    const int tp = std::max(1, l.tp);
+    r.nonTorch = tp == 1   ? 139'586'437
+                 : tp == 2 ? 375'809'638
+                 : tp <= 4 ? 536'870'912
+                           : 2'147'483'648;
+    // CUDA graphs (full and piecewise): about 0.5 GiB for dense models, 1.5 GiB for MoE.
+    r.cudaGraphs = m.isMoe() ? 1'610'612'736 : 536'870'912;
+    return r;
+}
+
+} // namespace kvl::core
