@@ -143,37 +143,43 @@ ParamSplit splitParams(const ModelSpec& m) {
     return p;
 }
 
-std::int64_t weightsPerGpu(const Scenario& s, const Layout& l, int stage) {
-    const ModelSpec& m = s.model;
-    const int layers = std::max(1, m.numLayers());
-    const auto stages = pipelineStages(layers, l.pp);
-    const int pp = static_cast<int>(stages.size());
-    stage = std::clamp(stage, 0, pp - 1);
-    const auto [first, last] = stages[static_cast<std::size_t>(stage)];
+WeightModel weightModel(const Scenario& s) {
+    WeightModel w;
+    w.split = splitParams(s.model);
+    w.dtype = s.hardware.weightDtype.value_or(s.model.weightDtype);
+    w.scaleBytesPerLayer = outOfPageScaleBytesPerLayer(storedKvFormat(s), s.model.kvHeads);
+    w.layers = std::max(1, s.model.numLayers());
+    w.firstDenseLayers = s.model.firstDenseLayers;
+    w.tied = s.model.tieWordEmbeddings;
+    return w;
+}
+
+std::int64_t weightsPerGpu(const WeightModel& w, const Layout& l, int first, int last, int stage,
+                           int stages) {
     const int count = last - first;
-
-    const ParamSplit p = splitParams(m);
-    std::int64_t dense = scaled(p.denseLayers, count, layers);
+    std::int64_t dense = scaled(w.split.denseLayers, count, w.layers);
     if (stage == 0)
-        dense = satAdd(dense, p.embedding);
-    if (stage == pp - 1)
+        dense = satAdd(dense, w.split.embedding);
+    if (stage == stages - 1)
         // A tied LM head is the embedding itself on one stage, a copy on the last of several.
-        dense = satAdd(dense, m.tieWordEmbeddings ? (pp > 1 ? p.embedding : 0) : p.lmHead);
-    const int moeLayers = std::max(0, layers - m.firstDenseLayers);
-    const int moeInStage = std::max(0, last - std::max(first, m.firstDenseLayers));
-    const std::int64_t experts = scaled(p.experts, moeInStage, std::max(1, moeLayers));
-
-    const WeightDtype wd = s.hardware.weightDtype.value_or(m.weightDtype);
+        dense = satAdd(dense, w.tied ? (stages > 1 ? w.split.embedding : 0) : w.split.lmHead);
+    const int moeLayers = std::max(0, w.layers - w.firstDenseLayers);
+    const int moeInStage = std::max(0, last - std::max(first, w.firstDenseLayers));
+    const std::int64_t experts = scaled(w.split.experts, moeInStage, std::max(1, moeLayers));
     const std::int64_t tp = std::max(1, l.tp);
     // With expert parallel the experts are spread over every rank of TP x DP (FusedMoE's EP
     // group); without it every replica keeps all experts, split by TP.
     const std::int64_t expertShards = l.ep ? satMul(tp, std::max(1, l.dp)) : tp;
-    std::int64_t bytes = satAdd(ceilDiv(weightBytes(dense, wd), tp),
-                                ceilDiv(weightBytes(experts, wd), expertShards));
-    // vLLM keeps k_scale / v_scale on each attention layer.
-    const KvFormat f = storedKvFormat(s);
-    bytes = satAdd(bytes, satMul(count, outOfPageScaleBytesPerLayer(f, m.kvHeads)));
-    return bytes;
+    std::int64_t bytes = satAdd(ceilDiv(weightBytes(dense, w.dtype), tp),
+                                ceilDiv(weightBytes(experts, w.dtype), expertShards));
+    return satAdd(bytes, satMul(count, w.scaleBytesPerLayer));
+}
+
+std::int64_t weightsPerGpu(const Scenario& s, const Layout& l, int stage) {
+    const auto stages = pipelineStages(std::max(1, s.model.numLayers()), l.pp);
+    stage = std::clamp(stage, 0, static_cast<int>(stages.size()) - 1);
+    const auto [first, last] = stages[static_cast<std::size_t>(stage)];
+    return weightsPerGpu(weightModel(s), l, first, last, stage, static_cast<int>(stages.size()));
 }
 
 std::int64_t maxWeightsPerGpu(const Scenario& s, const Layout& l) {

@@ -49,6 +49,20 @@ struct ParamSplit {
 };
 ParamSplit splitParams(const ModelSpec& m);
 
+// What the weights per GPU depend on, computed once per model, levers and TP.
+struct WeightModel {
+    ParamSplit split;
+    WeightDtype dtype = WeightDtype::Bf16;
+    std::int64_t scaleBytesPerLayer = 0; // vLLM's k_scale / v_scale on each attention layer
+    int layers = 1;
+    int firstDenseLayers = 0;
+    bool tied = false;
+};
+WeightModel weightModel(const Scenario& s);
+// One GPU of the stage holding layers [first, last) of `stages` stages.
+std::int64_t weightsPerGpu(const WeightModel& w, const Layout& l, int first, int last, int stage,
+                           int stages);
+
 // Weight bytes one GPU of PP stage `stage` holds: its layers' dense share over TP, its experts'
 // share over TP (or over TP x DP with expert parallel), and the embedding / LM head on the
 // first / last stage, plus vLLM's per-layer KV scales.

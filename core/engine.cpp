@@ -213,7 +213,9 @@ Status checkStateTensorParallel(const StateSpec& st, int tp) {
 
 SchedulerDefaults schedulerDefaults(const GpuSpec& gpu) {
     const bool large = gpu.memoryBytes >= std::int64_t{70} * kGiB;
-    const bool a100 = containsNoCase(gpu.name, "a100") || containsNoCase(gpu.id, "a100");
+    // Catalog ids are lower case; the name (any case) only for GPUs without one.
+    const bool a100 = gpu.id.empty() ? containsNoCase(gpu.name, "a100")
+                                     : gpu.id.find("a100") != std::string::npos;
     if (large && !a100)
         return {8192, 1024};
     return {2048, 256};

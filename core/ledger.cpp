@@ -2,6 +2,7 @@
 
 #include "deployment.h"
 #include "engine.h"
+#include "planner.h"
 #include "units.h"
 
 #include <algorithm>
@@ -82,6 +83,10 @@ std::int64_t requestedBytes(const Hardware& h) {
     return static_cast<std::int64_t>(static_cast<double>(h.gpu.memoryBytes) * h.memoryUtilization);
 }
 
+} // namespace
+
+namespace detail {
+
 // What one layer keeps per token (attention, MLA) or per request (state), on one GPU.
 struct LayerBytes {
     LayerKind kind = LayerKind::Full;
@@ -124,6 +129,8 @@ struct Plan {
     std::int64_t weightsTotal = 0;
     std::int64_t activationBytes = 0, overheadBytes = 0; // per GPU, used
     bool reservesEstimated = false;
+    std::optional<WeightModel> weightModel; // cached: the same for every PP, DP and EP
+    std::optional<Reserves> reserves;
     CacheGroups groups; // whole model (paged)
     std::vector<StagePlan> stages;
     int limiting = 0;           // stage index with the fewest blocks (or least memory unpaged)
@@ -132,6 +139,15 @@ struct Plan {
     std::string blockError;     // vLLM accepts no backend for the user's block size
     std::vector<std::string> blockNotes;
 };
+
+} // namespace detail
+
+namespace {
+
+using detail::LayerBytes;
+using detail::Plan;
+using detail::StagePlan;
+using detail::UnpagedSums;
 
 LayerBytes layerBytes(const Scenario& s, const LayerSpec& l, const KvFormat& f, int tp) {
     LayerBytes b;
@@ -201,12 +217,13 @@ std::optional<CacheSpec> cacheSpec(const LayerBytes& b, const KvFormat& f, int b
     return std::nullopt;
 }
 
-Plan buildPlan(const Scenario& s) {
+// The geometry: per-layer bytes, block sizes and KV cache groups. Depends on the model, the
+// levers, the GPU (backend block sizes), TP and DCP; not on PP, DP or EP.
+Plan planGeometry(const Scenario& s) {
     Plan p;
     p.format = effectiveFormat(s);
     p.kvHeads = effectiveKvHeads(s);
     p.tp = tpOf(s);
-    p.pp = ppOf(s);
     p.dcp = std::max(1, s.hardware.decodeContextParallel);
     p.layers.reserve(s.model.layers.size());
     for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
@@ -219,59 +236,46 @@ Plan buildPlan(const Scenario& s) {
     }
     p.maxModelLen = std::max<std::int64_t>(1, s.effectiveMaxModelLen());
     p.admission.maxModelLen = p.maxModelLen;
-    p.admission.inFlightTokens = inFlightTokens(s);
     p.admission.decodeContextParallel = p.dcp;
     p.weightsTotal = weightsTotal(s, p.format, p.kvHeads);
 
     const bool paged = s.levers.paging.enabled;
-    BlockSizes bs;
-    if (paged) {
-        bs = resolveBlockSizes(s);
-        p.blockSize = bs.attention;
-        p.blockNotes = bs.notes;
-        p.blockError = bs.error;
-        if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0) {
-            p.prefixTokens = s.levers.prefix.sharedTokens;
-            p.sharingRequests = std::max<std::int64_t>(0, s.levers.prefix.sharingRequests);
-        }
+    if (!paged)
+        return p;
+    const BlockSizes bs = resolveBlockSizes(s);
+    p.blockSize = bs.attention;
+    p.blockNotes = bs.notes;
+    p.blockError = bs.error;
+    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0) {
+        p.prefixTokens = s.levers.prefix.sharedTokens;
+        p.sharingRequests = std::max<std::int64_t>(0, s.levers.prefix.sharingRequests);
     }
-
     std::vector<std::optional<CacheSpec>> specs;
-    if (paged) {
-        specs.reserve(p.layers.size());
-        for (const auto& b : p.layers)
-            specs.push_back(cacheSpec(b, p.format, bs.attention, bs.mamba, bs.mambaMode));
-        // Mamba pages padded to the attention page (HybridAttentionMambaModelConfig).
-        for (auto& sp : specs)
-            if (sp && sp->type == SpecType::Mamba && bs.mambaPagePadded > sp->realPageBytes)
-                sp->paddedPageBytes = bs.mambaPagePadded;
-        auto groups = kvCacheGroups(specs, s.engine.disableHybridKvCacheManager);
-        if (groups)
-            p.groups = std::move(groups.value());
-        else
-            p.groupError = groups.error().message;
-    }
+    specs.reserve(p.layers.size());
+    for (const auto& b : p.layers)
+        specs.push_back(cacheSpec(b, p.format, bs.attention, bs.mamba, bs.mambaMode));
+    // Mamba pages padded to the attention page (Platform._align_hybrid_block_size).
+    for (auto& sp : specs)
+        if (sp && sp->type == SpecType::Mamba && bs.mambaPagePadded > sp->realPageBytes)
+            sp->paddedPageBytes = bs.mambaPagePadded;
+    auto groups = kvCacheGroups(specs, s.engine.disableHybridKvCacheManager);
+    if (groups)
+        p.groups = std::move(groups.value());
+    else
+        p.groupError = groups.error().message;
+    return p;
+}
 
-    const auto ranges = pipelineStages(s.model.numLayers(), p.pp);
-    const Layout layout = layoutOf(s);
-    const Reserves estimate = estimateReserves(s, layout);
-    p.activationBytes = s.hardware.activationBytes.value_or(estimate.activation);
-    p.overheadBytes = s.hardware.overheadBytes.value_or(estimate.nonTorch + estimate.cudaGraphs);
-    p.reservesEstimated = !s.hardware.activationBytes || !s.hardware.overheadBytes;
-    for (std::size_t stage = 0; stage < ranges.size(); ++stage) {
-        const auto [first, last] = ranges[stage];
+// The PP stages: each stage's layers, its projection of the groups and its unpaged sums.
+void planStages(Plan& p, const Scenario& s) {
+    p.pp = ppOf(s);
+    p.admission.inFlightTokens = inFlightTokens(s);
+    p.stages.clear();
+    const bool paged = p.blockSize > 0;
+    for (const auto& [first, last] : pipelineStages(s.model.numLayers(), p.pp)) {
         StagePlan st;
         st.firstLayer = first;
         st.lastLayer = last;
-        st.weightsBytes = weightsPerGpu(s, layout, static_cast<int>(stage));
-        if (s.hardware.kvMemoryBytes) {
-            st.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
-        } else {
-            std::int64_t avail = satSub(requestedBytes(s.hardware), st.weightsBytes);
-            avail = satSub(avail, p.activationBytes);
-            avail = satSub(avail, p.overheadBytes);
-            st.availableKvBytes = std::max<std::int64_t>(0, avail);
-        }
         for (int i = first; i < last; ++i) {
             const LayerBytes& b = p.layers[static_cast<std::size_t>(i)];
             st.unpaged.state = satAdd(st.unpaged.state, b.statePerRequest);
@@ -289,12 +293,41 @@ Plan buildPlan(const Scenario& s) {
         if (paged && p.groupError.empty()) {
             st.groups = p.pp == 1 ? p.groups : projectToStage(p.groups, first, last);
             st.bytesPerBlock = bytesPerPoolBlock(st.groups);
-            st.numBlocks = st.bytesPerBlock > 0 ? st.availableKvBytes / st.bytesPerBlock : -1;
         }
         p.stages.push_back(std::move(st));
     }
+}
+
+// Memory on every stage's GPUs: weights (which DP and EP change), reserves, the KV pool, its
+// blocks, and the stage that limits them.
+void planMemory(Plan& p, const Scenario& s) {
+    const Layout layout = layoutOf(s);
+    if (!p.weightModel) {
+        p.weightModel = weightModel(s);
+        p.reserves = estimateReserves(s, layout); // depends on TP, not on PP, DP or EP
+    }
+    const Reserves& estimate = *p.reserves;
+    p.activationBytes = s.hardware.activationBytes.value_or(estimate.activation);
+    p.overheadBytes = s.hardware.overheadBytes.value_or(estimate.nonTorch + estimate.cudaGraphs);
+    p.reservesEstimated = !s.hardware.activationBytes || !s.hardware.overheadBytes;
+    const bool paged = p.blockSize > 0;
+    for (std::size_t stage = 0; stage < p.stages.size(); ++stage) {
+        StagePlan& st = p.stages[stage];
+        st.weightsBytes = weightsPerGpu(*p.weightModel, layout, st.firstLayer, st.lastLayer,
+                                        static_cast<int>(stage), static_cast<int>(p.stages.size()));
+        if (s.hardware.kvMemoryBytes) {
+            st.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
+        } else {
+            std::int64_t avail = satSub(requestedBytes(s.hardware), st.weightsBytes);
+            avail = satSub(avail, p.activationBytes);
+            avail = satSub(avail, p.overheadBytes);
+            st.availableKvBytes = std::max<std::int64_t>(0, avail);
+        }
+        st.numBlocks = paged && st.bytesPerBlock > 0 ? st.availableKvBytes / st.bytesPerBlock : -1;
+    }
     // The scheduler sees the fewest blocks of any worker.
     p.numBlocks = -1;
+    p.limiting = 0;
     for (std::size_t i = 0; i < p.stages.size(); ++i) {
         const auto& st = p.stages[i];
         const bool better =
@@ -309,6 +342,12 @@ Plan buildPlan(const Scenario& s) {
     }
     if (p.numBlocks < 0)
         p.numBlocks = paged && p.groups.groups.empty() ? 1 : 0; // attention free: the null block
+}
+
+Plan buildPlan(const Scenario& s) {
+    Plan p = planGeometry(s);
+    planStages(p, s);
+    planMemory(p, s);
     return p;
 }
 
@@ -568,37 +607,47 @@ void fillPaged(const Plan& p, const Scenario& s, LedgerResult& r) {
 }
 
 // _check_enough_kv_cache_memory on every worker, with the null block held back.
-void checkEnoughMemory(const Plan& p, LedgerResult& r) {
+struct Refusal {
+    bool refused = false;
+    std::string message;
+    std::int64_t estimatedMaxModelLen = 0;
+};
+
+Refusal checkEnoughMemory(const Plan& p, bool withEstimate) {
+    Refusal r;
     for (const auto& st : p.stages) {
         if (st.groups.groups.empty() || st.bytesPerBlock == 0)
             continue;
         const std::int64_t check = st.availableKvBytes - st.bytesPerBlock;
         if (check <= 0) {
             r.refused = true;
-            r.error = "vLLM refuses to start: No available memory for the cache blocks. Try "
-                      "increasing `gpu_memory_utilization` when initializing the engine.";
-            return;
+            r.message = "vLLM refuses to start: No available memory for the cache blocks. Try "
+                        "increasing `gpu_memory_utilization` when initializing the engine.";
+            return r;
         }
         const std::int64_t needed = neededBytes(st.groups, p.admission);
-        if (needed > check) {
-            r.refused = true;
-            r.estimatedMaxModelLen =
-                estimateMaxModelLen(st.groups, p.admission, check, p.maxModelLen);
-            std::string msg = "vLLM refuses to start: To serve at least one request with the "
-                              "model's max seq len (" +
-                              std::to_string(p.maxModelLen) + "), (" + formatGibLikeVllm(needed) +
-                              " GiB KV cache is needed, which is larger than the available KV "
-                              "cache memory (" +
-                              formatGibLikeVllm(check) + " GiB). ";
-            if (r.estimatedMaxModelLen > 0)
-                msg += "Based on the available memory, the estimated maximum model length is " +
-                       std::to_string(r.estimatedMaxModelLen) + ". ";
-            msg += "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-                   "initializing the engine.";
-            r.error = msg;
-            return;
+        if (needed <= check)
+            continue;
+        r.refused = true;
+        if (!withEstimate) {
+            r.message = "vLLM refuses to start: one request of max_model_len does not fit";
+            return r;
         }
+        r.estimatedMaxModelLen = estimateMaxModelLen(st.groups, p.admission, check, p.maxModelLen);
+        r.message = "vLLM refuses to start: To serve at least one request with the model's max "
+                    "seq len (" +
+                    std::to_string(p.maxModelLen) + "), (" + formatGibLikeVllm(needed) +
+                    " GiB KV cache is needed, which is larger than the available KV cache "
+                    "memory (" +
+                    formatGibLikeVllm(check) + " GiB). ";
+        if (r.estimatedMaxModelLen > 0)
+            r.message += "Based on the available memory, the estimated maximum model length is " +
+                         std::to_string(r.estimatedMaxModelLen) + ". ";
+        r.message += "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                     "initializing the engine.";
+        return r;
     }
+    return r;
 }
 
 void addWarnings(const Scenario& s, const Plan& p, LedgerResult& r) {
@@ -750,7 +799,10 @@ LedgerResult computeLedger(const Scenario& s) {
                   "exceed the " + formatBytes(r.requestedBytes) + " requested on " +
                   s.hardware.gpu.name + ": no memory is left for the KV cache";
     } else if (p.blockSize > 0) {
-        checkEnoughMemory(p, r);
+        const Refusal refusal = checkEnoughMemory(p, true);
+        r.refused = refusal.refused;
+        r.estimatedMaxModelLen = refusal.estimatedMaxModelLen;
+        r.error = refusal.message;
     }
     if (r.error.empty() && r.maxRequestsAtContext == 0)
         r.error = "one request of " + withThousands(s.workload.context) + " tokens needs " +
@@ -894,8 +946,7 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     if (targetRequests <= 0 || s.validate())
         return out;
     Scenario one = s;
-    one.hardware.gpuCount = 1;
-    one.hardware.pipelineParallel = 1;
+    applyLayout(one, Layout{});
     one.hardware.kvMemoryBytes.reset();
     const EffectiveKv kv = effectiveKv(one);
     out.weightsBytes = weightsTotal(one, kv.format, kv.kvHeads);
@@ -904,27 +955,107 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     const LedgerResult single = computeLedger(one);
     const std::int64_t perGpuBudget =
         satSub(satSub(requestedBytes(s.hardware), single.activationBytes), single.overheadBytes);
-    if (perGpuBudget <= 0 || out.totalBytes == kInt64Max)
-        return out;
-    // Pooled memory: weights and KV split evenly over n GPUs.
-    for (int n = 1; n <= kMaxGpus; ++n) {
-        if (satAdd(ceilDiv(out.weightsBytes, n), ceilDiv(out.kvBytes, n)) <= perGpuBudget) {
-            out.gpus = n;
-            break;
-        }
-    }
-    // What vLLM accepts: TP dividing the q heads, KV heads split or replicated per rank.
-    for (int n = std::max(1, out.gpus); n <= kMaxGpus && out.gpus > 0; ++n) {
-        if (s.model.qHeads % n != 0)
-            continue;
-        Scenario tp = one;
-        tp.hardware.gpuCount = n;
-        if (computePoint(tp, s.workload.context).maxRequests >= targetRequests) {
-            out.tensorParallel = n;
-            break;
-        }
+    if (perGpuBudget > 0 && out.totalBytes != kInt64Max)
+        for (int n = 1; n <= kMaxGpus; ++n)
+            if (satAdd(ceilDiv(out.weightsBytes, n), ceilDiv(out.kvBytes, n)) <= perGpuBudget) {
+                out.pooledGpus = n;
+                break;
+            }
+    PlanRequest req;
+    req.base = s;
+    req.users = targetRequests;
+    req.context = s.workload.context;
+    req.gpus = {s.hardware.gpu};
+    req.maxGpus = kMaxPlanGpus;
+    const PlanResult plan = planDeployments(req);
+    const GpuPlan& g = plan.gpus.front();
+    if (g.fits) {
+        out.layout = g.layouts.front().layout;
+        out.gpus = out.layout.gpus();
+        out.tensorParallel = out.layout.tp;
+        if (out.pooledGpus > 0 && out.gpus != out.pooledGpus)
+            out.note = "pooled memory suggests " + std::to_string(out.pooledGpus) +
+                       " GPUs; vLLM needs whole layouts: " + std::to_string(out.gpus) + " as " +
+                       layoutLabel(out.layout);
+    } else {
+        out.note = g.reason;
     }
     return out;
+}
+
+CapacityModel::CapacityModel(const Scenario& s)
+    : m_scenario(s), m_geometry(std::make_unique<detail::Plan>(planGeometry(s))) {
+    m_invalid = s.validate().value_or("");
+}
+
+void CapacityModel::setGpu(const GpuSpec& gpu) {
+    m_scenario.hardware.gpu = gpu;
+}
+
+CapacityModel::~CapacityModel() = default;
+
+ReplicaCapacity CapacityModel::evaluate(int pp, int dp, bool ep) {
+    ReplicaCapacity c;
+    if (!m_invalid.empty()) {
+        c.reason = m_invalid;
+        return c;
+    }
+    Scenario& s = m_scenario;
+    s.hardware.pipelineParallel = std::max(1, pp);
+    s.hardware.dataParallel = std::max(1, dp);
+    s.hardware.expertParallel = ep;
+    const std::size_t slot = static_cast<std::size_t>(std::max(1, pp) - 1);
+    if (m_stagesByPp.size() <= slot)
+        m_stagesByPp.resize(slot + 1);
+    if (!m_stagesByPp[slot]) {
+        m_stagesByPp[slot] = std::make_unique<detail::Plan>(*m_geometry);
+        planStages(*m_stagesByPp[slot], s);
+    }
+    Plan& p = *m_stagesByPp[slot];
+    m_last = &p;
+    planMemory(p, s);
+    const StagePlan& st = limitingStage(p);
+    c.weightsBytesPerGpu = 0;
+    for (const auto& stage : p.stages)
+        c.weightsBytesPerGpu = std::max(c.weightsBytesPerGpu, stage.weightsBytes);
+    c.availableKvBytesPerGpu = st.availableKvBytes;
+    if (!p.groupError.empty()) {
+        c.reason = p.groupError;
+        return c;
+    }
+    if (!s.hardware.kvMemoryBytes && st.availableKvBytes == 0) {
+        c.reason = "the weights (" + formatBytes(c.weightsBytesPerGpu) +
+                   " per GPU) and reserves leave no memory for the KV cache";
+        return c;
+    }
+    if (p.blockSize > 0) {
+        const Refusal refusal = checkEnoughMemory(p, false);
+        if (refusal.refused) {
+            c.reason = refusal.message;
+            return c;
+        }
+    }
+    const PointCost cost = pointCost(p, s.workload.context);
+    c.requests = requestsThatFit(cost.pool, cost.units, cost.sharedUnits, p.sharingRequests);
+    c.kvBytesPerRequestPerGpu = satMul(cost.units, cost.bytesPerUnit);
+    c.kvPoolBytesPerGpu = p.blockSize > 0
+                              ? satMul(std::max<std::int64_t>(0, p.numBlocks - 1), st.bytesPerBlock)
+                              : st.availableKvBytes;
+    c.ok = c.requests > 0;
+    if (!c.ok)
+        c.reason = "one request of " + withThousands(s.workload.context) + " tokens needs " +
+                   formatBytes(c.kvBytesPerRequestPerGpu) + " per GPU, more than the " +
+                   formatBytes(st.availableKvBytes) + " left for the KV cache";
+    return c;
+}
+
+std::int64_t CapacityModel::kvBytesForRequests(std::int64_t count) const {
+    if (!m_last || m_last->stages.empty())
+        return 0;
+    const Plan& p = *m_last;
+    const PointCost cost = pointCost(p, m_scenario.workload.context);
+    return satMul(unitsForRequests(count, cost.units, cost.sharedUnits, p.sharingRequests),
+                  cost.bytesPerUnit);
 }
 
 } // namespace kvl::core

@@ -2,10 +2,12 @@
 // The KV ledger: bytes per token, per request, the pool, vLLM's block and concurrency
 // figures, the lever ladder and the context sweeps. Pure functions of a Scenario.
 
+#include "deployment.h"
 #include "kv_cache.h"
 #include "scenario.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -149,20 +151,62 @@ struct PointResult {
 };
 PointResult computePoint(const Scenario& s, std::int64_t context);
 
+namespace detail {
+struct Plan;
+}
+
+// One replica's capacity for the planner's inner loop: computeLedger's numbers for a scenario
+// whose PP, DP and EP change while the model, levers, GPU, TP and DCP stay (the geometry and
+// the KV cache groups are built once).
+struct ReplicaCapacity {
+    bool ok = false;           // vLLM starts and at least one request of the context fits
+    std::string reason;        // why not: vLLM's refusal, no memory left, an invalid scenario
+    std::int64_t requests = 0; // requests of the context that fit, per replica
+    std::int64_t weightsBytesPerGpu = 0;      // the largest stage's
+    std::int64_t availableKvBytesPerGpu = 0;  // on the limiting stage
+    std::int64_t kvPoolBytesPerGpu = 0;       // of it, in usable blocks
+    std::int64_t kvBytesPerRequestPerGpu = 0; // one request at the context
+};
+class CapacityModel {
+public:
+    explicit CapacityModel(const Scenario& s);
+    ~CapacityModel();
+    CapacityModel(const CapacityModel&) = delete;
+    CapacityModel& operator=(const CapacityModel&) = delete;
+    // The scenario with these PP, DP and EP (each PP's stages are built once and kept).
+    ReplicaCapacity evaluate(int pp, int dp, bool ep);
+    // Another GPU of the same kind for vLLM (compute capability, scheduler defaults): only the
+    // memory differs, so the geometry and the stages are kept.
+    void setGpu(const GpuSpec& gpu);
+    // Bytes per GPU that `count` requests take in the last evaluated layout (prefix shared).
+    std::int64_t kvBytesForRequests(std::int64_t count) const;
+
+private:
+    Scenario m_scenario;
+    std::unique_ptr<detail::Plan> m_geometry;
+    std::vector<std::unique_ptr<detail::Plan>> m_stagesByPp; // index pp - 1
+    detail::Plan* m_last = nullptr;
+    std::string m_invalid;
+};
+
 // KV bytes per GPU that `count` requests of the scenario's context take, each sharing group
 // (the prefix lever) storing its full shared blocks once. 0 for an invalid scenario.
 std::int64_t kvBytesForRequests(const Scenario& s, std::int64_t count);
 
-// The inverse question (seed 003): how many GPUs of the scenario's kind hold
-// targetRequests requests at the context? Memory is pooled across the GPUs (KV split evenly,
-// weights split evenly, each GPU keeping its activation and overhead reserve). Returns 0 when
-// even kMaxGpus do not suffice.
+// The inverse question: how many GPUs of the scenario's kind hold targetRequests requests at
+// the context? Two answers: the pooled arithmetic of a back-of-the-envelope sizing (weights and
+// KV split evenly over n GPUs, each keeping its reserves), and what vLLM can run: the
+// planner's best layout (TP x PP x DP) on this GPU kind, up to kMaxGpus GPUs.
 inline constexpr int kMaxGpus = 4096;
+inline constexpr int kMaxPlanGpus = 64;
 struct GpusNeeded {
-    int gpus = 0;           // smallest count whose pooled memory holds the target
-    int tensorParallel = 0; // smallest TP vLLM accepts (divides q heads) that holds it
+    int gpus = 0;       // the planner's: GPUs of the best layout vLLM accepts; 0 = none holds it
+    Layout layout;      // that layout
+    int pooledGpus = 0; // smallest count whose pooled memory holds the target
+    int tensorParallel = 0; // the layout's TP (kept for the old JSON field)
+    std::string note;       // where the pooled count and vLLM's layouts differ, or why none
     std::int64_t weightsBytes = 0;
-    std::int64_t kvBytes = 0; // target requests x bytes per request
+    std::int64_t kvBytes = 0; // target requests x bytes per request (one GPU's geometry)
     std::int64_t totalBytes = 0;
 };
 GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests);

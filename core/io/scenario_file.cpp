@@ -137,8 +137,8 @@ Json hardwareToJson(const core::Hardware& h) {
     Json j = Json::Object{};
     j.set("gpu_count", h.gpuCount);
     j.set("memory_utilization", h.memoryUtilization);
-    j.set("activation_bytes", Json(h.activationBytes));
-    j.set("overhead_bytes", Json(h.overheadBytes));
+    j.set("activation_bytes", h.activationBytes ? Json(*h.activationBytes) : Json(nullptr));
+    j.set("overhead_bytes", h.overheadBytes ? Json(*h.overheadBytes) : Json(nullptr));
     j.set("kv_memory_bytes", h.kvMemoryBytes ? Json(*h.kvMemoryBytes) : Json(nullptr));
     j.set("weight_dtype",
           h.weightDtype ? Json(std::string(core::weightDtypeName(*h.weightDtype))) : Json(nullptr));
@@ -343,8 +343,8 @@ void hardwareFromJson(const Json* j, const std::string& prefix, core::Hardware& 
     readInt(r, "gpu_count", h.gpuCount, 1, 4096);
     if (r.get("memory_utilization"))
         h.memoryUtilization = r.number("memory_utilization", 0, 1, true);
-    readInt(r, "activation_bytes", h.activationBytes, 0, kMaxBytes);
-    readInt(r, "overhead_bytes", h.overheadBytes, 0, kMaxBytes);
+    h.activationBytes = r.optInteger("activation_bytes", 0, kMaxBytes);
+    h.overheadBytes = r.optInteger("overhead_bytes", 0, kMaxBytes);
     h.kvMemoryBytes = r.optInteger("kv_memory_bytes", 0, kMaxBytes);
     h.weightDtype.reset();
     if (const Json* v = r.get("weight_dtype"); v && !v->isNull()) {

@@ -76,6 +76,7 @@ private slots:
     void sweepMatchesPoints();
     void sweepContextsRange();
     void overflowBounds();
+    void gpusNeededSaturates();
     void saturatesInsteadOfWrapping();
     void weightsLever_data();
     void weightsLever();
@@ -373,7 +374,7 @@ void TestCore::gpusNeededSeed() {
     setFormat(s, static_cast<KvDtype>(kv));
     s.workload.context = 8192;
     const auto need = computeGpusNeeded(s, 10);
-    QCOMPARE(need.gpus, gpus);
+    QCOMPARE(need.pooledGpus, gpus);
     const qint64 kvPerToken = 80LL * 64 * kvBytesPerTokenPerHead(s.levers.quant.format, 128);
     QCOMPARE(need.kvBytes, 10 * 8192 * kvPerToken);
     QCOMPARE(need.weightsBytes, weightBytes(70'000'000'000LL, static_cast<WeightDtype>(weights)));
@@ -382,7 +383,9 @@ void TestCore::gpusNeededSeed() {
     const qint64 budget = static_cast<qint64>(85017821184.0 * s.hardware.memoryUtilization) -
                           single.activationBytes - single.overheadBytes;
     QVERIFY((need.totalBytes + gpus - 2) / (gpus - 1) > budget);
-    QVERIFY(need.tensorParallel >= need.gpus);
+    // What vLLM runs: a whole layout, never fewer GPUs than the pooled count.
+    QVERIFY(need.gpus >= need.pooledGpus);
+    QCOMPARE(need.layout.gpus(), need.gpus);
     QCOMPARE(64 % need.tensorParallel, 0);
 }
 
@@ -454,6 +457,19 @@ void TestCore::overflowBounds() {
     QCOMPARE(need.kvBytes, perToken * 10'000'000 * 10'000); // 5.2e18 < 9.2e18
     QCOMPARE(need.weightsBytes, qint64(4'000'000'000'000));
     QVERIFY(need.totalBytes > need.kvBytes);
+}
+
+void TestCore::gpusNeededSaturates() {
+    // kvledger ledger --context 1000000000 --target-requests 100000 once overflowed a signed
+    // product in the pooled search and said "1 x H100" (an abort under UBSan).
+    Scenario s = scenario(llama3_8b());
+    s.workload.context = 1'000'000'000;
+    const auto need = computeGpusNeeded(s, 100'000);
+    QCOMPARE(need.kvBytes, std::numeric_limits<qint64>::max());
+    QCOMPARE(need.totalBytes, std::numeric_limits<qint64>::max());
+    QCOMPARE(need.pooledGpus, 0);
+    QCOMPARE(need.gpus, 0);
+    QVERIFY(!need.note.empty());
 }
 
 void TestCore::saturatesInsteadOfWrapping() {

@@ -1,0 +1,300 @@
+#include "planner.h"
+
+#include "engine.h"
+#include "ledger.h"
+#include "units.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+
+namespace kvl::core {
+
+namespace {
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+    return a / b + (a % b != 0 ? 1 : 0);
+}
+
+std::int64_t satAdd(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
+// The scenario vLLM would run: this GPU and layout, started with a max model length that holds
+// the context, on the GPU's real memory.
+Scenario planScenario(const Scenario& base, const GpuSpec& gpu, const Layout& layout,
+                      std::int64_t context) {
+    Scenario s = base;
+    s.hardware.gpu = gpu;
+    applyLayout(s, layout);
+    s.hardware.kvMemoryBytes.reset();
+    s.workload.context = context;
+    s.workload.maxModelLen = std::max(context, base.workload.maxModelLen);
+    s.workload.targetRequests = 0;
+    return s;
+}
+
+std::vector<int> divisors(int n, int upTo) {
+    std::vector<int> out;
+    for (int d = 1; d <= std::min(n, upTo); ++d)
+        if (n % d == 0)
+            out.push_back(d);
+    return out;
+}
+
+void fillDeployment(Deployment& d, const ReplicaCapacity& c, CapacityModel& model,
+                    std::int64_t users, int gpusPerNode) {
+    d.weightsBytesPerGpu = c.weightsBytesPerGpu;
+    d.kvPoolBytesPerGpu = c.kvPoolBytesPerGpu;
+    d.withinOneNode = d.layout.tp * d.layout.pp <= gpusPerNode;
+    d.maxNumSeqs = effectiveMaxNumSeqs(d.scenario);
+    if (!c.ok) {
+        d.reason = c.reason;
+        return;
+    }
+    d.requestsMemoryHolds = c.requests;
+    d.requestsPerReplica = std::min(c.requests, d.maxNumSeqs);
+    d.cappedByMaxNumSeqs = c.requests > d.maxNumSeqs;
+    d.clusterRequests = d.requestsPerReplica * d.layout.dp;
+    d.fits = d.clusterRequests >= users;
+    // The users spread over the replicas; the busiest replica holds ceil(N / DP).
+    const std::int64_t onReplica = std::min(ceilDiv(users, d.layout.dp), d.requestsPerReplica);
+    d.kvBytesPerGpu = model.kvBytesForRequests(onReplica);
+    d.headroomBytesPerGpu = std::max<std::int64_t>(0, d.kvPoolBytesPerGpu - d.kvBytesPerGpu);
+    if (!d.fits)
+        d.reason = withThousands(d.clusterRequests) + " of " + withThousands(users) + " users fit" +
+                   (d.cappedByMaxNumSeqs
+                        ? " (max_num_seqs " + withThousands(d.maxNumSeqs) + " per replica)"
+                        : std::string());
+}
+
+// Best first among layouts of the same GPU count: inside one node, fewer pipeline stages,
+// then by the rank (throughput or capacity), then the plainer layout.
+bool better(const Deployment& a, const Deployment& b, PlanRank rank) {
+    if (a.layout.gpus() != b.layout.gpus())
+        return a.layout.gpus() < b.layout.gpus();
+    if (a.withinOneNode != b.withinOneNode)
+        return a.withinOneNode;
+    if (a.layout.pp != b.layout.pp)
+        return a.layout.pp < b.layout.pp;
+    if (rank == PlanRank::Throughput && a.clusterTokensPerSecond != b.clusterTokensPerSecond)
+        return a.clusterTokensPerSecond > b.clusterTokensPerSecond;
+    if (a.clusterRequests != b.clusterRequests)
+        return a.clusterRequests > b.clusterRequests;
+    if (a.layout.ep != b.layout.ep)
+        return !a.layout.ep;
+    if (a.layout.dcp != b.layout.dcp)
+        return a.layout.dcp < b.layout.dcp;
+    return a.layout.tp < b.layout.tp;
+}
+
+// Capacity models shared by GPU kinds that vLLM treats alike (the same compute capability
+// major, vendor and scheduler defaults): only their memory differs.
+struct ModelCache {
+    struct Entry {
+        int major = 0;
+        bool amd = false;
+        SchedulerDefaults defaults;
+        std::map<std::pair<int, int>, std::unique_ptr<CapacityModel>> byTpDcp;
+    };
+    std::vector<Entry> entries;
+    CapacityModel& get(const PlanRequest& req, const GpuSpec& gpu, int tp, int dcp) {
+        const int major = gpu.computeCapability / 10;
+        const bool amd = gpu.vendor == "AMD";
+        const SchedulerDefaults d = schedulerDefaults(gpu);
+        auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
+            return e.major == major && e.amd == amd &&
+                   e.defaults.maxNumBatchedTokens == d.maxNumBatchedTokens &&
+                   e.defaults.maxNumSeqs == d.maxNumSeqs;
+        });
+        if (it == entries.end()) {
+            entries.push_back(Entry{major, amd, d, {}});
+            it = entries.end() - 1;
+        }
+        auto& slot = it->byTpDcp[{tp, dcp}];
+        if (!slot)
+            slot = std::make_unique<CapacityModel>(
+                planScenario(req.base, gpu, Layout{tp, 1, 1, false, dcp}, req.context));
+        slot->setGpu(gpu);
+        return *slot;
+    }
+};
+
+GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu, ModelCache& cache) {
+    GpuPlan gp;
+    gp.gpu = gpu;
+    const ModelSpec& m = req.base.model;
+    const int maxGpus = std::max(1, req.maxGpus);
+    const std::int64_t users = std::max<std::int64_t>(1, req.users);
+    int best = maxGpus + 1;
+    std::vector<Deployment> found;
+    // The most memory-generous layout tried that still failed, to say why.
+    ReplicaCapacity widest;
+    int widestGpus = 0;
+    Layout widestLayout;
+    // max_num_seqs depends on the GPU and the max model length, not on the layout.
+    const Scenario plain = planScenario(req.base, gpu, Layout{}, req.context);
+    const std::int64_t maxNumSeqs = effectiveMaxNumSeqs(plain);
+    // A cheap test first: a layout whose largest stage's weights and reserves already take all
+    // the memory vLLM may use cannot hold anything.
+    const WeightModel weights = weightModel(plain);
+    const std::int64_t requested = static_cast<std::int64_t>(static_cast<double>(gpu.memoryBytes) *
+                                                             plain.hardware.memoryUtilization);
+    // Returns the largest stage's weights when hopeless, 0 otherwise.
+    auto hopeless = [&](const Layout& l) -> std::int64_t {
+        const Reserves r = estimateReserves(plain, l);
+        const std::int64_t reserves =
+            plain.hardware.activationBytes.value_or(r.activation) +
+            plain.hardware.overheadBytes.value_or(r.nonTorch + r.cudaGraphs);
+        const auto stages = pipelineStages(std::max(1, m.numLayers()), l.pp);
+        std::int64_t most = 0;
+        for (std::size_t i = 0; i < stages.size(); ++i)
+            most =
+                std::max(most, weightsPerGpu(weights, l, stages[i].first, stages[i].second,
+                                             static_cast<int>(i), static_cast<int>(stages.size())));
+        return satAdd(most, reserves) >= requested ? most : 0;
+    };
+
+    for (const int tp : divisors(m.qHeads, maxGpus)) {
+        if (!checkLayout(m, Layout{tp, 1, 1, false, 1}))
+            continue;
+        for (const int dcp : divisors(tp, tp)) {
+            if (!checkLayout(m, Layout{tp, 1, 1, false, dcp}))
+                continue;
+            CapacityModel model(
+                planScenario(req.base, gpu, Layout{tp, 1, 1, false, dcp}, req.context));
+            for (int pp = 1; pp <= m.numLayers() && tp * pp <= std::min(maxGpus, best); ++pp) {
+                for (const bool ep : {false, true}) {
+                    if (ep && !m.isMoe())
+                        continue;
+                    Layout l{tp, pp, 1, ep, dcp};
+                    if (!checkLayout(m, l))
+                        continue;
+                    // Without EP the weights are the same for any DP: one evaluation sets the
+                    // replica's capacity and DP follows. With EP the experts spread over DP,
+                    // so more replicas also mean more room on each.
+                    for (int dp = 1; tp * pp * dp <= std::min(maxGpus, best); ++dp) {
+                        const Layout tried{tp, pp, ep ? dp : 1, ep, dcp};
+                        if (const std::int64_t heavy = hopeless(tried)) {
+                            if (tried.gpus() >= widestGpus) {
+                                widest = ReplicaCapacity{};
+                                widest.weightsBytesPerGpu = heavy;
+                                widestGpus = tried.gpus();
+                                widestLayout = tried;
+                            }
+                            if (!ep)
+                                break;
+                            continue;
+                        }
+                        const ReplicaCapacity c = model.evaluate(pp, ep ? dp : 1, ep);
+                        if (!c.ok) {
+                            if (tp * pp * dp >= widestGpus) {
+                                widest = c;
+                                widestGpus = tp * pp * dp;
+                                widestLayout = Layout{tp, pp, dp, ep, dcp};
+                            }
+                            if (!ep)
+                                break;
+                            continue;
+                        }
+                        const std::int64_t perReplica = std::min(c.requests, maxNumSeqs);
+                        int needDp = dp;
+                        if (!ep)
+                            needDp = static_cast<int>(
+                                std::min<std::int64_t>(ceilDiv(users, perReplica), maxGpus + 1));
+                        else if (perReplica * dp < users)
+                            continue;
+                        l.dp = needDp;
+                        if (tp * pp * needDp > std::min(maxGpus, best))
+                            break;
+                        Deployment d;
+                        d.layout = l;
+                        d.scenario = planScenario(req.base, gpu, l, req.context);
+                        const ReplicaCapacity at = ep ? c : model.evaluate(pp, needDp, false);
+                        fillDeployment(d, at, model, users, req.gpusPerNode);
+                        if (d.fits) {
+                            best = std::min(best, l.gpus());
+                            found.push_back(std::move(d));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const Deployment& d) { return d.layout.gpus() != best; }),
+                found.end());
+    std::sort(found.begin(), found.end(),
+              [&](const Deployment& a, const Deployment& b) { return better(a, b, req.rank); });
+    gp.layouts = std::move(found);
+    gp.fits = !gp.layouts.empty();
+    if (!gp.fits) {
+        if (widestGpus == 0) {
+            gp.reason = "no layout of at most " + std::to_string(maxGpus) + " GPUs is valid for " +
+                        m.name + " (tensor parallel must divide its heads)";
+        } else {
+            const Scenario s = planScenario(req.base, gpu, widestLayout, req.context);
+            const std::int64_t requested = static_cast<std::int64_t>(
+                static_cast<double>(gpu.memoryBytes) * s.hardware.memoryUtilization);
+            const LedgerResult r = computeLedger(s);
+            const std::int64_t reserves = r.activationBytes + r.overheadBytes;
+            const std::int64_t weights = widest.weightsBytesPerGpu;
+            const bool weightsDoNotFit = satAdd(weights, reserves) >= requested;
+            gp.memoryNeededBytes =
+                satAdd(satAdd(weights, reserves), weightsDoNotFit ? 0 : r.kvBytesPerRequestPerGpu);
+            gp.reason = (weightsDoNotFit ? "the weights do not fit" : "one request does not fit") +
+                        std::string(" even as ") + layoutLabel(widestLayout) + ": it needs " +
+                        formatBytes(gp.memoryNeededBytes) + " per GPU, " + gpu.name + " gives " +
+                        formatBytes(requested);
+            if (!weightsDoNotFit && !widest.reason.empty() &&
+                widest.reason.find("vLLM refuses") != std::string::npos)
+                gp.reason += " (" + widest.reason + ")";
+        }
+    }
+    return gp;
+}
+
+} // namespace
+
+std::vector<const GpuPlan*> PlanResult::bestFirst() const {
+    std::vector<const GpuPlan*> out;
+    for (const auto& g : gpus)
+        out.push_back(&g);
+    std::stable_sort(out.begin(), out.end(), [](const GpuPlan* a, const GpuPlan* b) {
+        if (a->fits != b->fits)
+            return a->fits;
+        if (!a->fits)
+            return false;
+        return a->layouts.front().layout.gpus() < b->layouts.front().layout.gpus();
+    });
+    return out;
+}
+
+Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const Layout& layout,
+                              std::int64_t users, std::int64_t context, int gpusPerNode) {
+    Deployment d;
+    d.layout = layout;
+    d.scenario = planScenario(base, gpu, layout, context);
+    if (auto st = checkLayout(base.model, layout); !st) {
+        d.reason = st.error().message;
+        return d;
+    }
+    CapacityModel model(d.scenario);
+    const ReplicaCapacity c = model.evaluate(layout.pp, layout.dp, layout.ep);
+    fillDeployment(d, c, model, std::max<std::int64_t>(1, users), gpusPerNode);
+    return d;
+}
+
+PlanResult planDeployments(const PlanRequest& request) {
+    PlanResult out;
+    out.gpus.reserve(request.gpus.size());
+    ModelCache cache;
+    for (const auto& g : request.gpus)
+        out.gpus.push_back(planGpu(request, g, cache));
+    return out;
+}
+
+} // namespace kvl::core
