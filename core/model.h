@@ -25,6 +25,7 @@ enum class WeightDtype : std::uint8_t { Fp32, Fp16, Bf16, Fp8, Int8, Int4 };
 std::string_view layerKindName(LayerKind kind);      // full, sliding, mla
 std::string_view weightDtypeName(WeightDtype dtype); // fp32 fp16 bf16 fp8 int8 int4
 std::optional<WeightDtype> parseWeightDtype(std::string_view name);
+std::optional<LayerKind> parseLayerKind(std::string_view name); // nullopt if unknown
 // Exact weight bytes for `params` parameters. INT4 counts an fp16 scale + fp16 zero per group
 // of 128 weights (GPTQ/AWQ style, 4.25 bits); FP8/INT8 per-channel scales are negligible and
 // not counted.
