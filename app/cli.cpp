@@ -18,7 +18,7 @@ namespace {
 
 using core::formatBytes;
 using core::withThousands;
-using io::Json;
+using Json = nlohmann::ordered_json; // keeps the keys in the order written
 
 // vLLM prints the concurrency with two decimals; JSON carries the same rounding.
 double round2(double v) {
@@ -27,8 +27,8 @@ double round2(double v) {
 
 Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
                 const std::vector<core::LadderStep>& ladder) {
-    Json::Object o;
-    auto put = [&o](std::string k, Json v) { o.emplace_back(std::move(k), std::move(v)); };
+    Json o = Json::object();
+    auto put = [&o](const std::string& k, Json v) { o[k] = std::move(v); };
     put("model", s.model.id);
     put("model_name", s.model.name);
     put("gpu", s.hardware.gpu.id);
@@ -63,16 +63,16 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
     put("gpu_kv_cache_tokens", r.gpuKvCacheTokens);
     put("max_concurrency", round2(r.maxConcurrency));
     put("max_requests_at_context", r.maxRequestsAtContext);
-    Json::Array groups;
+    Json groups = Json::array();
     for (const auto& g : r.groups) {
-        Json::Object go;
-        go.emplace_back("kind", std::string(core::layerKindName(g.kind)));
+        Json go = Json::object();
+        go["kind"] = std::string(core::layerKindName(g.kind));
         if (g.kind == core::LayerKind::Sliding)
-            go.emplace_back("window", g.window);
-        go.emplace_back("layers", g.layers);
-        go.emplace_back("bytes_per_token_per_layer_per_gpu", g.bytesPerTokenPerLayerPerGpu);
-        go.emplace_back("blocks_per_request", g.blocksPerRequest);
-        go.emplace_back("tokens_held_per_request", g.tokensHeldPerRequest);
+            go["window"] = g.window;
+        go["layers"] = g.layers;
+        go["bytes_per_token_per_layer_per_gpu"] = g.bytesPerTokenPerLayerPerGpu;
+        go["blocks_per_request"] = g.blocksPerRequest;
+        go["tokens_held_per_request"] = g.tokensHeldPerRequest;
         groups.emplace_back(std::move(go));
     }
     put("layer_groups", std::move(groups));
@@ -85,25 +85,25 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
         put("target_kv_bytes", need.kvBytes);
         put("target_total_bytes", need.totalBytes);
     }
-    Json::Array steps;
+    Json steps = Json::array();
     for (const auto& st : ladder) {
-        Json::Object so;
-        so.emplace_back("label", st.label);
-        so.emplace_back("applied", st.applied);
-        so.emplace_back("kv_bytes_per_token", st.result.kvBytesPerToken);
-        so.emplace_back("kv_bytes_per_request", st.result.kvBytesPerRequest);
-        so.emplace_back("kv_bytes_per_request_per_gpu", st.result.kvBytesPerRequestPerGpu);
-        so.emplace_back("max_requests_at_context", st.result.maxRequestsAtContext);
-        so.emplace_back("max_concurrency", round2(st.result.maxConcurrency));
+        Json so = Json::object();
+        so["label"] = st.label;
+        so["applied"] = st.applied;
+        so["kv_bytes_per_token"] = st.result.kvBytesPerToken;
+        so["kv_bytes_per_request"] = st.result.kvBytesPerRequest;
+        so["kv_bytes_per_request_per_gpu"] = st.result.kvBytesPerRequestPerGpu;
+        so["max_requests_at_context"] = st.result.maxRequestsAtContext;
+        so["max_concurrency"] = round2(st.result.maxConcurrency);
         steps.emplace_back(std::move(so));
     }
     put("ladder", std::move(steps));
-    Json::Array warnings;
+    Json warnings = Json::array();
     for (const auto& w : r.warnings)
         warnings.emplace_back(w);
     put("warnings", std::move(warnings));
     put("error", r.error.empty() ? Json() : Json(r.error));
-    return Json(std::move(o));
+    return o;
 }
 
 std::string fixed2(double v) {
@@ -208,11 +208,11 @@ Commands:
 
 int runLedger(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     auto parsed = io::parseScenarioArgs(args, io::defaultScenario());
-    if (auto* e = std::get_if<io::LoadError>(&parsed)) {
-        err << "kvledger ledger: " << e->message << "\n";
+    if (!parsed) {
+        err << "kvledger ledger: " << parsed.error().message << "\n";
         return 2;
     }
-    auto& p = std::get<io::ParsedArgs>(parsed);
+    auto& p = parsed.value();
     bool json = false;
     core::UnitSystem units = core::UnitSystem::Binary;
     for (std::size_t i = 0; i < p.rest.size(); ++i) {
@@ -245,7 +245,7 @@ int runLedger(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const auto r = core::computeLedger(p.scenario);
     const auto ladder = core::computeLadder(p.scenario);
     if (json)
-        out << ledgerJson(p.scenario, r, ladder).dump(2) << "\n";
+        out << io::dumpJson(ledgerJson(p.scenario, r, ladder)) << "\n";
     else
         printTable(out, p.scenario, r, ladder, units);
     return 0;
@@ -267,22 +267,22 @@ int runModels(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     const auto& models = io::builtinModels();
     if (json) {
-        Json::Array a;
+        Json a = Json::array();
         for (const auto& m : models) {
-            Json::Object o;
-            o.emplace_back("id", m.id);
-            o.emplace_back("name", m.name);
-            o.emplace_back("family", m.family);
-            o.emplace_back("layers", m.numLayers());
-            o.emplace_back("q_heads", m.qHeads);
-            o.emplace_back("kv_heads", m.kvHeads);
-            o.emplace_back("head_dim", m.headDim);
-            o.emplace_back("params", m.params);
-            o.emplace_back("max_context", m.maxContext);
-            o.emplace_back("kv_bytes_per_token", nativeBytesPerToken(m));
+            Json o = Json::object();
+            o["id"] = m.id;
+            o["name"] = m.name;
+            o["family"] = m.family;
+            o["layers"] = m.numLayers();
+            o["q_heads"] = m.qHeads;
+            o["kv_heads"] = m.kvHeads;
+            o["head_dim"] = m.headDim;
+            o["params"] = m.params;
+            o["max_context"] = m.maxContext;
+            o["kv_bytes_per_token"] = nativeBytesPerToken(m);
             a.emplace_back(std::move(o));
         }
-        out << Json(std::move(a)).dump(2) << "\n";
+        out << io::dumpJson(a) << "\n";
         return 0;
     }
     out << std::left << std::setw(24) << "id" << std::setw(16) << "family" << std::right
@@ -307,18 +307,18 @@ int runGpus(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     const auto& gpus = io::builtinGpus();
     if (json) {
-        Json::Array a;
+        Json a = Json::array();
         for (const auto& g : gpus) {
-            Json::Object o;
-            o.emplace_back("id", g.id);
-            o.emplace_back("name", g.name);
-            o.emplace_back("vendor", g.vendor);
-            o.emplace_back("memory_bytes", g.memoryBytes);
-            o.emplace_back("bandwidth_gbs", g.bandwidthGBs);
-            o.emplace_back("memory_type", g.memoryType);
+            Json o = Json::object();
+            o["id"] = g.id;
+            o["name"] = g.name;
+            o["vendor"] = g.vendor;
+            o["memory_bytes"] = g.memoryBytes;
+            o["bandwidth_gbs"] = g.bandwidthGBs;
+            o["memory_type"] = g.memoryType;
             a.emplace_back(std::move(o));
         }
-        out << Json(std::move(a)).dump(2) << "\n";
+        out << io::dumpJson(a) << "\n";
         return 0;
     }
     out << std::left << std::setw(18) << "id" << std::setw(26) << "name" << std::right

@@ -162,11 +162,11 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         return 0;
     }
     auto parsed = io::parseScenarioArgs(scenarioArgs, io::defaultScenario());
-    if (const auto* e = std::get_if<io::LoadError>(&parsed)) {
-        err << cmd << ": " << e->message << "\n";
+    if (!parsed) {
+        err << cmd << ": " << parsed.error().message << "\n";
         return 2;
     }
-    const auto& pa = std::get<io::ParsedArgs>(parsed);
+    const auto& pa = parsed.value();
     if (!pa.rest.empty()) {
         err << cmd << ": unknown option '" << pa.rest.front() << "' (see " << cmd << " --help)\n";
         return 2;

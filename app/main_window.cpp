@@ -499,13 +499,13 @@ bool MainWindow::openScenarioFile(const QString& path) {
     auto result = io::scenarioFromJson(
         std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())),
         QFileInfo(path).fileName().toStdString());
-    if (const auto* err = std::get_if<io::LoadError>(&result)) {
+    if (!result) {
         reportError(tr("Open scenario"),
                     tr("%1 was not opened; the current scenario is unchanged.\n\n%2")
-                        .arg(QDir::toNativeSeparators(path), qs(err->message)));
+                        .arg(QDir::toNativeSeparators(path), qs(result.error().message)));
         return false;
     }
-    setScenario(std::get<core::Scenario>(result));
+    setScenario(result.value());
     m_currentFile = QFileInfo(path).absoluteFilePath();
     m_lastDir = QFileInfo(path).absolutePath();
     addRecentFile(m_currentFile);
@@ -805,8 +805,8 @@ void MainWindow::restoreSettings() {
     if (!last.isEmpty()) {
         auto result = io::scenarioFromJson(
             std::string_view(last.constData(), static_cast<std::size_t>(last.size())), "settings");
-        if (auto* ok = std::get_if<core::Scenario>(&result))
-            s = *ok;
+        if (result)
+            s = result.value();
     }
     m_currentFile = settings.value(QStringLiteral("currentFile")).toString();
     if (!m_currentFile.isEmpty() && !QFileInfo::exists(m_currentFile))

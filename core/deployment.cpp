@@ -156,6 +156,11 @@ WeightModel weightModel(const Scenario& s) {
 
 std::int64_t weightsPerGpu(const WeightModel& w, const Layout& l, int first, int last, int stage,
                            int stages) {
+    return stageWeights(w, l, first, last, stage, stages).total();
+}
+
+StageWeights stageWeights(const WeightModel& w, const Layout& l, int first, int last, int stage,
+                          int stages) {
     const int count = last - first;
     std::int64_t dense = scaled(w.split.denseLayers, count, w.layers);
     if (stage == 0)
@@ -170,9 +175,11 @@ std::int64_t weightsPerGpu(const WeightModel& w, const Layout& l, int first, int
     // With expert parallel the experts are spread over every rank of TP x DP (FusedMoE's EP
     // group); without it every replica keeps all experts, split by TP.
     const std::int64_t expertShards = l.ep ? satMul(tp, std::max(1, l.dp)) : tp;
-    std::int64_t bytes = satAdd(ceilDiv(weightBytes(dense, w.dtype), tp),
-                                ceilDiv(weightBytes(experts, w.dtype), expertShards));
-    return satAdd(bytes, satMul(count, w.scaleBytesPerLayer));
+    StageWeights out;
+    out.dense =
+        satAdd(ceilDiv(weightBytes(dense, w.dtype), tp), satMul(count, w.scaleBytesPerLayer));
+    out.experts = ceilDiv(weightBytes(experts, w.dtype), expertShards);
+    return out;
 }
 
 std::int64_t weightsPerGpu(const Scenario& s, const Layout& l, int stage) {

@@ -59,7 +59,15 @@ struct WeightModel {
     bool tied = false;
 };
 WeightModel weightModel(const Scenario& s);
-// One GPU of the stage holding layers [first, last) of `stages` stages.
+// One GPU's weights of the stage holding layers [first, last) of `stages` stages, split into
+// the dense part (every token reads it) and the routed experts (tokens read their top-k).
+struct StageWeights {
+    std::int64_t dense = 0;
+    std::int64_t experts = 0;
+    std::int64_t total() const { return dense + experts; }
+};
+StageWeights stageWeights(const WeightModel& w, const Layout& l, int first, int last, int stage,
+                          int stages);
 std::int64_t weightsPerGpu(const WeightModel& w, const Layout& l, int first, int last, int stage,
                            int stages);
 

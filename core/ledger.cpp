@@ -1058,4 +1058,37 @@ std::int64_t CapacityModel::kvBytesForRequests(std::int64_t count) const {
                   cost.bytesPerUnit);
 }
 
+CapacityModel::KvRead CapacityModel::kvRead(std::int64_t context) const {
+    KvRead out;
+    if (!m_last || m_last->stages.empty())
+        return out;
+    const Plan& p = *m_last;
+    const StagePlan& st = limitingStage(p);
+    out.sharingRequests = p.sharingRequests;
+    if (p.blockSize == 0) {
+        const UnpagedBytes u = unpagedBytes(p, st, context);
+        out.perRequest = u.perRequest - u.state;
+        out.statePerRequest = u.state;
+        return out;
+    }
+    for (const auto& g : st.groups.groups) {
+        std::int64_t real = 0;
+        if (g.uniformType())
+            for (const auto& ls : g.layerSpecs)
+                real = satAdd(real, ls.realPageBytes);
+        else
+            real = satMul(static_cast<std::int64_t>(g.layers.size()), g.spec.realPageBytes);
+        CacheGroups one;
+        one.groups.push_back(g);
+        const Holding h = requestHolding(p, one, context);
+        if (g.spec.type == SpecType::Mamba) {
+            out.statePerRequest = satAdd(out.statePerRequest, satMul(h.blocks, real));
+        } else {
+            out.perRequest = satAdd(out.perRequest, satMul(h.blocks, real));
+            out.sharedPerRequest = satAdd(out.sharedPerRequest, satMul(h.sharedBlocks, real));
+        }
+    }
+    return out;
+}
+
 } // namespace kvl::core

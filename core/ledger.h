@@ -180,6 +180,16 @@ public:
     void setGpu(const GpuSpec& gpu);
     // Bytes per GPU that `count` requests take in the last evaluated layout (prefix shared).
     std::int64_t kvBytesForRequests(std::int64_t count) const;
+    // What one request of `context` tokens keeps in its pages on the limiting stage's GPUs,
+    // without padding (what a decode step reads): KV, the part a sharing request reuses, and
+    // the Mamba state.
+    struct KvRead {
+        std::int64_t perRequest = 0;
+        std::int64_t sharedPerRequest = 0;
+        std::int64_t statePerRequest = 0;
+        std::int64_t sharingRequests = 0; // 0 = all requests share one copy
+    };
+    KvRead kvRead(std::int64_t context) const;
 
 private:
     Scenario m_scenario;

@@ -66,6 +66,7 @@ std::string_view stateKindName(StateKind kind); // mamba1 mamba2 gated_delta_net
 std::optional<StateKind> parseStateKind(std::string_view name);
 std::string_view weightDtypeName(WeightDtype dtype); // fp32 fp16 bf16 fp8 int8 int4 fp4
 std::optional<WeightDtype> parseWeightDtype(std::string_view name);
+std::optional<LayerKind> parseLayerKind(std::string_view name); // nullopt if unknown
 // Exact weight bytes for `params` parameters. INT4 counts an fp16 scale + fp16 zero per group
 // of 128 weights (GPTQ/AWQ style, 4.25 bits); FP4 (MXFP4, as gpt-oss ships its experts) one
 // 8-bit scale per 32 weights (4.25 bits); FP8/INT8 per-channel scales are negligible.

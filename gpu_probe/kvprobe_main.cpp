@@ -1,6 +1,6 @@
 // kvprobe: the probe on the command line. The only place that prints and chooses exit codes
 // (0 success, 1 a check or run failed, 2 bad usage).
-#include "core/io/catalog.h"
+#include "core/io/model_table.h"
 #include "core/units.h"
 #include "gpu_probe/backend.h"
 #include "gpu_probe/probe.h"
@@ -63,17 +63,14 @@ bool parseInt(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64
     return true;
 }
 
-void printJson(const io::Json& j) {
-    std::printf("%s\n", j.dump(2).c_str());
+void printJson(const std::string& text) {
+    std::fputs(text.c_str(), stdout);
 }
 
 int cmdInfo(const Args& a) {
     const auto backends = listBackends();
     if (a.has("--json")) {
-        io::Json j = envelope("info", "", "", 0);
-        j.set("backends", toJson(backends));
-        j.set("cuda_compiled", cudaCompiled());
-        printJson(j);
+        printJson(infoJson(backends, cudaCompiled()));
         return 0;
     }
     std::printf("kvprobe (schema %d)\n", kSchemaVersion);
@@ -94,7 +91,7 @@ int cmdCheck(const Args& a) {
     const bool json = a.has("--json");
     const CheckReport r = runCheck(a.get("--backend", "cpu"), std::uint64_t(seed));
     if (json) {
-        printJson(toJson(r));
+        printJson(checkJson(r));
     } else {
         for (const auto& c : r.cases)
             std::printf("%s  %-44s %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(),
@@ -154,7 +151,7 @@ int cmdRun(const Args& a) {
             return usage(std::string("run needs ") + req);
     ProbePlan p;
     p.backend = a.get("--backend", "cpu");
-    const core::ModelSpec* m = io::findModel(a.get("--model"));
+    const core::ModelSpec* m = io::findTableModel(a.get("--model"));
     if (!m)
         return usage("unknown model '" + a.get("--model") + "'");
     p.model = *m;
@@ -189,11 +186,7 @@ int cmdRun(const Args& a) {
     p.qualityRequests = 1;
     const ProbeResult r = runProbe(p);
     if (a.has("--json")) {
-        io::Json j = envelope("run", r.backend, r.device, r.copyGBs);
-        io::Json::Array arr;
-        arr.push_back(toJson(r));
-        j.set("results", io::Json(std::move(arr)));
-        printJson(j);
+        printJson(runJson(r));
     } else if (r.ok) {
         printResultText(r);
     }
@@ -227,7 +220,7 @@ int cmdBench(const Args& a) {
     for (const auto& x : r.rows)
         failures += x.ok ? 0 : 1;
     if (json) {
-        printJson(toJson(r));
+        printJson(benchJson(r));
         return failures ? 1 : 0;
     }
     std::printf("kvprobe bench on %s (%s); copy %.1f GB/s (read + write, median)\n",

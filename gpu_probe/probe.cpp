@@ -1,6 +1,6 @@
 #include "gpu_probe/probe.h"
 
-#include "core/io/catalog.h"
+#include "core/io/model_table.h"
 #include "core/ledger.h"
 #include "gpu_probe/backend.h"
 #include "gpu_probe/block_manager.h"
@@ -108,7 +108,7 @@ std::variant<ProbeFormat, std::string> parseProbeFormat(const std::string& spec)
 }
 
 core::ModelSpec defaultModel() {
-    if (const core::ModelSpec* m = io::findModel("llama-3-8b"))
+    if (const core::ModelSpec* m = io::findTableModel("llama-3-8b"))
         return *m;
     core::ModelSpec m; // REFERENCE.md 3: Llama-3-8B
     m.id = "llama-3-8b";

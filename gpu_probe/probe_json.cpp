@@ -1,24 +1,15 @@
 #include "gpu_probe/probe_json.h"
 
+#include "gpu_probe/results_schema.h"
+
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <unistd.h>
 
 namespace kvl::probe {
-
-using io::Json;
-
-namespace {
-
-Json num(double v) {
-    return std::isfinite(v) ? Json(v) : Json(nullptr);
-}
-Json i64(std::int64_t v) {
-    return Json(v);
-}
-
-} // namespace
 
 std::string utcNow() {
     const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -36,139 +27,363 @@ std::string hostName() {
     return buf;
 }
 
-Json envelope(const std::string& command, const std::string& backend, const std::string& device,
-              double copyGBs) {
-    Json j(Json::Object{});
-    j.set("tool", "kvprobe");
-    j.set("schema_version", kSchemaVersion);
-    j.set("command", command);
-    j.set("backend", backend);
-    j.set("device", device);
-    j.set("date", utcNow());
-    j.set("host", hostName());
-    j.set("copy_bandwidth_gbs", num(copyGBs));
-    return j;
+int ProbeReport::okRows() const {
+    int n = 0;
+    for (const auto& r : rows)
+        n += r.ok ? 1 : 0;
+    return n;
 }
 
-Json toJson(const std::vector<QualityPoint>& q) {
-    Json::Array a;
-    for (const auto& p : q) {
-        Json o(Json::Object{});
-        o.set("context", i64(p.context));
-        o.set("rel_l2_error", num(p.relL2));
-        o.set("max_abs_error", num(p.maxAbs));
-        o.set("top8_agreement", num(p.top8));
-        o.set("kernel_vs_reference_rel_l2", num(p.kernelVsRefRelL2));
-        a.push_back(std::move(o));
-    }
-    return Json(std::move(a));
+std::string ProbeReport::label() const {
+    std::string d = device.empty() ? backend : device;
+    if (!date.empty())
+        d += " \xC2\xB7 " + date.substr(0, std::min<std::size_t>(10, date.size()));
+    return d;
 }
 
-Json toJson(const ProbeResult& r) {
-    Json o(Json::Object{});
-    o.set("ok", r.ok);
-    o.set("error", r.error);
-    o.set("format", r.formatId);
-    o.set("format_label", r.formatLabel);
-    o.set("dtype", r.dtype);
-    o.set("model", r.modelId);
-    o.set("kv_heads", r.kvHeads);
-    o.set("q_heads", r.qHeads);
-    o.set("head_dim", r.headDim);
-    o.set("block_size", r.blockSize);
-    o.set("batch", r.batch);
-    o.set("context", i64(r.context));
-    o.set("prefix_tokens", i64(r.prefixTokens));
-    o.set("layers", 1);
-    o.set("page_bytes", i64(r.pageBytes));
-    o.set("predicted_pool_bytes", i64(r.predictedPoolBytes));
-    o.set("pool_bytes", i64(r.poolBytes));
-    o.set("allocated_pool_bytes", i64(r.allocatedPoolBytes));
-    o.set("device_pool_bytes", i64(r.devicePoolBytes));
-    o.set("device_account", r.deviceAccountKind);
-    o.set("allocator_granularity_bytes", i64(r.allocatorGranularity));
-    o.set("memory_error_pct", num(r.memoryErrorPct));
-    o.set("pages_used", i64(r.pagesUsed));
-    o.set("pages_saved", i64(r.pagesSaved));
-    if (r.speedMeasured) {
-        o.set("copy_gbs", num(r.copyGBs));
-        o.set("store_ms", num(r.storeMs));
-        o.set("store_bytes", i64(r.storeBytes));
-        o.set("store_gbs", num(r.storeGBs));
-        o.set("store_pct_of_copy", num(r.storePctOfCopy));
-        o.set("attention_ms", num(r.attentionMs));
-        o.set("attention_bytes", i64(r.attentionBytes));
-        o.set("tokens_per_s", num(r.tokensPerS));
-        o.set("attention_gbs", num(r.attentionGBs));
-        o.set("pct_of_copy", num(r.attentionPctOfCopy));
-    }
-    if (r.qualityMeasured) {
-        o.set("data", r.dataSource);
-        o.set("rel_l2_error", num(r.relL2));
-        o.set("max_abs_error", num(r.maxAbs));
-        o.set("top8_agreement", num(r.top8));
-        o.set("kernel_vs_reference_rel_l2", num(r.kernelVsRefRelL2));
-        o.set("k_rel_l2_error", num(r.kRelL2));
-        o.set("v_rel_l2_error", num(r.vRelL2));
-        o.set("k_max_abs_error", num(r.kMaxAbs));
-        o.set("v_max_abs_error", num(r.vMaxAbs));
-    }
-    o.set("quality_vs_context", toJson(r.qualityVsContext));
-    Json::Array notes;
-    for (const auto& n : r.notes)
-        notes.emplace_back(n);
-    o.set("notes", Json(std::move(notes)));
-    return o;
+// --- the emitter ------------------------------------------------------------------------------
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, nothing
+// above U+10FFFF), or 0.
+std::size_t utf8Length(std::string_view s, std::size_t i) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    const unsigned char c = b(0);
+    const std::size_t n = c < 0x80                 ? 1
+                          : c >= 0xC2 && c <= 0xDF ? 2
+                          : c >= 0xE0 && c <= 0xEF ? 3
+                          : c >= 0xF0 && c <= 0xF4 ? 4
+                                                   : 0;
+    if (n == 0 || i + n > s.size())
+        return 0;
+    for (std::size_t k = 1; k < n; ++k)
+        if ((b(k) & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F) || // overlong, surrogate
+        (c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F))   // overlong, > U+10FFFF
+        return 0;
+    return n;
 }
 
-Json toJson(const CheckReport& r) {
-    Json j = envelope("check", r.backend, r.device, 0);
-    j.set("passed", r.passed);
-    j.set("failed", r.failed);
-    j.set("error", r.error);
-    Json::Array cases;
+void appendString(std::string& out, std::string_view s) {
+    out += '"';
+    for (std::size_t i = 0; i < s.size();) {
+        const char c = s[i];
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                out += buf;
+            } else if (const std::size_t n = utf8Length(s, i); n == 0) {
+                out += "\xEF\xBF\xBD"; // U+FFFD for a byte that is not UTF-8
+            } else {
+                out.append(s.substr(i, n));
+                i += n;
+                continue;
+            }
+        }
+        ++i;
+    }
+    out += '"';
+}
+
+} // namespace
+
+void JsonWriter::newline() {
+    m_out += '\n';
+    m_out.append(2 * m_stack.size(), ' ');
+}
+
+void JsonWriter::beforeValue() {
+    if (m_afterKey) {
+        m_afterKey = false;
+        return;
+    }
+    if (!m_stack.empty()) {
+        if (m_stack.back().count++ > 0)
+            m_out += ',';
+        newline();
+    }
+}
+
+JsonWriter& JsonWriter::beginObject() {
+    beforeValue();
+    m_out += '{';
+    m_stack.push_back({true, 0});
+    return *this;
+}
+
+JsonWriter& JsonWriter::beginArray() {
+    beforeValue();
+    m_out += '[';
+    m_stack.push_back({false, 0});
+    return *this;
+}
+
+JsonWriter& JsonWriter::endObject() {
+    const Level l = m_stack.back();
+    m_stack.pop_back();
+    if (l.count > 0)
+        newline();
+    m_out += '}';
+    return *this;
+}
+
+JsonWriter& JsonWriter::endArray() {
+    const Level l = m_stack.back();
+    m_stack.pop_back();
+    if (l.count > 0)
+        newline();
+    m_out += ']';
+    return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name) {
+    if (m_stack.back().count++ > 0)
+        m_out += ',';
+    newline();
+    appendString(m_out, name);
+    m_out += ": ";
+    m_afterKey = true;
+    return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view s) {
+    beforeValue();
+    appendString(m_out, s);
+    return *this;
+}
+
+JsonWriter& JsonWriter::value(bool b) {
+    beforeValue();
+    m_out += b ? "true" : "false";
+    return *this;
+}
+
+JsonWriter& JsonWriter::value(std::int64_t v) {
+    beforeValue();
+    m_out += std::to_string(v);
+    return *this;
+}
+
+JsonWriter& JsonWriter::value(double d) {
+    if (!std::isfinite(d))
+        return null(); // JSON has no NaN or infinity
+    beforeValue();
+    char buf[32];
+    // Shortest text that reads back as the same double, locale-independent.
+    const auto r = std::to_chars(buf, buf + sizeof buf, d);
+    m_out.append(buf, r.ptr);
+    return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+    beforeValue();
+    m_out += "null";
+    return *this;
+}
+
+std::string JsonWriter::finish() {
+    m_out += '\n';
+    return std::move(m_out);
+}
+
+// --- the documents, driven by the field tables ------------------------------------------------
+
+namespace {
+
+using namespace schema;
+
+template <class S> void writeFields(JsonWriter& w, const S& s, const auto& fields);
+
+void writePoints(JsonWriter& w, const std::vector<QualityPoint>& points) {
+    w.beginArray();
+    for (const auto& p : points) {
+        w.beginObject();
+        writeFields(w, p, kPointFields);
+        w.endObject();
+    }
+    w.endArray();
+}
+
+template <class S> void writeMember(JsonWriter& w, const S& s, const Member<S>& member) {
+    std::visit(
+        [&](auto m) {
+            using M = decltype(m);
+            if constexpr (std::is_same_v<M, std::monostate>) {
+                w.value(1); // "layers": kvprobe measures one layer
+            } else if constexpr (std::is_same_v<M, std::vector<QualityPoint> S::*>) {
+                writePoints(w, s.*m);
+            } else if constexpr (std::is_same_v<M, std::vector<std::string> S::*>) {
+                w.beginArray();
+                for (const auto& text : s.*m)
+                    w.value(text);
+                w.endArray();
+            } else {
+                w.value(s.*m);
+            }
+        },
+        member);
+}
+
+template <class S> void writeFields(JsonWriter& w, const S& s, const auto& fields) {
+    for (const auto& f : fields) {
+        if constexpr (std::is_same_v<S, ProbeResult>) {
+            if (bool ProbeResult::*flag = groupFlag(f.group); flag && !(s.*flag))
+                continue;
+        }
+        w.key(f.key);
+        writeMember(w, s, f.member);
+    }
+}
+
+// tool, schema_version, command: the header of every document.
+void writeHeader(JsonWriter& w, std::string_view command) {
+    w.key(kTool).value(kToolName);
+    w.key(kSchemaVersionKey).value(kSchemaVersion);
+    w.key(kCommand).value(command);
+}
+
+// A run or bench report; `run` leaves the sweep inside its one row (no top-level
+// quality_vs_context), as parseProbeReport expects.
+std::string reportJson(const ProbeReport& rep) {
+    JsonWriter w;
+    w.beginObject();
+    writeHeader(w, rep.command);
+    writeFields(w, rep, kReportFields);
+    w.key(kResults).beginArray();
+    for (const auto& row : rep.rows) {
+        w.beginObject();
+        writeFields(w, row, kResultFields);
+        w.endObject();
+    }
+    w.endArray();
+    if (rep.command != "run") {
+        w.key(kQualityVsContext).beginArray();
+        for (const auto& [label, points] : rep.qualityVsContext) {
+            w.beginObject();
+            w.key(kFormatLabel).value(label);
+            w.key(kPoints);
+            writePoints(w, points);
+            w.endObject();
+        }
+        w.endArray();
+    }
+    w.endObject();
+    return w.finish();
+}
+
+// The envelope of info and check, which are not results files.
+void writeEnvelope(JsonWriter& w, std::string_view command, const std::string& backend,
+                   const std::string& device) {
+    writeHeader(w, command);
+    w.key("backend").value(backend);
+    w.key("device").value(device);
+    w.key("date").value(utcNow());
+    w.key("host").value(hostName());
+    w.key("copy_bandwidth_gbs").value(0.0);
+}
+
+} // namespace
+
+std::string infoJson(const std::vector<BackendInfo>& backends, bool cudaCompiled) {
+    JsonWriter w;
+    w.beginObject();
+    writeEnvelope(w, "info", "", "");
+    w.key("backends").beginArray();
+    for (const auto& b : backends) {
+        w.beginObject();
+        w.key("name").value(b.name);
+        w.key("available").value(b.available);
+        w.key("reason").value(b.reason);
+        w.key("device").value(b.device);
+        w.key("memory_bytes").value(b.memoryBytes);
+        w.key("details").value(b.details);
+        w.endObject();
+    }
+    w.endArray();
+    w.key("cuda_compiled").value(cudaCompiled);
+    w.endObject();
+    return w.finish();
+}
+
+std::string checkJson(const CheckReport& r) {
+    JsonWriter w;
+    w.beginObject();
+    writeEnvelope(w, "check", r.backend, r.device);
+    w.key("passed").value(r.passed);
+    w.key("failed").value(r.failed);
+    w.key("error").value(r.error);
+    w.key("checks").beginArray();
     for (const auto& c : r.cases) {
-        Json o(Json::Object{});
-        o.set("name", c.name);
-        o.set("passed", c.passed);
-        o.set("detail", c.detail);
-        cases.push_back(std::move(o));
+        w.beginObject();
+        w.key("name").value(c.name);
+        w.key("passed").value(c.passed);
+        w.key("detail").value(c.detail);
+        w.endObject();
     }
-    j.set("checks", Json(std::move(cases)));
-    return j;
+    w.endArray();
+    w.endObject();
+    return w.finish();
 }
 
-Json toJson(const BenchReport& r) {
-    Json j = envelope("bench", r.backend, r.device, r.copyGBs);
-    j.set("error", r.error);
-    Json::Array rows;
-    for (const auto& x : r.rows)
-        rows.push_back(toJson(x));
-    j.set("results", Json(std::move(rows)));
-    Json::Array q;
-    for (const auto& [label, pts] : r.qualityVsContext) {
-        Json o(Json::Object{});
-        o.set("format_label", label);
-        o.set("points", toJson(pts));
-        q.push_back(std::move(o));
-    }
-    j.set("quality_vs_context", Json(std::move(q)));
-    return j;
+std::string runJson(const ProbeResult& result) {
+    ProbeReport rep;
+    rep.command = "run";
+    rep.backend = result.backend;
+    rep.device = result.device;
+    rep.date = utcNow();
+    rep.host = hostName();
+    rep.copyGBs = result.copyGBs;
+    rep.rows = {result};
+    return reportJson(rep);
 }
 
-Json toJson(const std::vector<BackendInfo>& b) {
-    Json::Array a;
-    for (const auto& x : b) {
-        Json o(Json::Object{});
-        o.set("name", x.name);
-        o.set("available", x.available);
-        o.set("reason", x.reason);
-        o.set("device", x.device);
-        o.set("memory_bytes", i64(x.memoryBytes));
-        o.set("details", x.details);
-        a.push_back(std::move(o));
-    }
-    return Json(std::move(a));
+std::string benchJson(const BenchReport& b) {
+    ProbeReport rep;
+    rep.command = "bench";
+    rep.backend = b.backend;
+    rep.device = b.device;
+    rep.date = utcNow();
+    rep.host = hostName();
+    rep.copyGBs = b.copyGBs;
+    rep.error = b.error;
+    rep.rows = b.rows;
+    rep.qualityVsContext = b.qualityVsContext;
+    return reportJson(rep);
+}
+
+std::string probeReportToJson(const ProbeReport& report) {
+    ProbeReport rep = report;
+    rep.command = "bench";
+    if (rep.date.empty())
+        rep.date = utcNow();
+    if (rep.host.empty())
+        rep.host = hostName();
+    return reportJson(rep);
 }
 
 } // namespace kvl::probe

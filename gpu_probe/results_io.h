@@ -2,14 +2,17 @@
 // Reading kvprobe's results JSON back (`kvprobe run --json`, `kvprobe bench --json`, schema in
 // gpu_probe/README.md) into a value type, so the explorer can show a GPU machine's results.
 // Strict: a foreign, future, truncated or ill-typed file is rejected with one line that names
-// the file and the field. Never throws (it is fuzzed). No Qt.
+// the file and the JSON path (core/io/json_fields.h). Never throws (it is fuzzed). No Qt.
+// Reading needs nlohmann-json, so parseProbeReport and loadProbeReport exist only in builds
+// that have it (every full build); the probe-only build of the GPU machine only writes
+// (probe_json.h).
 
+#include "core/result.h"
 #include "gpu_probe/probe.h"
 
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace kvl::probe {
@@ -32,14 +35,12 @@ struct ProbeReport {
     std::string label() const;
 };
 
-// Parses the JSON text; `source` names the file in error messages.
-std::variant<ProbeReport, std::string> parseProbeReport(std::string_view text,
-                                                        const std::string& source);
-// Reads and parses a file (at most 64 MiB).
-std::variant<ProbeReport, std::string> loadProbeReport(const std::string& path);
+// Parses the JSON text; `source` names the file in error messages (BadFile).
+Result<ProbeReport> parseProbeReport(std::string_view text, const std::string& source);
+// Reads a file through io::readFile (regular files only, at most 64 MiB) and parses it; parse
+// errors name the file by its base name, read errors by the path.
+Result<ProbeReport> loadProbeReport(const std::string& path);
 
-// The report as kvprobe's JSON (bench layout: results + quality_vs_context), for saving the
-// explorer's own runs; parseProbeReport reads it back.
-std::string probeReportToJson(const ProbeReport& report);
+// Writing: probeReportToJson in probe_json.h.
 
 } // namespace kvl::probe

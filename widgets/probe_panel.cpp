@@ -7,6 +7,7 @@
 
 #include "gpu_probe/backend.h"
 #include "gpu_probe/ops.h"
+#include "gpu_probe/probe_json.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -568,13 +569,13 @@ QString ProbePanel::sourceText() const {
 
 bool ProbePanel::loadResults(const QString& path) {
     auto loaded = probe::loadProbeReport(QDir::toNativeSeparators(path).toStdString());
-    if (auto* e = std::get_if<std::string>(&loaded)) {
+    if (!loaded) {
         setMessage(tr("Could not open the probe results: %1. The results shown before are kept.")
-                       .arg(QString::fromStdString(*e)),
+                       .arg(QString::fromStdString(loaded.error().message)),
                    true);
         return false;
     }
-    const auto& rep = std::get<probe::ProbeReport>(loaded);
+    const auto& rep = loaded.value();
     showReport(rep, tr("from %1").arg(QFileInfo(path).fileName()));
     setMessage(tr("Loaded %n measurement(s) from %1.", nullptr, int(rep.rows.size()))
                    .arg(QDir::toNativeSeparators(path)),

@@ -573,11 +573,11 @@ void ScenarioPanel::setScenario(const core::Scenario& s) {
 
 bool ScenarioPanel::importConfig(const QString& path) {
     auto result = io::loadHfConfigFile(path.toStdString());
-    if (const auto* err = std::get_if<io::LoadError>(&result)) {
-        emit errorOccurred(tr("Import config.json"), qs(err->message));
+    if (!result) {
+        emit errorOccurred(tr("Import config.json"), qs(result.error().message));
         return false;
     }
-    core::ModelSpec m = std::get<core::ModelSpec>(std::move(result));
+    core::ModelSpec m = std::move(result).value();
     if (auto problem = m.validate()) {
         emit errorOccurred(tr("Import config.json"),
                            tr("%1 is not usable: %2").arg(path, qs(*problem)));

@@ -1,22 +1,18 @@
 #pragma once
 // The model and GPU catalogs (resources/models.json, resources/gpus.json, compiled in) and
-// HuggingFace config.json import (REFERENCE.md section 1).
+// HuggingFace config.json import (the conventions of transformers' PretrainedConfig and its
+// model classes: LlamaConfig, MistralConfig, Qwen2Config, Gemma2/3Config, FalconConfig,
+// DeepseekV3Config, GptOssConfig). Errors name the file and the JSON path (json_fields.h).
 
 #include "core/model.h"
+#include "core/result.h"
 #include "core/scenario.h"
 
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 namespace kvl::io {
-
-struct LoadError {
-    std::string message; // one line naming the file and the field
-};
-
-template <class T> using Result = std::variant<T, LoadError>;
 
 // Catalogs compiled into the binary from resources/*.json.
 const std::vector<core::ModelSpec>& builtinModels();

@@ -1,84 +1,52 @@
 #pragma once
-// A small, strict JSON reader and writer (RFC 8259) so that core, the catalogs and the probe
-// need no Qt. Depth- and size-limited; errors carry line and column.
+// JSON text → nlohmann::json, with the bounds that keep a hostile file cheap to refuse.
+// nlohmann-json is the one JSON parser of KV Ledger (strict RFC 8259, exact 64-bit integers,
+// byte positions in its errors); this adds what it does not have: limits checked while
+// parsing, refusal of duplicate member names and of NUL bytes, and one-line messages that
+// name the file. Readers do not use the result directly but through json_fields.h.
+//
+// The limits, in one place (the file size limit, kMaxFileBytes, is in files.h):
+//   document size  kMaxJsonBytes  = 64 MiB (= kMaxFileBytes: every document is a file)
+//   nesting depth  kMaxJsonDepth  = 256 levels (a config.json nests 3, a results file 4)
+//   values         kMaxJsonValues = 2^20, counting every scalar, array and object (a bench
+//                  results file of a few MiB holds ~10^5; a config.json ~10^3)
+// Beyond them parsing stops at once: a 64 MiB array of zeros costs the first 2^20 values
+// (~30 MB), not 1.4 GB.
 
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <optional>
-#include <string>
+#include "core/io/files.h"
+#include "core/result.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
 #include <string_view>
-#include <variant>
-#include <vector>
 
 namespace kvl::io {
 
-class Json {
-public:
-    enum class Type : std::uint8_t { Null, Bool, Number, String, Array, Object };
-    using Array = std::vector<Json>;
-    using Object = std::vector<std::pair<std::string, Json>>; // keeps file order
+inline constexpr std::size_t kMaxJsonBytes = static_cast<std::size_t>(kMaxFileBytes);
+inline constexpr int kMaxJsonDepth = 256;
+inline constexpr std::size_t kMaxJsonValues = std::size_t{1} << 20;
 
-    Json() = default;
-    Json(std::nullptr_t) {}
-    Json(bool b) : m_value(b) {}
-    Json(double d) : m_value(Number{d, std::nullopt}) {}
-    Json(int v) : m_value(Number{static_cast<double>(v), v}) {}
-    Json(std::int64_t v); // kept as an exact int64 beside its double
-    Json(const char* s) : m_value(std::string(s)) {}
-    Json(std::string s) : m_value(std::move(s)) {}
-    Json(Array a) : m_value(std::move(a)) {}
-    Json(Object o) : m_value(std::move(o)) {}
+// Parses one JSON document. Errors (BadFile) read "<source>: not valid JSON: line 3,
+// column 8: syntax error while parsing value - unexpected ','; ..." (nlohmann's explanation,
+// its byte position turned into line and column), or name the limit that was exceeded.
+// Never throws. Refuses NaN/Infinity, trailing text, duplicate member names, NUL bytes, invalid
+// UTF-8 and numbers beyond a double's range.
+Result<nlohmann::json> parseJson(std::string_view text, std::string_view source);
 
-    Type type() const;
-    bool isNull() const { return type() == Type::Null; }
-    bool isBool() const { return type() == Type::Bool; }
-    bool isNumber() const { return type() == Type::Number; }
-    bool isString() const { return type() == Type::String; }
-    bool isArray() const { return type() == Type::Array; }
-    bool isObject() const { return type() == Type::Object; }
+// Shortest text that reads back as the same double ("0.1", "1e+300"); "null" for NaN and
+// infinities. For messages.
+std::string formatNumber(double value);
 
-    bool asBool() const;     // precondition: isBool
-    double asDouble() const; // precondition: isNumber
-    // The number as an exact integer, when it is one (no fraction, fits in int64).
-    std::optional<std::int64_t> asInt64() const;
-    const std::string& asString() const; // precondition: isString
-    const Array& asArray() const;
-    const Object& asObject() const;
-    Array& asArray();
-    Object& asObject();
+// `text` as a JSON string literal for a one-line message: quoted, control characters escaped,
+// cut to about 40 characters ("\"a very long na...\"").
+std::string quoteText(std::string_view text);
 
-    // Object member lookup; nullptr when absent or not an object.
-    const Json* find(std::string_view key) const;
-    bool contains(std::string_view key) const { return find(key) != nullptr; }
-    // Appends or replaces a member (object only).
-    void set(std::string key, Json value);
-
-    // Compact (indent < 0) or pretty (indent spaces) text. Integers print without a fraction.
-    std::string dump(int indent = 2) const;
-
-private:
-    // Number kept as double plus the exact integer when the literal was one.
-    struct Number {
-        double d = 0;
-        std::optional<std::int64_t> i;
-    };
-    std::variant<std::nullptr_t, bool, Number, std::string, Array, Object> m_value{nullptr};
-    Json(Number n) : m_value(n) {}
-    friend class JsonParser;
-};
-
-struct JsonError {
-    std::string message; // "line 3, column 14: expected ',' or '}'"
-    int line = 0;
-    int column = 0;
-};
-
-// Parses a whole document. Rejects trailing garbage, NaN/Infinity, nesting deeper than 256,
-// documents over 64 MiB and invalid UTF-8 escapes.
-std::variant<Json, JsonError> parseJson(std::string_view text);
-
-// Reads a whole file (max 64 MiB) into `out`; on failure returns the reason.
-std::optional<std::string> readFile(const std::string& path, std::string& out);
+// nlohmann's dump for files KV Ledger writes (scenario files, kvledger --json): pretty with
+// `indent` spaces (compact when negative), never throwing on invalid UTF-8 (replaced by
+// U+FFFD).
+template <class Json> std::string dumpJson(const Json& value, int indent = 2) {
+    return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 } // namespace kvl::io

@@ -1,200 +1,134 @@
 #pragma once
-// Internal to kvl_io: typed, range-checked reading of JSON fields with one-line errors that
-// name the file and the field. Not part of the library's interface.
+// The typed-field layer every JSON reader of KV Ledger uses (catalogs, config.json import,
+// scenario files, probe results): a value of a parsed document together with the file it came
+// from and its JSON path, with checked reads. Every failure is one line in one wording:
+//
+//   config.json: text_config.num_key_value_heads: expected an integer, got string "8"
+//   models.json: models[3].head_dim: must be between 1 and 16384, got 0
+//   s.kvl.json: levers.paging: missing
+//
+// Integers stay exact int64 (a float with a fraction, or one beyond 2^53, is not taken for an
+// integer); every number read is range-checked.
+//
+// Reads throw FieldError, which only `guarded` catches: a reader is a straight sequence of
+// field reads instead of an error check after each, and nothing is thrown past its API, which
+// returns kvl::Result.
 
-#include "catalog.h"
-#include "json.h"
+#include "core/io/json.h"
+#include "core/result.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace kvl::io::fields {
+namespace kvl::io {
 
-// Thrown inside this file only and turned into a LoadError at every API boundary.
-struct Failure {
-    std::string message;
+struct FieldError {
+    Error error;
 };
 
-[[noreturn]] inline void fail(std::string message) {
-    throw Failure{std::move(message)};
-}
-
-// Largest hidden size / intermediate size / vocabulary we accept: far beyond any real model,
-// small enough that the params estimate stays exact in a double.
-constexpr std::int64_t kMaxWidth = std::int64_t{1} << 30;
-constexpr std::int64_t kMaxGpuMemory = std::int64_t{1} << 50; // 1 PiB, as core's validate
-
-inline std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
-inline bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-    return lower(a) == lower(b);
-}
-
-inline std::string num(std::int64_t v) {
-    return std::to_string(v);
-}
-
-inline std::string typeName(const Json& j) {
-    switch (j.type()) {
-    case Json::Type::Null:
-        return "null";
-    case Json::Type::Bool:
-        return "boolean";
-    case Json::Type::Number:
-        return "number";
-    case Json::Type::String:
-        return "string";
-    case Json::Type::Array:
-        return "array";
-    case Json::Type::Object:
-        return "object";
-    }
-    return "value";
-}
-
-// "-1", "4096.5", "string \"32\"", "array": short enough for a one-line message.
-inline std::string describe(const Json& j) {
-    switch (j.type()) {
-    case Json::Type::Null:
-    case Json::Type::Bool:
-    case Json::Type::Number:
-        return j.dump(-1);
-    case Json::Type::String: {
-        std::string text = j.dump(-1);
-        if (text.size() > 40)
-            text = text.substr(0, 37) + "...";
-        return "string " + text;
-    }
-    default:
-        return typeName(j);
-    }
-}
-
-// Reads typed, range-checked fields of one JSON object; every failure names `prefix` + field.
-class FieldReader {
+class Field {
 public:
-    FieldReader(const Json& obj, std::string prefix) : m_obj(obj), m_prefix(std::move(prefix)) {}
-
-    const Json* get(std::string_view key) const { return m_obj.find(key); }
-
-    [[noreturn]] void error(std::string_view field, const std::string& problem) const {
-        fail(m_prefix + std::string(field) + " " + problem);
+    // The root of a document read from `file` (the name used in messages). `file` and the
+    // document must outlive this Field and every Field taken from it.
+    Field(const nlohmann::json& root, std::string_view file) : Field(&root, file, {}) {}
+    // A value the reader supplies itself (a default), reported under `path` as if read.
+    static Field synthetic(const nlohmann::json& value, std::string_view file, std::string path) {
+        return Field(&value, file, std::move(path));
     }
 
-    std::string string(std::string_view key, bool allowEmpty = false) const {
-        const Json* v = get(key);
-        if (!v)
-            error(key, "is missing");
-        if (!v->isString() || (!allowEmpty && v->asString().empty()))
-            error(key, "must be a non-empty string, got " + describe(*v));
-        return v->asString();
-    }
+    bool exists() const { return m_value != nullptr; }              // there, perhaps null
+    bool present() const { return m_value && !m_value->is_null(); } // there and not null
+    explicit operator bool() const { return present(); }
+    bool isNull() const { return m_value && m_value->is_null(); }
+    bool isObject() const { return m_value && m_value->is_object(); }
+    bool isArray() const { return m_value && m_value->is_array(); }
+    bool isString() const { return m_value && m_value->is_string(); }
+    const nlohmann::json& json() const { return *m_value; } // precondition: exists()
+    const std::string& path() const { return m_path; }      // "models[3].head_dim"; "" at the root
+    std::string_view file() const { return m_file; }
 
-    std::string optString(std::string_view key) const {
-        const Json* v = get(key);
-        if (!v || v->isNull())
-            return {};
-        if (!v->isString())
-            error(key, "must be a string, got " + describe(*v));
-        return v->asString();
-    }
+    // A member. Absent or null here: an absent member (optional sections chain). Present but
+    // not an object: fails "expected an object".
+    Field operator[](std::string_view key) const;
+    // Array access (fails "expected an array" otherwise). at(i): precondition i < size().
+    std::size_t size() const;
+    Field at(std::size_t index) const;
 
-    std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi) const {
-        const Json* v = get(key);
-        if (!v)
-            error(key, "is missing");
-        return checkInteger(key, *v, lo, hi);
-    }
+    // Required reads: absent fails "missing", null or the wrong type "expected ..., got null".
+    std::int64_t integer(std::int64_t lo, std::int64_t hi) const;
+    double number(double lo, double hi) const;      // in [lo, hi]
+    double numberAbove(double lo, double hi) const; // in (lo, hi]
+    std::string string() const;
+    std::string nonEmptyString() const;
+    bool boolean() const;
+    const Field& object() const; // checks the type; returns *this
+    const Field& array() const;
 
-    std::optional<std::int64_t> optInteger(std::string_view key, std::int64_t lo,
-                                           std::int64_t hi) const {
-        const Json* v = get(key);
-        if (!v || v->isNull())
-            return std::nullopt;
-        return checkInteger(key, *v, lo, hi);
-    }
+    // Optional reads: nullopt when absent or null, otherwise checked as above.
+    std::optional<std::int64_t> optInteger(std::int64_t lo, std::int64_t hi) const;
+    std::optional<double> optNumber(double lo, double hi) const;
+    std::optional<std::string> optString() const;
+    std::optional<bool> optBoolean() const;
 
-    std::int64_t checkInteger(std::string_view key, const Json& v, std::int64_t lo,
-                              std::int64_t hi) const {
-        const std::string kind = lo >= 1 ? "a positive integer" : "a non-negative integer";
-        const auto i = v.asInt64();
-        if (!i || *i < lo)
-            error(key, "must be " + kind + ", got " + describe(v));
-        if (*i > hi)
-            error(key, "must be at most " + num(hi) + ", got " + describe(v));
-        return *i;
-    }
-
-    std::optional<bool> optBool(std::string_view key) const {
-        const Json* v = get(key);
-        if (!v || v->isNull())
-            return std::nullopt;
-        if (!v->isBool())
-            error(key, "must be true or false, got " + describe(*v));
-        return v->asBool();
-    }
-
-    // A finite number in [lo, hi] (lo excluded when `openLow`).
-    double number(std::string_view key, double lo, double hi, bool openLow) const {
-        const Json* v = get(key);
-        if (!v)
-            error(key, "is missing");
-        const double d = v->isNumber() ? v->asDouble() : 0;
-        const bool ok = v->isNumber() && (openLow ? d > lo : d >= lo) && d <= hi;
-        if (!ok)
-            error(key, "must be a number in " + std::string(openLow ? "(" : "[") +
-                           Json(lo).dump(-1) + ", " + Json(hi).dump(-1) + "], got " + describe(*v));
-        return d;
-    }
-
-    double positiveNumber(std::string_view key, double hi) const {
-        const Json* v = get(key);
-        if (!v)
-            error(key, "is missing");
-        if (!v->isNumber() || !(v->asDouble() > 0) || v->asDouble() > hi)
-            error(key,
-                  "must be a number between 0 and " + Json(hi).dump(-1) + ", got " + describe(*v));
-        return v->asDouble();
-    }
+    // "<file>: <path>: <problem>".
+    [[noreturn]] void fail(const std::string& problem) const;
+    // "expected <what>, got <describe()>"; `what` like "an integer", "true or false".
+    [[noreturn]] void failExpected(std::string_view what) const;
+    // "must be one of a, b, c, got <describe()>".
+    [[noreturn]] void failOneOf(std::initializer_list<std::string_view> names) const;
+    // "must be between lo and hi, got <describe()>".
+    [[noreturn]] void failRange(std::string_view lo, std::string_view hi) const;
+    // The value for a message: `string "8"`, `-1`, `1.5`, `true`, `null`, `an array`.
+    std::string describe() const;
 
 private:
-    const Json& m_obj;
-    std::string m_prefix;
+    Field(const nlohmann::json* value, std::string_view file, std::string path)
+        : m_value(value), m_file(file), m_path(std::move(path)) {}
+    std::int64_t checkedInteger(std::int64_t lo, std::int64_t hi) const;
+    double checkedNumber(double lo, double hi, bool openLow) const;
+
+    const nlohmann::json* m_value; // nullptr: absent
+    std::string_view m_file;
+    std::string m_path;
 };
 
-inline Json parseDocument(std::string_view text, std::string_view source) {
-    const std::string src(source);
-    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-        fail(src + ": empty file");
-    auto parsed = parseJson(text);
-    if (auto* e = std::get_if<JsonError>(&parsed))
-        fail(src + ": not valid JSON: " + e->message);
-    Json doc = std::move(std::get<Json>(parsed));
-    if (!doc.isObject())
-        fail(src + ": top level must be a JSON object, got " + typeName(doc));
-    return doc;
-}
+// Parses a document whose top level must be an object: "<file>: empty file", parse and limit
+// errors (parseJson), "<file>: expected an object at the top level, got an array".
+Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_view file);
 
-// Runs `body`, turning a Failure (or anything else thrown) into a LoadError: nothing escapes
-// the io API.
-template <class T, class F> Result<T> guarded(std::string_view source, F&& body) {
+// Runs `body` (returning T or Result<T>), turning a FieldError into its Error and anything
+// else thrown into OutOfMemory / Internal naming `file`: nothing escapes a reader.
+template <class T, class F> Result<T> guarded(std::string_view file, F&& body) {
     try {
         return body();
-    } catch (const Failure& f) {
-        return LoadError{f.message};
+    } catch (const FieldError& e) {
+        return e.error;
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::OutOfMemory, std::string(file) + ": out of memory"};
     } catch (const std::exception& e) {
-        return LoadError{std::string(source) + ": internal error: " + e.what()};
+        return Error{ErrorCode::Internal, std::string(file) + ": internal error: " + e.what()};
     } catch (...) {
-        return LoadError{std::string(source) + ": internal error"};
+        return Error{ErrorCode::Internal, std::string(file) + ": internal error"};
     }
 }
 
-} // namespace kvl::io::fields
+// parseObjectDocument, then `body(Field root)` under `guarded`.
+template <class T, class F>
+Result<T> readDocument(std::string_view text, std::string_view file, F&& body) {
+    auto doc = parseObjectDocument(text, file);
+    if (!doc)
+        return doc.error();
+    return guarded<T>(file, [&]() -> Result<T> { return body(Field(doc.value(), file)); });
+}
+
+// Lower-cases ASCII letters (ids are compared case-insensitively).
+std::string lowerAscii(std::string_view s);
+
+} // namespace kvl::io

@@ -1,6 +1,5 @@
 #include "scenario_args.h"
 
-#include "json.h"
 #include "scenario_file.h"
 
 #include "core/ledger.h"
@@ -42,8 +41,8 @@ const std::set<std::string, std::less<>> kValueOptions{"--model",
                                                        "--max-num-batched-tokens"};
 const std::set<std::string, std::less<>> kFlags{"--no-paging"};
 
-LoadError err(const std::string& option, const std::string& what) {
-    return LoadError{option + ": " + what};
+Error err(const std::string& option, const std::string& what) {
+    return Error{ErrorCode::BadInput, option + ": " + what};
 }
 
 std::optional<std::int64_t> parseInt(const std::string& text) {
@@ -69,8 +68,8 @@ std::optional<double> parseDouble(const std::string& text) {
 }
 
 // Parses an integer in [lo, hi] or explains what was expected.
-std::variant<std::int64_t, LoadError> intIn(const std::string& opt, const std::string& text,
-                                            std::int64_t lo, std::int64_t hi) {
+Result<std::int64_t> intIn(const std::string& opt, const std::string& text, std::int64_t lo,
+                           std::int64_t hi) {
     const auto v = parseInt(text);
     if (!v)
         return err(opt, "expected a whole number, got '" + text + "'");
@@ -80,8 +79,8 @@ std::variant<std::int64_t, LoadError> intIn(const std::string& opt, const std::s
     return *v;
 }
 
-std::variant<double, LoadError> doubleIn(const std::string& opt, const std::string& text, double lo,
-                                         double hi, bool loOpen) {
+Result<double> doubleIn(const std::string& opt, const std::string& text, double lo, double hi,
+                        bool loOpen) {
     const auto v = parseDouble(text);
     if (!v)
         return err(opt, "expected a number, got '" + text + "'");
@@ -137,13 +136,10 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
     Scenario& s = out.scenario;
 
     if (auto path = take("--scenario")) {
-        std::string text;
-        if (auto e = readFile(*path, text))
-            return err("--scenario", *path + ": " + *e);
-        auto r = scenarioFromJson(text, *path);
-        if (auto* e = std::get_if<LoadError>(&r))
-            return *e;
-        s = std::get<Scenario>(r);
+        auto r = loadScenarioFile(*path);
+        if (!r)
+            return r.error().prefixed("--scenario");
+        s = r.value();
     }
     const auto model = take("--model");
     const auto config = take("--config");
@@ -157,9 +153,9 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
     }
     if (config) {
         auto r = loadHfConfigFile(*config);
-        if (auto* e = std::get_if<LoadError>(&r))
-            return *e;
-        s.model = std::get<core::ModelSpec>(r);
+        if (!r)
+            return r.error();
+        s.model = r.value();
     }
 
     for (const auto& [opt, v] : opts) {
@@ -178,11 +174,11 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
                 a.mode = core::AttentionMode::Mqa;
             } else if (v.rfind("gqa:", 0) == 0) {
                 auto g = intIn(opt, v.substr(4), 1, core::kMaxHeads);
-                if (auto* e = std::get_if<LoadError>(&g))
-                    return *e;
+                if (!g)
+                    return g.error();
                 a.enabled = true;
                 a.mode = core::AttentionMode::Gqa;
-                a.gqaKvHeads = static_cast<int>(std::get<std::int64_t>(g));
+                a.gqaKvHeads = static_cast<int>(g.value());
             } else {
                 return err(opt, "expected native, mha, gqa:G or mqa, got '" + v + "'");
             }
@@ -202,43 +198,43 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
             // applied after the dtype, below
         } else if (opt == "--block-size") {
             auto b = intIn(opt, v, 1, 1 << 20);
-            if (auto* e = std::get_if<LoadError>(&b))
-                return *e;
+            if (!b)
+                return b.error();
             s.levers.paging.enabled = true;
-            s.levers.paging.blockSize = static_cast<int>(std::get<std::int64_t>(b));
+            s.levers.paging.blockSize = static_cast<int>(b.value());
         } else if (opt == "--no-paging") {
             s.levers.paging.enabled = false;
         } else if (opt == "--prefix-tokens") {
             auto p = intIn(opt, v, 0, core::kMaxContext);
-            if (auto* e = std::get_if<LoadError>(&p))
-                return *e;
-            s.levers.prefix.sharedTokens = std::get<std::int64_t>(p);
+            if (!p)
+                return p.error();
+            s.levers.prefix.sharedTokens = p.value();
             s.levers.prefix.enabled = s.levers.prefix.sharedTokens > 0;
         } else if (opt == "--prefix-requests") {
             auto p = intIn(opt, v, 0, core::kMaxRequests);
-            if (auto* e = std::get_if<LoadError>(&p))
-                return *e;
-            s.levers.prefix.sharingRequests = std::get<std::int64_t>(p);
+            if (!p)
+                return p.error();
+            s.levers.prefix.sharingRequests = p.value();
         } else if (opt == "--context") {
             auto c = intIn(opt, v, 1, core::kMaxContext);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.workload.context = std::get<std::int64_t>(c);
+            if (!c)
+                return c.error();
+            s.workload.context = c.value();
         } else if (opt == "--max-model-len") {
             auto c = intIn(opt, v, 1, core::kMaxContext);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.workload.maxModelLen = std::get<std::int64_t>(c);
+            if (!c)
+                return c.error();
+            s.workload.maxModelLen = c.value();
         } else if (opt == "--max-num-batched-tokens") {
             auto c = intIn(opt, v, 1, core::kMaxContext);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.workload.maxNumBatchedTokens = std::get<std::int64_t>(c);
+            if (!c)
+                return c.error();
+            s.workload.maxNumBatchedTokens = c.value();
         } else if (opt == "--target-requests") {
             auto c = intIn(opt, v, 0, core::kMaxRequests);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.workload.targetRequests = std::get<std::int64_t>(c);
+            if (!c)
+                return c.error();
+            s.workload.targetRequests = c.value();
         } else if (opt == "--gpu") {
             const core::GpuSpec* g = findGpu(v);
             if (!g)
@@ -246,20 +242,20 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
             s.hardware.gpu = *g;
         } else if (opt == "--tp") {
             auto c = intIn(opt, v, 1, core::kMaxGpus);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.hardware.gpuCount = static_cast<int>(std::get<std::int64_t>(c));
+            if (!c)
+                return c.error();
+            s.hardware.gpuCount = static_cast<int>(c.value());
         } else if (opt == "--gpu-mem-util") {
             auto d = doubleIn(opt, v, 0.0, 1.0, true);
-            if (auto* e = std::get_if<LoadError>(&d))
-                return *e;
-            s.hardware.memoryUtilization = std::get<double>(d);
+            if (!d)
+                return d.error();
+            s.hardware.memoryUtilization = d.value();
         } else if (opt == "--activation-gib" || opt == "--overhead-gib" ||
                    opt == "--kv-memory-gib") {
             auto d = doubleIn(opt, v, 0.0, kMaxGiB, false);
-            if (auto* e = std::get_if<LoadError>(&d))
-                return *e;
-            const std::int64_t bytes = core::gibToBytes(std::get<double>(d));
+            if (!d)
+                return d.error();
+            const std::int64_t bytes = core::gibToBytes(d.value());
             if (opt == "--activation-gib")
                 s.hardware.activationBytes = bytes;
             else if (opt == "--overhead-gib")
@@ -268,9 +264,9 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
                 s.hardware.kvMemoryBytes = bytes;
         } else if (opt == "--kv-memory-bytes") {
             auto c = intIn(opt, v, 0, std::int64_t{1} << 50);
-            if (auto* e = std::get_if<LoadError>(&c))
-                return *e;
-            s.hardware.kvMemoryBytes = std::get<std::int64_t>(c);
+            if (!c)
+                return c.error();
+            s.hardware.kvMemoryBytes = c.value();
         } else if (opt == "--weight-dtype") {
             const auto w = core::parseWeightDtype(v);
             if (!w)
@@ -300,15 +296,15 @@ Result<ParsedArgs> parseScenarioArgs(const std::vector<std::string>& args,
     }
     if (auto g = take("--kv-group-size")) {
         auto c = intIn("--kv-group-size", *g, 1, 4096);
-        if (auto* e = std::get_if<LoadError>(&c))
-            return *e;
-        s.levers.quant.format.groupSize = static_cast<int>(std::get<std::int64_t>(c));
+        if (!c)
+            return c.error();
+        s.levers.quant.format.groupSize = static_cast<int>(c.value());
     }
     if (auto n = take("--layers")) {
         auto c = intIn("--layers", *n, 1, core::kMaxLayers);
-        if (auto* e = std::get_if<LoadError>(&c))
-            return *e;
-        s.model = core::withLayerCount(s.model, static_cast<int>(std::get<std::int64_t>(c)));
+        if (!c)
+            return c.error();
+        s.model = core::withLayerCount(s.model, static_cast<int>(c.value()));
     }
     return out;
 }

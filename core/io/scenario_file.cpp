@@ -1,16 +1,17 @@
 #include "scenario_file.h"
 
+#include "files.h"
 #include "json.h"
 #include "json_fields.h"
 
 #include <array>
-#include <limits>
 
 namespace kvl::io {
 
-using namespace fields;
-
 namespace {
+
+// Written with nlohmann's ordered_json so the file keeps a readable, stable key order.
+using Out = nlohmann::ordered_json;
 
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB, as core's validate
 
@@ -19,7 +20,7 @@ constexpr std::array<std::string_view, 2> kScaleNames{"fp32", "fp16"};
 
 // `sharedWindow` receives the one window of all sliding layers (0: none, or they differ and
 // each entry carries its own).
-Json layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
+Out layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
     // Smallest period p with layers[i] == layers[i % p]: Gemma-3's 62 layers are 6 entries.
     const auto& layers = m.layers;
     std::size_t period = layers.size();
@@ -45,369 +46,321 @@ Json layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
             plain = false;
         }
     }
-    Json::Array out;
+    Out out = Out::array();
     for (std::size_t i = 0; i < period; ++i) {
         const auto& l = layers[i];
-        if (plain) {
-            out.emplace_back(std::string(core::layerKindName(l.kind)));
-        } else {
-            Json entry = Json::Object{};
-            entry.set("kind", std::string(core::layerKindName(l.kind)));
-            entry.set("window", Json(static_cast<std::int64_t>(l.window)));
-            out.push_back(std::move(entry));
-        }
+        if (plain)
+            out.push_back(std::string(core::layerKindName(l.kind)));
+        else
+            out.push_back(
+                Out{{"kind", std::string(core::layerKindName(l.kind))}, {"window", l.window}});
     }
     if (!plain)
         sharedWindow = 0;
-    return Json(std::move(out));
+    return out;
 }
 
-Json modelToJson(const core::ModelSpec& m) {
-    Json j = Json::Object{};
-    j.set("id", m.id);
-    j.set("name", m.name);
-    j.set("family", m.family);
-    j.set("num_layers", m.numLayers());
+Out modelToJson(const core::ModelSpec& m) {
+    Out j = Out::object();
+    j["id"] = m.id;
+    j["name"] = m.name;
+    j["family"] = m.family;
+    j["num_layers"] = m.numLayers();
     std::int64_t window = 0;
-    Json pattern = layerPatternToJson(m, window);
-    j.set("layer_pattern", std::move(pattern));
+    j["layer_pattern"] = layerPatternToJson(m, window);
     if (window > 0)
-        j.set("sliding_window", Json(window));
-    j.set("num_q_heads", m.qHeads);
-    j.set("num_kv_heads", m.kvHeads);
-    j.set("head_dim", m.headDim);
-    j.set("kv_lora_rank", m.kvLoraRank);
-    j.set("qk_rope_head_dim", m.qkRopeHeadDim);
-    j.set("hidden_size", Json(m.hiddenSize));
-    j.set("params", Json(m.params));
-    j.set("weight_dtype", std::string(core::weightDtypeName(m.weightDtype)));
-    j.set("kv_dtype", std::string(core::dtypeName(m.nativeKvDtype)));
-    j.set("max_context", Json(m.maxContext));
-    j.set("notes", m.notes);
+        j["sliding_window"] = window;
+    j["num_q_heads"] = m.qHeads;
+    j["num_kv_heads"] = m.kvHeads;
+    j["head_dim"] = m.headDim;
+    j["kv_lora_rank"] = m.kvLoraRank;
+    j["qk_rope_head_dim"] = m.qkRopeHeadDim;
+    j["hidden_size"] = m.hiddenSize;
+    j["params"] = m.params;
+    j["weight_dtype"] = std::string(core::weightDtypeName(m.weightDtype));
+    j["kv_dtype"] = std::string(core::dtypeName(m.nativeKvDtype));
+    j["max_context"] = m.maxContext;
+    j["notes"] = m.notes;
     if (!m.hfRepo.empty())
-        j.set("hf_repo", m.hfRepo);
+        j["hf_repo"] = m.hfRepo;
     return j;
 }
 
-Json gpuToJson(const core::GpuSpec& g) {
-    Json j = Json::Object{};
-    j.set("id", g.id);
-    j.set("name", g.name);
-    j.set("vendor", g.vendor);
-    j.set("memory_bytes", Json(g.memoryBytes));
-    j.set("bandwidth_gbs", g.bandwidthGBs);
-    j.set("memory_type", g.memoryType);
+Out gpuToJson(const core::GpuSpec& g) {
+    return {{"id", g.id},
+            {"name", g.name},
+            {"vendor", g.vendor},
+            {"memory_bytes", g.memoryBytes},
+            {"bandwidth_gbs", g.bandwidthGBs},
+            {"memory_type", g.memoryType}};
+}
+
+Out formatToJson(const core::KvFormat& f) {
+    return {{"dtype", std::string(core::dtypeName(f.dtype))},
+            {"granularity", std::string(core::granularityName(f.granularity))},
+            {"group_size", f.groupSize},
+            {"scale_type", std::string(kScaleNames[static_cast<std::size_t>(f.scaleType)])},
+            {"zero_point", f.hasZeroPoint}};
+}
+
+Out leversToJson(const core::Levers& l) {
+    Out j = Out::object();
+    j["attention"] = {{"enabled", l.attention.enabled},
+                      {"mode", std::string(kModeNames[static_cast<std::size_t>(l.attention.mode)])},
+                      {"gqa_kv_heads", l.attention.gqaKvHeads}};
+    j["quant"] = {{"enabled", l.quant.enabled}, {"format", formatToJson(l.quant.format)}};
+    j["paging"] = {{"enabled", l.paging.enabled}, {"block_size", l.paging.blockSize}};
+    j["prefix"] = {{"enabled", l.prefix.enabled},
+                   {"shared_tokens", l.prefix.sharedTokens},
+                   {"sharing_requests", l.prefix.sharingRequests}};
     return j;
 }
 
-Json formatToJson(const core::KvFormat& f) {
-    Json j = Json::Object{};
-    j.set("dtype", std::string(core::dtypeName(f.dtype)));
-    j.set("granularity", std::string(core::granularityName(f.granularity)));
-    j.set("group_size", f.groupSize);
-    j.set("scale_type", std::string(kScaleNames[static_cast<std::size_t>(f.scaleType)]));
-    j.set("zero_point", f.hasZeroPoint);
+Out hardwareToJson(const core::Hardware& h) {
+    Out j = Out::object();
+    j["gpu_count"] = h.gpuCount;
+    j["memory_utilization"] = h.memoryUtilization;
+    j["activation_bytes"] = h.activationBytes ? Out(*h.activationBytes) : Out(nullptr);
+    j["overhead_bytes"] = h.overheadBytes ? Out(*h.overheadBytes) : Out(nullptr);
+    j["kv_memory_bytes"] = h.kvMemoryBytes ? Out(*h.kvMemoryBytes) : Out(nullptr);
+    j["weight_dtype"] =
+        h.weightDtype ? Out(std::string(core::weightDtypeName(*h.weightDtype))) : Out(nullptr);
     return j;
 }
 
-Json leversToJson(const core::Levers& l) {
-    Json attention = Json::Object{};
-    attention.set("enabled", l.attention.enabled);
-    attention.set("mode", std::string(kModeNames[static_cast<std::size_t>(l.attention.mode)]));
-    attention.set("gqa_kv_heads", l.attention.gqaKvHeads);
-    Json quant = Json::Object{};
-    quant.set("enabled", l.quant.enabled);
-    quant.set("format", formatToJson(l.quant.format));
-    Json paging = Json::Object{};
-    paging.set("enabled", l.paging.enabled);
-    paging.set("block_size", l.paging.blockSize);
-    Json prefix = Json::Object{};
-    prefix.set("enabled", l.prefix.enabled);
-    prefix.set("shared_tokens", Json(l.prefix.sharedTokens));
-    prefix.set("sharing_requests", Json(l.prefix.sharingRequests));
-    Json j = Json::Object{};
-    j.set("attention", std::move(attention));
-    j.set("quant", std::move(quant));
-    j.set("paging", std::move(paging));
-    j.set("prefix", std::move(prefix));
-    return j;
-}
-
-Json hardwareToJson(const core::Hardware& h) {
-    Json j = Json::Object{};
-    j.set("gpu_count", h.gpuCount);
-    j.set("memory_utilization", h.memoryUtilization);
-    j.set("activation_bytes", h.activationBytes ? Json(*h.activationBytes) : Json(nullptr));
-    j.set("overhead_bytes", h.overheadBytes ? Json(*h.overheadBytes) : Json(nullptr));
-    j.set("kv_memory_bytes", h.kvMemoryBytes ? Json(*h.kvMemoryBytes) : Json(nullptr));
-    j.set("weight_dtype",
-          h.weightDtype ? Json(std::string(core::weightDtypeName(*h.weightDtype))) : Json(nullptr));
-    return j;
-}
-
-Json workloadToJson(const core::Workload& w) {
-    Json j = Json::Object{};
-    j.set("context", Json(w.context));
-    j.set("max_model_len", Json(w.maxModelLen));
-    j.set("max_num_batched_tokens", Json(w.maxNumBatchedTokens));
-    j.set("target_requests", Json(w.targetRequests));
-    return j;
+Out workloadToJson(const core::Workload& w) {
+    return {{"context", w.context},
+            {"max_model_len", w.maxModelLen},
+            {"max_num_batched_tokens", w.maxNumBatchedTokens},
+            {"target_requests", w.targetRequests}};
 }
 
 // --- reading --------------------------------------------------------------------------------
 
-// A sub-object: absent means "all defaults"; present but not an object is an error.
-const Json* section(const Json& parent, std::string_view key, const std::string& prefix,
-                    bool required) {
-    const Json* v = parent.find(key);
-    if (!v || v->isNull()) {
-        if (required)
-            fail(prefix + std::string(key) + " is missing");
-        return nullptr;
-    }
-    if (!v->isObject())
-        fail(prefix + std::string(key) + " must be an object, got " + describe(*v));
-    return v;
-}
-
-template <class Int>
-void readInt(const FieldReader& r, std::string_view key, Int& out, std::int64_t lo,
-             std::int64_t hi) {
-    if (const auto v = r.optInteger(key, lo, hi))
+template <class Int> void readInt(const Field& f, Int& out, std::int64_t lo, std::int64_t hi) {
+    if (const auto v = f.optInteger(lo, hi))
         out = static_cast<Int>(*v);
 }
 
-void readBool(const FieldReader& r, std::string_view key, bool& out) {
-    if (const auto v = r.optBool(key))
+void readBool(const Field& f, bool& out) {
+    if (const auto v = f.optBoolean())
         out = *v;
 }
 
 template <std::size_t N>
-std::size_t readName(const FieldReader& r, std::string_view key,
-                     const std::array<std::string_view, N>& names, std::size_t current) {
-    const Json* v = r.get(key);
-    if (!v)
+std::size_t readName(const Field& f, const std::array<std::string_view, N>& names,
+                     std::size_t current) {
+    if (!f.exists())
         return current;
     for (std::size_t k = 0; k < N; ++k)
-        if (v->isString() && v->asString() == names[k])
+        if (f.isString() && f.string() == names[k])
             return k;
     std::string list;
     for (const auto& n : names)
         list += (list.empty() ? "" : ", ") + std::string(n);
-    r.error(key, "must be one of " + list + ", got " + describe(*v));
+    f.fail("must be one of " + list + ", got " + f.describe());
 }
 
-core::ModelSpec modelFromJson(const Json& j, const std::string& prefix) {
-    const FieldReader r(j, prefix);
-    core::ModelSpec m;
-    m.id = r.string("id", true);
-    m.name = r.string("name", true);
-    m.family = r.optString("family");
-    m.notes = r.optString("notes");
-    m.hfRepo = r.optString("hf_repo");
-    const auto layers = r.integer("num_layers", 1, core::kMaxLayers);
-    m.qHeads = static_cast<int>(r.integer("num_q_heads", 1, core::kMaxHeads));
-    // All-MLA models may carry 0 KV heads / head_dim; validate() decides below.
-    m.kvHeads = static_cast<int>(r.integer("num_kv_heads", 0, core::kMaxHeads));
-    m.headDim = static_cast<int>(r.integer("head_dim", 0, core::kMaxHeadDim));
-    m.kvLoraRank = static_cast<int>(r.optInteger("kv_lora_rank", 0, core::kMaxHeadDim).value_or(0));
-    m.qkRopeHeadDim =
-        static_cast<int>(r.optInteger("qk_rope_head_dim", 0, core::kMaxHeadDim).value_or(0));
-    m.hiddenSize = r.optInteger("hidden_size", 0, std::int64_t{1} << 30).value_or(0);
-    m.params = r.integer("params", 0, core::kMaxParams);
-    m.maxContext = r.integer("max_context", 1, core::kMaxContext);
-    const std::string wd = r.string("weight_dtype");
-    const auto weight = core::parseWeightDtype(wd);
-    if (!weight)
-        r.error("weight_dtype",
-                "must be one of fp32, fp16, bf16, fp8, int8, int4, got \"" + wd + "\"");
-    m.weightDtype = *weight;
-    const std::string kd = r.string("kv_dtype");
-    const auto kv = core::parseDtype(kd);
-    if (!kv)
-        r.error("kv_dtype", "must be a KV dtype such as fp16 or bf16, got \"" + kd + "\"");
-    m.nativeKvDtype = *kv;
+// An optional section: absent or null means "all defaults"; anything but an object fails.
+Field section(const Field& parent, std::string_view key) {
+    Field s = parent[key];
+    if (s.present())
+        s.object();
+    return s;
+}
 
-    const auto window = r.optInteger("sliding_window", 1, core::kMaxContext);
-    const Json* p = r.get("layer_pattern");
-    if (!p || !p->isArray() || p->asArray().empty() ||
-        p->asArray().size() > static_cast<std::size_t>(core::kMaxLayers))
-        r.error("layer_pattern",
-                "must be a non-empty array, got " + (p ? describe(*p) : std::string("nothing")));
+std::vector<core::LayerSpec> layerPatternFromJson(const Field& m) {
+    const Field p = m["layer_pattern"];
+    const std::size_t n = p.size();
+    if (n == 0 || n > static_cast<std::size_t>(core::kMaxLayers))
+        p.fail("must be a non-empty array of at most " + std::to_string(core::kMaxLayers) +
+               " entries, got " + std::to_string(n));
+    const auto window = m["sliding_window"].optInteger(1, core::kMaxContext);
     std::vector<core::LayerSpec> pattern;
-    for (const Json& e : p->asArray()) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const Field e = p.at(i);
         core::LayerSpec l;
-        std::string kind;
-        if (e.isString()) {
-            kind = e.asString();
-        } else if (e.isObject()) {
-            const FieldReader er(e, prefix + "layer_pattern entry ");
-            kind = er.string("kind");
-            l.window = er.optInteger("window", 0, core::kMaxContext).value_or(0);
-        } else {
-            r.error("layer_pattern", "entries must be strings or objects, got " + describe(e));
+        Field kindField = e;
+        if (e.isObject()) {
+            kindField = e["kind"];
+            l.window = e["window"].optInteger(0, core::kMaxContext).value_or(0);
+        } else if (!e.isString()) {
+            e.failExpected("a layer kind (a string or {\"kind\", \"window\"})");
         }
-        if (kind == "full") {
-            l.kind = core::LayerKind::Full;
-        } else if (kind == "mla") {
-            l.kind = core::LayerKind::Mla;
-        } else if (kind == "sliding") {
-            l.kind = core::LayerKind::Sliding;
-            if (e.isString()) {
-                if (!window)
-                    r.error("sliding_window", "is missing (layer_pattern has sliding layers)");
-                l.window = *window;
-            }
-        } else {
-            r.error("layer_pattern",
-                    "entries must be \"full\", \"sliding\" or \"mla\", got " + describe(e));
+        const auto kind = core::parseLayerKind(kindField.string());
+        if (!kind)
+            kindField.failOneOf({"full", "sliding", "mla"});
+        l.kind = *kind;
+        if (l.kind == core::LayerKind::Sliding && e.isString()) {
+            if (!window)
+                m["sliding_window"].fail("missing (layer_pattern has sliding layers)");
+            l.window = *window;
         }
         pattern.push_back(l);
     }
+    return pattern;
+}
+
+core::ModelSpec modelFromJson(const Field& j) {
+    core::ModelSpec m;
+    m.id = j["id"].string();
+    m.name = j["name"].string();
+    m.family = j["family"].optString().value_or("");
+    m.notes = j["notes"].optString().value_or("");
+    m.hfRepo = j["hf_repo"].optString().value_or("");
+    const auto layers = j["num_layers"].integer(1, core::kMaxLayers);
+    m.qHeads = static_cast<int>(j["num_q_heads"].integer(1, core::kMaxHeads));
+    // All-MLA models may carry 0 KV heads / head_dim; validate() decides below.
+    m.kvHeads = static_cast<int>(j["num_kv_heads"].integer(0, core::kMaxHeads));
+    m.headDim = static_cast<int>(j["head_dim"].integer(0, core::kMaxHeadDim));
+    m.kvLoraRank = static_cast<int>(j["kv_lora_rank"].optInteger(0, core::kMaxHeadDim).value_or(0));
+    m.qkRopeHeadDim =
+        static_cast<int>(j["qk_rope_head_dim"].optInteger(0, core::kMaxHeadDim).value_or(0));
+    m.hiddenSize = j["hidden_size"].optInteger(0, std::int64_t{1} << 30).value_or(0);
+    m.params = j["params"].integer(0, core::kMaxParams);
+    m.maxContext = j["max_context"].integer(1, core::kMaxContext);
+    const Field wd = j["weight_dtype"];
+    const auto weight = core::parseWeightDtype(wd.string());
+    if (!weight)
+        wd.failOneOf({"fp32", "fp16", "bf16", "fp8", "int8", "int4"});
+    m.weightDtype = *weight;
+    const Field kd = j["kv_dtype"];
+    const auto kv = core::parseDtype(kd.string());
+    if (!kv)
+        kd.fail("must be a KV dtype such as fp16 or bf16, got " + kd.describe());
+    m.nativeKvDtype = *kv;
+
+    const auto pattern = layerPatternFromJson(j);
     m.layers.resize(static_cast<std::size_t>(layers));
     for (std::size_t i = 0; i < m.layers.size(); ++i)
         m.layers[i] = pattern[i % pattern.size()];
     return m;
 }
 
-core::GpuSpec gpuFromJson(const Json& j, const std::string& prefix) {
-    const FieldReader r(j, prefix);
+core::GpuSpec gpuFromJson(const Field& j) {
     core::GpuSpec g;
-    g.id = r.string("id", true);
-    g.name = r.string("name", true);
-    g.vendor = r.optString("vendor");
-    g.memoryBytes = r.integer("memory_bytes", 1, kMaxBytes);
-    g.bandwidthGBs = r.number("bandwidth_gbs", 0, 1e7, false);
-    g.memoryType = r.optString("memory_type");
+    g.id = j["id"].string();
+    g.name = j["name"].string();
+    g.vendor = j["vendor"].optString().value_or("");
+    g.memoryBytes = j["memory_bytes"].integer(1, kMaxBytes);
+    g.bandwidthGBs = j["bandwidth_gbs"].number(0, 1e7);
+    g.memoryType = j["memory_type"].optString().value_or("");
     return g;
 }
 
-core::KvFormat formatFromJson(const Json& j, const std::string& prefix, core::KvFormat f) {
-    const FieldReader r(j, prefix);
-    if (const Json* v = r.get("dtype")) {
-        const auto d = v->isString() ? core::parseDtype(v->asString()) : std::nullopt;
+core::KvFormat formatFromJson(const Field& j, core::KvFormat f) {
+    if (const Field v = j["dtype"]; v.exists()) {
+        const auto d = v.isString() ? core::parseDtype(v.string()) : std::nullopt;
         if (!d)
-            r.error("dtype", "must be a KV dtype such as int8 or fp8_e4m3, got " + describe(*v));
+            v.fail("must be a KV dtype such as int8 or fp8_e4m3, got " + v.describe());
         f.dtype = *d;
     }
-    if (const Json* v = r.get("granularity")) {
-        const auto g = v->isString() ? core::parseGranularity(v->asString()) : std::nullopt;
+    if (const Field v = j["granularity"]; v.exists()) {
+        const auto g = v.isString() ? core::parseGranularity(v.string()) : std::nullopt;
         if (!g)
-            r.error("granularity", "must be none, per-tensor, per-head, per-token-head, per-group "
-                                   "or k-per-channel-v-per-token, got " +
-                                       describe(*v));
+            v.failOneOf({"none", "per-tensor", "per-head", "per-token-head", "per-group",
+                         "k-per-channel-v-per-token"});
         f.granularity = *g;
     }
-    readInt(r, "group_size", f.groupSize, 0, core::kMaxHeadDim);
+    readInt(j["group_size"], f.groupSize, 0, core::kMaxHeadDim);
     f.scaleType = static_cast<core::ScaleType>(
-        readName(r, "scale_type", kScaleNames, static_cast<std::size_t>(f.scaleType)));
-    readBool(r, "zero_point", f.hasZeroPoint);
+        readName(j["scale_type"], kScaleNames, static_cast<std::size_t>(f.scaleType)));
+    readBool(j["zero_point"], f.hasZeroPoint);
     return f;
 }
 
-core::Levers leversFromJson(const Json* j, const std::string& prefix) {
+core::Levers leversFromJson(const Field& j) {
     core::Levers l;
-    if (!j)
-        return l;
-    if (const Json* a = section(*j, "attention", prefix, false)) {
-        const FieldReader r(*a, prefix + "attention.");
-        readBool(r, "enabled", l.attention.enabled);
-        l.attention.mode = static_cast<core::AttentionMode>(
-            readName(r, "mode", kModeNames, static_cast<std::size_t>(l.attention.mode)));
-        readInt(r, "gqa_kv_heads", l.attention.gqaKvHeads, 1, core::kMaxHeads);
-    }
-    if (const Json* q = section(*j, "quant", prefix, false)) {
-        const FieldReader r(*q, prefix + "quant.");
-        readBool(r, "enabled", l.quant.enabled);
-        if (const Json* f = section(*q, "format", prefix + "quant.", false))
-            l.quant.format = formatFromJson(*f, prefix + "quant.format.", l.quant.format);
-    }
-    if (const Json* p = section(*j, "paging", prefix, false)) {
-        const FieldReader r(*p, prefix + "paging.");
-        readBool(r, "enabled", l.paging.enabled);
-        readInt(r, "block_size", l.paging.blockSize, 1, 1 << 20);
-    }
-    if (const Json* p = section(*j, "prefix", prefix, false)) {
-        const FieldReader r(*p, prefix + "prefix.");
-        readBool(r, "enabled", l.prefix.enabled);
-        readInt(r, "shared_tokens", l.prefix.sharedTokens, 0, core::kMaxContext);
-        readInt(r, "sharing_requests", l.prefix.sharingRequests, 0, core::kMaxRequests);
-    }
+    const Field a = section(j, "attention");
+    readBool(a["enabled"], l.attention.enabled);
+    l.attention.mode = static_cast<core::AttentionMode>(
+        readName(a["mode"], kModeNames, static_cast<std::size_t>(l.attention.mode)));
+    readInt(a["gqa_kv_heads"], l.attention.gqaKvHeads, 1, core::kMaxHeads);
+    const Field q = section(j, "quant");
+    readBool(q["enabled"], l.quant.enabled);
+    if (const Field f = section(q, "format"); f.present())
+        l.quant.format = formatFromJson(f, l.quant.format);
+    const Field p = section(j, "paging");
+    readBool(p["enabled"], l.paging.enabled);
+    readInt(p["block_size"], l.paging.blockSize, 0, 1 << 20); // 0 = vLLM's choice
+    const Field x = section(j, "prefix");
+    readBool(x["enabled"], l.prefix.enabled);
+    readInt(x["shared_tokens"], l.prefix.sharedTokens, 0, core::kMaxContext);
+    readInt(x["sharing_requests"], l.prefix.sharingRequests, 0, core::kMaxRequests);
     return l;
 }
 
-void hardwareFromJson(const Json* j, const std::string& prefix, core::Hardware& h) {
-    if (!j)
+void hardwareFromJson(const Field& j, core::Hardware& h) {
+    if (!j.present())
         return;
-    const FieldReader r(*j, prefix);
-    readInt(r, "gpu_count", h.gpuCount, 1, 4096);
-    if (r.get("memory_utilization"))
-        h.memoryUtilization = r.number("memory_utilization", 0, 1, true);
-    h.activationBytes = r.optInteger("activation_bytes", 0, kMaxBytes);
-    h.overheadBytes = r.optInteger("overhead_bytes", 0, kMaxBytes);
-    h.kvMemoryBytes = r.optInteger("kv_memory_bytes", 0, kMaxBytes);
+    readInt(j["gpu_count"], h.gpuCount, 1, 4096);
+    if (const Field u = j["memory_utilization"]; u.exists())
+        h.memoryUtilization = u.numberAbove(0, 1);
+    // null (or absent) = KV Ledger's estimate
+    if (const Field f = j["activation_bytes"]; f.exists())
+        h.activationBytes = f.optInteger(0, kMaxBytes);
+    if (const Field f = j["overhead_bytes"]; f.exists())
+        h.overheadBytes = f.optInteger(0, kMaxBytes);
+    h.kvMemoryBytes = j["kv_memory_bytes"].optInteger(0, kMaxBytes);
     h.weightDtype.reset();
-    if (const Json* v = r.get("weight_dtype"); v && !v->isNull()) {
-        const auto d = v->isString() ? core::parseWeightDtype(v->asString()) : std::nullopt;
+    if (const Field v = j["weight_dtype"]; v.present()) {
+        const auto d = v.isString() ? core::parseWeightDtype(v.string()) : std::nullopt;
         if (!d)
-            r.error("weight_dtype",
-                    "must be null or one of fp32, fp16, bf16, fp8, int8, int4, got " +
-                        describe(*v));
+            v.fail("must be null or one of fp32, fp16, bf16, fp8, int8, int4, got " + v.describe());
         h.weightDtype = *d;
     }
 }
 
-core::Workload workloadFromJson(const Json* j, const std::string& prefix) {
+core::Workload workloadFromJson(const Field& j) {
     core::Workload w;
-    if (!j)
-        return w;
-    const FieldReader r(*j, prefix);
-    readInt(r, "context", w.context, 1, core::kMaxContext);
-    readInt(r, "max_model_len", w.maxModelLen, 0, core::kMaxContext);
-    readInt(r, "max_num_batched_tokens", w.maxNumBatchedTokens, 1, core::kMaxContext);
-    readInt(r, "target_requests", w.targetRequests, 0, core::kMaxRequests);
+    readInt(j["context"], w.context, 1, core::kMaxContext);
+    readInt(j["max_model_len"], w.maxModelLen, 0, core::kMaxContext);
+    readInt(j["max_num_batched_tokens"], w.maxNumBatchedTokens, 0, core::kMaxContext);
+    readInt(j["target_requests"], w.targetRequests, 0, core::kMaxRequests);
     return w;
+}
+
+core::Scenario scenarioFrom(const Field& doc) {
+    const Field version = doc["kvledger_scenario"];
+    if (!version.exists())
+        doc.fail("not a KV Ledger scenario (kvledger_scenario version is missing)");
+    const std::int64_t v = version.integer(1, 1'000'000);
+    if (v > kScenarioFileVersion)
+        doc.fail("written by a newer KV Ledger (scenario version " + std::to_string(v) +
+                 "); this version reads " + std::to_string(kScenarioFileVersion));
+    core::Scenario s;
+    s.model = modelFromJson(doc["model"].object());
+    s.hardware.gpu = gpuFromJson(doc["gpu"].object());
+    s.levers = leversFromJson(section(doc, "levers"));
+    hardwareFromJson(section(doc, "hardware"), s.hardware);
+    s.workload = workloadFromJson(section(doc, "workload"));
+    if (auto problem = s.validate())
+        doc.fail(*problem);
+    return s;
 }
 
 } // namespace
 
 std::string scenarioToJson(const core::Scenario& s) {
-    Json doc = Json::Object{};
-    doc.set("kvledger_scenario", kScenarioFileVersion);
-    doc.set("model", modelToJson(s.model));
-    doc.set("gpu", gpuToJson(s.hardware.gpu));
-    doc.set("levers", leversToJson(s.levers));
-    doc.set("hardware", hardwareToJson(s.hardware));
-    doc.set("workload", workloadToJson(s.workload));
-    return doc.dump(2) + "\n";
+    Out doc = Out::object();
+    doc["kvledger_scenario"] = kScenarioFileVersion;
+    doc["model"] = modelToJson(s.model);
+    doc["gpu"] = gpuToJson(s.hardware.gpu);
+    doc["levers"] = leversToJson(s.levers);
+    doc["hardware"] = hardwareToJson(s.hardware);
+    doc["workload"] = workloadToJson(s.workload);
+    return dumpJson(doc, 2) + "\n";
 }
 
 Result<core::Scenario> scenarioFromJson(std::string_view json, std::string_view sourceName) {
-    return guarded<core::Scenario>(sourceName, [&] {
-        const std::string src(sourceName);
-        const Json doc = parseDocument(json, src);
-        const Json* version = doc.find("kvledger_scenario");
-        if (!version)
-            fail(src + ": not a KV Ledger scenario (kvledger_scenario version is missing)");
-        const FieldReader top(doc, src + ": ");
-        const std::int64_t v = top.checkInteger("kvledger_scenario", *version, 1,
-                                                std::numeric_limits<std::int64_t>::max());
-        if (v > kScenarioFileVersion)
-            fail(src + ": written by a newer KV Ledger (scenario version " + num(v) +
-                 "); this version reads " + num(kScenarioFileVersion));
+    return readDocument<core::Scenario>(json, sourceName, scenarioFrom);
+}
 
-        core::Scenario s;
-        s.model = modelFromJson(*section(doc, "model", src + ": ", true), src + ": model.");
-        s.hardware.gpu = gpuFromJson(*section(doc, "gpu", src + ": ", true), src + ": gpu.");
-        s.levers = leversFromJson(section(doc, "levers", src + ": ", false), src + ": levers.");
-        hardwareFromJson(section(doc, "hardware", src + ": ", false), src + ": hardware.",
-                         s.hardware);
-        s.workload =
-            workloadFromJson(section(doc, "workload", src + ": ", false), src + ": workload.");
-        if (auto e = s.validate())
-            fail(src + ": " + *e);
-        return s;
-    });
+Result<core::Scenario> loadScenarioFile(const std::string& path) {
+    auto text = readFile(path);
+    if (!text)
+        return text.error();
+    return scenarioFromJson(text.value(), path);
 }
 
 core::Scenario defaultScenario() {

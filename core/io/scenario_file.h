@@ -3,6 +3,7 @@
 // spec included (so imported and edited models survive), and the CLI's scenario options.
 
 #include "catalog.h"
+#include "core/result.h"
 #include "core/scenario.h"
 
 #include <string>
@@ -17,6 +18,9 @@ std::string scenarioToJson(const core::Scenario& s);
 // Rejects a newer version ("written by a newer KV Ledger (version 3); this one reads 1"),
 // wrong types and out-of-range values, naming the field.
 Result<core::Scenario> scenarioFromJson(std::string_view json, std::string_view sourceName);
+// Reads `path` through io::readFile (regular files only, at most 64 MiB) and parses it;
+// messages name the path.
+Result<core::Scenario> loadScenarioFile(const std::string& path);
 
 // The default scenario: Llama-3-8B on an H100 80GB, vLLM defaults (auto KV dtype, paging 16).
 core::Scenario defaultScenario();

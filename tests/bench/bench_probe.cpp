@@ -142,22 +142,22 @@ int main(int argc, char** argv) {
     std::printf("  int8 / fp16 attention time: %.3fx (bytes read: %.3fx)\n", int8VsFp16,
                 double(int8.attentionBytes) / double(fp16.attentionBytes));
     if (!jsonPath.empty()) {
-        io::Json::Object o;
-        o.emplace_back("benchmark", "probe_cpu");
-        o.emplace_back("batch", batch);
-        o.emplace_back("context", static_cast<std::int64_t>(context));
-        o.emplace_back("threads", threads);
-        o.emplace_back("copy_gbs", fp16.copyGBs);
-        o.emplace_back("read_stream_gbs", readGBs);
-        o.emplace_back("store_fp16_over_copy", fp16.storeGBs / fp16.copyGBs);
-        o.emplace_back("store_int8_over_copy", int8.storeGBs / int8.copyGBs);
-        o.emplace_back("attention_fp16_over_copy", fp16.attentionGBs / fp16.copyGBs);
-        o.emplace_back("attention_fp16_over_read", fp16.attentionGBs / readGBs);
-        o.emplace_back("attention_int8_over_read", int8.attentionGBs / readGBs);
-        o.emplace_back("paged_over_contiguous_fp16", pagedVsContig);
-        o.emplace_back("paged_over_contiguous_int8", pagedVsContigInt8);
-        o.emplace_back("int8_over_fp16_attention_time", int8VsFp16);
-        std::ofstream(jsonPath) << io::Json(std::move(o)).dump(2) << "\n";
+        nlohmann::ordered_json o;
+        o["benchmark"] = "probe_cpu";
+        o["batch"] = batch;
+        o["context"] = static_cast<std::int64_t>(context);
+        o["threads"] = threads;
+        o["copy_gbs"] = fp16.copyGBs;
+        o["read_stream_gbs"] = readGBs;
+        o["store_fp16_over_copy"] = fp16.storeGBs / fp16.copyGBs;
+        o["store_int8_over_copy"] = int8.storeGBs / int8.copyGBs;
+        o["attention_fp16_over_copy"] = fp16.attentionGBs / fp16.copyGBs;
+        o["attention_fp16_over_read"] = fp16.attentionGBs / readGBs;
+        o["attention_int8_over_read"] = int8.attentionGBs / readGBs;
+        o["paged_over_contiguous_fp16"] = pagedVsContig;
+        o["paged_over_contiguous_int8"] = pagedVsContigInt8;
+        o["int8_over_fp16_attention_time"] = int8VsFp16;
+        std::ofstream(jsonPath) << io::dumpJson(o) << "\n";
     }
     return 0;
 }

@@ -74,14 +74,14 @@ int main(int argc, char** argv) {
     std::printf("  median %.1f us, p95 %.1f us; p95 / 1 ms budget = %.3f  (sink %lld)\n", median,
                 p95, p95 / 1000.0, static_cast<long long>(sink % 7));
     if (!jsonPath.empty()) {
-        io::Json::Object o;
-        o.emplace_back("benchmark", "ledger_full_recompute");
-        o.emplace_back("iterations", iterations);
-        o.emplace_back("points_per_recompute", static_cast<std::int64_t>(points));
-        o.emplace_back("median_us", median);
-        o.emplace_back("p95_us", p95);
-        o.emplace_back("p95_over_1ms", p95 / 1000.0);
-        std::ofstream(jsonPath) << io::Json(std::move(o)).dump(2) << "\n";
+        nlohmann::ordered_json o;
+        o["benchmark"] = "ledger_full_recompute";
+        o["iterations"] = iterations;
+        o["points_per_recompute"] = static_cast<std::int64_t>(points);
+        o["median_us"] = median;
+        o["p95_us"] = p95;
+        o["p95_over_1ms"] = p95 / 1000.0;
+        std::ofstream(jsonPath) << io::dumpJson(o) << "\n";
     }
     return 0;
 }

@@ -1,5 +1,6 @@
 // Fuzzes loading kvprobe results JSON: any bytes give a report or a one-line error naming the
 // file; a loaded report survives a write/read round trip with the same rows.
+#include "gpu_probe/probe_json.h"
 #include "gpu_probe/results_io.h"
 
 #include <cmath>
@@ -18,15 +19,16 @@ bool same(double a, double b) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     auto r = kvl::probe::parseProbeReport(text, "fuzz.json");
-    if (auto* e = std::get_if<std::string>(&r)) {
-        if (e->rfind("fuzz.json", 0) != 0 || e->find('\n') != std::string::npos)
+    if (!r) {
+        const std::string& e = r.error().message;
+        if (e.rfind("fuzz.json", 0) != 0 || e.find('\n') != std::string::npos)
             std::abort(); // errors are one line and name the file
         return 0;
     }
-    const ProbeReport& rep = std::get<ProbeReport>(r);
+    const ProbeReport& rep = r.value();
     (void)rep.label();
     auto again = kvl::probe::parseProbeReport(kvl::probe::probeReportToJson(rep), "again.json");
-    auto* rep2 = std::get_if<ProbeReport>(&again);
+    const ProbeReport* rep2 = again ? &again.value() : nullptr;
     if (!rep2 || rep2->rows.size() != rep.rows.size())
         std::abort(); // what we write, we must read back
     for (std::size_t i = 0; i < rep.rows.size(); ++i) {

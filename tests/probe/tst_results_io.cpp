@@ -1,15 +1,19 @@
-// Reading kvprobe's results JSON back: what probe_json writes reads back field for field (a
-// synthetic bench report and a real CPU run); foreign, future, ill-typed and measurement-free
-// files are rejected with one line naming the file and the field; the seed corpus loads.
+// Reading kvprobe's results JSON back: what probe_json writes reads back field for field (every
+// field of the schema table, a synthetic bench report and a real CPU run); foreign, future,
+// ill-typed and measurement-free files are rejected with one line naming the file and the JSON
+// path; the seed corpus loads; the emitter escapes, keeps integers exact and doubles bit-exact.
 #include "core/io/json.h"
 #include "gpu_probe/probe.h"
 #include "gpu_probe/probe_json.h"
 #include "gpu_probe/results_io.h"
+#include "gpu_probe/results_schema.h"
 
 #include <QtTest>
 
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 using namespace kvl;
@@ -142,11 +146,7 @@ const std::string kCorpus = std::string(KVL_SOURCE_DIR) + "/tests/fuzz/corpus/pr
 
 // A valid one-row run document to break in one place per test row.
 std::string goodRun() {
-    io::Json j = envelope("run", "cpu", "test cpu", 10.0);
-    io::Json::Array a;
-    a.push_back(toJson(sampleRow("int8", "INT8", 2, 512, true, true)));
-    j.set("results", io::Json(std::move(a)));
-    return j.dump(2);
+    return runJson(sampleRow("int8", "INT8", 2, 512, true, true));
 }
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
@@ -156,11 +156,88 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
     return s.replace(p, from.size(), to);
 }
 
+// A value for every member of `s` that no default equals, distinct per field (`k`), within
+// the field's range: what the table-driven round trip writes and expects back.
+template <class S> void fillDistinct(S& s, const auto& fields) {
+    int k = 0;
+    for (const auto& f : fields) {
+        ++k;
+        std::visit(
+            [&](auto m) {
+                using M = decltype(m);
+                if constexpr (std::is_same_v<M, std::monostate>) {
+                } else if constexpr (std::is_same_v<M, bool S::*>) {
+                    s.*m = true;
+                } else if constexpr (std::is_same_v<M, std::string S::*>) {
+                    s.*m = "v-" + std::string(f.key) + " \"quoted\" \xC3\xA9";
+                } else if constexpr (std::is_same_v<M, int S::*>) {
+                    s.*m = 7 + k;
+                } else if constexpr (std::is_same_v<M, std::int64_t S::*>) {
+                    s.*m = (std::int64_t(1) << 33) + k; // beyond 32 bits, exact
+                } else if constexpr (std::is_same_v<M, double S::*>) {
+                    s.*m = 0.1 + k / 1024.0; // within [0, 1] for top8_agreement
+                } else if constexpr (std::is_same_v<M, std::vector<QualityPoint> S::*>) {
+                    QualityPoint p;
+                    fillDistinct(p, schema::kPointFields);
+                    p.context += k;
+                    s.*m = {p, QualityPoint{1 + k, 0.5, 0.25, 0.75, 0.125}};
+                } else if constexpr (std::is_same_v<M, std::vector<std::string> S::*>) {
+                    s.*m = {"note " + std::string(f.key), "line\nbreak"};
+                }
+            },
+            f.member);
+    }
+}
+
+// Whether `a` and `b` agree on the field (doubles bit for bit).
+template <class S> bool sameField(const S& a, const S& b, const schema::Member<S>& member) {
+    return std::visit(
+        [&](auto m) {
+            using M = decltype(m);
+            if constexpr (std::is_same_v<M, std::monostate>) {
+                return true;
+            } else if constexpr (std::is_same_v<M, std::vector<QualityPoint> S::*>) {
+                if ((a.*m).size() != (b.*m).size())
+                    return false;
+                for (std::size_t i = 0; i < (a.*m).size(); ++i)
+                    for (const auto& f : schema::kPointFields)
+                        if (!sameField((a.*m)[i], (b.*m)[i], f.member))
+                            return false;
+                return true;
+            } else {
+                return a.*m == b.*m;
+            }
+        },
+        member);
+}
+
+// The keys of a written object.
+std::set<std::string> keysOf(const nlohmann::json& o) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : o.items())
+        keys.insert(k);
+    return keys;
+}
+
+template <class S> std::set<std::string> tableKeys(const auto& fields, bool speed, bool quality) {
+    std::set<std::string> keys;
+    for (const auto& f : fields)
+        if (f.group == schema::Group::Always || (f.group == schema::Group::Speed && speed) ||
+            (f.group == schema::Group::Quality && quality))
+            keys.insert(std::string(f.key));
+    return keys;
+}
 } // namespace
 
 class TestResultsIo : public QObject {
     Q_OBJECT
 private slots:
+    void everyTableFieldRoundTrips();
+    void writerFormat();
+    void writerStrings_data();
+    void writerStrings();
+    void writerDoubles_data();
+    void writerDoubles();
     void benchRoundTrip();
     void realRunRoundTrip();
     void rejects_data();
@@ -169,6 +246,167 @@ private slots:
     void corpusLoads();
     void label();
 };
+
+// Table-driven: every field of the schema tables (rows, quality points, the envelope) gets a
+// distinct value, is written by the emitter and read back by the reader, equal. Both iterate
+// the same tables, so a field added to a table is covered here at once; and the written
+// objects hold exactly the tables' keys, so nothing is written outside them.
+void TestResultsIo::everyTableFieldRoundTrips() {
+    ProbeResult full;
+    fillDistinct(full, schema::kResultFields);
+    full.ok = true;
+    full.speedMeasured = full.qualityMeasured = true;
+    full.backend = "be";
+    full.device = "dev";
+    ProbeResult bare; // a failed row: no shapes, no speed, no quality
+    bare.ok = false;
+    bare.formatId = "int2-kivi";
+    bare.formatLabel = "INT2";
+    bare.error = "cuda: out of memory";
+    ProbeReport rep;
+    fillDistinct(rep, schema::kReportFields);
+    rep.backend = "be";
+    rep.device = "dev";
+    rep.rows = {full, bare};
+    QualityPoint p;
+    fillDistinct(p, schema::kPointFields);
+    rep.qualityVsContext = {{"label one", {p}}, {"label two", {}}};
+
+    const std::string text = probeReportToJson(rep);
+    const auto back = parseProbeReport(text, "table.json");
+    QVERIFY2(back, back ? "" : back.error().message.c_str());
+    const ProbeReport& r = back.value();
+    for (const auto& f : schema::kReportFields)
+        QVERIFY2(sameField(rep, r, f.member), f.key.data());
+    QCOMPARE(r.command, std::string("bench"));
+    QCOMPARE(r.rows.size(), std::size_t(2));
+    for (const auto& f : schema::kResultFields)
+        QVERIFY2(sameField(full, r.rows[0], f.member), f.key.data());
+    QVERIFY(r.rows[0].speedMeasured && r.rows[0].qualityMeasured);
+    for (const auto& f : schema::kResultFields)
+        QVERIFY2(sameField(bare, r.rows[1], f.member), f.key.data());
+    QVERIFY(!r.rows[1].speedMeasured && !r.rows[1].qualityMeasured);
+    QCOMPARE(r.qualityVsContext.size(), std::size_t(2));
+    QCOMPARE(r.qualityVsContext[0].first, std::string("label one"));
+    QCOMPARE(r.qualityVsContext[1].second.size(), std::size_t(0));
+    for (const auto& f : schema::kPointFields)
+        QVERIFY2(sameField(p, r.qualityVsContext[0].second.at(0), f.member), f.key.data());
+
+    const nlohmann::json doc = io::parseJson(text, "table.json").value();
+    std::set<std::string> top = tableKeys<ProbeReport>(schema::kReportFields, false, false);
+    for (auto k : {schema::kTool, schema::kSchemaVersionKey, schema::kCommand, schema::kResults,
+                   schema::kQualityVsContext})
+        top.insert(std::string(k));
+    QCOMPARE(keysOf(doc), top);
+    QCOMPARE(keysOf(doc.at("results").at(0)),
+             tableKeys<ProbeResult>(schema::kResultFields, true, true));
+    QCOMPARE(keysOf(doc.at("results").at(1)),
+             tableKeys<ProbeResult>(schema::kResultFields, false, false));
+    QCOMPARE(keysOf(doc.at("results").at(0).at("quality_vs_context").at(0)),
+             tableKeys<QualityPoint>(schema::kPointFields, false, false));
+}
+
+// The emitter's layout is nlohmann's dump(2): two-space indent, "key": value, empty
+// containers on one line, a final newline.
+void TestResultsIo::writerFormat() {
+    JsonWriter w;
+    w.beginObject();
+    w.key("a").value(1);
+    w.key("b").beginArray().value(true).null().beginObject().endObject().endArray();
+    w.key("c").beginArray().endArray();
+    w.key("d").beginObject().key("e").value("x").endObject();
+    w.key("f").value(std::int64_t(9007199254740993));
+    w.key("g").value(std::numeric_limits<std::int64_t>::min());
+    w.endObject();
+    const std::string text = w.finish();
+    QCOMPARE(text, std::string("{\n  \"a\": 1,\n  \"b\": [\n    true,\n    null,\n    {}\n  ],\n"
+                               "  \"c\": [],\n  \"d\": {\n    \"e\": \"x\"\n  },\n"
+                               "  \"f\": 9007199254740993,\n"
+                               "  \"g\": -9223372036854775808\n}\n"));
+    const nlohmann::json doc = io::parseJson(text, "w.json").value();
+    QCOMPARE(io::dumpJson(doc, 2) + "\n", text); // byte for byte what nlohmann writes (keys sorted)
+    QCOMPARE(doc.at("f").get<std::int64_t>(), std::int64_t(9007199254740993));
+}
+
+void TestResultsIo::writerStrings_data() {
+    QTest::addColumn<QByteArray>("raw");
+    QTest::addColumn<QByteArray>("written");
+    QTest::addColumn<QByteArray>("readBack"); // empty: the raw bytes
+    QTest::addRow("plain") << QByteArray("abc") << QByteArray(R"("abc")") << QByteArray();
+    QTest::addRow("quote and backslash")
+        << QByteArray(R"(a"b\c)") << QByteArray(R"("a\"b\\c")") << QByteArray();
+    QTest::addRow("named escapes")
+        << QByteArray("\b\f\n\r\t") << QByteArray(R"("\b\f\n\r\t")") << QByteArray();
+    QTest::addRow("other controls")
+        << QByteArray("\x01\x1f", 2) << QByteArray(R"("\u0001\u001f")") << QByteArray();
+    QTest::addRow("NUL") << QByteArray("a\0b", 3) << QByteArray(R"("a\u0000b")") << QByteArray();
+    QTest::addRow("slash and DEL kept")
+        << QByteArray("/\x7f") << QByteArray("\"/\x7f\"") << QByteArray();
+    QTest::addRow("utf-8 kept") << QByteArray("\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80")
+                                << QByteArray("\"\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"")
+                                << QByteArray();
+    QTest::addRow("invalid byte replaced") << QByteArray("a\xFF"
+                                                         "b")
+                                           << QByteArray("\"a\xEF\xBF\xBD"
+                                                         "b\"")
+                                           << QByteArray("a\xEF\xBF\xBD"
+                                                         "b");
+    QTest::addRow("overlong replaced")
+        << QByteArray("\xC0\xAF") << QByteArray("\"\xEF\xBF\xBD\xEF\xBF\xBD\"")
+        << QByteArray("\xEF\xBF\xBD\xEF\xBF\xBD");
+    QTest::addRow("surrogate replaced")
+        << QByteArray("\xED\xA0\x80") << QByteArray("\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"")
+        << QByteArray("\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+    QTest::addRow("truncated sequence")
+        << QByteArray("\xE2\x82") << QByteArray("\"\xEF\xBF\xBD\xEF\xBF\xBD\"")
+        << QByteArray("\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+void TestResultsIo::writerStrings() {
+    QFETCH(QByteArray, raw);
+    QFETCH(QByteArray, written);
+    QFETCH(QByteArray, readBack);
+    JsonWriter w;
+    w.beginArray().value(std::string_view(raw.constData(), std::size_t(raw.size()))).endArray();
+    const std::string text = w.finish();
+    QCOMPARE(QByteArray::fromStdString(text), "[\n  " + written + "\n]\n");
+    // Whatever the bytes, the output is valid JSON that reads back.
+    const auto doc = io::parseJson(text, "s.json");
+    QVERIFY2(doc, doc ? "" : doc.error().message.c_str());
+    QCOMPARE(QByteArray::fromStdString(doc->at(0).get<std::string>()),
+             readBack.isEmpty() ? raw : readBack);
+}
+
+void TestResultsIo::writerDoubles_data() {
+    QTest::addColumn<double>("value");
+    QTest::addColumn<QByteArray>("written");
+    QTest::addRow("0.1") << 0.1 << QByteArray("0.1");
+    QTest::addRow("1/3") << 1.0 / 3.0 << QByteArray("0.3333333333333333");
+    QTest::addRow("integral") << 78125.0 << QByteArray("78125");
+    QTest::addRow("negative zero") << -0.0 << QByteArray("-0");
+    QTest::addRow("1e-300") << 1e-300 << QByteArray("1e-300");
+    QTest::addRow("denormal min") << 5e-324 << QByteArray("5e-324");
+    QTest::addRow("max") << std::numeric_limits<double>::max()
+                         << QByteArray("1.7976931348623157e+308");
+    QTest::addRow("4.76 GiB") << 4.76 * 1073741824.0 << QByteArray("5111011082.24");
+    QTest::addRow("NaN") << std::nan("") << QByteArray("null");
+    QTest::addRow("+inf") << std::numeric_limits<double>::infinity() << QByteArray("null");
+    QTest::addRow("-inf") << -std::numeric_limits<double>::infinity() << QByteArray("null");
+}
+
+void TestResultsIo::writerDoubles() {
+    QFETCH(double, value);
+    QFETCH(QByteArray, written);
+    JsonWriter w;
+    w.beginArray().value(value).endArray();
+    const std::string text = w.finish();
+    QCOMPARE(QByteArray::fromStdString(text), "[\n  " + written + "\n]\n");
+    const nlohmann::json doc = io::parseJson(text, "d.json").value();
+    if (std::isfinite(value))
+        QVERIFY2(doc.at(0).get<double>() == value, text.c_str()); // bit-exact
+    else
+        QVERIFY(doc.at(0).is_null());
+}
 
 void TestResultsIo::benchRoundTrip() {
     BenchReport b;
@@ -186,13 +424,13 @@ void TestResultsIo::benchRoundTrip() {
     b.qualityVsContext = {
         {"FP16", {{1024, 1e-6, 1e-5, 1, 1e-7}}},
         {"INT8", {{1024, 0.0166, 0.04, 0.98, 1e-7}, {16384, 0.0193, 0.05, 0.96, 0}}}};
-    io::Json j = toJson(b);
-    j.set("date", "2026-11-29T10:21:22Z");
-    j.set("host", "gpu-box");
+    nlohmann::json j = io::parseJson(benchJson(b), "bench.json").value();
+    j["date"] = "2026-11-29T10:21:22Z";
+    j["host"] = "gpu-box";
     auto parsed = parseProbeReport(j.dump(2), "bench-h200.json");
-    if (auto* e = std::get_if<std::string>(&parsed))
-        QFAIL(e->c_str());
-    const ProbeReport& r = std::get<ProbeReport>(parsed);
+    if (!parsed)
+        QFAIL(parsed.error().message.c_str());
+    const ProbeReport& r = parsed.value();
     QCOMPARE(r.source, std::string("bench-h200.json"));
     QCOMPARE(r.tool, std::string("kvprobe"));
     QCOMPARE(r.schemaVersion, kSchemaVersion);
@@ -219,8 +457,8 @@ void TestResultsIo::benchRoundTrip() {
 
     // And what we write ourselves reads back the same.
     auto again = parseProbeReport(probeReportToJson(r), "again.json");
-    QVERIFY(std::holds_alternative<ProbeReport>(again));
-    const ProbeReport& r2 = std::get<ProbeReport>(again);
+    QVERIFY(again);
+    const ProbeReport& r2 = again.value();
     QCOMPARE(r2.date, r.date);
     QCOMPARE(r2.rows.size(), r.rows.size());
     for (std::size_t i = 0; i < 3; ++i)
@@ -239,14 +477,10 @@ void TestResultsIo::realRunRoundTrip() {
     p.qualityRequests = 1;
     const ProbeResult run = runProbe(p);
     QVERIFY2(run.ok, run.error.c_str());
-    io::Json j = envelope("run", run.backend, run.device, run.copyGBs);
-    io::Json::Array a;
-    a.push_back(toJson(run));
-    j.set("results", io::Json(std::move(a)));
-    auto parsed = parseProbeReport(j.dump(2), "run.json");
-    if (auto* e = std::get_if<std::string>(&parsed))
-        QFAIL(e->c_str());
-    const ProbeReport& r = std::get<ProbeReport>(parsed);
+    auto parsed = parseProbeReport(runJson(run), "run.json");
+    if (!parsed)
+        QFAIL(parsed.error().message.c_str());
+    const ProbeReport& r = parsed.value();
     QCOMPARE(r.rows.size(), std::size_t(1));
     ProbeResult expect = run;
     compareRows(expect, r.rows[0]);
@@ -269,9 +503,9 @@ void TestResultsIo::rejects_data() {
     row("foreign tool", replaced(good, "\"tool\": \"kvprobe\"", "\"tool\": \"nvbench\""),
         "expected \"kvprobe\"");
     row("future schema", replaced(good, "\"schema_version\": 1", "\"schema_version\": 7"),
-        "schema_version is 7, newer than this build reads (1)");
+        "schema_version: is 7, newer than this build reads (1)");
     row("schema not a number", replaced(good, "\"schema_version\": 1", "\"schema_version\": \"1\""),
-        "schema_version must be a positive integer");
+        "schema_version: expected an integer, got string \"1\"");
     row("info file",
         "{\"tool\": \"kvprobe\", \"schema_version\": 1, \"command\": \"info\", \"backends\": []}",
         "`kvprobe info` file has no measurements");
@@ -279,27 +513,27 @@ void TestResultsIo::rejects_data() {
         "{\"tool\": \"kvprobe\", \"schema_version\": 1, \"command\": \"check\", \"passed\": 3}",
         "`kvprobe check` file has no measurements");
     row("unknown command", replaced(good, "\"command\": \"run\"", "\"command\": \"tune\""),
-        "command must be \"run\" or \"bench\"");
+        "command: must be one of run, bench, got string \"tune\"");
     row("negative pool bytes", replaced(good, "\"pool_bytes\": 1234567168", "\"pool_bytes\": -5"),
-        "results[0].pool_bytes must not be negative, got -5");
+        "results[0].pool_bytes: must be between 0 and 72057594037927936, got -5");
     row("fractional page bytes", replaced(good, "\"page_bytes\": 33792", "\"page_bytes\": 3.5"),
-        "results[0].page_bytes must be an integer");
+        "results[0].page_bytes: expected an integer, got 3.5");
     row("batch as a string", replaced(good, "\"batch\": 2", "\"batch\": \"2\""),
-        "results[0].batch must be an integer");
+        "results[0].batch: expected an integer, got string \"2\"");
     row("zero context", replaced(good, "\"context\": 512", "\"context\": 0"),
-        "results[0].context must be at least 1");
+        "results[0].context: must be between 1 and 1099511627776, got 0");
     row("missing pool bytes", replaced(good, "\"pool_bytes\": 1234567168,", ""),
-        "results[0].pool_bytes is missing");
+        "results[0].pool_bytes: missing");
     row("ok not a boolean", replaced(good, "\"ok\": true", "\"ok\": 1"),
-        "results[0].ok must be true or false");
+        "results[0].ok: expected true or false, got 1");
     row("top-8 above 1", replaced(good, "\"top8_agreement\": 0.984", "\"top8_agreement\": 1.5"),
-        "results[0].top8_agreement must be a number in [0, 1]");
+        "results[0].top8_agreement: must be between 0 and 1, got 1.5");
     row("results not an array", replaced(good, "\"results\": [", "\"results\": \"none\", \"x\": ["),
-        "results must be an array, got string \"none\"");
+        "gpu.json: results: expected an array, got string \"none\"");
     row("missing results",
         "{\"tool\": \"kvprobe\", \"schema_version\": 1, \"command\": \"bench\", \"backend\": "
         "\"cpu\"}",
-        "results is missing");
+        "gpu.json: results: missing");
     row("empty results",
         "{\"tool\": \"kvprobe\", \"schema_version\": 1, \"command\": \"bench\", \"backend\": "
         "\"cpu\", \"results\": []}",
@@ -307,12 +541,12 @@ void TestResultsIo::rejects_data() {
     row("row not an object",
         "{\"tool\": \"kvprobe\", \"schema_version\": 1, \"command\": \"bench\", \"backend\": "
         "\"cpu\", \"results\": [42]}",
-        "results[0] must be an object, got 42");
+        "gpu.json: results[0]: expected an object, got 42");
     row("bad quality point",
         replaced(good, "\"quality_vs_context\": [", "\"quality_vs_context\": [{\"context\": -1},"),
-        "results[0].quality_vs_context[0].context must be at least 1");
+        "results[0].quality_vs_context[0].context: must be between 1 and 1099511627776, got -1");
     row("note not a string", replaced(good, "\"notes\": [", "\"notes\": [7, "),
-        "results[0].notes[0] must be a string");
+        "results[0].notes[0]: expected a string, got 7");
 }
 
 void TestResultsIo::rejects() {
@@ -321,8 +555,9 @@ void TestResultsIo::rejects() {
     QVERIFY2(!text.startsWith("NOT FOUND"), text.constData());
     auto r =
         parseProbeReport(std::string_view(text.constData(), std::size_t(text.size())), "gpu.json");
-    QVERIFY2(std::holds_alternative<std::string>(r), "accepted a bad file");
-    const QString msg = QString::fromStdString(std::get<std::string>(r));
+    QVERIFY2(!r, "accepted a bad file");
+    QCOMPARE(r.error().code, ErrorCode::BadFile);
+    const QString msg = QString::fromStdString(r.error().message);
     QVERIFY2(msg.startsWith(QStringLiteral("gpu.json: ")), qPrintable(msg));
     QVERIFY2(!msg.contains(QLatin1Char('\n')), qPrintable(msg));
     QVERIFY2(msg.contains(expected), qPrintable(msg));
@@ -344,22 +579,27 @@ void TestResultsIo::corpusLoads() {
     QFETCH(int, rows);
     const std::string path = kCorpus + file.toStdString();
     auto r = loadProbeReport(path);
-    if (auto* e = std::get_if<std::string>(&r))
-        QFAIL(e->c_str());
-    const ProbeReport& rep = std::get<ProbeReport>(r);
+    if (!r)
+        QFAIL(r.error().message.c_str());
+    const ProbeReport& rep = r.value();
     QCOMPARE(QString::fromStdString(rep.command), command);
     QCOMPARE(int(rep.rows.size()), rows);
     QCOMPARE(rep.okRows(), rows);
     QCOMPARE(rep.source, file.toStdString());
     // Spot-check against the raw JSON: the first row's pool bytes and error.
-    auto doc = io::parseJson(readText(path));
-    const io::Json& first = std::get<io::Json>(doc).find("results")->asArray()[0];
-    QCOMPARE(rep.rows[0].poolBytes, *first.find("pool_bytes")->asInt64());
-    QCOMPARE(rep.rows[0].relL2, first.find("rel_l2_error")->asDouble());
+    const nlohmann::json doc = io::parseJson(readText(path), path).value();
+    const nlohmann::json& first = doc.at("results").at(0);
+    QCOMPARE(rep.rows[0].poolBytes, first.at("pool_bytes").get<std::int64_t>());
+    QCOMPARE(rep.rows[0].relL2, first.at("rel_l2_error").get<double>());
     // The info file is recognised and refused.
     auto info = loadProbeReport(kCorpus + "info.json");
-    QVERIFY(std::holds_alternative<std::string>(info));
-    QVERIFY(std::get<std::string>(info).find("has no measurements") != std::string::npos);
+    QVERIFY(!info);
+    QVERIFY(info.error().message.find("has no measurements") != std::string::npos);
+    // Files are read through io::readFile: a missing one names its path.
+    auto missing = loadProbeReport(kCorpus + "nonexistent.json");
+    QVERIFY(!missing);
+    QCOMPARE(missing.error().code, ErrorCode::NotFound);
+    QCOMPARE(missing.error().message, kCorpus + "nonexistent.json: no such file");
 }
 
 void TestResultsIo::label() {
