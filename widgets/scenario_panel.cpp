@@ -1,5 +1,7 @@
 #include "scenario_panel.h"
 
+#include "core/ledger.h"
+
 #include "ledger_view_state.h"
 #include "model_picker.h"
 #include "token_spin_box.h"
@@ -639,7 +641,9 @@ void ScenarioPanel::showScenario() {
     m_memUtil->setValue(s.hardware.memoryUtilization);
     setComboData(m_weightDtype,
                  s.hardware.weightDtype ? static_cast<int>(*s.hardware.weightDtype) : -1);
-    m_activationGiB->setValue(core::bytesToGiB(s.hardware.activationBytes));
+    // The reserve in use: the user's, or KV Ledger's estimate.
+    m_activationGiB->setValue(core::bytesToGiB(
+        s.hardware.activationBytes.value_or(core::computeLedger(s).activationBytes)));
 
     m_attentionGroup->setChecked(s.levers.attention.enabled);
     setComboData(m_attentionMode, static_cast<int>(s.levers.attention.mode));
