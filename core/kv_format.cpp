@@ -141,6 +141,20 @@ std::optional<Granularity> parseGranularity(std::string_view name) {
     return std::nullopt;
 }
 
+KvFormat withGranularity(KvFormat f, Granularity g, int dim) {
+    f.granularity = g;
+    if (g != Granularity::PerGroup && g != Granularity::KPerChannelVPerToken)
+        return f;
+    f.hasZeroPoint = true;
+    f.scaleType = ScaleType::Fp16;
+    if (f.groupSize <= 0) {
+        f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+        if (dim > 0 && dim < f.groupSize)
+            f.groupSize = dim;
+    }
+    return f;
+}
+
 std::string shortLabel(const KvFormat& f) {
     std::string s(info(f.dtype).label);
     if (f.granularity == Granularity::PerGroup)

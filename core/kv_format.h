@@ -55,6 +55,13 @@ std::vector<KvDtype> allDtypes();
 std::string_view granularityName(Granularity g); // none, per-tensor, per-head, ...
 std::optional<Granularity> parseGranularity(std::string_view name);
 
+// `format` switched to granularity `g` with the scale storage that granularity comes with, the
+// one rule for the scenario panel and the CLI. Per-group and KIVI are asymmetric with an fp16
+// scale + zero (as LMDeploy's and KIVI's INT4/INT2 caches store them, see defaultFor) and, when
+// no group size is set, take G = 128 (per group) or 32 (KIVI, the paper's G), at most `dim`
+// (the head or latent dim; <= 0 when unknown). The other granularities keep the scale storage.
+KvFormat withGranularity(KvFormat format, Granularity g, int dim);
+
 // Human label such as "INT4 g128 (fp16 scale+zero)" or "FP8 E4M3 per-tensor".
 std::string formatLabel(const KvFormat& format);
 // Short label for tables and status lines: "FP16", "FP8", "INT8", "INT4 g128", "INT2 KIVI".

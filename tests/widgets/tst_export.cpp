@@ -1,13 +1,13 @@
 // Exports: every chart to PNG / PDF / SVG / CSV with valid headers and exact CSV rows, PNG scale,
 // the two-page review report, and the headless `export` / `--screenshot` commands.
 
+#include "cli.h"
 #include "headless.h"
 #include "main_window.h"
 
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
 
-#include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
 
@@ -223,10 +223,9 @@ void TestExport::headlessExport() {
     QVERIFY(o.str().find("wrote ") == 0);
     const QByteArray bytes = readAll(path);
     if (out.endsWith(QLatin1String(".csv")) && !out.startsWith(QLatin1Char('l'))) {
-        auto parsed = io::parseScenarioArgs(scenarioArgs, io::defaultScenario());
-        QVERIFY(std::holds_alternative<io::ParsedArgs>(parsed));
-        verifyCurveCsv(bytes, std::get<io::ParsedArgs>(parsed).scenario,
-                       out.startsWith(QLatin1String("memory")));
+        auto parsed = app::parseCommand("ledger", scenarioArgs);
+        QVERIFY(parsed.ok());
+        verifyCurveCsv(bytes, parsed->scenario, out.startsWith(QLatin1String("memory")));
     } else if (out.endsWith(QLatin1String(".png"))) {
         QCOMPARE(QImage(path).size(), QSize(1800, 1040));
     } else if (out.endsWith(QLatin1String(".svg"))) {
