@@ -75,6 +75,17 @@ struct AppOption {
     Status (*check)(const std::string& value) = nullptr;
 };
 
+// A file name, not the next option swallowed as one (`--screenshot --help` must not write a
+// file named "--help"); a file that starts with a dash is still ./-name.
+Status fileName(const std::string& v) {
+    if (v.empty())
+        return bad("expected a file name, got ''");
+    if (v[0] == '-')
+        return bad("expected a file name, got the option '" + v + "' (write ./" + v +
+                   " for a file of that name)");
+    return {};
+}
+
 std::string sizeText(QSize s) {
     return std::to_string(s.width()) + "x" + std::to_string(s.height());
 }
@@ -105,10 +116,11 @@ const std::vector<AppOption>& appOptions() {
                  return bad("expected " + widgets::chartNames().toStdString() + ", got '" + v +
                             "'");
              }},
-            {"out", "FILE", "the file --chart writes; its suffix picks the format"},
+            {"out", "FILE", "the file --chart writes; its suffix picks the format", fileName},
             {"report", "FILE.pdf",
              "the review report: scenario, charts, lever ladder and vLLM command (PDF), and a "
-             "measured page with --probe-results"},
+             "measured page with --probe-results",
+             fileName},
             {"scale", "F",
              "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
                  fixed(kMaxScale, 0) + ", at most " +
@@ -126,10 +138,11 @@ const std::vector<AppOption>& appOptions() {
                  auto s = parseSize(v);
                  return s ? Status{} : Status{s.error()};
              }},
-            {"reference", "FILE", "pin a saved scenario (.kvl.json) as the dashed reference"},
+            {"reference", "FILE", "pin a saved scenario (.kvl.json) as the dashed reference",
+             fileName},
             {"probe-results", "FILE",
-             "measured points from kvprobe bench --json or kvprobe run --json"},
-            {"screenshot", "FILE.png", "the PNG of the whole window to write"},
+             "measured points from kvprobe bench --json or kvprobe run --json", fileName},
+            {"screenshot", "FILE.png", "the PNG of the whole window to write", fileName},
             {"tab", "T", "the tab shown: ledger or measured (default ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured"
@@ -234,9 +247,10 @@ void printOptions(std::ostream& out, const QList<QCommandLineOption>& options) {
         QStringList names;
         for (const QString& n : o.names())
             names << (n.size() == 1 ? QStringLiteral("-") : QStringLiteral("--")) + n;
-        std::string head = "  " + names.join(QStringLiteral(", ")).toStdString();
+        QString line = QStringLiteral("  ") + names.join(QStringLiteral(", "));
         if (!o.valueName().isEmpty())
-            head += " " + o.valueName().toStdString();
+            line += QLatin1Char(' ') + o.valueName();
+        const std::string head = line.toStdString();
         out << head;
         int col = static_cast<int>(head.size());
         if (col >= kColumn - 1) {
@@ -273,6 +287,15 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
     if (c.scenario)
         p.addOptions(scenarioParserOptions());
     const std::string see = " (see " + commandTitle(c) + " --help)";
+    // Help wins wherever it is, even where an option would take it as its value
+    // (`kvledger --screenshot --help`).
+    if (argv.mid(1).contains(QStringLiteral("--help")) ||
+        argv.mid(1).contains(QStringLiteral("-h"))) {
+        Invocation inv;
+        inv.command = std::string(c.name);
+        inv.help = true;
+        return inv;
+    }
     if (!p.parse(argv)) {
         if (!p.unknownOptionNames().isEmpty())
             return bad("unknown option '" + typedOption(argv, p.unknownOptionNames().front()) +
@@ -291,12 +314,6 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
         inv.help = true;
         return inv;
     }
-    const QStringList positional = p.positionalArguments();
-    if (positional.size() > c.maxPositional)
-        return bad("unexpected argument '" + positional.value(c.maxPositional).toStdString() + "'" +
-                   see);
-    for (const QString& a : positional)
-        inv.positional.push_back(a.toStdString());
     for (const auto name : c.options) {
         const AppOption* o = findAppOption(name);
         if (!p.isSet(q(name)))
@@ -307,6 +324,13 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
                 return ok.error().prefixed("--" + std::string(name));
         inv.options.emplace(std::string(name), v);
     }
+    // After the options: `--out --units gb` is about --out, not about a stray "gb".
+    const QStringList positional = p.positionalArguments();
+    if (positional.size() > c.maxPositional)
+        return bad("unexpected argument '" + positional.value(c.maxPositional).toStdString() + "'" +
+                   see);
+    for (const QString& a : positional)
+        inv.positional.push_back(a.toStdString());
     if (inv.has("units"))
         inv.units = *parseUnits(inv.value("units"));
     if (c.scenario) {

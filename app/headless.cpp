@@ -63,8 +63,6 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     QSize size = o.has("size") ? *parseSize(o.value("size")) : QSize();
     const double scale = o.has("scale") ? *parseScale(o.value("scale")) : 1.0;
     if (screenshot) {
-        if (o.value("screenshot").empty())
-            return fail("needs an output file: kvledger --screenshot FILE.png");
         if (!size.isValid())
             size = kDefaultWindowSize;
     } else {
