@@ -115,8 +115,8 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     }
     if (o.value("tab") == "measured")
         w.showMeasuredTab();
-    if (o.value("theme") ==
-        "dark") { // A dark Fusion palette, applied after the window exists: the charts re-colour on
+    if (o.value("theme") == "dark") {
+        // A dark Fusion palette, applied after the window exists: the charts re-colour on
         // PaletteChange as they do when the desktop theme switches.
         QApplication::setStyle(QStringLiteral("Fusion"));
         QPalette p;
