@@ -1,17 +1,16 @@
 #include "headless.h"
 
+#include "cli.h"
 #include "main_window.h"
 
-#include "widgets/curve_chart.h"
+#include "widgets/atomic_write.h"
+#include "widgets/chart_registry.h"
+#include "widgets/chart_widget.h"
 #include "widgets/probe_panel.h"
 
-#include "core/io/scenario_args.h"
-#include "core/io/scenario_file.h"
-
 #include <QApplication>
+#include <QBuffer>
 #include <QElapsedTimer>
-#include <QFile>
-#include <QFileInfo>
 #include <QImage>
 #include <QPalette>
 #include <QPixmap>
@@ -22,110 +21,6 @@
 namespace kvl::app {
 
 namespace {
-
-const char* kExportUsage = R"(usage:
-  kvledger export --chart memory|concurrency|breakdown|quality|speed|ladder|probe
-                  --out FILE.png|.pdf|.svg|.csv [--scale F] [--size WxH] [--units gib|gb]
-                  [--reference FILE.kvl.json] [--probe-results FILE.json] [scenario options]
-  kvledger export --report FILE.pdf [--units gib|gb] [--reference FILE.kvl.json]
-                  [--probe-results FILE.json] [scenario options]
-  kvledger --screenshot FILE.png [--size WxH] [--units gib|gb] [--reference FILE.kvl.json]
-                  [--probe-results FILE.json] [--tab ledger|measured] [--theme light|dark]
-                  [scenario options]
-
-The ladder and the probe results table export to CSV only. --scale multiplies PNG pixels (2 for
-high-DPI slides). --reference pins a saved scenario as the dashed reference.
---probe-results loads `kvprobe bench --json` / `kvprobe run --json` output: measured points on
-the memory and concurrency charts, the quality and speed charts, the results table, and a
-measured page in the report. quality, speed and probe need it.
-
-)";
-
-struct Options {
-    QString chart, out, report, screenshot, reference, probeResults;
-    bool measuredTab = false;
-    bool dark = false;
-    double scale = 1.0;
-    QSize size;
-    core::UnitSystem units = core::UnitSystem::Binary;
-    bool help = false;
-};
-
-bool parseSize(const std::string& s, QSize& out) {
-    const auto x = s.find('x');
-    if (x == std::string::npos)
-        return false;
-    bool ok1 = false, ok2 = false;
-    const int w = QString::fromStdString(s.substr(0, x)).toInt(&ok1);
-    const int h = QString::fromStdString(s.substr(x + 1)).toInt(&ok2);
-    if (!ok1 || !ok2 || w < 200 || h < 150 || w > 10000 || h > 10000)
-        return false;
-    out = QSize(w, h);
-    return true;
-}
-
-// Splits our options from the scenario options; returns an error message or empty.
-std::string takeOptions(const std::vector<std::string>& args, Options& o,
-                        std::vector<std::string>& rest) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](std::string& v) -> bool {
-            if (i + 1 >= args.size())
-                return false;
-            v = args[++i];
-            return true;
-        };
-        std::string v;
-        if (a == "--help" || a == "-h") {
-            o.help = true;
-        } else if (a == "--chart" || a == "--out" || a == "--report" || a == "--screenshot" ||
-                   a == "--scale" || a == "--size" || a == "--units" || a == "--reference" ||
-                   a == "--theme" || a == "--probe-results" || a == "--tab") {
-            if (!value(v))
-                return a + " needs a value";
-            const QString q = QString::fromStdString(v);
-            if (a == "--chart")
-                o.chart = q;
-            else if (a == "--out")
-                o.out = q;
-            else if (a == "--report")
-                o.report = q;
-            else if (a == "--screenshot")
-                o.screenshot = q;
-            else if (a == "--reference")
-                o.reference = q;
-            else if (a == "--probe-results")
-                o.probeResults = q;
-            else if (a == "--tab") {
-                if (v != "ledger" && v != "measured")
-                    return "--tab must be ledger or measured, not '" + v + "'";
-                o.measuredTab = v == "measured";
-            } else if (a == "--theme") {
-                if (v != "light" && v != "dark")
-                    return "--theme must be light or dark, not '" + v + "'";
-                o.dark = v == "dark";
-            } else if (a == "--scale") {
-                bool ok = false;
-                o.scale = q.toDouble(&ok);
-                if (!ok || o.scale < 0.25 || o.scale > 8)
-                    return "--scale must be a number from 0.25 to 8, not '" + v + "'";
-            } else if (a == "--size") {
-                if (!parseSize(v, o.size))
-                    return "--size must be WIDTHxHEIGHT (e.g. 1600x1000), not '" + v + "'";
-            } else if (a == "--units") {
-                if (v == "gib" || v == "GiB")
-                    o.units = core::UnitSystem::Binary;
-                else if (v == "gb" || v == "GB")
-                    o.units = core::UnitSystem::Decimal;
-                else
-                    return "--units must be gib or gb, not '" + v + "'";
-            }
-        } else {
-            rest.push_back(a);
-        }
-    }
-    return {};
-}
 
 // Lets queued replots and layouts run until every chart has drawn (or 5 s passed).
 void settle(MainWindow& w) {
@@ -149,88 +44,78 @@ bool isHeadlessGuiCommand(const std::vector<std::string>& args) {
 int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& out,
                           std::ostream& err) {
     const bool screenshot = args[0] == "--screenshot";
-    const std::string cmd = screenshot ? "kvledger --screenshot" : "kvledger export";
-    Options o;
-    std::vector<std::string> scenarioArgs;
-    std::vector<std::string> all(args.begin() + (screenshot ? 0 : 1), args.end());
-    if (const std::string e = takeOptions(all, o, scenarioArgs); !e.empty()) {
-        err << cmd << ": " << e << "\n";
-        return 2;
-    }
+    const std::string command = screenshot ? "--screenshot" : "export";
+    const std::string cmd = "kvledger " + command;
+    auto fail = [&](const std::string& message, int code = 2) {
+        err << cmd << ": " << printable(message) << "\n";
+        return code;
+    };
+    auto parsed = parseCommand(
+        command, std::vector<std::string>(args.begin() + (screenshot ? 0 : 1), args.end()));
+    if (!parsed)
+        return fail(parsed.error().message);
+    const Invocation& o = *parsed;
     if (o.help) {
-        out << kExportUsage << io::scenarioOptionsHelp();
+        out << helpText(command);
         return 0;
     }
-    auto parsed = io::parseScenarioArgs(scenarioArgs, io::defaultScenario());
-    if (!parsed) {
-        err << cmd << ": " << parsed.error().message << "\n";
-        return 2;
-    }
-    const auto& pa = parsed.value();
-    if (!pa.rest.empty()) {
-        err << cmd << ": unknown option '" << pa.rest.front() << "' (see " << cmd << " --help)\n";
-        return 2;
-    }
-    if (auto problem = pa.scenario.validate()) {
-        err << cmd << ": " << *problem << "\n";
-        return 2;
-    }
+    const widgets::ChartSpec* chart = nullptr;
+    QSize size = o.has("size") ? *parseSize(o.value("size")) : QSize();
+    const double scale = o.has("scale") ? *parseScale(o.value("scale")) : 1.0;
     if (screenshot) {
-        if (o.screenshot.isEmpty()) {
-            err << cmd << ": needs an output file: kvledger --screenshot FILE.png\n";
-            return 2;
+        if (!size.isValid())
+            size = kDefaultWindowSize;
+    } else {
+        if (o.has("report") == o.has("chart"))
+            return fail("give either --chart NAME --out FILE or --report FILE.pdf (see " + cmd +
+                        " --help)");
+        if (o.has("chart")) {
+            chart = widgets::findChartSpec(QString::fromStdString(o.value("chart")));
+            if (!o.has("out"))
+                return fail("--chart needs --out FILE" +
+                            widgets::formatSuffixes(chart->formats).toStdString());
+            if (chart->measured && !o.has("probe-results"))
+                return fail("--chart " + o.value("chart") +
+                            " shows measurements: add --probe-results FILE.json");
+            if (!size.isValid())
+                size = kDefaultChartSize;
+            const auto format = widgets::formatOfPath(QString::fromStdString(o.value("out")));
+            if (!format || !chart->formats.testFlag(*format))
+                return fail("--out: the " + widgets::chartTitle(*chart).toLower().toStdString() +
+                            " exports to " + widgets::formatSuffixes(chart->formats).toStdString() +
+                            ", not '" + o.value("out") + "'");
+            if (*format == widgets::ExportFormat::Png)
+                if (auto ok = widgets::ChartWidget::checkPngSize(size, scale); !ok)
+                    return fail("--scale: " + ok.error().message + "; lower --scale or --size");
         }
-    } else if (o.report.isEmpty() == o.chart.isEmpty()) {
-        err << cmd << ": give either --chart NAME --out FILE or --report FILE.pdf\n"
-            << kExportUsage;
-        return 2;
-    } else if (!o.chart.isEmpty() && o.out.isEmpty()) {
-        err << cmd << ": --chart needs --out FILE.png|.pdf|.svg|.csv\n";
-        return 2;
-    } else if (!o.chart.isEmpty() &&
-               !QStringList{QStringLiteral("memory"), QStringLiteral("concurrency"),
-                            QStringLiteral("breakdown"), QStringLiteral("quality"),
-                            QStringLiteral("speed"), QStringLiteral("ladder"),
-                            QStringLiteral("probe")}
-                    .contains(o.chart)) {
-        err << cmd
-            << ": --chart must be memory, concurrency, breakdown, quality, speed, ladder or "
-               "probe, not '"
-            << o.chart.toStdString() << "'\n";
-        return 2;
-    } else if ((o.chart == QLatin1String("quality") || o.chart == QLatin1String("speed") ||
-                o.chart == QLatin1String("probe")) &&
-               o.probeResults.isEmpty()) {
-        err << cmd << ": --chart " << o.chart.toStdString()
-            << " shows measurements: add --probe-results FILE.json\n";
-        return 2;
+    }
+    // Read what the options name before any window exists: one line per problem.
+    std::optional<core::Scenario> reference;
+    if (o.has("reference")) {
+        auto r = MainWindow::loadScenarioFile(QString::fromStdString(o.value("reference")));
+        if (!r)
+            return fail("--reference: " + r.error().message);
+        reference = *r;
     }
 
     MainWindow::Options wo;
     wo.useSettings = false;
     wo.showDialogs = false;
     MainWindow w(wo);
-    std::string lastError;
-    QObject::connect(&w, &MainWindow::errorRaised,
-                     [&](const QString&, const QString& m) { lastError = m.toStdString(); });
     w.setUnits(o.units);
-    if (!o.reference.isEmpty()) {
-        if (!w.openScenarioFile(o.reference)) {
-            err << cmd << ": --reference: " << lastError << "\n";
-            return 2;
-        }
+    if (reference) {
+        w.setScenario(*reference);
         w.pinReference();
     }
-    w.setScenario(pa.scenario);
-    if (!o.probeResults.isEmpty()) {
-        if (!w.openProbeResults(o.probeResults)) {
-            err << cmd << ": --probe-results: " << w.probePanel()->message().toStdString() << "\n";
-            return 2;
-        }
+    w.setScenario(o.scenario);
+    if (o.has("probe-results")) {
+        QString why;
+        if (!w.probePanel()->loadResults(QString::fromStdString(o.value("probe-results")), &why))
+            return fail("--probe-results: " + why.toStdString());
     }
-    if (o.measuredTab)
+    if (o.value("tab") == "measured")
         w.showMeasuredTab();
-    if (o.dark) {
+    if (o.value("theme") == "dark") {
         // A dark Fusion palette, applied after the window exists: the charts re-colour on
         // PaletteChange as they do when the desktop theme switches.
         QApplication::setStyle(QStringLiteral("Fusion"));
@@ -254,7 +139,7 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     }
     w.setAttribute(Qt::WA_DontShowOnScreen,
                    QGuiApplication::platformName() != QLatin1String("offscreen"));
-    w.resize(o.size.isValid() && screenshot ? o.size : QSize(1600, 1000));
+    w.resize(screenshot ? size : kDefaultWindowSize);
     w.show();
     settle(w);
 
@@ -262,25 +147,26 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     bool ok = false;
     QString written;
     if (screenshot) {
-        const QPixmap pix = w.grab();
-        ok = !pix.isNull() && pix.save(o.screenshot);
-        written = o.screenshot;
+        written = QString::fromStdString(o.value("screenshot"));
+        QBuffer png;
+        png.open(QIODevice::WriteOnly);
+        w.grab().save(&png, "PNG");
+        const auto saved =
+            widgets::writeFileAtomically(written, png.data(), widgets::FileKind::Png);
+        ok = saved.ok();
         if (!ok)
-            error = QStringLiteral("could not write %1").arg(o.screenshot);
-    } else if (!o.report.isEmpty()) {
-        ok = w.exportReport(o.report, &error);
-        written = o.report;
+            error = QString::fromStdString(saved.error().message);
+    } else if (o.has("report")) {
+        written = QString::fromStdString(o.value("report"));
+        ok = w.exportReport(written, &error);
     } else {
-        ok = w.exportChart(o.chart, o.out, o.scale, o.size.isValid() ? o.size : QSize(900, 520),
-                           &error);
-        written = o.out;
+        written = QString::fromStdString(o.value("out"));
+        ok = w.exportChart(QLatin1String(chart->name), written, scale, size, &error);
     }
-    if (!ok) {
-        err << cmd << ": " << (error.isEmpty() ? std::string("failed") : error.toStdString())
-            << "\n";
-        return 1;
-    }
-    out << "wrote " << written.toStdString() << " (" << w.summaryText().toStdString() << ")\n";
+    if (!ok)
+        return fail(error.isEmpty() ? std::string("failed") : error.toStdString(), 1);
+    out << "wrote " << written.toStdString() << " (" << printable(w.summaryText().toStdString())
+        << ")\n";
     return 0;
 }
 

@@ -9,53 +9,67 @@
 #include <iostream>
 
 namespace {
-// Headless runs on the offscreen platform, which warns about every window feature it lacks
-// ("This plugin does not support propagateSizeHints()"): noise, not news, for a script.
-QtMessageHandler g_defaultHandler = nullptr;
-void quietOffscreen(QtMsgType type, const QMessageLogContext& context, const QString& msg) {
-    if (type == QtWarningMsg && (msg.startsWith(QLatin1String("This plugin does not support")) ||
-                                 msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR"))))
-        return;
-    if (g_defaultHandler)
-        g_defaultHandler(type, context, msg);
-    else
+
+// Headless commands promise one line per error. Qt's own warnings (the offscreen platform's
+// "This plugin does not support propagateSizeHints()", a font or a paint engine complaining
+// before our message) are not news to a script: they are dropped; critical and fatal ones
+// still reach stderr.
+void headlessMessages(QtMsgType type, const QMessageLogContext&, const QString& msg) {
+    if (type == QtCriticalMsg || type == QtFatalMsg)
         std::cerr << msg.toStdString() << "\n";
 }
+
+// Where Qt would have to open a window, a Linux/BSD session needs an X11 or Wayland display,
+// unless a platform plugin is chosen (QT_QPA_PLATFORM, or Qt's -platform option).
+bool hasDisplay(const std::vector<std::string>& args) {
+#if defined(Q_OS_UNIX) && !defined(Q_OS_DARWIN) && !defined(Q_OS_ANDROID)
+    if (!qEnvironmentVariableIsEmpty("DISPLAY") ||
+        !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
+        !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        return true;
+    for (const auto& a : args)
+        if (a == "-platform" || a == "--platform" || a.rfind("-platform=", 0) == 0)
+            return true;
+    return false;
+#else
+    (void)args;
+    return true;
+#endif
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
-    // The display-free commands first: ledger, models, gpus (and --help).
+    // The display-free commands first: ledger, models, gpus, --help, --version.
     bool handled = false;
     const int rc = kvl::app::runLedgerCli(args, std::cout, std::cerr, handled);
     if (handled)
         return rc;
 
     const bool headless = kvl::app::isHeadlessGuiCommand(args);
-    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-    if (headless)
-        g_defaultHandler = qInstallMessageHandler(quietOffscreen);
-
-    // `kvledger [Qt options] [FILE.kvl.json]`; checked before QApplication so that a mistake
-    // gets a message even without a display. Single-dash options are Qt's (-style, -platform).
-    QString file;
-    if (!headless) {
-        for (std::size_t i = 0; i < args.size(); ++i) {
-            const QString a = QString::fromStdString(args[i]);
-            if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--"))) {
-                ++i; // a Qt option and, possibly, its value
-                continue;
-            }
-            if (!a.startsWith(QLatin1Char('-')) && file.isEmpty() && QFileInfo(a).isFile()) {
-                file = a;
-                continue;
-            }
-            std::cerr << "kvledger: unknown command or file '" << args[i]
-                      << "' (see kvledger --help)\n";
+    if (headless) {
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+        qInstallMessageHandler(headlessMessages);
+    } else {
+        // A lone word that is neither a command nor a file is most likely a mistyped command:
+        // say so even without a display.
+        if (args.size() == 1 && !args[0].empty() && args[0][0] != '-' &&
+            !QFileInfo::exists(QString::fromStdString(args[0]))) {
+            std::cerr << "kvledger: '" << kvl::app::printable(args[0])
+                      << "' is neither a command nor a file (see kvledger --help)\n";
+            return 2;
+        }
+        if (!hasDisplay(args)) {
+            std::cerr << "kvledger: no display (DISPLAY and WAYLAND_DISPLAY are unset): run "
+                         "QT_QPA_PLATFORM=offscreen kvledger, or a headless command (ledger, "
+                         "export, models, gpus, --screenshot; see kvledger --help)\n";
             return 2;
         }
     }
+    // QApplication takes its own options out of argv (-style S, -platform P, -reverse, ...);
+    // what is left is ours, parsed below. Nothing of ours is lost after a Qt option.
     QApplication app(argc, argv);
     QCoreApplication::setOrganizationName(QStringLiteral("kvledger"));
     QCoreApplication::setApplicationName(QStringLiteral("KV Ledger"));
@@ -65,9 +79,25 @@ int main(int argc, char** argv) {
     if (headless)
         return kvl::app::runHeadlessGuiCommand(args, std::cout, std::cerr);
 
+    auto parsed = kvl::app::parseWindowArguments(QCoreApplication::arguments());
+    if (!parsed) {
+        std::cerr << "kvledger: " << kvl::app::printable(parsed.error().message) << "\n";
+        return 2;
+    }
+    std::optional<kvl::core::Scenario> opened;
+    QString file;
+    if (!parsed->positional.empty()) {
+        file = QString::fromStdString(parsed->positional.front());
+        auto loaded = kvl::app::MainWindow::loadScenarioFile(file);
+        if (!loaded) {
+            std::cerr << "kvledger: " << kvl::app::printable(loaded.error().message) << "\n";
+            return 2;
+        }
+        opened = *loaded;
+    }
     kvl::app::MainWindow window;
     window.show();
-    if (!file.isEmpty())
-        window.openScenarioFile(file);
+    if (opened)
+        window.showScenarioFile(file, *opened);
     return app.exec();
 }

@@ -1,6 +1,8 @@
 #include "main_window.h"
 
+#include "widgets/atomic_write.h"
 #include "widgets/breakdown_chart.h"
+#include "widgets/chart_registry.h"
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
 #include "widgets/model_picker.h"
@@ -12,6 +14,7 @@
 #include "widgets/scenario_panel.h"
 #include "widgets/vllm_command.h"
 
+#include "core/io/json.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 
@@ -31,7 +34,6 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QSaveFile>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -85,24 +87,30 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     connect(m_panel, &widgets::ScenarioPanel::errorOccurred, this, &MainWindow::reportError);
     connect(m_panel, &widgets::ScenarioPanel::importRequested, this,
             &MainWindow::importInteractive);
-    connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
-            [this] { updateMeasuredOverlays(); });
     connect(m_probePanel, &widgets::ProbePanel::messageChanged, this,
             [this](const QString& message, bool error) {
                 if (error && !message.isEmpty())
                     notify(message);
             });
-    for (widgets::ChartWidget* c : {static_cast<widgets::ChartWidget*>(m_memoryChart),
-                                    static_cast<widgets::ChartWidget*>(m_concurrencyChart),
-                                    static_cast<widgets::ChartWidget*>(m_breakdownChart)}) {
-        connect(c, &widgets::ChartWidget::replotted, this, [this] {
-            if (m_pendingReplots > 0 && --m_pendingReplots == 0)
-                emit chartsReplotted();
-        });
+    // The views: each takes the one snapshotChanged signal; nothing pushes state into them
+    // one setter at a time. The window's own status bar and notes are one of them.
+    connect(this, &MainWindow::snapshotChanged, this, &MainWindow::showView);
+    connect(this, &MainWindow::snapshotChanged, m_ladderModel, &widgets::LadderModel::setView);
+    connect(this, &MainWindow::snapshotChanged, m_probePanel, &widgets::ProbePanel::setView);
+    connect(this, &MainWindow::snapshotChanged, m_breakdownChart,
+            &widgets::BreakdownChart::setView);
+    for (widgets::CurveChart* c : findChildren<widgets::CurveChart*>()) {
+        connect(this, &MainWindow::snapshotChanged, c, &widgets::CurveChart::setView);
+        connect(m_probePanel, &widgets::ProbePanel::reportChanged, c,
+                &widgets::CurveChart::setProbeReport);
     }
+    // Replots are counted over whatever charts the window holds (the probe tab's too).
+    m_charts = findChildren<widgets::ChartWidget*>();
+    for (widgets::ChartWidget* c : m_charts)
+        connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
     if (m_options.useSettings)
         restoreSettings();
-    else
+    if (!m_view.snapshot) // no settings, or a remembered scenario that no longer validates
         setScenario(firstLaunchScenario());
     updateTitle();
 }
@@ -118,12 +126,13 @@ void MainWindow::buildUi() {
     scroll->setMinimumWidth(m_panel->sizeHint().width() + 24);
     scroll->setFrameShape(QFrame::NoFrame);
 
-    m_memoryChart = new widgets::CurveChart(widgets::CurveChart::Kind::Memory);
-    m_memoryChart->setObjectName(QStringLiteral("memoryChart"));
-    m_concurrencyChart = new widgets::CurveChart(widgets::CurveChart::Kind::Concurrency);
-    m_concurrencyChart->setObjectName(QStringLiteral("concurrencyChart"));
-    m_breakdownChart = new widgets::BreakdownChart;
-    m_breakdownChart->setObjectName(QStringLiteral("breakdownChart"));
+    // The ledger charts of the chart registry; the probe panel makes the measured ones.
+    auto make = [](const char* name) {
+        return widgets::createChart(*widgets::findChartSpec(QString::fromLatin1(name)));
+    };
+    m_memoryChart = static_cast<widgets::CurveChart*>(make("memory"));
+    m_concurrencyChart = static_cast<widgets::CurveChart*>(make("concurrency"));
+    m_breakdownChart = static_cast<widgets::BreakdownChart*>(make("breakdown"));
 
     m_ladderModel = new widgets::LadderModel(this);
     m_ladderView = new QTableView;
@@ -250,22 +259,18 @@ void MainWindow::buildActions() {
         file->addAction(tr("&Import config.json..."), this, &MainWindow::importInteractive);
     importAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     QMenu* exportMenu = file->addMenu(tr("&Export"));
-    // Ledger charts, then (after a separator, the empty entry) the probe's.
-    const std::pair<const char*, QString> charts[] = {
-        {"memory", tr("&Memory chart...")},
-        {"concurrency", tr("&Concurrency chart...")},
-        {"breakdown", tr("&Breakdown chart...")},
-        {"ladder", tr("&Ladder table (CSV)...")},
-        {"", {}},
-        {"quality", tr("&Quality vs memory chart...")},
-        {"speed", tr("&Speed chart...")},
-        {"probe", tr("Probe &results table (CSV)...")}};
-    for (const auto& [name, label] : charts) {
-        const QString n = QLatin1String(name);
-        if (n.isEmpty())
+    // The chart registry's entries: the ledger's, then (after a separator) the probe's.
+    bool measuredSection = false;
+    for (const auto& spec : widgets::chartSpecs()) {
+        if (spec.measured != measuredSection) {
             exportMenu->addSeparator();
-        else
-            exportMenu->addAction(label, this, [this, n] { exportChartInteractive(n); });
+            measuredSection = spec.measured;
+        }
+        const QString label = widgets::chartMenuTitle(spec) +
+                              (spec.create ? QString() : QStringLiteral(" (CSV)")) +
+                              QStringLiteral("...");
+        const QString name = QLatin1String(spec.name);
+        exportMenu->addAction(label, this, [this, name] { exportChartInteractive(name); });
     }
     exportMenu->addSeparator();
     QAction* reportAct = exportMenu->addAction(icon("report"), tr("Review &report (PDF)..."), this,
@@ -343,8 +348,8 @@ void MainWindow::buildActions() {
     tb->addAction(reportAct);
 
     // Right-click on a chart: export it.
-    for (const auto& [name, label] : charts) {
-        const QString n = QLatin1String(name);
+    for (const auto& spec : widgets::chartSpecs()) {
+        const QString n = QLatin1String(spec.name);
         if (widgets::ChartWidget* c = chart(n)) {
             auto* a = new QAction(tr("Export This Chart..."), c);
             connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
@@ -357,17 +362,24 @@ void MainWindow::buildActions() {
 }
 
 widgets::ChartWidget* MainWindow::chart(const QString& name) const {
-    if (name == QLatin1String("memory"))
-        return m_memoryChart;
-    if (name == QLatin1String("concurrency"))
-        return m_concurrencyChart;
-    if (name == QLatin1String("breakdown"))
-        return m_breakdownChart;
-    if (name == QLatin1String("quality"))
-        return m_probePanel->qualityChart();
-    if (name == QLatin1String("speed"))
-        return m_probePanel->speedChart();
-    return nullptr;
+    const widgets::ChartSpec* spec = widgets::findChartSpec(name);
+    if (!spec || !spec->create)
+        return nullptr;
+    return findChild<widgets::ChartWidget*>(widgets::chartObjectName(*spec));
+}
+
+int MainWindow::pendingReplots() const {
+    int n = 0;
+    for (const widgets::ChartWidget* c : m_charts)
+        n += c->replotPending() ? 1 : 0;
+    return n;
+}
+
+void MainWindow::onChartReplotted() {
+    if (m_awaitingReplots && pendingReplots() == 0) {
+        m_awaitingReplots = false;
+        emit chartsReplotted();
+    }
 }
 
 void MainWindow::setScenario(const core::Scenario& s) {
@@ -379,14 +391,21 @@ const core::Scenario& MainWindow::scenario() const {
 }
 
 void MainWindow::recompute(const core::Scenario& s) {
-    m_snapshot = widgets::computeSnapshot(s);
-    m_pendingReplots = 3;
-    m_memoryChart->setSnapshot(m_snapshot);
-    m_concurrencyChart->setSnapshot(m_snapshot);
-    m_breakdownChart->setSnapshot(m_snapshot);
-    m_ladderModel->setSnapshot(m_snapshot);
-    m_probePanel->setScenario(m_snapshot);
-    updateMeasuredOverlays();
+    m_view.snapshot = std::make_shared<const widgets::LedgerSnapshot>(widgets::computeSnapshot(s));
+    publish();
+    setWindowModified(true);
+    emit recomputed();
+}
+
+void MainWindow::publish() {
+    if (!m_view.snapshot)
+        return; // nothing computed yet: the units wait for the first scenario
+    m_awaitingReplots = true;
+    emit snapshotChanged(m_view);
+    onChartReplotted(); // when no chart had anything to redraw
+}
+
+void MainWindow::showView(const widgets::LedgerView& view) {
     m_summary->setText(summaryText());
     m_vllmView->setPlainText(vllmCommandText());
     const QString warn = warningText();
@@ -394,19 +413,26 @@ void MainWindow::recompute(const core::Scenario& s) {
         warn.isEmpty() ? tr("No warnings: the scenario is within the model's and vLLM's limits")
                        : warn);
     m_warnings->setToolTip(warn);
-    setWindowModified(true);
-    emit recomputed();
+    m_clearReferenceAction->setEnabled(view.reference != nullptr);
+    if (view.reference) {
+        m_referenceLabel->setText(tr("Reference: %1").arg(qs(view.reference->scenario.model.name)));
+        m_referenceLabel->setToolTip(widgets::summaryLine(*view.reference, view.units));
+    } else {
+        m_referenceLabel->clear();
+        m_referenceLabel->setToolTip({});
+    }
 }
 
 QString MainWindow::summaryText() const {
-    return widgets::summaryLine(m_snapshot, m_units);
+    return widgets::summaryLine(*m_view.snapshot, m_view.units);
 }
 
 QString MainWindow::warningText() const {
+    const widgets::LedgerSnapshot& snap = *m_view.snapshot;
     QStringList lines;
-    if (!m_snapshot.ledger.error.empty())
-        lines << tr("<b>Does not fit:</b> %1").arg(qs(m_snapshot.ledger.error).toHtmlEscaped());
-    for (const auto& w : m_snapshot.ledger.warnings)
+    if (!snap.ledger.error.empty())
+        lines << tr("<b>Does not fit:</b> %1").arg(qs(snap.ledger.error).toHtmlEscaped());
+    for (const auto& w : snap.ledger.warnings)
         lines << tr("<b>Note:</b> %1").arg(qs(w).toHtmlEscaped());
     return lines.join(QStringLiteral(" &nbsp; "));
 }
@@ -427,32 +453,19 @@ void MainWindow::copyVllmCommand() {
 }
 
 void MainWindow::setUnits(core::UnitSystem units) {
-    m_units = units;
+    m_view.units = units;
     {
         QSignalBlocker block(m_unitsAction);
         m_unitsAction->setChecked(units == core::UnitSystem::Decimal);
     }
     m_unitsAction->setText(units == core::UnitSystem::Decimal ? tr("GB") : tr("GiB"));
     m_unitsAction->setToolTip(tr("Units: GiB (2^30 bytes) or GB (10^9 bytes); click to switch"));
-    m_memoryChart->setUnits(units);
-    m_concurrencyChart->setUnits(units);
-    m_breakdownChart->setUnits(units);
-    m_ladderModel->setUnits(units);
-    m_probePanel->setUnits(units);
-    updateMeasuredOverlays();
-    if (m_summary)
-        m_summary->setText(summaryText());
+    publish();
 }
 
 void MainWindow::pinReference() {
-    m_reference = m_snapshot;
-    m_memoryChart->setReference(m_reference);
-    m_concurrencyChart->setReference(m_reference);
-    m_breakdownChart->setReference(m_reference);
-    m_ladderModel->setReference(m_reference);
-    m_clearReferenceAction->setEnabled(true);
-    m_referenceLabel->setText(tr("Reference: %1").arg(qs(m_reference->scenario.model.name)));
-    m_referenceLabel->setToolTip(widgets::summaryLine(*m_reference, m_units));
+    m_view.reference = m_view.snapshot;
+    publish();
     notify(tr("Pinned the current scenario as the reference (dashed)"));
 }
 
@@ -471,13 +484,8 @@ void MainWindow::fitLadderColumns() {
 }
 
 void MainWindow::clearReference() {
-    m_reference.reset();
-    m_memoryChart->setReference(m_reference);
-    m_concurrencyChart->setReference(m_reference);
-    m_breakdownChart->setReference(m_reference);
-    m_ladderModel->setReference(m_reference);
-    m_clearReferenceAction->setEnabled(false);
-    m_referenceLabel->clear();
+    m_view.reference.reset();
+    publish();
 }
 
 void MainWindow::reportError(const QString& title, const QString& message) {
@@ -487,47 +495,37 @@ void MainWindow::reportError(const QString& title, const QString& message) {
         QMessageBox::warning(this, title, message);
 }
 
+Result<core::Scenario> MainWindow::loadScenarioFile(const QString& path) {
+    // io::loadScenarioFile reads through io::readFile: one size limit, no FIFO hangs.
+    return io::loadScenarioFile(QFile::encodeName(path).toStdString());
+}
+
 bool MainWindow::openScenarioFile(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        reportError(
-            tr("Open scenario"),
-            tr("Could not open %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
-        return false;
-    }
-    const QByteArray bytes = f.read(64 << 20);
-    auto result = io::scenarioFromJson(
-        std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())),
-        QFileInfo(path).fileName().toStdString());
-    if (!result) {
+    auto loaded = loadScenarioFile(path);
+    if (!loaded) {
         reportError(tr("Open scenario"),
-                    tr("%1 was not opened; the current scenario is unchanged.\n\n%2")
-                        .arg(QDir::toNativeSeparators(path), qs(result.error().message)));
+                    tr("Could not open %1; the current scenario is unchanged.\n\n%2")
+                        .arg(QDir::toNativeSeparators(path), qs(loaded.error().message)));
         return false;
     }
-    setScenario(result.value());
+    showScenarioFile(path, *loaded);
+    return true;
+}
+
+void MainWindow::showScenarioFile(const QString& path, const core::Scenario& s) {
+    setScenario(s);
     m_currentFile = QFileInfo(path).absoluteFilePath();
     m_lastDir = QFileInfo(path).absolutePath();
     addRecentFile(m_currentFile);
     setWindowModified(false);
     updateTitle();
-    return true;
 }
 
 bool MainWindow::saveScenarioFile(const QString& path) {
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) {
-        reportError(
-            tr("Save scenario"),
-            tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
-        return false;
-    }
-    const std::string json = io::scenarioToJson(scenario());
-    f.write(json.data(), static_cast<qint64>(json.size()));
-    if (!f.commit()) {
-        reportError(
-            tr("Save scenario"),
-            tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()));
+    const auto saved = widgets::writeFileAtomically(
+        path, QByteArray::fromStdString(io::scenarioToJson(scenario())));
+    if (!saved) {
+        reportError(tr("Save scenario"), qs(saved.error().message));
         return false;
     }
     m_currentFile = QFileInfo(path).absoluteFilePath();
@@ -537,16 +535,6 @@ bool MainWindow::saveScenarioFile(const QString& path) {
     updateTitle();
     notify(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
     return true;
-}
-
-void MainWindow::updateMeasuredOverlays() {
-    const probe::ProbeReport& rep = m_probePanel->report();
-    const QString note = widgets::measuredNote(rep, m_snapshot);
-    m_memoryChart->setMeasured(
-        widgets::measuredOverlay(rep, m_snapshot, widgets::OverlayKind::Memory, m_units), note);
-    m_concurrencyChart->setMeasured(
-        widgets::measuredOverlay(rep, m_snapshot, widgets::OverlayKind::Concurrency, m_units),
-        note);
 }
 
 void MainWindow::showMeasuredTab() {
@@ -592,53 +580,44 @@ void MainWindow::saveProbeResultsInteractive() {
         statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 4000);
 }
 
-namespace {
-// The two tables export as CSV only, through QSaveFile.
-bool writeTableCsv(const QString& what, const QString& csv, const QString& path, QString* error) {
-    if (!path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
-        if (error)
-            *error = MainWindow::tr("The %1 exports to CSV only (use --report for a PDF with the "
-                                    "table)")
-                         .arg(what);
-        return false;
-    }
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(csv.toUtf8()) < 0 ||
-        !f.commit()) {
-        if (error)
-            *error = MainWindow::tr("Could not write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    return true;
+QString MainWindow::tableCsv(const QString& name) const {
+    if (name == QLatin1String("ladder"))
+        return m_ladderModel->csv();
+    if (name == QLatin1String("probe"))
+        return m_probePanel->model()->csv();
+    return {};
 }
-} // namespace
 
 bool MainWindow::exportChart(const QString& name, const QString& path, double scale, QSize size,
                              QString* error) {
-    if (name == QLatin1String("probe"))
-        return writeTableCsv(tr("probe results table"), m_probePanel->model()->csv(), path, error);
-    if (name == QLatin1String("ladder"))
-        return writeTableCsv(tr("ladder table"), m_ladderModel->csv(), path, error);
-    widgets::ChartWidget* c = chart(name);
-    if (!c) {
+    auto fail = [error](const QString& message) {
         if (error)
-            *error = tr("Unknown chart \"%1\": use memory, concurrency, breakdown, quality, speed, "
-                        "ladder or probe")
-                         .arg(name);
+            *error = message;
         return false;
-    }
-    return c->exportTo(path, scale, size, error);
+    };
+    const widgets::ChartSpec* spec = widgets::findChartSpec(name);
+    if (!spec)
+        return fail(tr("Unknown chart \"%1\": use %2").arg(name, widgets::chartNames()));
+    const auto format = widgets::formatOfPath(path);
+    if (!format || !spec->formats.testFlag(*format))
+        return fail(tr("The %1 exports to %2, not \"%3\"")
+                        .arg(widgets::chartTitle(*spec).toLower(),
+                             widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
+    const Status written = spec->create
+                               ? chart(name)->exportTo(path, scale, size)
+                               : widgets::writeFileAtomically(path, tableCsv(name).toUtf8());
+    return written ? true : fail(qs(written.error().message));
 }
 
 bool MainWindow::exportReport(const QString& path, QString* error) {
     widgets::ReportInputs in;
-    in.snapshot = &m_snapshot;
-    in.reference = m_reference ? &*m_reference : nullptr;
+    in.snapshot = m_view.snapshot.get();
+    in.reference = m_view.reference.get();
     in.memoryChart = m_memoryChart;
     in.concurrencyChart = m_concurrencyChart;
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
-    in.units = m_units;
+    in.units = m_view.units;
     if (m_probePanel->hasResults()) {
         in.probe = m_probePanel->model();
         in.qualityChart = m_probePanel->qualityChart();
@@ -655,16 +634,17 @@ QString MainWindow::dialogDir() const {
 }
 
 void MainWindow::exportChartInteractive(const QString& name) {
-    const bool ladder = name == QLatin1String("ladder") || name == QLatin1String("probe");
-    const QString filter = ladder ? tr("CSV data (*.csv)")
-                                  : tr("PNG image (*.png);;PDF document (*.pdf);;SVG vector image "
-                                       "(*.svg);;CSV data (*.csv)");
-    const QString base = QStringLiteral("%1-%2.%3")
-                             .arg(qs(scenario().model.id), name,
-                                  ladder ? QStringLiteral("csv") : QStringLiteral("png"));
+    const widgets::ChartSpec* spec = widgets::findChartSpec(name);
+    if (!spec)
+        return;
+    const QString filter = widgets::fileDialogFilter(spec->formats);
+    // The first format of the chart (PNG, or CSV for a table) is the suggested one.
+    const QString suffix = widgets::formatSuffixes(spec->formats).section(QLatin1Char('|'), 0, 0);
+    const QString base = QStringLiteral("%1-%2%3").arg(qs(scenario().model.id), name, suffix);
     QString selected;
-    QString path = QFileDialog::getSaveFileName(
-        this, tr("Export %1").arg(name), QDir(dialogDir()).filePath(base), filter, &selected);
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Export %1").arg(widgets::chartTitle(*spec)),
+                                     QDir(dialogDir()).filePath(base), filter, &selected);
     if (path.isEmpty())
         return;
     if (QFileInfo(path).suffix().isEmpty()) {
@@ -823,7 +803,7 @@ void MainWindow::saveSettings() {
     settings.setValue(QStringLiteral("window/rightSplitter"), m_rightSplitter->saveState());
     settings.setValue(QStringLiteral("window/topSplitter"), m_topSplitter->saveState());
     settings.setValue(QStringLiteral("window/bottomSplitter"), m_bottomSplitter->saveState());
-    settings.setValue(QStringLiteral("units"), m_units == core::UnitSystem::Decimal
+    settings.setValue(QStringLiteral("units"), m_view.units == core::UnitSystem::Decimal
                                                    ? QStringLiteral("GB")
                                                    : QStringLiteral("GiB"));
     settings.setValue(QStringLiteral("lastScenario"),

@@ -1,13 +1,15 @@
 #pragma once
 // The explorer window: scenario panel on the left; memory and concurrency curves, the memory
 // breakdown and the lever ladder on the right; the one-line summary in the status bar.
-// One scenario; every control edit recomputes the ledger and queues one replot per chart.
+// One scenario; every control edit recomputes the ledger once and publishes the result in one
+// signal, snapshotChanged, to which every view subscribes (each chart then queues a replot).
 
 #include "widgets/ledger_view_state.h"
 
-#include <QMainWindow>
+#include "core/result.h"
 
-#include <optional>
+#include <QList>
+#include <QMainWindow>
 
 class QAction;
 class QLabel;
@@ -46,8 +48,10 @@ public:
 
     void setScenario(const core::Scenario& s);
     const core::Scenario& scenario() const;
-    const widgets::LedgerSnapshot& snapshot() const { return m_snapshot; }
-    const std::optional<widgets::LedgerSnapshot>& reference() const { return m_reference; }
+    // What every view shows: the snapshot of the scenario, the pinned reference, the units.
+    const widgets::LedgerView& view() const { return m_view; }
+    const widgets::LedgerSnapshot& snapshot() const { return *m_view.snapshot; }
+    const widgets::LedgerSnapshot* reference() const { return m_view.reference.get(); }
 
     widgets::ScenarioPanel* panel() const { return m_panel; }
     widgets::CurveChart* memoryChart() const { return m_memoryChart; }
@@ -60,18 +64,24 @@ public:
     void showMeasuredTab();
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
     bool openProbeResults(const QString& path);
-    // "memory", "concurrency", "breakdown", "quality", "speed"; nullptr otherwise.
+    // The chart of a chart registry name ("memory", "quality", ...); nullptr for the tables
+    // and unknown names.
     widgets::ChartWidget* chart(const QString& name) const;
 
+    // Reads and checks a scenario file through io::readFile (regular files only, one size
+    // limit: a FIFO or a device never blocks). The error is one line naming the file.
+    static Result<core::Scenario> loadScenarioFile(const QString& path);
     // File operations; errors go to errorRaised (and a message box when dialogs are on).
     bool openScenarioFile(const QString& path);
+    // Shows a scenario loaded from `path` (loadScenarioFile) as the current file.
+    void showScenarioFile(const QString& path, const core::Scenario& s);
     bool saveScenarioFile(const QString& path);
     QString currentFile() const { return m_currentFile; }
     QStringList recentFiles() const { return m_recentFiles; }
     QString lastError() const { return m_lastError; }
 
-    // Exports: chart "memory" | "concurrency" | "breakdown" | "quality" | "speed" | "ladder" |
-    // "probe" (ladder and the probe results table: .csv only).
+    // Exports a chart or table of the chart registry in one of its formats (by the suffix).
+    // The file is replaced only by a complete export; `error` names the file.
     bool exportChart(const QString& name, const QString& path, double scale = 1.0, QSize size = {},
                      QString* error = nullptr);
     bool exportReport(const QString& path, QString* error = nullptr);
@@ -80,17 +90,19 @@ public:
     QString warningText() const;
     QString vllmCommandText() const;
 
-    core::UnitSystem units() const { return m_units; }
+    core::UnitSystem units() const { return m_view.units; }
     void setUnits(core::UnitSystem units);
     void pinReference();
     void clearReference();
 
-    // Number of chart replots still pending since the last recompute (0 = all drawn).
-    int pendingReplots() const { return m_pendingReplots; }
+    // Charts with a replot requested and not yet drawn (0 = all drawn), whichever they are.
+    int pendingReplots() const;
 
 signals:
+    // The one update every view takes: a recompute, the units, the reference pinned/cleared.
+    void snapshotChanged(const kvl::widgets::LedgerView& view);
     void recomputed();      // the snapshot, table and status line are up to date
-    void chartsReplotted(); // every chart has replotted since the last recompute
+    void chartsReplotted(); // every chart has replotted since the last snapshotChanged
     void errorRaised(const QString& title, const QString& message);
 
 protected:
@@ -100,6 +112,10 @@ private:
     void buildUi();
     void buildActions();
     void recompute(const core::Scenario& s);
+    void publish();                                 // emits snapshotChanged with m_view
+    void showView(const widgets::LedgerView& view); // the status bar, warnings, vLLM command
+    void onChartReplotted();
+    QString tableCsv(const QString& name) const;
     void reportError(const QString& title, const QString& message);
     void addRecentFile(const QString& path);
     void updateRecentMenu();
@@ -114,7 +130,6 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
-    void updateMeasuredOverlays();
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();
     QString dialogDir() const;
@@ -141,14 +156,13 @@ private:
     QAction* m_unitsAction = nullptr;
     QAction* m_clearReferenceAction = nullptr;
 
-    widgets::LedgerSnapshot m_snapshot;
-    std::optional<widgets::LedgerSnapshot> m_reference;
-    core::UnitSystem m_units = core::UnitSystem::Binary;
+    QList<widgets::ChartWidget*> m_charts; // every chart of the window, for replot accounting
+    widgets::LedgerView m_view;
     QString m_currentFile;
     QStringList m_recentFiles;
     QString m_lastError;
     QString m_lastDir;
-    int m_pendingReplots = 0;
+    bool m_awaitingReplots = false; // chartsReplotted not yet emitted since snapshotChanged
 };
 
 } // namespace kvl::app

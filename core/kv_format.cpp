@@ -161,6 +161,23 @@ std::optional<Granularity> parseGranularity(std::string_view name) {
     return std::nullopt;
 }
 
+KvFormat withGranularity(KvFormat f, Granularity g, int dim) {
+    const KvFormat usual = KvFormat::defaultFor(f.dtype);
+    f.granularity = g;
+    if (g != Granularity::PerGroup && g != Granularity::KPerChannelVPerToken) {
+        f.scaleType = usual.scaleType;
+        f.hasZeroPoint = usual.hasZeroPoint;
+        f.groupSize = 0;
+        return f;
+    }
+    f.hasZeroPoint = true;
+    f.scaleType = ScaleType::Fp16;
+    f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+    if (dim > 0 && dim < f.groupSize)
+        f.groupSize = dim;
+    return f;
+}
+
 std::string shortLabel(const KvFormat& f) {
     std::string s(info(f.dtype).label);
     if (f.granularity == Granularity::PerGroup)

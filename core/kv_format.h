@@ -59,6 +59,15 @@ std::vector<KvDtype> allDtypes();
 std::string_view granularityName(Granularity g); // none, per-tensor, per-head, ...
 std::optional<Granularity> parseGranularity(std::string_view name);
 
+// The format of `format.dtype` at granularity `g`, with the scale storage that granularity
+// comes with: the one rule for the scenario panel and the CLI. Per-group and KIVI are
+// asymmetric with an fp16 scale + zero (as LMDeploy's and KIVI's INT4/INT2 caches store them,
+// see defaultFor) and G = 128 (per group) or 32 (KIVI, the paper's G), at most `dim` (the head
+// or latent dim; <= 0 when unknown); the other granularities take defaultFor(dtype)'s scale
+// storage. Only the dtype of `format` matters, so the result does not depend on the order
+// granularities were tried in; a group size of one's own is set afterwards.
+KvFormat withGranularity(KvFormat format, Granularity g, int dim);
+
 // Human label such as "INT4 g128 (fp16 scale+zero)" or "FP8 E4M3 per-tensor".
 std::string formatLabel(const KvFormat& format);
 // Short label for tables and status lines: "FP16", "FP8", "INT8", "INT4 g128", "INT2 KIVI".

@@ -1,4 +1,4 @@
-#include "axis_tickers.h"
+#include "axis_tickers_p.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "breakdown_chart.h"
 
-#include "axis_tickers.h"
+#include "axis_tickers_p.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,14 +87,14 @@ void BreakdownChart::unitsChanged() {
     rebuild();
 }
 
-void BreakdownChart::setSnapshot(const LedgerSnapshot& snap) {
-    m_snapshot = snap;
-    rebuild();
-}
-
-void BreakdownChart::setReference(const std::optional<LedgerSnapshot>& reference) {
-    m_reference = reference;
-    rebuild();
+void BreakdownChart::setView(const LedgerView& view) {
+    const bool data = view.snapshot != m_snapshot || view.reference != m_reference;
+    m_snapshot = view.snapshot;
+    m_reference = view.reference;
+    if (view.units != units())
+        setUnits(view.units); // rebuilds
+    else if (data)
+        rebuild();
 }
 
 std::vector<BreakdownSegment> BreakdownChart::segments(bool reference) const {

@@ -1,7 +1,7 @@
 #pragma once
 // One GPU's memory at the current point: weights / KV cache of the chosen concurrency /
 // activations and overhead / free / not requested, as stacked bars (current and pinned
-// reference): the seed's "which is larger, weights or KV?" picture.
+// reference): which is larger, the weights or the KV cache, at a glance.
 
 #include "chart_widget.h"
 #include "ledger_view_state.h"
@@ -24,8 +24,8 @@ class BreakdownChart : public ChartWidget {
     Q_OBJECT
 public:
     explicit BreakdownChart(QWidget* parent = nullptr);
-    void setSnapshot(const LedgerSnapshot& snap);
-    void setReference(const std::optional<LedgerSnapshot>& reference);
+    // The scenario, the pinned reference (a second bar) and the units.
+    void setView(const LedgerView& view);
 
     std::vector<BreakdownSegment> segments(bool reference = false) const;
     QString verdict() const { return m_verdict; } // "KV (31 requests) is 3.2x the weights"
@@ -39,8 +39,8 @@ protected:
 
 private:
     void rebuild();
-    std::optional<LedgerSnapshot> m_snapshot;
-    std::optional<LedgerSnapshot> m_reference;
+    std::shared_ptr<const LedgerSnapshot> m_snapshot;
+    std::shared_ptr<const LedgerSnapshot> m_reference;
     std::vector<QCPBars*> m_bars;
     QCPItemText* m_verdictItem = nullptr;
     QString m_verdict;

@@ -2,9 +2,15 @@
 
 #include <qcustomplot.h>
 
-#include <QFile>
+#include "atomic_write.h"
+
+#include <QBuffer>
+#include <QDir>
 #include <QFileInfo>
-#include <QSaveFile>
+#include <QImage>
+#include <QPageLayout>
+#include <QPageSize>
+#include <QPdfWriter>
 #include <QSvgGenerator>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -13,6 +19,22 @@
 #include <limits>
 
 namespace kvl::widgets {
+
+namespace {
+FileKind fileKindOf(ExportFormat format) {
+    switch (format) {
+    case ExportFormat::Png:
+        return FileKind::Png;
+    case ExportFormat::Pdf:
+        return FileKind::Pdf;
+    case ExportFormat::Svg:
+        return FileKind::Svg;
+    case ExportFormat::Csv:
+        break;
+    }
+    return FileKind::Data;
+}
+} // namespace
 
 ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
     auto* layout = new QVBoxLayout(this);
@@ -30,6 +52,7 @@ ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->installEventFilter(this);
     connect(m_plot, &QCustomPlot::afterReplot, this, [this] {
         ++m_replotCount;
+        m_replotPending = false;
         emit replotted();
     });
     m_colors = ChartColors::fromPalette(palette());
@@ -53,6 +76,7 @@ void ChartWidget::setUnits(core::UnitSystem units) {
 }
 
 void ChartWidget::requestReplot() {
+    m_replotPending = true;
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -114,75 +138,94 @@ QSize ChartWidget::exportSize(QSize requested) const {
     return {900, 520};
 }
 
-bool ChartWidget::exportTo(const QString& path, double scale, QSize size, QString* error) {
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    bool ok = false;
-    if (suffix == QLatin1String("png"))
-        ok = exportPng(path, scale, size);
-    else if (suffix == QLatin1String("pdf"))
-        ok = exportPdf(path, size);
-    else if (suffix == QLatin1String("svg"))
-        ok = exportSvg(path, size);
-    else if (suffix == QLatin1String("csv"))
-        return exportCsv(path, error);
-    else {
-        if (error)
-            *error = tr("Unknown export format \"%1\": use .png, .pdf, .svg or .csv").arg(suffix);
-        return false;
-    }
-    if (!ok && error)
-        *error = tr("Could not write %1").arg(QDir::toNativeSeparators(path));
-    return ok;
+Status ChartWidget::checkPngSize(QSize size, double scale) {
+    if (!std::isfinite(scale) || scale <= 0)
+        return makeError(
+            ErrorCode::BadInput,
+            tr("the scale must be a positive number, not %1").arg(scale).toStdString());
+    const double w = std::round(size.width() * scale), h = std::round(size.height() * scale);
+    if (w * h > kMaxPngPixels)
+        return makeError(ErrorCode::BadInput,
+                         tr("a PNG of %1 x %2 pixels (%3 megapixels) is over the limit of %4 "
+                            "megapixels")
+                             .arg(w, 0, 'f', 0)
+                             .arg(h, 0, 'f', 0)
+                             .arg(w * h / 1e6, 0, 'f', 0)
+                             .arg(kMaxPngPixels / 1e6, 0, 'f', 0)
+                             .toStdString());
+    return {};
 }
 
-bool ChartWidget::exportPng(const QString& path, double scale, QSize size) {
+Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QSize size) {
     const QSize s = exportSize(size);
-    const bool ok = m_plot->savePng(path, s.width(), s.height(), scale);
-    requestReplot();
-    return ok;
-}
-
-bool ChartWidget::exportPdf(const QString& path, QSize size) {
-    const QSize s = exportSize(size);
-    const bool ok = m_plot->savePdf(path, s.width(), s.height(), QCP::epAllowCosmetic,
-                                    QStringLiteral("KV Ledger"), m_title);
-    requestReplot();
-    return ok && QFileInfo(path).size() > 0;
-}
-
-bool ChartWidget::exportSvg(const QString& path, QSize size) {
-    const QSize s = exportSize(size);
-    QSvgGenerator generator;
-    generator.setFileName(path);
-    generator.setSize(s);
-    generator.setViewBox(QRect(QPoint(0, 0), s));
-    generator.setTitle(m_title);
-    generator.setDescription(QStringLiteral("KV Ledger chart"));
-    QCPPainter painter;
-    if (!painter.begin(&generator))
-        return false;
-    painter.setMode(QCPPainter::pmVectorized);
-    painter.setMode(QCPPainter::pmNoCaching);
-    m_plot->toPainter(&painter, s.width(), s.height());
-    painter.end();
-    requestReplot();
-    return QFileInfo(path).size() > 0;
-}
-
-bool ChartWidget::exportCsv(const QString& path, QString* error) {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        if (error)
-            *error = tr("Could not open %1: %2").arg(path, file.errorString());
-        return false;
+    QBuffer buffer;
+    buffer.open(QIODevice::WriteOnly);
+    switch (format) {
+    case ExportFormat::Png: {
+        if (auto ok = checkPngSize(s, scale); !ok)
+            return ok.error();
+        QImage image = m_plot->toPixmap(s.width(), s.height(), scale).toImage();
+        // 96 dpi, as QCustomPlot::savePng writes it.
+        const int dotsPerMeter = static_cast<int>(std::lround(96 / 0.0254));
+        image.setDotsPerMeterX(dotsPerMeter);
+        image.setDotsPerMeterY(dotsPerMeter);
+        image.save(&buffer, "PNG");
+        break;
     }
-    file.write(csv().toUtf8());
-    if (!file.commit()) {
-        if (error)
-            *error = tr("Could not write %1: %2").arg(path, file.errorString());
-        return false;
+    case ExportFormat::Pdf: {
+        // One page the size of the chart in points, drawn as QCustomPlot::savePdf draws it
+        // (screen resolution, cosmetic pens allowed), but into memory.
+        QPdfWriter writer(&buffer);
+        writer.setResolution(96);
+        writer.setCreator(QStringLiteral("KV Ledger"));
+        writer.setTitle(m_title);
+        writer.setPageLayout(
+            QPageLayout(QPageSize(QSizeF(s), QPageSize::Point, QString(), QPageSize::ExactMatch),
+                        QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+        QCPPainter painter;
+        if (painter.begin(&writer)) {
+            painter.setWindow(QRect(QPoint(0, 0), s));
+            render(&painter, s.width(), s.height());
+            painter.end();
+        }
+        break;
     }
-    return true;
+    case ExportFormat::Svg: {
+        QSvgGenerator generator;
+        generator.setOutputDevice(&buffer);
+        generator.setSize(s);
+        generator.setViewBox(QRect(QPoint(0, 0), s));
+        generator.setTitle(m_title);
+        generator.setDescription(QStringLiteral("KV Ledger chart"));
+        QCPPainter painter;
+        if (painter.begin(&generator)) {
+            render(&painter, s.width(), s.height());
+            painter.end();
+        }
+        break;
+    }
+    case ExportFormat::Csv:
+        buffer.write(csv().toUtf8());
+        break;
+    }
+    requestReplot();
+    const QByteArray bytes = buffer.data();
+    if (auto ok = verifyFileContent(bytes, fileKindOf(format), m_title); !ok)
+        return ok.error();
+    return bytes;
+}
+
+Status ChartWidget::exportTo(const QString& path, double scale, QSize size) {
+    const auto format = formatOfPath(path);
+    if (!format)
+        return makeError(ErrorCode::BadInput,
+                         tr("Unknown export format \"%1\": use .png, .pdf, .svg or .csv")
+                             .arg(QFileInfo(path).suffix())
+                             .toStdString());
+    auto bytes = renderFile(*format, scale, size);
+    if (!bytes)
+        return bytes.error();
+    return writeFileAtomically(path, *bytes, fileKindOf(*format));
 }
 
 void ChartWidget::render(QCPPainter* painter, int width, int height) {

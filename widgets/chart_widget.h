@@ -1,10 +1,16 @@
 #pragma once
 // Our chart widget: wraps QCustomPlot behind a domain API (its subclasses take ledger
 // snapshots), replots queued, re-colours on palette changes, shows hover tooltips and
-// exports to PNG / PDF / SVG (vector) / CSV through one path.
+// exports to PNG / PDF / SVG (vector) / CSV through one path: rendered to memory, then
+// written with writeFileAtomically.
 
 #include "chart_colors.h"
+#include "chart_registry.h"
+
+#include "core/result.h"
 #include "core/units.h"
+
+#include <QByteArray>
 
 #include <QString>
 #include <QVector>
@@ -30,12 +36,14 @@ public:
 
     // Chooses the format from the suffix (.png .pdf .svg .csv). `size` empty = the widget's
     // size (900 x 520 when never shown); `scale` multiplies PNG pixels for high-DPI output.
-    bool exportTo(const QString& path, double scale = 1.0, QSize size = {},
-                  QString* error = nullptr);
-    bool exportPng(const QString& path, double scale = 1.0, QSize size = {});
-    bool exportPdf(const QString& path, QSize size = {});
-    bool exportSvg(const QString& path, QSize size = {});
-    bool exportCsv(const QString& path, QString* error = nullptr);
+    // The file is replaced only by a complete export; the error names the file.
+    Status exportTo(const QString& path, double scale = 1.0, QSize size = {});
+    // The bytes of the export in `format`, checked to be a complete file of that format.
+    Result<QByteArray> renderFile(ExportFormat format, double scale = 1.0, QSize size = {});
+    // A PNG is at most this many pixels: `--scale 8 --size 10000x10000` would be 25.6 GB.
+    static constexpr double kMaxPngPixels = 100e6;
+    // Refuses a scale that is not a positive finite number, or a PNG over kMaxPngPixels.
+    static Status checkPngSize(QSize size, double scale);
     // The chart's data as CSV: one row per data point, exact integers for bytes.
     virtual QString csv() const = 0;
     // Draws the chart with `painter` (vectorized) into (0,0)-(width,height).
@@ -58,6 +66,7 @@ public:
 
     void requestReplot(); // queued: a burst of changes costs one replot
     int replotCount() const { return m_replotCount; }
+    bool replotPending() const { return m_replotPending; } // requested, not yet drawn
 
 signals:
     void replotted();
@@ -82,6 +91,7 @@ private:
     bool m_forPrint = false;
     core::UnitSystem m_units = core::UnitSystem::Binary;
     int m_replotCount = 0;
+    bool m_replotPending = false;
     QString m_lastTooltip;
 };
 

@@ -1,6 +1,6 @@
 #include "curve_chart.h"
 
-#include "axis_tickers.h"
+#include "axis_tickers_p.h"
 
 #include <cmath>
 #include <limits>
@@ -21,13 +21,13 @@ QString exactInt(double v) {
 }
 } // namespace
 
-CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind(kind) {
+CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m_kind(kind) {
     QCustomPlot* p = plot();
     p->xAxis->setScaleType(QCPAxis::stLogarithmic);
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new TokenLogTicker));
     p->xAxis->setLabel(tr("Context length (tokens per request, log scale)"));
     p->yAxis->setScaleType(QCPAxis::stLogarithmic);
-    if (kind == Kind::Memory) {
+    if (kind == CurveKind::Memory) {
         p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteLogTicker(units())));
         setTitle(tr("KV cache per request vs context"));
         p->yAxis->setLabel(tr("KV per request, per GPU (log)"));
@@ -37,7 +37,7 @@ CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind
         p->yAxis->setLabel(tr("Requests that fit (log)"));
     }
     p->xAxis->grid()->setSubGridVisible(false);
-    p->yAxis->grid()->setSubGridVisible(kind == Kind::Concurrency);
+    p->yAxis->grid()->setSubGridVisible(kind == CurveKind::Concurrency);
     p->xAxis2->setVisible(true);
     p->yAxis2->setVisible(true);
     p->xAxis2->setTickLabels(false);
@@ -49,7 +49,7 @@ CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     p->legend->setFont(legendFont);
     p->legend->setRowSpacing(-2);
-    p->axisRect()->insetLayout()->setInsetAlignment(0, kind == Kind::Memory
+    p->axisRect()->insetLayout()->setInsetAlignment(0, kind == CurveKind::Memory
                                                            ? (Qt::AlignBottom | Qt::AlignRight)
                                                            : (Qt::AlignTop | Qt::AlignRight));
 
@@ -60,8 +60,8 @@ CurveChart::CurveChart(Kind kind, QWidget* parent) : ChartWidget(parent), m_kind
     m_poolLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
     m_poolLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
     m_poolLabel->setFont(legendFont);
-    m_poolLine->setVisible(kind == Kind::Memory);
-    m_poolLabel->setVisible(kind == Kind::Memory);
+    m_poolLine->setVisible(kind == CurveKind::Memory);
+    m_poolLabel->setVisible(kind == CurveKind::Memory);
 
     m_cursor = new QCPItemStraightLine(p);
     // The cursor's exact values sit under the title, where they never hide a curve.
@@ -104,18 +104,39 @@ void CurveChart::unitsChanged() {
     updateCursor();
 }
 
-void CurveChart::setSnapshot(const LedgerSnapshot& snap) {
-    m_snapshot = snap;
-    rebuild();
+void CurveChart::setView(const LedgerView& view) {
+    const bool data = view.snapshot != m_snapshot || view.reference != m_reference;
+    const bool relabel = view.units != units();
+    m_snapshot = view.snapshot;
+    m_reference = view.reference;
+    setUnits(view.units); // re-labels the axes and the cursor
+    // The measured points' tooltips carry units too.
+    if (data || (relabel && m_report)) {
+        updateMeasured();
+        rebuild();
+    }
 }
 
-void CurveChart::setReference(const std::optional<LedgerSnapshot>& reference) {
-    m_reference = reference;
-    rebuild();
+void CurveChart::setProbeReport(const probe::ProbeReport& report) {
+    m_report = report.rows.empty() ? nullptr : std::make_shared<const probe::ProbeReport>(report);
+    const bool had = !m_measured.empty();
+    updateMeasured();
+    if (had || !m_measured.empty())
+        rebuild();
+}
+
+void CurveChart::updateMeasured() {
+    m_measured.clear();
+    m_measuredNote.clear();
+    if (!m_report || !m_snapshot)
+        return;
+    m_measured = measuredOverlay(*m_report, *m_snapshot, m_kind, units());
+    if (!m_measured.empty())
+        m_measuredNote = widgets::measuredNote(*m_report, *m_snapshot);
 }
 
 double CurveChart::curveValue(const core::Curve& curve, std::size_t i) const {
-    if (m_kind == Kind::Memory)
+    if (m_kind == CurveKind::Memory)
         return i < curve.bytesPerRequestPerGpu.size() ? curve.bytesPerRequestPerGpu[i] : kNaN;
     const double v = i < curve.maxRequests.size() ? curve.maxRequests[i] : kNaN;
     return v > 0 ? v : kNaN; // zero requests has no place on a log axis
@@ -262,7 +283,7 @@ void CurveChart::updateAxes() {
             }
         }
     }
-    if (m_kind == Kind::Memory && m_snapshot->sweep.availableKvBytes > 0) {
+    if (m_kind == CurveKind::Memory && m_snapshot->sweep.availableKvBytes > 0) {
         hi = std::max(hi, double(m_snapshot->sweep.availableKvBytes));
         lo = std::min(lo, double(m_snapshot->sweep.availableKvBytes));
     }
@@ -273,10 +294,10 @@ void CurveChart::updateAxes() {
     }
     m_emptyLabel->setVisible(empty);
     m_emptyLabel->setText(
-        m_kind == Kind::Concurrency
+        m_kind == CurveKind::Concurrency
             ? tr("No request fits at any context\n(see the note above the charts)")
             : tr("Nothing to plot"));
-    if (m_kind == Kind::Concurrency)
+    if (m_kind == CurveKind::Concurrency)
         lo = std::max(lo, 0.8);
     p->yAxis->setRange(lo / 1.6, hi * 2.2); // room for the legend above the curves
     p->xAxis2->setScaleType(QCPAxis::stLogarithmic);
@@ -313,7 +334,7 @@ void CurveChart::updateCursor() {
     QStringList lines;
     lines << tr("%1 tokens").arg(formatTokensQ(r.contextTokens));
     double y = 0;
-    if (m_kind == Kind::Memory) {
+    if (m_kind == CurveKind::Memory) {
         y = double(r.kvBytesPerRequestPerGpu);
         lines << tr("current: %1 per request (%2 B)")
                      .arg(formatBytesQ(r.kvBytesPerRequestPerGpu, units()),
@@ -337,15 +358,6 @@ void CurveChart::updateCursor() {
     m_tracer->setVisible(y > 0);
 }
 
-void CurveChart::setMeasured(std::vector<MeasuredSeries> series, const QString& note) {
-    // Every recompute passes the overlay again: nothing measured stays nothing, at no cost.
-    if (series.empty() && m_measured.empty())
-        return;
-    m_measured = std::move(series);
-    m_measuredNote = m_measured.empty() ? QString() : note;
-    rebuild();
-}
-
 QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
     for (int gi = m_curveGraphs; gi < plot()->graphCount(); ++gi) {
         if (plot()->graph(gi) != graph)
@@ -357,7 +369,7 @@ QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
     }
     const auto it = graph->data()->at(index);
     const auto tokens = static_cast<std::int64_t>(std::llround(it->key));
-    if (m_kind == Kind::Memory) {
+    if (m_kind == CurveKind::Memory) {
         const auto bytes = static_cast<std::int64_t>(std::llround(it->value));
         return tr("%1\n%2 tokens: %3 per request per GPU\n(%4 bytes)")
             .arg(graph->name(), formatTokensQ(tokens), formatBytesQ(bytes, units()),
@@ -371,7 +383,7 @@ QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
 QString CurveChart::csv() const {
     QString out;
     const std::int64_t pool = m_snapshot ? m_snapshot->sweep.availableKvBytes : 0;
-    if (m_kind == Kind::Memory)
+    if (m_kind == CurveKind::Memory)
         out += QStringLiteral("series,context_tokens,kv_bytes_per_request_per_gpu,"
                               "kv_bytes_per_request,kv_pool_bytes_per_gpu\n");
     else
@@ -382,7 +394,7 @@ QString CurveChart::csv() const {
             for (const MeasuredPoint& pt : m.points) {
                 rows += csvQuote(m.name) + QLatin1Char(',') + exactInt(pt.x) + QLatin1Char(',') +
                         exactInt(pt.y);
-                if (m_kind == Kind::Memory)
+                if (m_kind == CurveKind::Memory)
                     rows += QLatin1Char(',') + exactInt(pt.y) + QLatin1Char(',') +
                             QString::number(pool);
                 rows += QLatin1Char('\n');
@@ -392,7 +404,7 @@ QString CurveChart::csv() const {
     for (const Series& s : seriesList()) {
         for (std::size_t i = 0; i < s.contexts->size(); ++i) {
             const QString ctx = QString::number((*s.contexts)[i]);
-            if (m_kind == Kind::Memory) {
+            if (m_kind == CurveKind::Memory) {
                 out += csvQuote(s.name) + QLatin1Char(',') + ctx + QLatin1Char(',') +
                        exactInt(s.curve->bytesPerRequestPerGpu[i]) + QLatin1Char(',') +
                        exactInt(s.curve->bytesPerRequest[i]) + QLatin1Char(',') +

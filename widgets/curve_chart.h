@@ -19,17 +19,16 @@ namespace kvl::widgets {
 class CurveChart : public ChartWidget {
     Q_OBJECT
 public:
-    enum class Kind { Memory, Concurrency };
-    explicit CurveChart(Kind kind, QWidget* parent = nullptr);
+    explicit CurveChart(CurveKind kind, QWidget* parent = nullptr);
 
-    Kind kind() const { return m_kind; }
-    void setSnapshot(const LedgerSnapshot& snap);
-    void setReference(const std::optional<LedgerSnapshot>& reference);
-    bool hasReference() const { return m_reference.has_value(); }
-    // Measured points (scatter markers, one series per probed format) drawn over the curves;
-    // empty removes them.
-    // `note` (under the title) says where the points come from and how they are scaled.
-    void setMeasured(std::vector<MeasuredSeries> series, const QString& note = {});
+    CurveKind kind() const { return m_kind; }
+    // The scenario, the pinned reference (dashed) and the units.
+    void setView(const LedgerView& view);
+    bool hasReference() const { return m_reference != nullptr; }
+    // Probe results, drawn over the curves as measured points (scatter markers, one series per
+    // probed format) scaled to the scenario; an empty report removes them. The note under the
+    // title says where the points come from and how they are scaled.
+    void setProbeReport(const probe::ProbeReport& report);
     QString measuredNote() const { return m_measuredNote; }
     const std::vector<MeasuredSeries>& measured() const { return m_measured; }
 
@@ -57,12 +56,14 @@ private:
     };
     std::vector<Series> seriesList() const;
     void rebuild();
+    void updateMeasured();
     void updateAxes();
     void updateCursor();
 
-    Kind m_kind;
-    std::optional<LedgerSnapshot> m_snapshot;
-    std::optional<LedgerSnapshot> m_reference;
+    CurveKind m_kind;
+    std::shared_ptr<const LedgerSnapshot> m_snapshot;
+    std::shared_ptr<const LedgerSnapshot> m_reference;
+    std::shared_ptr<const probe::ProbeReport> m_report;
     QCPItemStraightLine* m_poolLine = nullptr;
     QCPItemText* m_poolLabel = nullptr;
     QCPItemStraightLine* m_cursor = nullptr;

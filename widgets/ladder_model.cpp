@@ -19,26 +19,20 @@ void LadderModel::refresh(bool structureChanged) {
     }
 }
 
-void LadderModel::setSnapshot(const LedgerSnapshot& snap) {
-    const bool structure = !m_snapshot || m_snapshot->ladder.size() != snap.ladder.size();
-    if (structure)
+void LadderModel::setView(const LedgerView& view) {
+    const bool shape = !m_snapshot != !view.snapshot || !m_reference != !view.reference ||
+                       (m_snapshot && m_snapshot->ladder.size() != view.snapshot->ladder.size());
+    const bool cells = shape || view.snapshot != m_snapshot || view.reference != m_reference ||
+                       view.units != m_units;
+    if (shape)
         beginResetModel();
-    m_snapshot = snap;
-    if (structure)
+    m_snapshot = view.snapshot;
+    m_reference = view.reference;
+    m_units = view.units;
+    if (shape)
         endResetModel();
-    else
+    else if (cells)
         refresh(false);
-}
-
-void LadderModel::setReference(const std::optional<LedgerSnapshot>& reference) {
-    beginResetModel();
-    m_reference = reference;
-    endResetModel();
-}
-
-void LadderModel::setUnits(core::UnitSystem units) {
-    m_units = units;
-    refresh(false);
 }
 
 int LadderModel::rowCount(const QModelIndex& parent) const {
@@ -87,7 +81,7 @@ QVariant LadderModel::headerData(int section, Qt::Orientation orientation, int r
             return tr("Each step adds one lever of the scenario to the previous step");
         case BytesPerTokenColumn:
             return tr("Whole model: 2 x layers x KV heads x head_dim x bytes per element, plus "
-                      "scales (REFERENCE.md 1)");
+                      "scales (vLLM docs: Quantized KV Cache)");
         case BytesPerRequestColumn:
             return tr("KV bytes one request of the context holds, all GPUs together; without "
                       "paging a request reserves the max model length");

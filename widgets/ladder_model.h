@@ -29,10 +29,11 @@ public:
 
     explicit LadderModel(QObject* parent = nullptr);
 
-    void setSnapshot(const LedgerSnapshot& snap);
-    void setReference(const std::optional<LedgerSnapshot>& reference);
-    void setUnits(core::UnitSystem units);
-    bool hasReference() const { return m_reference.has_value(); }
+    // The ladder of the scenario, the delta column against the reference, the units. A new
+    // snapshot of the same shape updates the cells in place; a reference coming or going
+    // resets the model (the delta column appears or goes).
+    void setView(const LedgerView& view);
+    bool hasReference() const { return m_reference != nullptr; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -48,8 +49,8 @@ private:
     QString text(int row, int column) const;
     void refresh(bool structureChanged);
 
-    std::optional<LedgerSnapshot> m_snapshot;
-    std::optional<LedgerSnapshot> m_reference;
+    std::shared_ptr<const LedgerSnapshot> m_snapshot;
+    std::shared_ptr<const LedgerSnapshot> m_reference;
     core::UnitSystem m_units = core::UnitSystem::Binary;
 };
 

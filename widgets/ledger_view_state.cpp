@@ -36,6 +36,16 @@ LedgerSnapshot computeSnapshot(const core::Scenario& s) {
     return snap;
 }
 
+LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units,
+                          const core::Scenario* reference) {
+    LedgerView v;
+    v.snapshot = std::make_shared<const LedgerSnapshot>(computeSnapshot(s));
+    if (reference)
+        v.reference = std::make_shared<const LedgerSnapshot>(computeSnapshot(*reference));
+    v.units = units;
+    return v;
+}
+
 QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {
     const core::Scenario& s = snap.scenario;
     const core::LedgerResult& r = snap.ledger;

@@ -1,6 +1,6 @@
 #pragma once
-// Everything the window shows for one scenario, computed in one go (sub-millisecond) and
-// handed to the charts, the ladder table and the status bar as one value.
+// Everything the window shows for one scenario, computed in one go (sub-millisecond), and the
+// one value every view takes: the snapshot, the pinned reference and the units (LedgerView).
 
 #include "core/ledger.h"
 #include "core/units.h"
@@ -9,6 +9,7 @@
 #include <QString>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,22 @@ struct LedgerSnapshot {
 
 LedgerSnapshot computeSnapshot(const core::Scenario& s);
 
+// What the window shows, handed to every view in one signal (MainWindow::snapshotChanged).
+// The snapshots are shared and immutable: a view compares pointers to see what changed.
+struct LedgerView {
+    std::shared_ptr<const LedgerSnapshot> snapshot;  // the current scenario; null before the first
+    std::shared_ptr<const LedgerSnapshot> reference; // the pinned scenario; null when none
+    core::UnitSystem units = core::UnitSystem::Binary;
+};
+
+// A view of one scenario (and, optionally, a reference), for views used on their own.
+LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units = {},
+                          const core::Scenario* reference = nullptr);
+
+// What a curve plots against context: KV memory per request or the requests that fit. The
+// curve charts and the measured overlays on them use this one enum.
+enum class CurveKind : std::uint8_t { Memory, Concurrency };
+
 // "Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 2.06 GiB @32K |
 //  31 requests on H100 SXM 80GB"
 QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units);
@@ -47,3 +64,4 @@ QString thousandsQ(std::int64_t value);
 } // namespace kvl::widgets
 
 Q_DECLARE_METATYPE(kvl::widgets::LedgerSnapshot)
+Q_DECLARE_METATYPE(kvl::widgets::LedgerView)

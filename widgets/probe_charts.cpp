@@ -1,6 +1,6 @@
 #include "probe_charts.h"
 
-#include "axis_tickers.h"
+#include "axis_tickers_p.h"
 #include "probe_overlay.h"
 
 #include <algorithm>
@@ -56,15 +56,20 @@ void ProbeChart::setReport(const probe::ProbeReport& report) {
     rebuild();
 }
 
-void ProbeChart::setScenario(const LedgerSnapshot& snap) {
+void ProbeChart::setView(const LedgerView& view) {
+    if (!view.snapshot)
+        return;
+    const LedgerSnapshot& snap = *view.snapshot;
     // Called on every slider move: redraw only when what this chart shows of the scenario (the
     // model's layers, the current format's bytes per token) changed.
     const bool same = m_snapshot && m_snapshot->scenario.model.id == snap.scenario.model.id &&
                       m_snapshot->scenario.model.numLayers() == snap.scenario.model.numLayers() &&
                       m_snapshot->ledger.kvBytesPerToken == snap.ledger.kvBytesPerToken &&
                       m_snapshot->ledger.kv.format == snap.ledger.kv.format;
-    m_snapshot = snap;
-    if (!same)
+    m_snapshot = view.snapshot;
+    if (view.units != units())
+        setUnits(view.units); // rebuilds
+    else if (!same)
         rebuild();
 }
 

@@ -20,7 +20,8 @@ class ProbeChart : public ChartWidget {
 public:
     explicit ProbeChart(QWidget* parent = nullptr);
     void setReport(const probe::ProbeReport& report);
-    void setScenario(const LedgerSnapshot& snap); // model for scaling, current bytes/token
+    // The scenario (the model the points scale to, the current bytes per token) and the units.
+    void setView(const LedgerView& view);
     bool hasData() const { return m_hasData; }
 
 protected:
@@ -32,7 +33,7 @@ protected:
     void addPointLabel(double x, double y, const QString& text, const QColor& color);
 
     probe::ProbeReport m_report;
-    std::optional<LedgerSnapshot> m_snapshot;
+    std::shared_ptr<const LedgerSnapshot> m_snapshot;
     bool m_hasData = false;
 
 private:

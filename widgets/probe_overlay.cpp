@@ -83,7 +83,7 @@ QString backendLabel(const probe::ProbeReport& report) {
 }
 
 std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
-                                            const LedgerSnapshot& snap, OverlayKind kind,
+                                            const LedgerSnapshot& snap, CurveKind kind,
                                             core::UnitSystem units) {
     std::vector<MeasuredSeries> out;
     std::map<std::string, std::size_t> byFormat;
@@ -119,7 +119,7 @@ std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
                 .arg(QString::fromStdString(r.formatLabel), QString::fromStdString(r.device))
                 .arg(r.batch)
                 .arg(formatTokensQ(r.context));
-        if (kind == OverlayKind::Memory) {
+        if (kind == CurveKind::Memory) {
             p.y = perGpu;
             p.tooltip = QObject::tr("%1\n%2 per request (%3 B)\n= %4")
                             .arg(head, formatBytesQ(perGpu, units),

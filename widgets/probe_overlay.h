@@ -35,9 +35,8 @@ int probedLayers(const probe::ProbeResult& r, const core::ModelSpec& scenarioMod
 // Whole-model KV bytes per token of a probed format (per-layer page bytes / block x layers).
 double measuredBytesPerToken(const probe::ProbeResult& r, const core::ModelSpec& scenarioModel);
 
-enum class OverlayKind { Memory, Concurrency };
 std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
-                                            const LedgerSnapshot& snap, OverlayKind kind,
+                                            const LedgerSnapshot& snap, CurveKind kind,
                                             core::UnitSystem units);
 
 // The line under a chart's title: "Markers: measured on <device · date>, one layer's pool /

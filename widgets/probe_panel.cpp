@@ -1,9 +1,10 @@
 #include "probe_panel.h"
 
+#include "atomic_write.h"
+#include "chart_registry.h"
 #include "probe_charts.h"
-#include "probe_results_model.h"
-
 #include "probe_overlay.h"
+#include "probe_results_model.h"
 
 #include "gpu_probe/backend.h"
 #include "gpu_probe/ops.h"
@@ -22,7 +23,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -304,10 +304,8 @@ void ProbePanel::buildUi() {
     m_view->horizontalHeader()->setStretchLastSection(true);
     resl->addWidget(m_view, 1);
 
-    m_quality = new QualityChart;
-    m_quality->setObjectName(QStringLiteral("qualityChart"));
-    m_speed = new SpeedChart;
-    m_speed->setObjectName(QStringLiteral("speedChart"));
+    m_quality = static_cast<QualityChart*>(createChart(*findChartSpec(u"quality")));
+    m_speed = static_cast<SpeedChart*>(createChart(*findChartSpec(u"speed")));
     auto* charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(m_quality);
     charts->addWidget(m_speed);
@@ -356,11 +354,14 @@ void ProbePanel::updateBackendInfo() {
                                              : reasons.join(QLatin1Char('\n')));
 }
 
-void ProbePanel::setScenario(const LedgerSnapshot& snap) {
-    m_snapshot = snap;
-    applyDefaults(false);
-    m_quality->setScenario(snap);
-    m_speed->setScenario(snap);
+void ProbePanel::setView(const LedgerView& view) {
+    if (view.snapshot != m_snapshot) {
+        m_snapshot = view.snapshot;
+        applyDefaults(false);
+    }
+    m_model->setUnits(view.units);
+    m_quality->setView(view);
+    m_speed->setView(view);
 }
 
 void ProbePanel::resetToScenario() {
@@ -416,12 +417,6 @@ void ProbePanel::applyDefaults(bool force) {
             s.levers.prefix.enabled ? std::min(s.levers.prefix.sharedTokens, ctx / 2) : 0;
         m_prefix->setValue(int(std::clamp<std::int64_t>(prefix, 0, m_prefix->maximum())));
     }
-}
-
-void ProbePanel::setUnits(core::UnitSystem units) {
-    m_model->setUnits(units);
-    m_quality->setUnits(units);
-    m_speed->setUnits(units);
 }
 
 std::variant<ProbeRequest, QString> ProbePanel::request() const {
@@ -567,12 +562,15 @@ QString ProbePanel::sourceText() const {
     return QStringLiteral("%1 (%2)").arg(QString::fromStdString(report().label()), m_origin);
 }
 
-bool ProbePanel::loadResults(const QString& path) {
+bool ProbePanel::loadResults(const QString& path, QString* error) {
     auto loaded = probe::loadProbeReport(QDir::toNativeSeparators(path).toStdString());
     if (!loaded) {
-        setMessage(tr("Could not open the probe results: %1. The results shown before are kept.")
-                       .arg(QString::fromStdString(loaded.error().message)),
-                   true);
+        const QString e = QString::fromStdString(loaded.error().message);
+        if (error)
+            *error = e;
+        setMessage(
+            tr("Could not open the probe results: %1. The results shown before are kept.").arg(e),
+            true);
         return false;
     }
     const auto& rep = loaded.value();
@@ -584,15 +582,11 @@ bool ProbePanel::loadResults(const QString& path) {
 }
 
 bool ProbePanel::saveResults(const QString& path, QString* error) const {
-    QSaveFile f(path);
-    const std::string json = probe::probeReportToJson(report());
-    if (!f.open(QIODevice::WriteOnly) || f.write(json.data(), qint64(json.size())) < 0 ||
-        !f.commit()) {
-        if (error)
-            *error = tr("Could not write %1: %2").arg(path, f.errorString());
-        return false;
-    }
-    return true;
+    const auto saved =
+        writeFileAtomically(path, QByteArray::fromStdString(probe::probeReportToJson(report())));
+    if (!saved && error)
+        *error = qs(saved.error().message);
+    return saved.ok();
 }
 
 void ProbePanel::setMessage(const QString& text, bool error) {

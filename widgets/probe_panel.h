@@ -55,8 +55,8 @@ public:
     explicit ProbePanel(QWidget* parent = nullptr);
     ~ProbePanel() override;
 
-    void setScenario(const LedgerSnapshot& snap);
-    void setUnits(core::UnitSystem units);
+    // The scenario the defaults follow and the charts scale to, and the units.
+    void setView(const LedgerView& view);
     // Puts every control back to the scenario's defaults.
     void resetToScenario();
 
@@ -66,7 +66,8 @@ public:
     void cancel(); // the run ends with a "cancelled" message within about a second
     bool isRunning() const;
 
-    bool loadResults(const QString& path); // false (with a message) on a bad file
+    // False (with a message here, and the bare reason in `error`) on a bad file.
+    bool loadResults(const QString& path, QString* error = nullptr);
     bool saveResults(const QString& path, QString* error = nullptr) const;
     // Shows a report (a finished run or a loaded file); `origin` names where it came from.
     void showReport(const probe::ProbeReport& report, const QString& origin);
@@ -130,7 +131,7 @@ private:
     SpeedChart* m_speed = nullptr;
     QSplitter* m_splitter = nullptr;
 
-    std::optional<LedgerSnapshot> m_snapshot;
+    std::shared_ptr<const LedgerSnapshot> m_snapshot;
     // Controls the user edited stop following the scenario.
     bool m_editedFormats = false, m_editedBatch = false, m_editedContexts = false,
          m_editedBlock = false, m_editedPrefix = false;

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include "atomic_write.h"
 #include "chart_widget.h"
 #include "ladder_model.h"
 #include "probe_results_model.h"
@@ -9,8 +10,9 @@
 
 #include <qcustomplot.h>
 
+#include <QBuffer>
 #include <QDateTime>
-#include <QFileInfo>
+#include <QDir>
 #include <QPageLayout>
 #include <QPageSize>
 #include <QPdfWriter>
@@ -120,7 +122,11 @@ bool writeReviewReport(const QString& path, const ReportInputs& in, QString* err
             *error = QObject::tr("Nothing to report");
         return false;
     }
-    QPdfWriter writer(path);
+    // Rendered into memory and written with writeFileAtomically: a failed render or a full
+    // disk leaves the previous report as it was.
+    QBuffer buffer;
+    buffer.open(QIODevice::WriteOnly);
+    QPdfWriter writer(&buffer);
     writer.setResolution(96);
     writer.setCreator(QStringLiteral("KV Ledger"));
     writer.setTitle(QObject::tr("KV Ledger review - %1").arg(qs(in.snapshot->scenario.model.name)));
@@ -129,7 +135,7 @@ bool writeReviewReport(const QString& path, const ReportInputs& in, QString* err
     QCPPainter p;
     if (!p.begin(&writer)) {
         if (error)
-            *error = QObject::tr("Could not write %1").arg(path);
+            *error = QObject::tr("Could not render %1").arg(QDir::toNativeSeparators(path));
         return false;
     }
     p.setMode(QCPPainter::pmVectorized);
@@ -228,12 +234,10 @@ bool writeReviewReport(const QString& path, const ReportInputs& in, QString* err
             drawChart(in.speedChart, y, std::min(h2, H - y));
     }
     p.end();
-    if (QFileInfo(path).size() <= 0) {
-        if (error)
-            *error = QObject::tr("Could not write %1").arg(path);
-        return false;
-    }
-    return true;
+    const auto written = writeFileAtomically(path, buffer.data(), FileKind::Pdf);
+    if (!written && error)
+        *error = qs(written.error().message);
+    return written.ok();
 }
 
 } // namespace kvl::widgets

@@ -17,6 +17,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScopedValueRollback>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
@@ -34,13 +35,8 @@ QString gpuText(const core::GpuSpec& g) {
         .arg(g.bandwidthGBs / 1000.0, 0, 'f', 2);
 }
 
-int indexOfData(QComboBox* box, const QVariant& v) {
-    const int i = box->findData(v);
-    return i;
-}
-
 void setComboData(QComboBox* box, const QVariant& v) {
-    const int i = indexOfData(box, v);
+    const int i = box->findData(v);
     if (i >= 0)
         box->setCurrentIndex(i);
 }
@@ -68,6 +64,10 @@ bool sameGeometry(const core::ModelSpec& a, const core::ModelSpec& b) {
     return a.layers == b.layers && a.qHeads == b.qHeads && a.kvHeads == b.kvHeads &&
            a.headDim == b.headDim && a.params == b.params && a.maxContext == b.maxContext &&
            a.kvLoraRank == b.kvLoraRank && a.qkRopeHeadDim == b.qkRopeHeadDim;
+}
+
+int formatDim(const core::ModelSpec& m) {
+    return m.isMla() ? m.mlaLatentDim() : m.headDim;
 }
 
 QGroupBox* makeLever(const QString& title, const QString& name, const QString& tip) {
@@ -435,13 +435,13 @@ void ScenarioPanel::connectEdits() {
         commit();
     });
     connect(m_granularity, &QComboBox::currentIndexChanged, this, edit([this] {
-                auto& f = m_scenario.levers.quant.format;
-                f.granularity =
-                    static_cast<core::Granularity>(m_granularity->currentData().toInt());
-                if ((f.granularity == core::Granularity::PerGroup ||
-                     f.granularity == core::Granularity::KPerChannelVPerToken) &&
-                    f.groupSize <= 0)
-                    f.groupSize = std::min(128, m_scenario.model.headDim);
+                // core's rule, the CLI's --kv-granularity too: the scale storage and group size
+                // the granularity comes with.
+                m_scenario.levers.quant.format = core::withGranularity(
+                    m_scenario.levers.quant.format,
+                    static_cast<core::Granularity>(m_granularity->currentData().toInt()),
+                    formatDim(m_scenario.model));
+                showFormat();
             }));
     connect(m_groupSize, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.levers.quant.format.groupSize = m_groupSize->value(); }));
@@ -499,14 +499,17 @@ void ScenarioPanel::onContextSpin(int value) {
 void ScenarioPanel::onDtypeChanged() {
     const auto dtype = static_cast<core::KvDtype>(m_kvDtype->currentData().toInt());
     m_scenario.levers.quant.format = core::KvFormat::defaultFor(dtype);
-    const bool was = m_updating;
-    m_updating = true;
+    showFormat();
+}
+
+void ScenarioPanel::showFormat() {
+    const QScopedValueRollback guard(m_updating, true);
     const auto& f = m_scenario.levers.quant.format;
+    setComboData(m_kvDtype, static_cast<int>(f.dtype));
     setComboData(m_granularity, static_cast<int>(f.granularity));
     m_groupSize->setValue(f.groupSize > 0 ? f.groupSize : 128);
     setComboData(m_scaleType, static_cast<int>(f.scaleType));
     m_zeroPoint->setChecked(f.hasZeroPoint);
-    m_updating = was;
 }
 
 void ScenarioPanel::onModelChosen(const core::ModelSpec& m) {
@@ -539,9 +542,7 @@ void ScenarioPanel::onModelFieldEdited() {
         m.params = static_cast<std::int64_t>(std::llround(m_paramsB->value() * 1e9));
     else if (s == m_maxContext)
         m.maxContext = m_maxContext->value();
-    const QString edited = tr(" (edited)");
-    QString base = qs(m_catalogModel.name);
-    m.name = (sameGeometry(m, m_catalogModel) ? base : base + edited).toStdString();
+    // The model keeps its name: "edited" is the panel's state (modelEdited()), not the model's.
     m_scenario.model = m;
     showModel();
     commit();
@@ -554,20 +555,20 @@ void ScenarioPanel::setScenario(const core::Scenario& s) {
     const QString id = qs(s.model.id);
     const core::ModelSpec* known = m_picker->modelById(id);
     {
-        const bool was = m_updating;
-        m_updating = true;
+        const QScopedValueRollback guard(m_updating, true);
         if (known) {
             m_catalogModel = *known;
             m_picker->setCurrentId(id);
         } else {
+            // Files written before the edited state left the model's data carried the UI's
+            // " (edited)" in the name; the picker lists the model without it.
             core::ModelSpec imported = s.model;
-            const QString suffix = tr(" (edited)");
+            const QString suffix = QStringLiteral(" (edited)");
             if (qs(imported.name).endsWith(suffix))
                 imported.name = qs(imported.name).chopped(suffix.size()).toStdString();
             m_catalogModel = imported;
             m_picker->addImported(imported);
         }
-        m_updating = was;
     }
     showScenario();
     commit();
@@ -588,10 +589,8 @@ bool ScenarioPanel::importConfig(const QString& path) {
     if (m.family.empty())
         m.family = "Imported";
     {
-        const bool was = m_updating;
-        m_updating = true;
+        const QScopedValueRollback guard(m_updating, true);
         m_picker->addImported(m);
-        m_updating = was;
     }
     onModelChosen(m);
     return true;
@@ -599,8 +598,7 @@ bool ScenarioPanel::importConfig(const QString& path) {
 
 void ScenarioPanel::showModel() {
     const core::ModelSpec& m = m_scenario.model;
-    const bool was = m_updating;
-    m_updating = true;
+    const QScopedValueRollback guard(m_updating, true);
     m_layers->setValue(m.numLayers());
     m_qHeads->setValue(m.qHeads);
     m_kvHeads->setValue(m.kvHeads);
@@ -611,11 +609,11 @@ void ScenarioPanel::showModel() {
     const bool mla = m.isMla();
     m_kvHeads->setEnabled(!mla);
     m_headDim->setEnabled(!mla);
-    const bool edited = qs(m.name) != qs(m_catalogModel.name) || !sameGeometry(m, m_catalogModel);
+    const bool edited = modelEdited();
     m_resetModel->setEnabled(edited);
     QString info = qs(m.geometrySummary()).toHtmlEscaped();
     if (edited)
-        info = tr("<b>what-if:</b> ") + info;
+        info = tr("<b>%1 (edited), what-if:</b> ").arg(qs(m.name).toHtmlEscaped()) + info;
     m_modelInfo->setText(info);
     m_modelInfo->setToolTip(m.notes.empty() ? QString() : qs(m.notes));
 
@@ -628,12 +626,10 @@ void ScenarioPanel::showModel() {
     m_attentionMode->setItemText(0, tr("Native (%1 KV heads)").arg(m.kvHeads));
     m_attentionMode->setItemText(1, tr("MHA (%1 KV heads)").arg(m.qHeads));
     m_maxModelLen->setSpecialValueText(tr("model max (%1)").arg(formatTokensQ(m.maxContext)));
-    m_updating = was;
 }
 
 void ScenarioPanel::showScenario() {
-    const bool was = m_updating;
-    m_updating = true;
+    const QScopedValueRollback guard(m_updating, true);
     const core::Scenario& s = m_scenario;
     showModel();
     setComboData(m_gpu, qs(s.hardware.gpu.id));
@@ -650,12 +646,7 @@ void ScenarioPanel::showScenario() {
     setComboData(m_gqaGroups, s.levers.attention.gqaKvHeads);
 
     m_quantGroup->setChecked(s.levers.quant.enabled);
-    const auto& f = s.levers.quant.format;
-    setComboData(m_kvDtype, static_cast<int>(f.dtype));
-    setComboData(m_granularity, static_cast<int>(f.granularity));
-    m_groupSize->setValue(f.groupSize > 0 ? f.groupSize : 128);
-    setComboData(m_scaleType, static_cast<int>(f.scaleType));
-    m_zeroPoint->setChecked(f.hasZeroPoint);
+    showFormat();
 
     m_pagingGroup->setChecked(s.levers.paging.enabled);
     if (m_blockSize->findData(s.levers.paging.blockSize) < 0)
@@ -671,7 +662,6 @@ void ScenarioPanel::showScenario() {
     m_contextSlider->setValue(sliderPositionFor(s.workload.context));
     m_maxModelLen->setValue(static_cast<int>(s.workload.maxModelLen));
     m_targetRequests->setValue(static_cast<int>(s.workload.targetRequests));
-    m_updating = was;
 }
 
 void ScenarioPanel::updateEnabledStates() {
@@ -686,15 +676,17 @@ void ScenarioPanel::updateEnabledStates() {
     m_granularity->setEnabled(scaled);
     m_scaleType->setEnabled(scaled);
     m_zeroPoint->setEnabled(scaled);
-    const int dim =
-        m_scenario.model.isMla() ? m_scenario.model.mlaLatentDim() : m_scenario.model.headDim;
+    const int dim = formatDim(m_scenario.model);
     if (dim > 0 && !core::validate(f, dim)) {
         const double bits = 8.0 * double(core::kvBytesPerTokenPerHead(f, dim)) / (2.0 * dim);
         m_formatInfo->setText(tr("%1: %2 bits per element with scales")
                                   .arg(qs(core::formatLabel(f)))
                                   .arg(bits, 0, 'f', 2));
     }
-    m_prefixGroup->setToolTip(m_prefixGroup->toolTip());
+}
+
+bool ScenarioPanel::modelEdited() const {
+    return !sameGeometry(m_scenario.model, m_catalogModel);
 }
 
 QString ScenarioPanel::validationMessage() const {
@@ -704,8 +696,7 @@ QString ScenarioPanel::validationMessage() const {
 void ScenarioPanel::commit() {
     updateEnabledStates();
     std::optional<std::string> problem;
-    const int dim =
-        m_scenario.model.isMla() ? m_scenario.model.mlaLatentDim() : m_scenario.model.headDim;
+    const int dim = formatDim(m_scenario.model);
     if (m_scenario.levers.quant.enabled)
         problem = core::validate(m_scenario.levers.quant.format, dim);
     if (!problem)

@@ -33,6 +33,9 @@ public:
     // errorOccurred and returns false; the scenario is unchanged.
     bool importConfig(const QString& path);
     QString validationMessage() const; // the current input problem, or empty
+    // The model's geometry differs from the picked catalog (or imported) entry: a what-if.
+    // The panel shows "(edited)"; the model's name in the scenario stays as it was.
+    bool modelEdited() const;
 
     ModelPicker* modelPicker() const { return m_picker; }
 
@@ -53,6 +56,7 @@ private:
 
     void showScenario(); // scenario -> controls (signals blocked)
     void showModel();    // the model fields and the attention choices
+    void showFormat();   // the KV format fields
     void readControls(); // controls -> scenario, then validate and emit
     void onModelChosen(const core::ModelSpec& m);
     void onModelFieldEdited();

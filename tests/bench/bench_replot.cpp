@@ -1,6 +1,7 @@
 // Change-to-finished-replot latency of the explorer window: drives lever groups, combos, spin
-// boxes and the context slider offscreen, and times each change until all three charts have
-// replotted (and, separately, until the window has painted). Not a CTest test.
+// boxes and the context slider offscreen, and times each change until every chart of the
+// window has replotted (MainWindow::pendingReplots() counts them, whichever they are) and,
+// separately, until the window has painted. Not a CTest test.
 
 #include "main_window.h"
 

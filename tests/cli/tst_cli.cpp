@@ -1,9 +1,13 @@
 // The `kvledger ledger / models / gpus` contract: JSON field names and values, exit codes,
-// and one-line errors naming the option or field. JSON is read back with QJsonDocument, an
-// independent parser.
+// and one-line errors naming the option or field; --help generated from the option tables;
+// the same --units everywhere. JSON is read back with QJsonDocument, an independent parser.
 
 #include "app/cli.h"
+#include "widgets/chart_registry.h"
+
 #include "core/io/catalog.h"
+#include "core/io/scenario_args.h"
+#include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 
 #include <QJsonArray>
@@ -12,7 +16,15 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <QRegularExpression>
+#include <QSet>
+
+#include <algorithm>
 #include <sstream>
+
+#ifdef Q_OS_UNIX
+#include <sys/stat.h>
+#endif
 
 namespace {
 
@@ -75,6 +87,20 @@ private slots:
     void badConfigFiles();
     void catalogs();
     void table();
+    void helpIsGenerated_data();
+    void helpIsGenerated();
+    void helpDefaultsAreTheRealOnes();
+    void unitsSameEverywhere_data();
+    void unitsSameEverywhere();
+    void unexpectedArguments_data();
+    void unexpectedArguments();
+    void granularityFromCore_data();
+    void granularityFromCore();
+    void controlCharactersEscaped();
+    void scenarioFromFifo();
+    void windowArguments_data();
+    void windowArguments();
+    void readmeAgreesWithHelp();
 };
 
 void TestCli::doneWhen() {
@@ -98,7 +124,8 @@ void TestCli::values_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("field");
     QTest::addColumn<qint64>("expected");
-    // REFERENCE.md 2: a fixed 51.38 GiB pool for Llama-3.1-8B -> 26,306 blocks, 420,896 tokens.
+    // vLLM's startup log for Llama-3.1-8B on an H100 with max_model_len 16000: a 51.38 GiB KV
+    // pool -> 26,306 blocks, 420,896 tokens.
     const QStringList worked{"--model", "llama-3.1-8b",    "--max-model-len",
                              "16000",   "--kv-memory-gib", "51.38"};
     QTest::addRow("worked example blocks") << worked << "num_gpu_blocks" << qint64(26306);
@@ -164,7 +191,7 @@ void TestCli::ladderInJson() {
 void TestCli::gpusNeededSeed_data() {
     QTest::addColumn<QStringList>("extra");
     QTest::addColumn<int>("gpus");
-    // Seed 003: 70B MHA, 8K x 10 requests: 5x H100; INT8 weights 4x; INT8 weights + INT8 KV 3x.
+    // A 70B MHA model, 8K x 10 requests: 5x H100; INT8 weights 4x; INT8 weights + INT8 KV 3x.
     QTest::addRow("fp16") << QStringList{"--weight-dtype", "fp16", "--kv-dtype", "fp16"} << 5;
     QTest::addRow("int8 weights") << QStringList{"--weight-dtype", "int8", "--kv-dtype", "fp16"}
                                   << 4;
@@ -283,6 +310,266 @@ void TestCli::table() {
     QVERIFY2(r.out.contains(QLatin1String("GPU KV cache size: 420,896 tokens")), qPrintable(r.out));
     QVERIFY(
         r.out.contains(QLatin1String("Maximum concurrency for 16,000 tokens per request: 26.31x")));
+}
+
+namespace {
+// The help with every run of white space made one space: wrapping may break a line anywhere.
+QString flat(const QString& text) {
+    return text.simplified();
+}
+} // namespace
+
+void TestCli::helpIsGenerated_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("scenario");
+    QTest::addColumn<QStringList>("own");
+    QTest::addRow("global") << QStringList{"--help"} << true << QStringList{};
+    QTest::addRow("help ledger") << QStringList{"help", "ledger"} << true
+                                 << QStringList{"--json", "--units U"};
+    QTest::addRow("ledger --help")
+        << QStringList{"ledger", "--help"} << true << QStringList{"--json", "--units U"};
+    QTest::addRow("ledger -h") << QStringList{"ledger", "-h"} << true
+                               << QStringList{"--json", "--units U"};
+    QTest::addRow("help export") << QStringList{"help", "export"} << true
+                                 << QStringList{"--chart NAME",      "--out FILE",
+                                                "--report FILE.pdf", "--scale F",
+                                                "--size WxH",        "--units U",
+                                                "--reference FILE",  "--probe-results FILE"};
+    QTest::addRow("help --screenshot")
+        << QStringList{"help", "--screenshot"} << true
+        << QStringList{"--screenshot FILE.png", "--size WxH", "--tab T", "--theme T"};
+    QTest::addRow("models --help")
+        << QStringList{"models", "--help"} << false << QStringList{"--json"};
+    QTest::addRow("gpus --help") << QStringList{"gpus", "--help"} << false << QStringList{"--json"};
+}
+
+void TestCli::helpIsGenerated() {
+    // Every row of the scenario-option table is in the help with its description and its
+    // default, read from io::defaultScenario(): the help cannot drift from the parser.
+    QFETCH(QStringList, args);
+    QFETCH(bool, scenario);
+    QFETCH(QStringList, own);
+    const Run r = run(args);
+    QCOMPARE(r.rc, 0);
+    QVERIFY(r.err.isEmpty());
+    const QString help = flat(r.out);
+    const kvl::core::Scenario base = kvl::io::defaultScenario();
+    for (const auto& o : kvl::io::scenarioOptions()) {
+        QString row =
+            QStringLiteral("--") + QString::fromUtf8(o.name.data(), qsizetype(o.name.size()));
+        if (!o.valueName.empty())
+            row += QLatin1Char(' ') +
+                   QString::fromUtf8(o.valueName.data(), qsizetype(o.valueName.size()));
+        row += QLatin1Char(' ') +
+               flat(QString::fromStdString(kvl::io::scenarioOptionDescription(o, base)));
+        QCOMPARE(help.contains(row), scenario);
+    }
+    for (const QString& o : own)
+        QVERIFY2(help.contains(o), qPrintable(o));
+    // The export help and the overview name every chart of the registry with its formats.
+    if (args.contains(QStringLiteral("export")) || args == QStringList{"--help"})
+        for (const auto& c : kvl::widgets::chartSpecs()) {
+            QVERIFY2(help.contains(QLatin1String(c.name)), c.name);
+            QVERIFY(help.contains(kvl::widgets::formatSuffixes(c.formats)));
+        }
+}
+
+void TestCli::helpDefaultsAreTheRealOnes() {
+    const QString help = flat(run({"--help"}).out);
+    const auto base = kvl::io::defaultScenario();
+    QVERIFY(help.contains(
+        QStringLiteral("--context N tokens per request (default %1)").arg(base.workload.context)));
+    QVERIFY(!help.contains(QStringLiteral("32768"))); // the old, wrong default
+    QVERIFY(
+        help.contains(QStringLiteral("(default %1)").arg(QString::fromStdString(base.model.id))));
+    QVERIFY(help.contains(
+        QStringLiteral("(default %1)").arg(QString::fromStdString(base.hardware.gpu.id))));
+    QVERIFY(help.contains(QStringLiteral("(default %1)").arg(base.levers.paging.blockSize)));
+    // What the help says is what a run without options computes.
+    const auto o = ledgerJson({});
+    QCOMPARE(o.value("context").toInteger(), base.workload.context);
+    QCOMPARE(o.value("model").toString(), QString::fromStdString(base.model.id));
+    QCOMPARE(o.value("block_size").toInt(), base.levers.paging.blockSize);
+}
+
+void TestCli::unitsSameEverywhere_data() {
+    QTest::addColumn<QString>("units");
+    QTest::addColumn<int>("rc");
+    QTest::addColumn<QString>("suffix"); // of the figures in the table
+    QTest::addRow("gib") << QStringLiteral("gib") << 0 << QStringLiteral("KiB");
+    QTest::addRow("GiB") << QStringLiteral("GiB") << 0 << QStringLiteral("KiB");
+    QTest::addRow("gb") << QStringLiteral("gb") << 0 << QStringLiteral(" KB");
+    QTest::addRow("GB (export accepted it, ledger did not)")
+        << QStringLiteral("GB") << 0 << QStringLiteral(" KB");
+    QTest::addRow("TB") << QStringLiteral("TB") << 2 << QString();
+}
+
+void TestCli::unitsSameEverywhere() {
+    // The export side of the same values is in tst_export (unitsSameAsLedger).
+    QFETCH(QString, units);
+    QFETCH(int, rc);
+    QFETCH(QString, suffix);
+    const Run r = run({"ledger", "--units", units});
+    QCOMPARE(r.rc, rc);
+    if (rc == 0)
+        QVERIFY2(r.out.contains(QStringLiteral("KV per token (model)")) && r.out.contains(suffix),
+                 qPrintable(r.out));
+    else
+        QCOMPARE(
+            r.err,
+            QStringLiteral("kvledger ledger: --units: expected gib or gb, got '%1'\n").arg(units));
+}
+
+void TestCli::unexpectedArguments_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mentions");
+    QTest::addRow("gpus --json extra") << QStringList{"gpus", "--json", "extra"} << "'extra'";
+    QTest::addRow("models extra") << QStringList{"models", "extra"} << "'extra'";
+    QTest::addRow("ledger extra") << QStringList{"ledger", "--model", "llama-3-8b", "extra"}
+                                  << "'extra'";
+    QTest::addRow("flag with a value") << QStringList{"ledger", "--json=yes"} << "--json";
+    QTest::addRow("models option of ledger")
+        << QStringList{"models", "--context", "5"} << "'--context'";
+    QTest::addRow("export option in ledger")
+        << QStringList{"ledger", "--chart", "memory"} << "'--chart'";
+    QTest::addRow("help of no command") << QStringList{"help", "frobnicate"} << "'frobnicate'";
+}
+
+void TestCli::unexpectedArguments() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mentions);
+    const Run r = run(args);
+    QCOMPARE(r.rc, 2);
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
+void TestCli::granularityFromCore_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("format");
+    QTest::addRow("int8 per-group")
+        << QStringList{"--kv-dtype", "int8", "--kv-granularity", "per-group"}
+        << QStringLiteral("INT8 g128 (fp16 scale+zero)");
+    QTest::addRow("int8 kivi") << QStringList{"--kv-dtype", "int8", "--kv-granularity", "kivi"}
+                               << QStringLiteral("INT8 KIVI K per-channel / V per-token g32 "
+                                                 "(fp16 scale+zero)");
+    QTest::addRow("int4 per-token-head")
+        << QStringList{"--kv-dtype", "int4", "--kv-granularity", "per-token-head"}
+        << QStringLiteral("INT4 per-token-head (fp16 scale+zero)");
+    QTest::addRow("own group size after the granularity")
+        << QStringList{"--kv-group-size", "64",         "--kv-granularity",
+                       "per-group",       "--kv-dtype", "int8"}
+        << QStringLiteral("INT8 g64 (fp16 scale+zero)");
+}
+
+void TestCli::granularityFromCore() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, format);
+    const auto o = ledgerJson(args);
+    QCOMPARE(o.value("kv_format").toString(), format);
+}
+
+void TestCli::controlCharactersEscaped() {
+    QTemporaryDir dir;
+    const QString path =
+        writeFile(dir, QStringLiteral("config.json"),
+                  R"({"_name_or_path": "org/evil\u001b[2J\u0007name", "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+            "max_position_embeddings": 8192, "torch_dtype": "bfloat16"})");
+    const Run r = run({"ledger", "--config", path});
+    QVERIFY2(r.rc == 0, qPrintable(r.err));
+    for (const QChar c : r.out)
+        QVERIFY2(c == QLatin1Char('\n') || c.unicode() >= 0x20, qPrintable(r.out.left(80)));
+    QVERIFY2(r.out.startsWith(QStringLiteral("evil\\x1b[2J\\x07name on 1 x ")),
+             qPrintable(r.out.left(80)));
+    // JSON carries the name as it is, escaped by the JSON writer.
+    const auto o = ledgerJson({"--config", path});
+    QCOMPARE(o.value("model_name").toString(), QStringLiteral("evil\x1b[2J\x07name"));
+}
+
+void TestCli::scenarioFromFifo() {
+#ifdef Q_OS_UNIX
+    QTemporaryDir dir;
+    const QString fifo = dir.filePath(QStringLiteral("s.kvl.json"));
+    QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    const Run r = run({"ledger", "--scenario", fifo}); // returns: never opens the FIFO
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--scenario: ") + fifo +
+                            QStringLiteral(": is a FIFO (named pipe), not a regular file")),
+             qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+#else
+    QSKIP("FIFOs are POSIX");
+#endif
+}
+
+void TestCli::windowArguments_data() {
+    QTest::addColumn<QStringList>("args"); // after QApplication took Qt's own options
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("error");
+    QTest::addRow("none") << QStringList{"kvledger"} << QString() << QString();
+    QTest::addRow("a file") << QStringList{"kvledger", "f.kvl.json"} << QStringLiteral("f.kvl.json")
+                            << QString();
+    QTest::addRow("two files") << QStringList{"kvledger", "a.kvl.json", "b.kvl.json"} << QString()
+                               << QStringLiteral("unexpected argument 'b.kvl.json'");
+    QTest::addRow("unknown option") << QStringList{"kvledger", "--frobnicate", "f.kvl.json"}
+                                    << QString() << QStringLiteral("'--frobnicate'");
+    QTest::addRow("scenario options are not the window's")
+        << QStringList{"kvledger", "--context", "5"} << QString() << QStringLiteral("'--context'");
+}
+
+void TestCli::windowArguments() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, file);
+    QFETCH(QString, error);
+    const auto r = kvl::app::parseWindowArguments(args);
+    QCOMPARE(r.ok(), error.isEmpty());
+    if (r.ok())
+        QCOMPARE(r->positional.empty() ? QString() : QString::fromStdString(r->positional.front()),
+                 file);
+    else
+        QVERIFY2(QString::fromStdString(r.error().message).contains(error),
+                 r.error().message.c_str());
+}
+
+void TestCli::readmeAgreesWithHelp() {
+    // README's "The command line" names only options kvledger's help lists, and every option
+    // and chart the help lists.
+    QFile f(QStringLiteral(KVL_SOURCE_DIR "/README.md"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString readme = QString::fromUtf8(f.readAll());
+    const qsizetype from = readme.indexOf(QStringLiteral("## The command line"));
+    QVERIFY(from >= 0);
+    QString section = readme.mid(from, readme.indexOf(QStringLiteral("\n## "), from + 1) - from);
+    QStringList lines = section.split(QLatin1Char('\n'));
+    lines.erase(
+        std::remove_if(lines.begin(), lines.end(),
+                       [](const QString& l) { return l.startsWith(QLatin1String("kvprobe")); }),
+        lines.end());
+    section = lines.join(QLatin1Char('\n'));
+    QString help;
+    for (const char* c : {"ledger", "models", "gpus", "export", "--screenshot"})
+        help += run({"help", c}).out;
+    static const QRegularExpression option(QStringLiteral("(?<![\\w-])--[a-z][a-z-]*"));
+    QSet<QString> inReadme;
+    for (auto it = option.globalMatch(section); it.hasNext();)
+        inReadme.insert(it.next().captured());
+    // The options the help lists: the first name of each of its option lines.
+    static const QRegularExpression listed(QStringLiteral("^  (?:-h, )?(--[a-z][a-z-]*)"),
+                                           QRegularExpression::MultilineOption);
+    QSet<QString> inHelp;
+    for (auto it = listed.globalMatch(help); it.hasNext();)
+        inHelp.insert(it.next().captured(1));
+    QVERIFY(inHelp.size() > 30);
+    for (const QString& o : inReadme)
+        QVERIFY2(inHelp.contains(o),
+                 qPrintable(o + QStringLiteral(" is in the README, not in --help")));
+    for (const QString& o : inHelp)
+        QVERIFY2(inReadme.contains(o),
+                 qPrintable(o + QStringLiteral(" is in --help, not in the README")));
+    for (const auto& c : kvl::widgets::chartSpecs())
+        QVERIFY2(section.contains(QStringLiteral("`%1`").arg(QLatin1String(c.name))), c.name);
 }
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -1,26 +1,40 @@
 // Exports: every chart to PNG / PDF / SVG / CSV with valid headers and exact CSV rows, PNG scale,
-// the two-page review report, and the headless `export` / `--screenshot` commands.
+// the two-page review report, and the headless `export` / `--screenshot` commands. On a full
+// disk every save and export fails with a message naming the file and leaves the previous
+// file byte for byte as it was.
 
+#include "cli.h"
+#include "full_disk.h"
 #include "headless.h"
 #include "main_window.h"
+
+#include "widgets/atomic_write.h"
+#include "widgets/chart_registry.h"
+#include "widgets/chart_widget.h"
 
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
 
-#include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
 
 #include <QFile>
 #include <QImage>
 #include <QRegularExpression>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <sstream>
+
+#ifdef Q_OS_UNIX
+#include <sys/stat.h>
+#endif
 
 using namespace kvl;
 using kvl::app::MainWindow;
@@ -84,6 +98,16 @@ private slots:
     void headlessBadArguments_data();
     void headlessBadArguments();
     void headlessScreenshot();
+    void everyRegistryChartExports();
+    void verifyRejectsIncompleteFiles_data();
+    void verifyRejectsIncompleteFiles();
+    void fullDiskKeepsTheOriginal_data();
+    void fullDiskKeepsTheOriginal();
+    void headlessScale_data();
+    void headlessScale();
+    void headlessReferenceErrors_data();
+    void headlessReferenceErrors();
+    void unitsSameAsLedger();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -223,9 +247,9 @@ void TestExport::headlessExport() {
     QVERIFY(o.str().find("wrote ") == 0);
     const QByteArray bytes = readAll(path);
     if (out.endsWith(QLatin1String(".csv")) && !out.startsWith(QLatin1Char('l'))) {
-        auto parsed = io::parseScenarioArgs(scenarioArgs, io::defaultScenario());
+        auto parsed = app::parseCommand("ledger", scenarioArgs);
         QVERIFY(parsed.ok());
-        verifyCurveCsv(bytes, parsed.value().scenario, out.startsWith(QLatin1String("memory")));
+        verifyCurveCsv(bytes, parsed->scenario, out.startsWith(QLatin1String("memory")));
     } else if (out.endsWith(QLatin1String(".png"))) {
         QCOMPARE(QImage(path).size(), QSize(1800, 1040));
     } else if (out.endsWith(QLatin1String(".svg"))) {
@@ -255,6 +279,12 @@ void TestExport::headlessBadArguments_data() {
                                << QStringLiteral("no-such-model");
     QTest::addRow("screenshot without file")
         << QStringList{"--screenshot"} << QStringLiteral("--screenshot");
+    QTest::addRow("screenshot taking an option for its file")
+        << QStringList{"--screenshot", "--size", "800x600"}
+        << QStringLiteral("--screenshot: expected a file name, got the option '--size'");
+    QTest::addRow("out taking an option for its file")
+        << QStringList{"export", "--chart", "memory", "--out", "--units", "gb"}
+        << QStringLiteral("--out: expected a file name");
 }
 
 void TestExport::headlessBadArguments() {
@@ -280,6 +310,216 @@ void TestExport::headlessScreenshot() {
     QCOMPARE(img.size(), QSize(1200, 800));
     QVERIFY(
         QString::fromStdString(o.str()).contains(QStringLiteral("INT8 | paged 16 | prefix 2K")));
+}
+
+void TestExport::everyRegistryChartExports() {
+    // The registry names exactly the window's charts and tables: each ledger entry exports in
+    // each of its formats (the measured ones are covered with probe results in tst_probe_panel).
+    int exported = 0;
+    for (const auto& spec : widgets::chartSpecs()) {
+        const QString name = QLatin1String(spec.name);
+        QCOMPARE(m_window->chart(name) != nullptr, spec.create != nullptr);
+        if (spec.measured)
+            continue;
+        for (const auto f : {widgets::ExportFormat::Png, widgets::ExportFormat::Pdf,
+                             widgets::ExportFormat::Svg, widgets::ExportFormat::Csv}) {
+            const QString path = m_dir.filePath(
+                QStringLiteral("registry-%1.%2").arg(name, widgets::formatSuffix(f)));
+            QString error;
+            const bool ok = m_window->exportChart(name, path, 1.0, QSize(640, 400), &error);
+            QCOMPARE(ok, spec.formats.testFlag(f));
+            if (!ok)
+                QVERIFY2(error.contains(widgets::formatSuffixes(spec.formats)), qPrintable(error));
+            exported += ok ? 1 : 0;
+        }
+    }
+    QCOMPARE(exported, 3 * 4 + 1); // memory, concurrency, breakdown in 4 formats; ladder CSV
+}
+
+void TestExport::verifyRejectsIncompleteFiles_data() {
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<bool>("ok");
+    using widgets::FileKind;
+    const QByteArray png = QByteArray("\x89PNG\r\n\x1a\n", 8) + QByteArray(40, 'x') +
+                           QByteArray("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+    QTest::addRow("png") << int(FileKind::Png) << png << true;
+    QTest::addRow("png without IEND") << int(FileKind::Png) << png.left(30) << false;
+    QTest::addRow("png empty") << int(FileKind::Png) << QByteArray() << false;
+    QTest::addRow("pdf") << int(FileKind::Pdf) << QByteArray("%PDF-1.4\n1 0 obj\n%%EOF\n") << true;
+    QTest::addRow("pdf truncated")
+        << int(FileKind::Pdf) << QByteArray("%PDF-1.4\n1 0 obj\n") << false;
+    QTest::addRow("svg") << int(FileKind::Svg) << QByteArray("<?xml version=\"1.0\"?><svg></svg>\n")
+                         << true;
+    QTest::addRow("svg truncated")
+        << int(FileKind::Svg) << QByteArray("<?xml version=\"1.0\"?><svg>") << false;
+    QTest::addRow("svg not svg") << int(FileKind::Svg) << QByteArray("hello </svg>") << false;
+    QTest::addRow("csv may be anything") << int(FileKind::Data) << QByteArray() << true;
+}
+
+void TestExport::verifyRejectsIncompleteFiles() {
+    QFETCH(int, kind);
+    QFETCH(QByteArray, bytes);
+    QFETCH(bool, ok);
+    const QString path = m_dir.filePath(QStringLiteral("verified.bin"));
+    const auto st = widgets::verifyFileContent(bytes, widgets::FileKind(kind), path);
+    QCOMPARE(st.ok(), ok);
+    if (!ok)
+        QVERIFY2(QString::fromStdString(st.error().message).contains(path),
+                 st.error().message.c_str());
+}
+
+void TestExport::fullDiskKeepsTheOriginal_data() {
+    QTest::addColumn<QString>("what");
+    QTest::addColumn<QString>("file");
+    QTest::addRow("scenario save") << QStringLiteral("save") << QStringLiteral("s.kvl.json");
+    for (const char* suffix : {"csv", "png", "svg", "pdf"})
+        QTest::addRow("memory %s", suffix)
+            << QStringLiteral("memory") << QStringLiteral("memory.") + QLatin1String(suffix);
+    QTest::addRow("ladder csv") << QStringLiteral("ladder") << QStringLiteral("ladder.csv");
+    QTest::addRow("report pdf") << QStringLiteral("report") << QStringLiteral("review.pdf");
+    QTest::addRow("screenshot") << QStringLiteral("screenshot") << QStringLiteral("shot.png");
+    QTest::addRow("kvledger export csv") << QStringLiteral("headless") << QStringLiteral("t.csv");
+    QTest::addRow("kvledger export report")
+        << QStringLiteral("headless-report") << QStringLiteral("r.pdf");
+}
+
+void TestExport::fullDiskKeepsTheOriginal() {
+    QFETCH(QString, what);
+    QFETCH(QString, file);
+    test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    const QString path = disk.filePath(file);
+    const QByteArray original("The file as it was before the save; it must survive byte for "
+                              "byte.\n");
+    QVERIFY(disk.put(file, original));
+    QVERIFY(disk.fill());
+    bool ok = true;
+    QString message;
+    if (what == QLatin1String("save")) {
+        QSignalSpy errors(m_window.get(), &MainWindow::errorRaised);
+        ok = m_window->saveScenarioFile(path);
+        QCOMPARE(errors.count(), 1);
+        message = errors.at(0).at(1).toString();
+        QVERIFY(m_window->currentFile() != QFileInfo(path).absoluteFilePath());
+    } else if (what == QLatin1String("report")) {
+        ok = m_window->exportReport(path, &message);
+    } else if (what.startsWith(QLatin1String("headless")) || what == QLatin1String("screenshot")) {
+        std::vector<std::string> argv;
+        if (what == QLatin1String("screenshot"))
+            argv = {"--screenshot", path.toStdString()};
+        else if (what == QLatin1String("headless"))
+            argv = {"export", "--chart", "memory", "--out", path.toStdString()};
+        else
+            argv = {"export", "--report", path.toStdString()};
+        std::ostringstream o, e;
+        const int rc = app::runHeadlessGuiCommand(argv, o, e);
+        QCOMPARE(rc, 1);
+        QVERIFY2(o.str().empty(), o.str().c_str()); // no "wrote"
+        message = QString::fromStdString(e.str());
+        QCOMPARE(message.count(QLatin1Char('\n')), 1); // one line
+        ok = false;
+    } else {
+        ok = m_window->exportChart(what, path, 1.0, QSize(800, 500), &message);
+    }
+    QVERIFY(!ok);
+    QCOMPARE(readAll(path), original);
+    QVERIFY2(message.contains(QDir::toNativeSeparators(path)), qPrintable(message));
+    QVERIFY2(message.contains(QString::fromLocal8Bit(std::strerror(ENOSPC))), qPrintable(message));
+    // No temporary file left behind either.
+    QStringList expected{file, QStringLiteral("filler")};
+    expected.sort();
+    QCOMPARE(disk.files(), expected);
+}
+
+void TestExport::headlessScale_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    const QStringList png{"export", "--chart", "memory", "--out", "x.png"};
+    QTest::addRow("nan") << (png + QStringList{"--scale", "nan"}) << QStringLiteral("--scale");
+    QTest::addRow("inf") << (png + QStringList{"--scale", "inf"}) << QStringLiteral("--scale");
+    QTest::addRow("zero") << (png + QStringList{"--scale", "0"}) << QStringLiteral("--scale");
+    QTest::addRow("negative") << (png + QStringList{"--scale", "-2"}) << QStringLiteral("--scale");
+    QTest::addRow("25.6 GB image") << (png + QStringList{"--scale", "8", "--size", "10000x10000"})
+                                   << QStringLiteral("6400 megapixels");
+    QTest::addRow("just over 100 MP") << (png + QStringList{"--scale", "2", "--size", "5001x5000"})
+                                      << QStringLiteral("megapixels");
+    QTest::addRow("bad size") << (png + QStringList{"--size", "10x10"}) << QStringLiteral("--size");
+}
+
+void TestExport::headlessScale() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    std::vector<std::string> argv;
+    for (const QString& a : args)
+        argv.push_back(a.toStdString());
+    std::ostringstream o, e;
+    QCOMPARE(app::runHeadlessGuiCommand(argv, o, e), 2);
+    const QString err = QString::fromStdString(e.str());
+    QVERIFY2(err.contains(message), qPrintable(err));
+    QCOMPARE(err.count(QLatin1Char('\n')), 1);
+    QVERIFY(!QFileInfo::exists(QStringLiteral("x.png")));
+}
+
+void TestExport::headlessReferenceErrors_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("message");
+    QTest::addRow("missing") << QStringLiteral("missing") << QStringLiteral("no such file");
+    QTest::addRow("not json") << QStringLiteral("garbage") << QStringLiteral("line 1");
+    QTest::addRow("fifo") << QStringLiteral("fifo") << QStringLiteral("not a regular file");
+    QTest::addRow("directory") << QStringLiteral("dir") << QStringLiteral("directory");
+}
+
+void TestExport::headlessReferenceErrors() {
+    QFETCH(QString, kind);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    QString ref = dir.filePath(QStringLiteral("ref.kvl.json"));
+    if (kind == QLatin1String("garbage")) {
+        QFile f(ref);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{ garbage");
+    } else if (kind == QLatin1String("fifo")) {
+#ifdef Q_OS_UNIX
+        QCOMPARE(::mkfifo(QFile::encodeName(ref).constData(), 0600), 0);
+#else
+        QSKIP("FIFOs are POSIX");
+#endif
+    } else if (kind == QLatin1String("dir")) {
+        ref = dir.path();
+    }
+    const QString out = dir.filePath(QStringLiteral("t.csv"));
+    std::ostringstream o, e;
+    const int rc = app::runHeadlessGuiCommand({"export", "--chart", "memory", "--out",
+                                               out.toStdString(), "--reference", ref.toStdString()},
+                                              o, e);
+    QCOMPARE(rc, 2);
+    const QString err = QString::fromStdString(e.str());
+    QVERIFY2(err.startsWith(QStringLiteral("kvledger export: --reference: ")), qPrintable(err));
+    QVERIFY2(err.contains(QDir::toNativeSeparators(ref)), qPrintable(err));
+    QVERIFY2(err.contains(message), qPrintable(err));
+    QCOMPARE(err.count(QLatin1Char('\n')), 1); // one line
+    QVERIFY(!QFileInfo::exists(out));
+}
+
+void TestExport::unitsSameAsLedger() {
+    // --units takes the same values for export as for ledger (tst_cli checks ledger).
+    for (const char* units : {"gib", "GiB", "gb", "GB"}) {
+        const QString out =
+            m_dir.filePath(QStringLiteral("units-%1.csv").arg(QLatin1String(units)));
+        std::ostringstream o, e;
+        QCOMPARE(app::runHeadlessGuiCommand(
+                     {"export", "--chart", "ladder", "--out", out.toStdString(), "--units", units},
+                     o, e),
+                 0);
+    }
+    std::ostringstream o, e;
+    QCOMPARE(app::runHeadlessGuiCommand(
+                 {"export", "--chart", "ladder", "--out", "u.csv", "--units", "TB"}, o, e),
+             2);
+    QCOMPARE(QString::fromStdString(e.str()),
+             QStringLiteral("kvledger export: --units: expected gib or gb, got 'TB'\n"));
 }
 
 QTEST_MAIN(TestExport)

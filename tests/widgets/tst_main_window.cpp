@@ -1,10 +1,13 @@
 // The explorer window driven through its real controls: every lever changes the plotted series
 // exactly as core predicts; status line, vLLM command, save/open, bad files, reference, hover.
 
+#include "cli.h"
+#include "full_disk.h"
 #include "main_window.h"
 #include "test_helpers.h"
 
 #include "widgets/breakdown_chart.h"
+#include "widgets/chart_widget.h"
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
 #include "widgets/model_picker.h"
@@ -20,8 +23,10 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -29,9 +34,15 @@
 #include <QTest>
 #include <QToolButton>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
+
+#ifdef Q_OS_UNIX
+#include <sys/stat.h>
+#endif
 
 using namespace kvl;
 using kvl::app::MainWindow;
@@ -68,10 +79,10 @@ void verifyPlotted(const widgets::CurveChart* chart, const core::Scenario& s) {
         const QVector<double> values = chart->seriesValues(i);
         int k = 0;
         for (std::size_t j = 0; j < sweep.contexts.size(); ++j) {
-            const double expected = chart->kind() == widgets::CurveChart::Kind::Memory
+            const double expected = chart->kind() == widgets::CurveKind::Memory
                                         ? curve->bytesPerRequestPerGpu[j]
                                         : curve->maxRequests[j];
-            if (chart->kind() == widgets::CurveChart::Kind::Concurrency && expected <= 0)
+            if (chart->kind() == widgets::CurveKind::Concurrency && expected <= 0)
                 continue; // not drawn on the log axis
             QVERIFY2(k < keys.size(), qPrintable(name));
             QCOMPARE(keys[k], double(sweep.contexts[j]));
@@ -113,6 +124,14 @@ private slots:
     void breakdownTooltip();
     void tokenParsing_data();
     void tokenParsing();
+    void editedIsTheViewsState();
+    void granularityRuleSharedWithCli_data();
+    void granularityRuleSharedWithCli();
+    void viewsTakeOneSignal();
+    void chartsReplottedWaitsForEveryChart();
+    void openSpecialFiles_data();
+    void openSpecialFiles();
+    void saveOnFullDisk();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -248,16 +267,12 @@ void TestMainWindow::leverChangesSeries_data() {
     QTest::addRow("what-if 4 KV heads") << Action([=](QWidget* w) {
         typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("4"));
     }) << Expect([](core::Scenario& s) {
-        s.model.kvHeads = 4;
-        s.model.name += " (edited)";
+        s.model.kvHeads = 4; // the name stays: "edited" is the panel's state, not the model's
     }) << true;
     QTest::addRow("what-if 40 layers") << Action([=](QWidget* w) {
         typeInto(child<QSpinBox>(w, "layersSpin"), QStringLiteral("40"));
-    }) << Expect([](core::Scenario& s) {
-        const std::string name = s.model.name + " (edited)";
-        s.model = core::withLayerCount(s.model, 40);
-        s.model.name = name;
-    }) << true;
+    }) << Expect([](core::Scenario& s) { s.model = core::withLayerCount(s.model, 40); })
+                                       << true;
     if (io::builtinGpus().size() > 1) {
         const core::GpuSpec other =
             io::builtinGpus()[1].id == "h100-80gb" ? io::builtinGpus()[0] : io::builtinGpus()[1];
@@ -688,6 +703,205 @@ void TestMainWindow::tokenParsing() {
     QFETCH(qlonglong, tokens);
     const auto v = widgets::parseTokens(text);
     QCOMPARE(v ? qlonglong(*v) : -1LL, tokens);
+}
+
+void TestMainWindow::editedIsTheViewsState() {
+    MainWindow* w = m_window.get();
+    const std::string name = w->scenario().model.name;
+    QVERIFY(!w->panel()->modelEdited());
+    test::typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("4"));
+    QCOMPARE(w->scenario().model.kvHeads, 4);
+    // The panel says "edited"; the data keeps the model's name.
+    QVERIFY(w->panel()->modelEdited());
+    QVERIFY2(child<QLabel>(w, "modelInfo")->text().contains(QStringLiteral("(edited)")),
+             qPrintable(child<QLabel>(w, "modelInfo")->text()));
+    QVERIFY(child<QPushButton>(w, "resetModelButton")->isEnabled());
+    QCOMPARE(w->scenario().model.name, name);
+    QCOMPARE(w->snapshot().scenario.model.name, name);
+    QVERIFY(!QString::fromStdString(json(w->scenario())).contains(QStringLiteral("edited")));
+    QVERIFY(!w->summaryText().contains(QStringLiteral("edited")));
+    const QString path = m_dir.filePath(QStringLiteral("edited.kvl.json"));
+    QVERIFY(w->saveScenarioFile(path));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(!f.readAll().contains("edited"));
+    // Opened again, the panel still knows the geometry differs from the catalog entry.
+    w->setScenario(app::firstLaunchScenario());
+    QVERIFY(!w->panel()->modelEdited());
+    QVERIFY(w->openScenarioFile(path));
+    QVERIFY(w->panel()->modelEdited());
+    QTest::mouseClick(child<QPushButton>(w, "resetModelButton"), Qt::LeftButton);
+    QVERIFY(!w->panel()->modelEdited());
+    QCOMPARE(w->scenario().model.kvHeads, 8);
+    QVERIFY(!child<QLabel>(w, "modelInfo")->text().contains(QStringLiteral("(edited)")));
+}
+
+void TestMainWindow::granularityRuleSharedWithCli_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("granularity");
+    QTest::addColumn<QString>("dtypeName");
+    QTest::addColumn<QString>("granularityName");
+    using core::Granularity;
+    using core::KvDtype;
+    for (const auto d : {KvDtype::Int8, KvDtype::Int4, KvDtype::Fp8E4M3})
+        for (const auto g : {Granularity::PerTokenHead, Granularity::PerGroup,
+                             Granularity::KPerChannelVPerToken, Granularity::PerHead})
+            QTest::addRow("%s %s", core::dtypeName(d).data(), core::granularityName(g).data())
+                << int(d) << int(g) << QString::fromLatin1(core::dtypeName(d).data())
+                << QString::fromLatin1(core::granularityName(g).data());
+}
+
+void TestMainWindow::granularityRuleSharedWithCli() {
+    // The panel and `--kv-granularity` give the same format: core::withGranularity.
+    QFETCH(int, dtype);
+    QFETCH(int, granularity);
+    QFETCH(QString, dtypeName);
+    QFETCH(QString, granularityName);
+    MainWindow* w = m_window.get();
+    QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), dtype));
+    QVERIFY(test::selectComboData(child<QComboBox>(w, "granularityCombo"), granularity));
+    const auto cli =
+        app::parseCommand("ledger", {"--kv-dtype", dtypeName.toStdString(), "--kv-granularity",
+                                     granularityName.toStdString()});
+    const core::KvFormat panel = w->scenario().levers.quant.format;
+    const core::KvFormat expected = core::withGranularity(
+        core::KvFormat::defaultFor(core::KvDtype(dtype)), core::Granularity(granularity), 128);
+    QCOMPARE(core::formatLabel(panel), core::formatLabel(expected));
+    QCOMPARE(panel.groupSize, expected.groupSize);
+    if (cli.ok()) {
+        QCOMPARE(core::formatLabel(cli->scenario.levers.quant.format), core::formatLabel(panel));
+        QVERIFY(cli->scenario.levers.quant.format == panel);
+    } else {
+        // A combination core refuses is refused by both, naming the same problem.
+        QVERIFY(!w->panel()->validationMessage().isEmpty());
+        QVERIFY2(
+            QString::fromStdString(cli.error().message).contains(w->panel()->validationMessage()),
+            cli.error().message.c_str());
+    }
+}
+
+void TestMainWindow::viewsTakeOneSignal() {
+    MainWindow* w = m_window.get();
+    QSignalSpy spy(w, &MainWindow::snapshotChanged);
+    auto last = [&] { return spy.last().at(0).value<widgets::LedgerView>(); };
+    core::Scenario s = w->scenario();
+    s.workload.context = 12288;
+    w->setScenario(s);
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(last().snapshot->scenario.workload.context, 12288);
+    QCOMPARE(last().snapshot.get(), &w->snapshot());
+    QVERIFY(!last().reference);
+    w->pinReference();
+    QCOMPARE(spy.count(), 2);
+    QCOMPARE(last().reference, last().snapshot);
+    QVERIFY(w->memoryChart()->hasReference());
+    QVERIFY(w->ladderModel()->hasReference());
+    w->setUnits(core::UnitSystem::Decimal);
+    QCOMPARE(spy.count(), 3);
+    QCOMPARE(last().units, core::UnitSystem::Decimal);
+    QCOMPARE(w->memoryChart()->units(), core::UnitSystem::Decimal);
+    QCOMPARE(w->breakdownChart()->units(), core::UnitSystem::Decimal);
+    QCOMPARE(w->chart(QStringLiteral("quality"))->units(), core::UnitSystem::Decimal);
+    w->clearReference();
+    QCOMPARE(spy.count(), 4);
+    QVERIFY(!last().reference);
+    QVERIFY(!w->memoryChart()->hasReference());
+    QVERIFY(!w->ladderModel()->hasReference());
+}
+
+void TestMainWindow::chartsReplottedWaitsForEveryChart() {
+    // Every chart of the window counts, however many there are: a new model redraws the
+    // probe tab's charts too.
+    MainWindow* w = m_window.get();
+    const auto charts = w->findChildren<widgets::ChartWidget*>();
+    QVERIFY(charts.size() >= 5);
+    QSignalSpy done(w, &MainWindow::chartsReplotted);
+    core::Scenario s = w->scenario();
+    s.model = *io::findModel("llama-3-70b");
+    w->setScenario(s);
+    int pending = 0;
+    for (const auto* c : charts)
+        pending += c->replotPending() ? 1 : 0;
+    QCOMPARE(w->pendingReplots(), pending);
+    QVERIFY(pending >= 5); // the memory, concurrency, breakdown, quality and speed charts
+    QVERIFY(done.wait(5000));
+    QCOMPARE(done.count(), 1);
+    for (const auto* c : charts)
+        QVERIFY2(!c->replotPending(), qPrintable(c->objectName()));
+    QCOMPARE(w->pendingReplots(), 0);
+}
+
+void TestMainWindow::openSpecialFiles_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("fragment");
+    QTest::addRow("fifo") << QStringLiteral("fifo") << QStringLiteral("not a regular file");
+    QTest::addRow("directory") << QStringLiteral("dir") << QStringLiteral("directory");
+    QTest::addRow("65 MiB, valid JSON first")
+        << QStringLiteral("large") << QStringLiteral("64 MiB");
+}
+
+void TestMainWindow::openSpecialFiles() {
+    // File > Open reads through io::readFile: a FIFO never blocks, and one size limit holds
+    // for the whole file (a 65 MiB file was once cut at 64 MiB and its head accepted).
+    QFETCH(QString, kind);
+    QFETCH(QString, fragment);
+    QString path = m_dir.filePath(QStringLiteral("special-%1.kvl.json").arg(kind));
+    if (kind == QLatin1String("fifo")) {
+#ifdef Q_OS_UNIX
+        QFile::remove(path);
+        QCOMPARE(::mkfifo(QFile::encodeName(path).constData(), 0600), 0);
+#else
+        QSKIP("FIFOs are POSIX");
+#endif
+    } else if (kind == QLatin1String("dir")) {
+        QVERIFY(QDir(m_dir.path()).mkpath(QStringLiteral("special-dir.kvl.json")));
+    } else {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QVERIFY(f.write(QByteArray::fromStdString(io::scenarioToJson(app::firstLaunchScenario()))) >
+                0);
+        QVERIFY(f.resize(qint64(65) << 20)); // sparse: zeros after the JSON
+    }
+    const std::string before = json(m_window->scenario());
+    QSignalSpy errors(m_window.get(), &MainWindow::errorRaised);
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(!m_window->openScenarioFile(path));
+    QVERIFY(t.elapsed() < 5000);
+    QCOMPARE(errors.count(), 1);
+    const QString message = errors.at(0).at(1).toString();
+    QVERIFY2(message.contains(QFileInfo(path).fileName()), qPrintable(message));
+    QVERIFY2(message.contains(fragment), qPrintable(message));
+    QCOMPARE(json(m_window->scenario()), before);
+    QVERIFY(m_window->recentFiles().isEmpty());
+    QFile::remove(path);
+}
+
+void TestMainWindow::saveOnFullDisk() {
+    // File > Save on a full disk: the error names the file and the OS's reason, the file
+    // keeps its bytes, the window stays "modified" and the title keeps the old file.
+    test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    MainWindow* w = m_window.get();
+    const QByteArray original = QByteArray::fromStdString(json(app::firstLaunchScenario()));
+    QVERIFY(disk.put(QStringLiteral("full.kvl.json"), original));
+    QVERIFY(disk.fill());
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("100000"));
+    QVERIFY(w->isWindowModified());
+    QSignalSpy errors(w, &MainWindow::errorRaised);
+    const QString path = disk.filePath(QStringLiteral("full.kvl.json"));
+    QVERIFY(!w->saveScenarioFile(path));
+    QCOMPARE(errors.count(), 1);
+    const QString message = errors.at(0).at(1).toString();
+    QVERIFY2(message.contains(QDir::toNativeSeparators(path)), qPrintable(message));
+    QVERIFY2(message.contains(QString::fromLocal8Bit(std::strerror(ENOSPC))), qPrintable(message));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), original);
+    QVERIFY(w->isWindowModified());
+    QVERIFY(w->currentFile().isEmpty());
+    QVERIFY(w->recentFiles().isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -4,6 +4,7 @@
 // numbers), bad / foreign / future files rejected with the previous results kept, and the
 // headless export with --probe-results.
 
+#include "full_disk.h"
 #include "headless.h"
 #include "main_window.h"
 
@@ -30,7 +31,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <sstream>
 
@@ -85,6 +88,8 @@ private slots:
     void headlessExport_data();
     void headlessExport();
     void headlessBadProbeResults();
+    void saveResults();
+    void saveResultsOnFullDisk();
 
 private:
     // Sets the controls for a tiny CPU run: one format, batch 2, context 512, 1 repeat.
@@ -532,6 +537,33 @@ void TestProbePanel::headlessBadProbeResults() {
     QCOMPARE(app::runHeadlessGuiCommand({"export", "--chart", "speed", "--out", "s.png"}, o2, e2),
              2);
     QVERIFY(e2.str().find("--probe-results") != std::string::npos);
+}
+
+void TestProbePanel::saveResults() {
+    QVERIFY(m_window->openProbeResults(kCorpus + QStringLiteral("cpu-bench-quick.json")));
+    const int rows = panel()->model()->rowCount();
+    const QString path = m_dir.filePath(QStringLiteral("saved-results.json"));
+    QString error;
+    QVERIFY2(panel()->saveResults(path, &error), qPrintable(error));
+    QVERIFY(m_window->openProbeResults(path));
+    QCOMPARE(panel()->model()->rowCount(), rows);
+}
+
+void TestProbePanel::saveResultsOnFullDisk() {
+    test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    QVERIFY(m_window->openProbeResults(kCorpus + QStringLiteral("cpu-bench-quick.json")));
+    const QByteArray original("{\"earlier\": \"results, kept byte for byte\"}\n");
+    QVERIFY(disk.put(QStringLiteral("results.json"), original));
+    QVERIFY(disk.fill());
+    const QString path = disk.filePath(QStringLiteral("results.json"));
+    QString error;
+    QVERIFY(!panel()->saveResults(path, &error));
+    QVERIFY2(error.contains(QDir::toNativeSeparators(path)), qPrintable(error));
+    QVERIFY2(error.contains(QString::fromLocal8Bit(std::strerror(ENOSPC))), qPrintable(error));
+    QCOMPARE(readAll(path), original);
+    QCOMPARE(disk.files(), (QStringList{QStringLiteral("filler"), QStringLiteral("results.json")}));
 }
 
 QTEST_MAIN(TestProbePanel)

@@ -1,6 +1,8 @@
 #pragma once
 // Log-axis tickers with domain labels: tokens ("256", "1K", "32K", "1M"), bytes ("64 MiB",
-// "1 GiB" or "100 MB", "1 GB") and counts ("1", "10", "1,000"). Internal to kvl_widgets.
+// "1 GiB" or "100 MB", "1 GB") and counts ("1", "10", "1,000").
+// Private to kvl_widgets (the _p suffix, as in Qt): only widgets' .cpp files include it, so
+// QCustomPlot stays out of every public header.
 
 #include "core/scenario.h"
 #include "core/units.h"

@@ -1,0 +1,243 @@
+// The kvledger executable, run as a user runs it: without a display it says how to run
+// headless instead of aborting; a Qt option (-reverse, -style S) never swallows the file after
+// it; a FIFO never blocks; headless errors are exactly one line on stderr (no Qt warning before
+// it); on a full disk `kvledger export` fails with exit 1 and leaves the file as it was.
+
+#include "../widgets/full_disk.h"
+
+#include <QFile>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cerrno>
+#include <cstring>
+
+#ifdef Q_OS_UNIX
+#include <sys/stat.h>
+#endif
+
+namespace {
+
+struct Run {
+    int rc = -1;
+    bool finished = false;
+    QString out;
+    QString err;
+};
+
+enum class Display { Offscreen, None };
+
+Run kvledger(const QStringList& args, Display display = Display::Offscreen) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("DISPLAY"));
+    env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+    if (display == Display::None)
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+    else
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(KVLEDGER_EXE), args);
+    Run r;
+    // A window that opened (the file was lost) or a read that blocks would never finish.
+    r.finished = p.waitForStarted(10000) && p.waitForFinished(30000);
+    if (!r.finished) {
+        p.kill();
+        p.waitForFinished(5000);
+    }
+    r.rc = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromLocal8Bit(p.readAllStandardOutput());
+    r.err = QString::fromLocal8Bit(p.readAllStandardError());
+    return r;
+}
+
+#define VERIFY_ONE_LINE(text)                                                                      \
+    QVERIFY2((text).count(QLatin1Char('\n')) == 1 && (text).endsWith(QLatin1Char('\n')),           \
+             qPrintable(text))
+
+} // namespace
+
+class TestKvledger : public QObject {
+    Q_OBJECT
+private slots:
+    void noDisplay_data();
+    void noDisplay();
+    void helpNeedsNoDisplay();
+    void qtOptionsKeepTheFile_data();
+    void qtOptionsKeepTheFile();
+    void headlessErrorsAreOneLine_data();
+    void headlessErrorsAreOneLine();
+    void exportOnFullDisk();
+    void exportWrites();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestKvledger::noDisplay_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addRow("no arguments") << QStringList{};
+    QTest::addRow("a Qt option") << QStringList{"-reverse"};
+    QTest::addRow("a file") << QStringList{QStringLiteral(KVL_SOURCE_DIR
+                                                          "/tests/fuzz/corpus/scenario_file/"
+                                                          "default.kvl.json")};
+}
+
+void TestKvledger::noDisplay() {
+    QFETCH(QStringList, args);
+    const Run r = kvledger(args, Display::None);
+    QVERIFY(r.finished);
+    QCOMPARE(r.rc, 2); // not a Qt abort
+    VERIFY_ONE_LINE(r.err);
+    QVERIFY2(r.err.contains(QStringLiteral("QT_QPA_PLATFORM=offscreen")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("export")), qPrintable(r.err));
+    QVERIFY(r.out.isEmpty());
+}
+
+void TestKvledger::helpNeedsNoDisplay() {
+    for (const QStringList& args : {QStringList{"--help"}, QStringList{"export", "--help"},
+                                    QStringList{"ledger", "--model", "llama-3-8b", "--json"}}) {
+        const Run r = kvledger(args, Display::None);
+        QCOMPARE(r.rc, 0);
+        QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+        QVERIFY(!r.out.isEmpty());
+    }
+    // export selects the offscreen platform itself.
+    const QString out = m_dir.filePath(QStringLiteral("no-display.csv"));
+    const Run r = kvledger({"export", "--chart", "ladder", "--out", out}, Display::None);
+    QVERIFY2(r.rc == 0, qPrintable(r.err));
+    QVERIFY(r.err.isEmpty());
+    QVERIFY(QFile::exists(out));
+}
+
+void TestKvledger::qtOptionsKeepTheFile_data() {
+    QTest::addColumn<QStringList>("qtOptions");
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("reason");
+    const QString missing = m_dir.filePath(QStringLiteral("missing.kvl.json"));
+    const QString fifo = m_dir.filePath(QStringLiteral("fifo.kvl.json"));
+    QTest::addRow("-reverse FILE")
+        << QStringList{"-reverse"} << missing << QStringLiteral("no such file");
+    QTest::addRow("-style fusion FILE")
+        << QStringList{"-style", "fusion"} << missing << QStringLiteral("no such file");
+    QTest::addRow("-reverse -style=fusion FILE")
+        << QStringList{"-reverse", "-style=fusion"} << missing << QStringLiteral("no such file");
+    QTest::addRow("-reverse FIFO") << QStringList{"-reverse"} << fifo
+                                   << QStringLiteral("is a FIFO (named pipe), not a regular file");
+}
+
+void TestKvledger::qtOptionsKeepTheFile() {
+    // Before the fix `-reverse FILE` dropped FILE and opened an empty window (this would hang).
+    // The file is checked before any window opens: a bad one is one line and exit 2.
+    QFETCH(QStringList, qtOptions);
+    QFETCH(QString, file);
+    QFETCH(QString, reason);
+    if (file.endsWith(QLatin1String("fifo.kvl.json")) && !QFile::exists(file)) {
+#ifdef Q_OS_UNIX
+        QCOMPARE(::mkfifo(QFile::encodeName(file).constData(), 0600), 0);
+#else
+        QSKIP("FIFOs are POSIX");
+#endif
+    }
+    const Run r = kvledger(qtOptions + QStringList{file});
+    QVERIFY2(r.finished, "kvledger did not return: the file was lost or the FIFO blocked");
+    QCOMPARE(r.rc, 2);
+    // The window's QApplication exists by then and Qt may have said something of its own
+    // (XDG_RUNTIME_DIR on a bare machine); ours is one line, and the last.
+    const QStringList lines = r.err.trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines.filter(QRegularExpression(QStringLiteral("^kvledger"))).size(), 1);
+    QVERIFY2(lines.last().startsWith(QStringLiteral("kvledger: ")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(file + QStringLiteral(": ") + reason), qPrintable(r.err));
+    for (const QString& o : qtOptions)
+        QVERIFY2(!r.err.contains(o), qPrintable(r.err)); // Qt's options are Qt's
+}
+
+void TestKvledger::headlessErrorsAreOneLine_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("rc");
+    QTest::addColumn<QString>("mentions");
+    const QString nowhere = m_dir.filePath(QStringLiteral("no/such/dir/"));
+    QTest::addRow("svg into a missing directory")
+        << QStringList{"export", "--chart", "memory", "--out", nowhere + "m.svg"} << 1
+        << nowhere + "m.svg";
+    QTest::addRow("pdf into a missing directory")
+        << QStringList{"export", "--chart", "memory", "--out", nowhere + "m.pdf"} << 1
+        << nowhere + "m.pdf";
+    QTest::addRow("report into a missing directory")
+        << QStringList{"export", "--report", nowhere + "r.pdf"} << 1 << nowhere + "r.pdf";
+    QTest::addRow("screenshot into a missing directory")
+        << QStringList{"--screenshot", nowhere + "s.png"} << 1 << nowhere + "s.png";
+    QTest::addRow("missing reference") << QStringList{"export",
+                                                      "--chart",
+                                                      "memory",
+                                                      "--out",
+                                                      m_dir.filePath("x.csv"),
+                                                      "--reference",
+                                                      m_dir.filePath("none.kvl.json")}
+                                       << 2 << QStringLiteral("--reference: ");
+    QTest::addRow("reference is a directory")
+        << QStringList{"export", "--report", m_dir.filePath("x.pdf"), "--reference", m_dir.path()}
+        << 2 << QStringLiteral("directory");
+    QTest::addRow("nan scale")
+        << QStringList{"export",  "--chart", "memory", "--out", m_dir.filePath("x.png"),
+                       "--scale", "nan"}
+        << 2 << QStringLiteral("--scale");
+    QTest::addRow("25.6 GB PNG")
+        << QStringList{"export",  "--chart", "memory", "--out",      m_dir.filePath("x.png"),
+                       "--scale", "8",       "--size", "10000x10000"}
+        << 2 << QStringLiteral("megapixels");
+    QTest::addRow("gpus --json extra")
+        << QStringList{"gpus", "--json", "extra"} << 2 << QStringLiteral("'extra'");
+    QTest::addRow("mistyped command") << QStringList{"legder"} << 2 << QStringLiteral("'legder'");
+}
+
+void TestKvledger::headlessErrorsAreOneLine() {
+    QFETCH(QStringList, args);
+    QFETCH(int, rc);
+    QFETCH(QString, mentions);
+    const Run r = kvledger(args);
+    QVERIFY(r.finished);
+    QCOMPARE(r.rc, rc);
+    VERIFY_ONE_LINE(r.err);
+    QVERIFY2(r.err.startsWith(QStringLiteral("kvledger")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
+    QVERIFY(r.out.isEmpty());
+}
+
+void TestKvledger::exportOnFullDisk() {
+    // The reported case: "wrote", exit 0 and a 0-byte file.
+    kvl::test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    const QByteArray original("series,context_tokens\n\"earlier\",1\n");
+    QVERIFY(disk.put(QStringLiteral("t.csv"), original));
+    QVERIFY(disk.fill());
+    const QString path = disk.filePath(QStringLiteral("t.csv"));
+    const Run r = kvledger({"export", "--chart", "memory", "--out", path});
+    QCOMPARE(r.rc, 1);
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+    VERIFY_ONE_LINE(r.err);
+    QVERIFY2(r.err.contains(path), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QString::fromLocal8Bit(std::strerror(ENOSPC))), qPrintable(r.err));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), original);
+}
+
+void TestKvledger::exportWrites() {
+    // And where there is room, the same command writes and says so.
+    const QString path = m_dir.filePath(QStringLiteral("t.csv"));
+    const Run r = kvledger({"export", "--chart", "memory", "--out", path, "--units", "GB"});
+    QVERIFY2(r.rc == 0, qPrintable(r.err));
+    QVERIFY(r.err.isEmpty());
+    QVERIFY(r.out.startsWith(QStringLiteral("wrote ") + path));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(f.readAll().startsWith("series,context_tokens,"));
+}
+
+QTEST_GUILESS_MAIN(TestKvledger)
+#include "tst_kvledger.moc"
