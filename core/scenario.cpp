@@ -88,6 +88,9 @@ std::optional<std::string> Scenario::validate() const {
     if (engine.maxNumSeqs < 0 || engine.maxNumSeqs > kMaxRequests)
         return "max num seqs must be between 1 and " + num(kMaxRequests) +
                " (0 = vLLM's default), got " + num(engine.maxNumSeqs);
+    if (w.concurrency < 0 || w.concurrency > kMaxRequests)
+        return "concurrency must be between 1 and " + num(kMaxRequests) +
+               " (0 = as many as fit), got " + num(w.concurrency);
     if (w.targetRequests < 0 || w.targetRequests > kMaxRequests)
         return "target requests must be between 0 and " + num(kMaxRequests) + ", got " +
                num(w.targetRequests);

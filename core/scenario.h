@@ -87,6 +87,7 @@ struct Workload {
     // GPU. It sets the in-flight tokens of sliding and chunked layers.
     std::int64_t maxNumBatchedTokens = 0;
     std::int64_t targetRequests = 0; // for gpus_needed; 0 = not asked
+    std::int64_t concurrency = 0; // running requests for the speed estimate; 0 = as many as fit
     friend bool operator==(const Workload&, const Workload&) = default;
 };
 

@@ -4,6 +4,7 @@
 #include "json.h"
 #include "scenario_file.h"
 
+#include "core/engine.h"
 #include "core/ledger.h"
 
 #include <array>
@@ -107,7 +108,28 @@ std::string dtypeChoices() {
     std::string out = "auto";
     for (const auto d : core::allDtypes())
         out += ", " + std::string(core::dtypeName(d));
-    return out + " or fp8";
+    for (const auto& name : core::vllmCacheDtypeNames())
+        if (name != "auto")
+            out += ", " + name;
+    return out;
+}
+
+// "auto" or a whole number in [lo, hi]; auto is 0, vLLM's own choice.
+Status setIntOrAuto(const std::string& text, std::int64_t lo, std::int64_t hi,
+                    std::int64_t& field) {
+    if (text == "auto") {
+        field = 0;
+        return {};
+    }
+    return setInt(text, lo, hi, field);
+}
+
+std::string reserveDefault(const Scenario& b, bool activation) {
+    const auto r = core::computeLedger(b);
+    const std::int64_t used = activation ? r.activationBytes : r.overheadBytes;
+    const auto& given = activation ? b.hardware.activationBytes : b.hardware.overheadBytes;
+    return given ? shortNumber(core::bytesToGiB(used))
+                 : "estimated from the model, " + shortNumber(core::bytesToGiB(used)) + " here";
 }
 
 // One row per option. A row says what the option sets, its range and its default; the
@@ -178,8 +200,10 @@ const std::array kOptions{
     ScenarioOption{
         .name = "kv-dtype",
         .valueName = "D",
-        .help = "KV cache dtype (vLLM --kv-cache-dtype): auto (the model's), fp32, fp16, bf16, "
-                "fp8 (= fp8_e4m3), fp8_e4m3, fp8_e5m2, int8, int4 or int2",
+        .help = "KV cache format: auto (the model's), vLLM's --kv-cache-dtype names (fp8, "
+                "fp8_e5m2, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4, "
+                "fp8_ds_mla, bfloat16, float16) or KV Ledger's what-ifs (fp32, fp16, bf16, int8, "
+                "int4, int2)",
         .defaultOf =
             [](const Scenario& b) {
                 return b.levers.quant.enabled
@@ -191,21 +215,42 @@ const std::array kOptions{
                 s.levers.quant.enabled = false;
                 return {};
             }
-            const auto d = core::parseDtype(v);
-            if (!d)
-                return bad("expected " + dtypeChoices() + ", got '" + v + "'");
+            // KV Ledger's own names first (int8 is vLLM's int8_per_token_head byte for byte),
+            // then vLLM's.
+            if (const auto d = core::parseDtype(v)) {
+                s.levers.quant.enabled = true;
+                s.levers.quant.format = core::KvFormat::defaultFor(*d);
+                return {};
+            }
+            auto f = core::formatForVllmCacheDtype(v, s.model);
+            if (!f) {
+                if (f.error().code == ErrorCode::BadInput)
+                    return bad("expected " + dtypeChoices() + ", got '" + v + "'");
+                return makeError(f.error().code,
+                                 f.error().message.substr(f.error().message.find(": ") + 2));
+            }
             s.levers.quant.enabled = true;
-            s.levers.quant.format = core::KvFormat::defaultFor(*d);
+            s.levers.quant.format = *f;
             return {};
-        }},
+        },
+        .phase = OptionPhase::Scenario},
     ScenarioOption{
         .name = "block-size",
         .valueName = "N",
-        .help = "paged KV with N tokens per block (vLLM --block-size)",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.levers.paging.blockSize); },
+        .help = "paged KV with N tokens per block (vLLM --block-size); auto = the block size "
+                "vLLM picks for the model and GPU",
+        .defaultOf =
+            [](const Scenario& b) {
+                return b.levers.paging.blockSize > 0 ? std::to_string(b.levers.paging.blockSize)
+                                                     : std::string("auto");
+            },
         .apply = [](Scenario& s, const std::string& v) -> Status {
             s.levers.paging.enabled = true;
-            return setInt(v, 1, 1 << 20, s.levers.paging.blockSize);
+            std::int64_t n = 0;
+            if (auto st = setIntOrAuto(v, 1, 1 << 20, n); !st)
+                return st;
+            s.levers.paging.blockSize = static_cast<int>(n);
+            return {};
         }},
     ScenarioOption{.name = "no-paging",
                    .help = "contiguous KV: every request reserves max-model-len up front",
@@ -262,13 +307,97 @@ const std::array kOptions{
     ScenarioOption{
         .name = "max-num-batched-tokens",
         .valueName = "N",
-        .help = "vLLM's scheduler budget, which sizes the sliding-window slack",
+        .help = "vLLM --max-num-batched-tokens: tokens per scheduler step, which sizes what "
+                "sliding and chunked layers keep in flight; auto = vLLM's default for the GPU",
         .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.workload.maxNumBatchedTokens); },
+            [](const Scenario& b) {
+                return b.workload.maxNumBatchedTokens > 0
+                           ? std::to_string(b.workload.maxNumBatchedTokens)
+                           : "auto, " + std::to_string(core::effectiveMaxNumBatchedTokens(b)) +
+                                 " here";
+            },
         .apply =
             [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxContext, s.workload.maxNumBatchedTokens);
+                return setIntOrAuto(v, 1, core::kMaxContext, s.workload.maxNumBatchedTokens);
             }},
+    ScenarioOption{
+        .name = "max-num-seqs",
+        .valueName = "N",
+        .help = "vLLM --max-num-seqs: running requests per replica; auto = vLLM's default for "
+                "the GPU",
+        .defaultOf =
+            [](const Scenario& b) {
+                return b.engine.maxNumSeqs > 0
+                           ? std::to_string(b.engine.maxNumSeqs)
+                           : "auto, " + std::to_string(core::effectiveMaxNumSeqs(b)) + " here";
+            },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setIntOrAuto(v, 1, core::kMaxRequests, s.engine.maxNumSeqs);
+            }},
+    ScenarioOption{.name = "disable-hybrid-kv-cache-manager",
+                   .help = "vLLM --disable-hybrid-kv-cache-manager: sliding and chunked layers "
+                           "keep every token, as full attention does",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.engine.disableHybridKvCacheManager = true;
+                       return {};
+                   }},
+    ScenarioOption{.name = "no-async-scheduling",
+                   .help = "vLLM --no-async-scheduling: one batch in flight instead of two",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.engine.asyncScheduling = false;
+                       return {};
+                   }},
+    ScenarioOption{.name = "mamba-cache-mode",
+                   .valueName = "M",
+                   .help = "vLLM --mamba-cache-mode for hybrids: none, align or all (auto = "
+                           "align, with prefix caching on)",
+                   .defaultOf = [](const Scenario&) { return std::string("auto"); },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       using core::MambaCacheMode;
+                       if (v == "auto")
+                           s.engine.mambaCacheMode = MambaCacheMode::Auto;
+                       else if (v == "none")
+                           s.engine.mambaCacheMode = MambaCacheMode::None;
+                       else if (v == "align")
+                           s.engine.mambaCacheMode = MambaCacheMode::Align;
+                       else if (v == "all")
+                           s.engine.mambaCacheMode = MambaCacheMode::All;
+                       else
+                           return bad("expected auto, none, align or all, got '" + v + "'");
+                       return {};
+                   }},
+    ScenarioOption{.name = "mamba-ssm-cache-dtype",
+                   .valueName = "D",
+                   .help = "vLLM --mamba-ssm-cache-dtype: auto, float32, bfloat16 or float16",
+                   .defaultOf = [](const Scenario&) { return std::string("auto"); },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       if (v == "auto") {
+                           s.engine.mambaSsmCacheDtype.reset();
+                           return {};
+                       }
+                       const auto d = core::parseDtype(v);
+                       if (!d || core::isQuantized(*d))
+                           return bad("expected auto, float32, bfloat16 or float16, got '" + v +
+                                      "'");
+                       s.engine.mambaSsmCacheDtype = *d;
+                       return {};
+                   }},
+    ScenarioOption{.name = "concurrency",
+                   .valueName = "N",
+                   .help =
+                       "running requests for the speed estimate; auto = as many as fit (at most "
+                       "max-num-seqs)",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           return b.workload.concurrency > 0
+                                      ? std::to_string(b.workload.concurrency)
+                                      : std::string("auto");
+                       },
+                   .apply =
+                       [](Scenario& s, const std::string& v) {
+                           return setIntOrAuto(v, 1, core::kMaxRequests, s.workload.concurrency);
+                       }},
     ScenarioOption{.name = "gpu",
                    .valueName = "ID",
                    .help = "a catalog GPU (kvledger gpus lists them)",
@@ -291,6 +420,40 @@ const std::array kOptions{
                 return setInt(v, 1, core::kMaxGpus, s.hardware.gpuCount);
             }},
     ScenarioOption{
+        .name = "pp",
+        .valueName = "N",
+        .help = "pipeline-parallel size (vLLM --pipeline-parallel-size)",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.hardware.pipelineParallel); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, core::kMaxGpus, s.hardware.pipelineParallel);
+            }},
+    ScenarioOption{
+        .name = "dp",
+        .valueName = "N",
+        .help = "data-parallel replicas (vLLM --data-parallel-size)",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.hardware.dataParallel); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, core::kMaxGpus, s.hardware.dataParallel);
+            }},
+    ScenarioOption{.name = "enable-expert-parallel",
+                   .help = "vLLM --enable-expert-parallel: experts spread over TP x DP GPUs",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.hardware.expertParallel = true;
+                       return {};
+                   }},
+    ScenarioOption{
+        .name = "dcp",
+        .valueName = "N",
+        .help = "decode-context-parallel size (vLLM --decode-context-parallel-size)",
+        .defaultOf =
+            [](const Scenario& b) { return std::to_string(b.hardware.decodeContextParallel); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, core::kMaxGpus, s.hardware.decodeContextParallel);
+            }},
+    ScenarioOption{
         .name = "gpu-mem-util",
         .valueName = "F",
         .help = "fraction of GPU memory vLLM may use (--gpu-memory-utilization)",
@@ -302,26 +465,28 @@ const std::array kOptions{
             s.hardware.memoryUtilization = *f;
             return {};
         }},
-    ScenarioOption{
-        .name = "activation-gib",
-        .valueName = "F",
-        .help = "peak activation memory per GPU, GiB",
-        .defaultOf =
-            [](const Scenario& b) {
-                return shortNumber(core::bytesToGiB(b.hardware.activationBytes));
-            },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.activationBytes); }},
-    ScenarioOption{
-        .name = "overhead-gib",
-        .valueName = "F",
-        .help = "non-torch memory per GPU, GiB",
-        .defaultOf =
-            [](const Scenario& b) {
-                return shortNumber(core::bytesToGiB(b.hardware.overheadBytes));
-            },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.overheadBytes); }},
+    ScenarioOption{.name = "activation-gib",
+                   .valueName = "F",
+                   .help = "peak activation memory per GPU, GiB",
+                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, true); },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t bytes = 0;
+                       if (auto st = setGiB(v, bytes); !st)
+                           return st;
+                       s.hardware.activationBytes = bytes;
+                       return {};
+                   }},
+    ScenarioOption{.name = "overhead-gib",
+                   .valueName = "F",
+                   .help = "non-torch memory and CUDA graphs per GPU, GiB",
+                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, false); },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t bytes = 0;
+                       if (auto st = setGiB(v, bytes); !st)
+                           return st;
+                       s.hardware.overheadBytes = bytes;
+                       return {};
+                   }},
     ScenarioOption{.name = "kv-memory-gib",
                    .valueName = "F",
                    .help = "fix the KV pool per GPU, GiB (vLLM kv_cache_memory_bytes)",
@@ -345,7 +510,7 @@ const std::array kOptions{
                    .excludes = "kv-memory-gib"},
     ScenarioOption{.name = "weight-dtype",
                    .valueName = "D",
-                   .help = "weights lever: fp32, fp16, bf16, fp8, int8 or int4",
+                   .help = "weights lever: fp32, fp16, bf16, fp8, int8, int4 or fp4",
                    .defaultOf =
                        [](const Scenario& b) {
                            return b.hardware.weightDtype
@@ -355,8 +520,8 @@ const std::array kOptions{
                    .apply = [](Scenario& s, const std::string& v) -> Status {
                        const auto w = core::parseWeightDtype(v);
                        if (!w)
-                           return bad("expected fp32, fp16, bf16, fp8, int8 or int4, got '" + v +
-                                      "'");
+                           return bad("expected fp32, fp16, bf16, fp8, int8, int4 or fp4, got '" +
+                                      v + "'");
                        s.hardware.weightDtype = *w;
                        return {};
                    }},
