@@ -38,24 +38,25 @@ std::int64_t BlockManager::pagesNeeded(const std::vector<std::int64_t>& contexts
     return pages;
 }
 
-std::variant<BatchAllocation, std::string>
-BlockManager::allocate(const std::vector<std::int64_t>& contexts, std::int64_t prefixTokens) {
+Result<BatchAllocation> BlockManager::allocate(const std::vector<std::int64_t>& contexts,
+                                               std::int64_t prefixTokens) {
     if (contexts.empty())
-        return std::string("block manager: empty batch");
+        return Error{ErrorCode::BadInput, "block manager: empty batch"};
     if (prefixTokens < 0)
-        return std::string("block manager: negative prefix");
+        return Error{ErrorCode::BadInput, "block manager: negative prefix"};
     std::int64_t maxBlocks = 0;
     for (std::int64_t c : contexts) {
         if (c < 0)
-            return std::string("block manager: negative context");
+            return Error{ErrorCode::BadInput, "block manager: negative context"};
         maxBlocks = std::max(maxBlocks, (c + m_blockSize - 1) / m_blockSize);
     }
     if (maxBlocks > INT32_MAX / std::int64_t(contexts.size()))
-        return std::string("block manager: block table too large");
+        return Error{ErrorCode::BadInput, "block manager: block table too large"};
     const std::int64_t need = pagesNeeded(contexts, prefixTokens, m_blockSize);
     if (need > freeBlocks())
-        return "block manager: out of pages (" + std::to_string(need) + " needed, " +
-               std::to_string(freeBlocks()) + " free)";
+        return Error{ErrorCode::OutOfMemory, "block manager: out of pages (" +
+                                                 std::to_string(need) + " needed, " +
+                                                 std::to_string(freeBlocks()) + " free)"};
     BatchAllocation a;
     a.contexts = contexts;
     a.maxBlocksPerSeq = int(std::max<std::int64_t>(maxBlocks, 1));

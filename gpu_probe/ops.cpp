@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 namespace kvl::probe {
 
@@ -158,88 +163,135 @@ inline float dot(const float* __restrict a, const float* __restrict b, int n) {
 
 } // namespace
 
-std::variant<PageLayout, std::string> makeLayout(const core::KvFormat& f, int headDim, int kvHeads,
-                                                 int blockSize) {
+namespace {
+
+std::atomic<bool> g_failThreadStarts{false};
+
+Error badInput(std::string message) {
+    return Error{ErrorCode::BadInput, std::move(message)};
+}
+
+bool isKivi(const core::KvFormat& format) {
+    return format.granularity == core::Granularity::KPerChannelVPerToken && format.groupSize > 0;
+}
+
+// One side (K or V) of a head's page slice: codes first, then scales / zeros, padded to core's
+// budget for that side.
+Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& page, bool isKey) {
+    SideLayout side;
+    side.codec = codecOf(format);
+    side.bits = core::bitsPerElement(format.dtype);
+    side.dim = page.headDim;
+    side.dataBytes = int(ceilDiv(std::int64_t(page.headDim) * side.bits, 8));
+    side.scaleBytes = core::scaleBytes(format.scaleType);
+    side.hasZero = format.hasZeroPoint ? 1 : 0;
+    switch (format.granularity) {
+    case core::Granularity::None:
+    case core::Granularity::PerTensor:
+    case core::Granularity::PerHead:
+        side.hasZero = 0;
+        break;
+    case core::Granularity::PerTokenHead:
+        side.group = page.headDim;
+        break;
+    case core::Granularity::PerGroup:
+        side.group = format.groupSize;
+        break;
+    case core::Granularity::KPerChannelVPerToken:
+        if (isKey)
+            side.tokenGroup = format.groupSize;
+        else
+            side.group = std::min(format.groupSize, page.headDim);
+        break;
+    }
+    if (side.group > 0)
+        side.numGroups = int(ceilDiv(page.headDim, side.group));
+    side.metaOffset = page.blockSize * side.dataBytes;
+    std::int64_t metaBytes = 0;
+    if (side.group > 0)
+        metaBytes = std::int64_t(page.blockSize) * side.numGroups * side.metaStride();
+    else if (side.tokenGroup > 0)
+        metaBytes =
+            std::int64_t(page.blockSize / side.tokenGroup) * page.headDim * side.metaStride();
+    const std::int64_t budget =
+        page.blockSize * (isKey ? page.keyBytesPerToken : page.valueBytesPerToken);
+    if (side.metaOffset + metaBytes > budget)
+        return Error{ErrorCode::Internal,
+                     std::string(isKey ? "key" : "value") + " page layout needs " +
+                         std::to_string(side.metaOffset + metaBytes) +
+                         " bytes per head but core's budget is " + std::to_string(budget)};
+    side.sideBytes = int(budget);
+    return side;
+}
+
+// What an exception caught on a worker thread becomes.
+Error errorFromException(const std::exception_ptr& failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::OutOfMemory, "out of host memory in a worker thread"};
+    } catch (const std::exception& e) {
+        return Error{ErrorCode::Internal, std::string("a worker thread failed: ") + e.what()};
+    } catch (...) {
+        return Error{ErrorCode::Internal, "a worker thread failed with an unknown exception"};
+    }
+}
+
+} // namespace
+
+Error cancelledError() {
+    return Error{ErrorCode::Cancelled, "cancelled"};
+}
+
+bool cancelRequested(const std::atomic<bool>* cancel) {
+    return cancel && cancel->load(std::memory_order_relaxed);
+}
+
+int blockSizeFor(const core::KvFormat& format, int requested) {
+    if (!isKivi(format) || requested < 1)
+        return requested;
+    const int group = format.groupSize;
+    return int(ceilDiv(requested, group) * group);
+}
+
+Result<PageLayout> makeLayout(const core::KvFormat& format, int headDim, int kvHeads,
+                              int blockSize) {
     if (headDim < 1 || headDim > 1024)
-        return std::string("head_dim must be between 1 and 1024, got ") + std::to_string(headDim);
+        return badInput("head_dim must be between 1 and 1024, got " + std::to_string(headDim));
     if (kvHeads < 1 || kvHeads > 1024)
-        return "kv_heads must be between 1 and 1024, got " + std::to_string(kvHeads);
+        return badInput("kv_heads must be between 1 and 1024, got " + std::to_string(kvHeads));
     if (blockSize < 1 || blockSize > 4096)
-        return "block size must be between 1 and 4096, got " + std::to_string(blockSize);
-    if (auto err = core::validate(f, headDim))
-        return "KV format: " + *err;
-    const int codec = codecOf(f);
-    if (codec == kCodecIntAsym && (f.granularity == core::Granularity::PerTensor ||
-                                   f.granularity == core::Granularity::PerHead))
-        return std::string("asymmetric ") + std::string(core::dtypeName(f.dtype)) +
-               " needs an in-page zero: use per-token-head, per-group or kivi";
-    const bool kivi = f.granularity == core::Granularity::KPerChannelVPerToken;
-    if (kivi && blockSize % f.groupSize != 0)
-        return "block size " + std::to_string(blockSize) +
-               " must be a multiple of the KIVI group size " + std::to_string(f.groupSize) +
-               " (keys are quantized per channel over G tokens, which must share a page)";
+        return badInput("block size must be between 1 and 4096, got " + std::to_string(blockSize));
+    if (auto err = core::validate(format, headDim))
+        return badInput("KV format: " + *err);
+    if (codecOf(format) == kCodecIntAsym && (format.granularity == core::Granularity::PerTensor ||
+                                             format.granularity == core::Granularity::PerHead))
+        return badInput(std::string("asymmetric ") + std::string(core::dtypeName(format.dtype)) +
+                        " needs an in-page zero: use per-token-head, per-group or kivi");
+    if (blockSizeFor(format, blockSize) != blockSize)
+        return badInput("block size " + std::to_string(blockSize) +
+                        " must be a multiple of the KIVI group size " +
+                        std::to_string(format.groupSize) +
+                        " (keys are quantized per channel over G tokens, which must share a page)");
 
-    PageLayout L;
-    L.headDim = headDim;
-    L.kvHeads = kvHeads;
-    L.blockSize = blockSize;
-    L.keyBytesPerToken = core::keyBytesPerToken(f, headDim);
-    L.valueBytesPerToken = core::valueBytesPerToken(f, headDim);
-    L.headStride = std::int64_t(blockSize) * (L.keyBytesPerToken + L.valueBytesPerToken);
-    L.pageBytes = std::int64_t(kvHeads) * L.headStride;
-
-    auto side = [&](bool isKey) -> std::variant<SideLayout, std::string> {
-        SideLayout s;
-        s.codec = codec;
-        s.bits = core::bitsPerElement(f.dtype);
-        s.dim = headDim;
-        s.dataBytes = int(ceilDiv(std::int64_t(headDim) * s.bits, 8));
-        s.scaleBytes = core::scaleBytes(f.scaleType);
-        s.hasZero = f.hasZeroPoint ? 1 : 0;
-        switch (f.granularity) {
-        case core::Granularity::None:
-        case core::Granularity::PerTensor:
-        case core::Granularity::PerHead:
-            s.hasZero = 0;
-            break;
-        case core::Granularity::PerTokenHead:
-            s.group = headDim;
-            break;
-        case core::Granularity::PerGroup:
-            s.group = f.groupSize;
-            break;
-        case core::Granularity::KPerChannelVPerToken:
-            if (isKey)
-                s.tokenGroup = f.groupSize;
-            else
-                s.group = std::min(f.groupSize, headDim);
-            break;
-        }
-        if (s.group > 0)
-            s.numGroups = int(ceilDiv(headDim, s.group));
-        s.metaOffset = blockSize * s.dataBytes;
-        std::int64_t meta = 0;
-        if (s.group > 0)
-            meta = std::int64_t(blockSize) * s.numGroups * s.metaStride();
-        else if (s.tokenGroup > 0)
-            meta = std::int64_t(blockSize / s.tokenGroup) * headDim * s.metaStride();
-        const std::int64_t budget = blockSize * (isKey ? L.keyBytesPerToken : L.valueBytesPerToken);
-        if (s.metaOffset + meta > budget)
-            return std::string(isKey ? "key" : "value") + " page layout needs " +
-                   std::to_string(s.metaOffset + meta) + " bytes per head but core's budget is " +
-                   std::to_string(budget);
-        s.sideBytes = int(budget);
-        return s;
-    };
-    auto k = side(true);
-    if (auto* e = std::get_if<std::string>(&k))
-        return *e;
-    auto v = side(false);
-    if (auto* e = std::get_if<std::string>(&v))
-        return *e;
-    L.k = std::get<SideLayout>(k);
-    L.v = std::get<SideLayout>(v);
-    return L;
+    PageLayout layout;
+    layout.headDim = headDim;
+    layout.kvHeads = kvHeads;
+    layout.blockSize = blockSize;
+    layout.keyBytesPerToken = core::keyBytesPerToken(format, headDim);
+    layout.valueBytesPerToken = core::valueBytesPerToken(format, headDim);
+    layout.headStride =
+        std::int64_t(blockSize) * (layout.keyBytesPerToken + layout.valueBytesPerToken);
+    layout.pageBytes = std::int64_t(kvHeads) * layout.headStride;
+    auto keySide = sideLayout(format, layout, true);
+    if (!keySide)
+        return keySide.error();
+    auto valueSide = sideLayout(format, layout, false);
+    if (!valueSide)
+        return valueSide.error();
+    layout.k = *keySide;
+    layout.v = *valueSide;
+    return layout;
 }
 
 std::int64_t attentionScratchFloats(int batch, int qHeads, int maxPartitions, int headDim) {
@@ -251,262 +303,352 @@ int defaultThreads() {
     return n == 0 ? 1 : int(std::min(n, 64u));
 }
 
-bool parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
-                 const std::function<void(std::int64_t)>& fn) {
+namespace testing {
+void failThreadStarts(bool on) {
+    g_failThreadStarts = on;
+}
+} // namespace testing
+
+Status parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
+                   const std::function<void(std::int64_t)>& fn) {
     if (threads <= 0)
         threads = defaultThreads();
     std::atomic<std::int64_t> next{0};
-    std::atomic<bool> stopped{false};
-    auto worker = [&] {
-        for (;;) {
-            if (cancel && cancel->load(std::memory_order_relaxed)) {
-                stopped = true;
-                return;
+    std::atomic<bool> stop{false}, cancelled{false};
+    std::mutex failureMutex;
+    std::exception_ptr failure;
+    auto worker = [&]() noexcept {
+        try {
+            while (!stop.load(std::memory_order_relaxed)) {
+                if (cancelRequested(cancel)) {
+                    cancelled = true;
+                    stop = true;
+                    return;
+                }
+                const std::int64_t i = next.fetch_add(1);
+                if (i >= n)
+                    return;
+                fn(i);
             }
-            const std::int64_t i = next.fetch_add(1);
-            if (i >= n)
-                return;
-            fn(i);
+        } catch (...) {
+            const std::lock_guard<std::mutex> lock(failureMutex);
+            if (!failure)
+                failure = std::current_exception();
+            stop = true;
         }
     };
-    const int nt = int(std::min<std::int64_t>(threads, std::max<std::int64_t>(n, 1)));
+    const int wanted = int(std::min<std::int64_t>(threads, std::max<std::int64_t>(n, 1)));
     std::vector<std::thread> pool;
-    for (int i = 1; i < nt; ++i)
-        pool.emplace_back(worker);
-    worker();
+    Status started;
+    try {
+        pool.reserve(std::size_t(wanted));
+        for (int i = 1; i < wanted; ++i) {
+            if (g_failThreadStarts.load())
+                throw std::system_error(
+                    std::make_error_code(std::errc::resource_unavailable_try_again));
+            pool.emplace_back(worker);
+        }
+    } catch (const std::exception& e) {
+        stop = true;
+        started = Error{ErrorCode::OutOfMemory, "could not start worker thread " +
+                                                    std::to_string(pool.size() + 1) + " of " +
+                                                    std::to_string(wanted) + ": " + e.what()};
+    }
+    if (started)
+        worker();
     for (auto& t : pool)
         t.join();
-    return !stopped;
+    if (!started)
+        return started;
+    if (failure)
+        return errorFromException(failure);
+    if (cancelled && next.load() < n)
+        return cancelledError();
+    return {};
 }
 
-std::string validateStore(const StoreArgs& a, const std::int64_t* slots) {
-    const PageLayout& L = a.layout;
-    if (!a.k || !a.v || !slots || !a.pool)
-        return "store: null buffer";
-    if (a.numTokens < 0)
-        return "store: negative token count";
-    if (a.inputDtype != kInputF16 && a.inputDtype != kInputBF16)
-        return "store: input must be fp16 or bf16";
-    if (L.k.outOfPageScale() && (!a.kScale || !a.vScale))
-        return "store: this format needs k_scale / v_scale";
-    const std::int64_t capacity = a.numBlocks * L.blockSize;
-    for (std::int64_t t = 0; t < a.numTokens; ++t) {
-        const std::int64_t s = slots[t];
-        if (s >= capacity)
-            return "store: slot " + std::to_string(s) + " of token " + std::to_string(t) +
-                   " is outside the pool (" + std::to_string(capacity) + " slots)";
-        if (s < 0 || L.k.tokenGroup == 0)
+Status validateStore(const StoreArgs& args, const std::int64_t* slots) {
+    const PageLayout& layout = args.layout;
+    if (!args.k || !args.v || !slots || !args.pool)
+        return badInput("store: null buffer");
+    if (args.numTokens < 0)
+        return badInput("store: negative token count");
+    if (args.inputDtype != kInputF16 && args.inputDtype != kInputBF16)
+        return badInput("store: input must be fp16 or bf16");
+    if (layout.k.outOfPageScale() && (!args.kScale || !args.vScale))
+        return badInput("store: this format needs k_scale / v_scale");
+    const std::int64_t capacity = args.numBlocks * layout.blockSize;
+    const int tokenGroup = layout.k.tokenGroup;
+    for (std::int64_t t = 0; t < args.numTokens; ++t) {
+        const std::int64_t slot = slots[t];
+        if (slot >= capacity)
+            return badInput("store: slot " + std::to_string(slot) + " of token " +
+                            std::to_string(t) + " is outside the pool (" +
+                            std::to_string(capacity) + " slots)");
+        if (slot < 0 || tokenGroup == 0)
             continue;
-        const bool continues = t > 0 && slots[t - 1] == s - 1 && s % L.k.tokenGroup != 0;
-        if (!continues && s % L.k.tokenGroup != 0)
-            return "store: KIVI keys are quantized per channel over groups of " +
-                   std::to_string(L.k.tokenGroup) + " tokens; token " + std::to_string(t) +
-                   " starts a run mid-group (slot " + std::to_string(s) +
-                   "): write whole groups in consecutive slots";
+        const bool continues = t > 0 && slots[t - 1] == slot - 1 && slot % tokenGroup != 0;
+        if (!continues && slot % tokenGroup != 0)
+            return badInput("store: KIVI keys are quantized per channel over groups of " +
+                            std::to_string(tokenGroup) + " tokens; token " + std::to_string(t) +
+                            " starts a run mid-group (slot " + std::to_string(slot) +
+                            "): write whole groups in consecutive slots");
     }
     return {};
 }
 
-std::string validateAttention(const AttentionArgs& a, std::int64_t numBlocks,
-                              const std::int32_t* tables, const std::int32_t* lens) {
-    const PageLayout& L = a.layout;
-    if (!a.q || !a.pool || !a.out || !tables || !lens || !a.kScale || !a.vScale)
-        return "attention: null buffer";
-    if (a.batch < 1)
-        return "attention: batch must be at least 1";
-    if (a.qHeads < 1 || a.qHeads % L.kvHeads != 0)
-        return "attention: q heads (" + std::to_string(a.qHeads) +
-               ") must be a multiple of KV heads (" + std::to_string(L.kvHeads) + ")";
-    if (a.qHeads / L.kvHeads > 64)
-        return "attention: at most 64 q heads per KV head";
-    for (int r = 0; r < a.batch; ++r) {
+Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
+                         const std::int32_t* tables, const std::int32_t* lens) {
+    const PageLayout& layout = args.layout;
+    if (!args.q || !args.pool || !args.out || !tables || !lens || !args.kScale || !args.vScale)
+        return badInput("attention: null buffer");
+    if (args.batch < 1)
+        return badInput("attention: batch must be at least 1");
+    if (args.qHeads < 1 || args.qHeads % layout.kvHeads != 0)
+        return badInput("attention: q heads (" + std::to_string(args.qHeads) +
+                        ") must be a multiple of KV heads (" + std::to_string(layout.kvHeads) +
+                        ")");
+    if (args.qHeads / layout.kvHeads > 64)
+        return badInput("attention: at most 64 q heads per KV head");
+    for (int r = 0; r < args.batch; ++r) {
         const std::int64_t len = lens[r];
-        if (len < 0 || len > std::int64_t(a.maxBlocksPerSeq) * L.blockSize)
-            return "attention: context of request " + std::to_string(r) + " (" +
-                   std::to_string(len) + ") exceeds its block table";
-        if (ceilDiv(len, kPartitionTokens) > a.maxPartitions)
-            return "attention: scratch holds too few partitions";
-        for (std::int64_t b = 0; b < ceilDiv(len, L.blockSize); ++b) {
-            const std::int32_t blk = tables[std::int64_t(r) * a.maxBlocksPerSeq + b];
-            if (blk < 0 || blk >= numBlocks)
-                return "attention: request " + std::to_string(r) + " references block " +
-                       std::to_string(blk) + " outside the pool";
+        if (len < 0 || len > std::int64_t(args.maxBlocksPerSeq) * layout.blockSize)
+            return badInput("attention: context of request " + std::to_string(r) + " (" +
+                            std::to_string(len) + ") exceeds its block table");
+        if (ceilDiv(len, kPartitionTokens) > args.maxPartitions)
+            return badInput("attention: scratch holds too few partitions");
+        for (std::int64_t b = 0; b < ceilDiv(len, layout.blockSize); ++b) {
+            const std::int32_t block = tables[std::int64_t(r) * args.maxBlocksPerSeq + b];
+            if (block < 0 || block >= numBlocks)
+                return badInput("attention: request " + std::to_string(r) + " references block " +
+                                std::to_string(block) + " outside the pool");
         }
     }
     return {};
 }
 
-std::string cpuStore(const StoreArgs& a, int threads, const std::atomic<bool>* cancel) {
-    const PageLayout& L = a.layout;
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    const std::int64_t rowElems = std::int64_t(H) * D;
+namespace {
+
+// Values (and non-KIVI keys): every token on its own, in chunks of 64 tokens.
+Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const std::int64_t rowElems = std::int64_t(heads) * dim;
     constexpr std::int64_t kChunk = 64;
-    const bool kivi = L.k.tokenGroup > 0;
-    const std::int64_t chunks = (a.numTokens + kChunk - 1) / kChunk;
-    // Values (and non-KIVI keys): every token independently.
-    bool ok = parallelFor(chunks, threads, cancel, [&](std::int64_t ci) {
-        std::vector<float> x(D);
-        const std::int64_t t1 = std::min(a.numTokens, (ci + 1) * kChunk);
-        for (std::int64_t t = ci * kChunk; t < t1; ++t) {
-            const std::int64_t slot = a.slotMapping[t];
+    const bool kivi = layout.k.tokenGroup > 0;
+    const std::int64_t chunks = (args.numTokens + kChunk - 1) / kChunk;
+    return parallelFor(chunks, threads, cancel, [&](std::int64_t chunk) {
+        std::vector<float> row(static_cast<std::size_t>(dim));
+        const std::int64_t end = std::min(args.numTokens, (chunk + 1) * kChunk);
+        for (std::int64_t t = chunk * kChunk; t < end; ++t) {
+            const std::int64_t slot = args.slotMapping[t];
             if (slot < 0)
                 continue;
-            const std::int64_t blk = slot / B;
-            const int off = int(slot % B);
-            for (int h = 0; h < H; ++h) {
-                std::uint8_t* ks = kSide(a.pool, L, blk, h);
-                const std::uint16_t* kin = a.k + t * rowElems + std::int64_t(h) * D;
-                const std::uint16_t* vin = a.v + t * rowElems + std::int64_t(h) * D;
+            const std::int64_t block = slot / blockSize;
+            const int offset = int(slot % blockSize);
+            for (int h = 0; h < heads; ++h) {
+                std::uint8_t* keySide = kSide(args.pool, layout, block, h);
+                const std::uint16_t* keyIn = args.k + t * rowElems + std::int64_t(h) * dim;
+                const std::uint16_t* valueIn = args.v + t * rowElems + std::int64_t(h) * dim;
                 if (!kivi) {
-                    for (int c = 0; c < D; ++c)
-                        x[c] = inputToFloat(kin[c], a.inputDtype);
-                    quantizeRow(ks, L.k, off, x.data(), a.kScale ? a.kScale[h] : 1.0f);
+                    for (int c = 0; c < dim; ++c)
+                        row[std::size_t(c)] = inputToFloat(keyIn[c], args.inputDtype);
+                    quantizeRow(keySide, layout.k, offset, row.data(),
+                                args.kScale ? args.kScale[h] : 1.0f);
                 }
-                for (int c = 0; c < D; ++c)
-                    x[c] = inputToFloat(vin[c], a.inputDtype);
-                quantizeRow(ks + vSideOffset(L), L.v, off, x.data(), a.vScale ? a.vScale[h] : 1.0f);
+                for (int c = 0; c < dim; ++c)
+                    row[std::size_t(c)] = inputToFloat(valueIn[c], args.inputDtype);
+                quantizeRow(keySide + vSideOffset(layout), layout.v, offset, row.data(),
+                            args.vScale ? args.vScale[h] : 1.0f);
             }
         }
     });
-    if (!ok)
-        return "cancelled";
-    if (!kivi)
-        return {};
-    // KIVI keys: one run = consecutive slots inside one token group (validateStore checked
-    // that runs start on group boundaries).
-    const int G = L.k.tokenGroup;
-    std::vector<std::int64_t> leaders;
-    for (std::int64_t t = 0; t < a.numTokens; ++t) {
-        const std::int64_t s = a.slotMapping[t];
-        if (s < 0)
-            continue;
-        if (t == 0 || a.slotMapping[t - 1] != s - 1 || s % G == 0)
-            leaders.push_back(t);
-    }
-    ok = parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
-        const std::int64_t t0 = leaders[li];
-        const std::int64_t s0 = a.slotMapping[t0];
-        int n = 1;
-        while (t0 + n < a.numTokens && a.slotMapping[t0 + n] == s0 + n && (s0 + n) % G != 0)
-            ++n;
-        std::vector<float> x(std::size_t(n) * D);
-        for (int h = 0; h < H; ++h) {
-            for (int i = 0; i < n; ++i)
-                for (int c = 0; c < D; ++c)
-                    x[std::size_t(i) * D + c] = inputToFloat(
-                        a.k[(t0 + i) * rowElems + std::int64_t(h) * D + c], a.inputDtype);
-            std::uint8_t* ks = kSide(a.pool, L, s0 / B, h);
-            for (int c = 0; c < D; ++c)
-                quantizeChannelRun(ks, L.k, int(s0 % B), n, c, x.data() + c, D);
-        }
-    });
-    return ok ? std::string() : std::string("cancelled");
 }
 
-std::string cpuAttention(const AttentionArgs& a, int threads, const std::atomic<bool>* cancel) {
-    const PageLayout& L = a.layout;
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    const int gs = a.qHeads / H;
-    const int P = a.maxPartitions;
-    float* maxLogit = a.scratch;
-    float* expSum = maxLogit + std::int64_t(a.batch) * a.qHeads * P;
-    float* partial = expSum + std::int64_t(a.batch) * a.qHeads * P;
-    const std::int64_t items = std::int64_t(a.batch) * H * P;
-    constexpr int kChunk = 32;
+// KIVI keys: one run = consecutive slots inside one token group (validateStore checked that
+// runs start on group boundaries), quantized per channel over the run.
+Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const std::int64_t rowElems = std::int64_t(heads) * dim;
+    const int group = layout.k.tokenGroup;
+    std::vector<std::int64_t> leaders;
+    for (std::int64_t t = 0; t < args.numTokens; ++t) {
+        const std::int64_t slot = args.slotMapping[t];
+        if (slot < 0)
+            continue;
+        if (t == 0 || args.slotMapping[t - 1] != slot - 1 || slot % group == 0)
+            leaders.push_back(t);
+    }
+    return parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
+        const std::int64_t first = leaders[std::size_t(li)];
+        const std::int64_t firstSlot = args.slotMapping[first];
+        int runLength = 1;
+        while (first + runLength < args.numTokens &&
+               args.slotMapping[first + runLength] == firstSlot + runLength &&
+               (firstSlot + runLength) % group != 0)
+            ++runLength;
+        std::vector<float> keys(std::size_t(runLength) * dim);
+        for (int h = 0; h < heads; ++h) {
+            for (int i = 0; i < runLength; ++i)
+                for (int c = 0; c < dim; ++c)
+                    keys[std::size_t(i) * dim + c] =
+                        inputToFloat(args.k[(first + i) * rowElems + std::int64_t(h) * dim + c],
+                                     args.inputDtype);
+            std::uint8_t* keySide = kSide(args.pool, layout, firstSlot / blockSize, h);
+            for (int c = 0; c < dim; ++c)
+                quantizeChannelRun(keySide, layout.k, int(firstSlot % blockSize), runLength, c,
+                                   keys.data() + c, dim);
+        }
+    });
+}
 
-    // Pass 1: one work item per (request, KV head, partition), as one CTA would be on the GPU.
-    bool ok = parallelFor(items, threads, cancel, [&](std::int64_t it) {
-        const int p = int(it % P);
-        const int h = int((it / P) % H);
-        const int r = int(it / (std::int64_t(P) * H));
-        const std::int64_t len = a.contextLens[r];
-        const std::int64_t t0 = std::int64_t(p) * kPartitionTokens;
-        if (t0 >= len)
-            return;
-        const std::int64_t t1 = std::min(len, t0 + kPartitionTokens);
-        std::vector<float> qs(std::size_t(gs) * D), acc(std::size_t(gs) * D, 0.0f);
-        std::vector<float> m(gs, -INFINITY), l(gs, 0.0f), s(std::size_t(gs) * kChunk), row(D);
-        std::vector<float> vrows(std::size_t(kChunk) * D);
-        // Per-tensor / per-head K scale folds into the softmax scale (REFERENCE.md 4).
-        const float qscale = a.smScale * a.kScale[h];
-        for (int g = 0; g < gs; ++g)
-            for (int c = 0; c < D; ++c)
-                qs[std::size_t(g) * D + c] =
-                    a.q[(std::int64_t(r) * a.qHeads + h * gs + g) * D + c] * qscale;
-        const std::int32_t* table = a.blockTables + std::int64_t(r) * a.maxBlocksPerSeq;
-        for (std::int64_t c0 = t0; c0 < t1; c0 += kChunk) {
-            const int n = int(std::min<std::int64_t>(kChunk, t1 - c0));
-            for (int i = 0; i < n; ++i) {
-                const std::int64_t t = c0 + i;
-                const std::uint8_t* ks = kSide(a.pool, L, table[t / B], h);
-                cpuDequantRow(ks, L.k, int(t % B), row.data());
-                cpuDequantRow(ks + vSideOffset(L), L.v, int(t % B),
-                              vrows.data() + std::size_t(i) * D);
-                for (int g = 0; g < gs; ++g)
-                    s[std::size_t(g) * kChunk + i] =
-                        dot(qs.data() + std::size_t(g) * D, row.data(), D);
+} // namespace
+
+Status cpuStore(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    if (Status rows = storeTokenRows(args, threads, cancel); !rows)
+        return rows;
+    if (args.layout.k.tokenGroup == 0)
+        return {};
+    return storeKiviKeys(args, threads, cancel);
+}
+
+namespace {
+
+// Split-K scratch views: per (request, q head, partition) max logit and exp sum, then the
+// partial outputs [.., head_dim].
+struct AttentionScratch {
+    float* maxLogit;
+    float* expSum;
+    float* partial;
+    AttentionScratch(const AttentionArgs& args)
+        : maxLogit(args.scratch),
+          expSum(args.scratch + std::int64_t(args.batch) * args.qHeads * args.maxPartitions),
+          partial(expSum + std::int64_t(args.batch) * args.qHeads * args.maxPartitions) {}
+};
+
+// Pass 1: one work item per (request, KV head, partition), as one CTA would be on the GPU:
+// the GQA group's queries against the partition's tokens, online softmax in fp32.
+void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
+                     std::int64_t item) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const int groupSize = args.qHeads / heads;
+    const int partitions = args.maxPartitions;
+    constexpr int kChunk = 32;
+    const int p = int(item % partitions);
+    const int h = int((item / partitions) % heads);
+    const int r = int(item / (std::int64_t(partitions) * heads));
+    const std::int64_t len = args.contextLens[r];
+    const std::int64_t begin = std::int64_t(p) * kPartitionTokens;
+    if (begin >= len)
+        return;
+    const std::int64_t end = std::min(len, begin + kPartitionTokens);
+    const std::size_t groupElems = std::size_t(groupSize) * dim;
+    std::vector<float> queries(groupElems), acc(groupElems, 0.0f),
+        keyRow(static_cast<std::size_t>(dim));
+    std::vector<float> runningMax(std::size_t(groupSize), -INFINITY);
+    std::vector<float> runningSum(std::size_t(groupSize), 0.0f);
+    std::vector<float> logits(std::size_t(groupSize) * kChunk);
+    std::vector<float> valueRows(std::size_t(kChunk) * dim);
+    // Per-tensor / per-head K scale folds into the softmax scale (vLLM's k_scale in
+    // csrc/attention/attention_kernels.cuh).
+    const float queryScale = args.smScale * args.kScale[h];
+    for (int g = 0; g < groupSize; ++g)
+        for (int c = 0; c < dim; ++c)
+            queries[std::size_t(g) * dim + c] =
+                args.q[(std::int64_t(r) * args.qHeads + h * groupSize + g) * dim + c] * queryScale;
+    const std::int32_t* table = args.blockTables + std::int64_t(r) * args.maxBlocksPerSeq;
+    for (std::int64_t chunkBegin = begin; chunkBegin < end; chunkBegin += kChunk) {
+        const int count = int(std::min<std::int64_t>(kChunk, end - chunkBegin));
+        for (int i = 0; i < count; ++i) {
+            const std::int64_t t = chunkBegin + i;
+            const std::uint8_t* keySide = kSide(args.pool, layout, table[t / blockSize], h);
+            cpuDequantRow(keySide, layout.k, int(t % blockSize), keyRow.data());
+            cpuDequantRow(keySide + vSideOffset(layout), layout.v, int(t % blockSize),
+                          valueRows.data() + std::size_t(i) * dim);
+            for (int g = 0; g < groupSize; ++g)
+                logits[std::size_t(g) * kChunk + i] =
+                    dot(queries.data() + std::size_t(g) * dim, keyRow.data(), dim);
+        }
+        for (int g = 0; g < groupSize; ++g) {
+            const float* groupLogits = logits.data() + std::size_t(g) * kChunk;
+            float chunkMax = runningMax[std::size_t(g)];
+            for (int i = 0; i < count; ++i)
+                chunkMax = std::max(chunkMax, groupLogits[i]);
+            // exp(-inf) = 0 on the first chunk
+            const float correction = std::exp(runningMax[std::size_t(g)] - chunkMax);
+            float* groupAcc = acc.data() + std::size_t(g) * dim;
+            float sum = runningSum[std::size_t(g)] * correction;
+            for (int c = 0; c < dim; ++c)
+                groupAcc[c] *= correction;
+            for (int i = 0; i < count; ++i) {
+                const float weight = std::exp(groupLogits[i] - chunkMax);
+                sum += weight;
+                const float* valueRow = valueRows.data() + std::size_t(i) * dim;
+                for (int c = 0; c < dim; ++c)
+                    groupAcc[c] += weight * valueRow[c];
             }
-            for (int g = 0; g < gs; ++g) {
-                float* sg = s.data() + std::size_t(g) * kChunk;
-                float cm = m[g];
-                for (int i = 0; i < n; ++i)
-                    cm = std::max(cm, sg[i]);
-                const float corr = std::exp(m[g] - cm); // exp(-inf) = 0 on the first chunk
-                float* ag = acc.data() + std::size_t(g) * D;
-                float sum = l[g] * corr;
-                for (int c = 0; c < D; ++c)
-                    ag[c] *= corr;
-                for (int i = 0; i < n; ++i) {
-                    const float pr = std::exp(sg[i] - cm);
-                    sum += pr;
-                    const float* vr = vrows.data() + std::size_t(i) * D;
-                    for (int c = 0; c < D; ++c)
-                        ag[c] += pr * vr[c];
-                }
-                m[g] = cm;
-                l[g] = sum;
-            }
+            runningMax[std::size_t(g)] = chunkMax;
+            runningSum[std::size_t(g)] = sum;
         }
-        for (int g = 0; g < gs; ++g) {
-            const std::int64_t idx = (std::int64_t(r) * a.qHeads + h * gs + g) * P + p;
-            maxLogit[idx] = m[g];
-            expSum[idx] = l[g];
-            std::copy(acc.begin() + std::ptrdiff_t(g) * D, acc.begin() + std::ptrdiff_t(g + 1) * D,
-                      partial + idx * D);
-        }
-    });
-    if (!ok)
-        return "cancelled";
-    // Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each
-    // partition by exp(m_i - M) and divide by the global sum; apply v_scale once.
-    ok = parallelFor(std::int64_t(a.batch) * a.qHeads, threads, cancel, [&](std::int64_t rq) {
-        const int r = int(rq / a.qHeads);
-        const int qh = int(rq % a.qHeads);
-        const int h = qh / gs;
-        const std::int64_t len = a.contextLens[r];
-        float* o = a.out + rq * D;
-        const int np = int((len + kPartitionTokens - 1) / kPartitionTokens);
-        if (np == 0) {
-            std::fill(o, o + D, 0.0f);
-            return;
-        }
-        float M = -INFINITY;
-        for (int p = 0; p < np; ++p)
-            M = std::max(M, maxLogit[rq * P + p]);
-        float Ls = 0.0f;
-        std::vector<float> acc(D, 0.0f);
-        for (int p = 0; p < np; ++p) {
-            const float w = std::exp(maxLogit[rq * P + p] - M);
-            Ls += expSum[rq * P + p] * w;
-            const float* po = partial + (rq * P + p) * D;
-            for (int c = 0; c < D; ++c)
-                acc[c] += po[c] * w;
-        }
-        const float f = a.vScale[h] / Ls;
-        for (int c = 0; c < D; ++c)
-            o[c] = acc[c] * f;
-    });
-    return ok ? std::string() : std::string("cancelled");
+    }
+    for (int g = 0; g < groupSize; ++g) {
+        const std::int64_t index =
+            (std::int64_t(r) * args.qHeads + h * groupSize + g) * partitions + p;
+        scratch.maxLogit[index] = runningMax[std::size_t(g)];
+        scratch.expSum[index] = runningSum[std::size_t(g)];
+        std::copy(acc.begin() + std::ptrdiff_t(g) * dim, acc.begin() + std::ptrdiff_t(g + 1) * dim,
+                  scratch.partial + index * dim);
+    }
+}
+
+// Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each partition by
+// exp(m_i - M) and divide by the global sum; apply v_scale once.
+void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch,
+                      std::int64_t requestHead) {
+    const int dim = args.layout.headDim;
+    const int groupSize = args.qHeads / args.layout.kvHeads;
+    const int partitions = args.maxPartitions;
+    const int r = int(requestHead / args.qHeads);
+    const int kvHead = int(requestHead % args.qHeads) / groupSize;
+    const std::int64_t len = args.contextLens[r];
+    float* out = args.out + requestHead * dim;
+    const int used = int((len + kPartitionTokens - 1) / kPartitionTokens);
+    if (used == 0) {
+        std::fill(out, out + dim, 0.0f);
+        return;
+    }
+    const std::int64_t base = requestHead * partitions;
+    float globalMax = -INFINITY;
+    for (int p = 0; p < used; ++p)
+        globalMax = std::max(globalMax, scratch.maxLogit[base + p]);
+    float globalSum = 0.0f;
+    std::vector<float> acc(std::size_t(dim), 0.0f);
+    for (int p = 0; p < used; ++p) {
+        const float weight = std::exp(scratch.maxLogit[base + p] - globalMax);
+        globalSum += scratch.expSum[base + p] * weight;
+        const float* partial = scratch.partial + (base + p) * dim;
+        for (int c = 0; c < dim; ++c)
+            acc[std::size_t(c)] += partial[c] * weight;
+    }
+    const float factor = args.vScale[kvHead] / globalSum;
+    for (int c = 0; c < dim; ++c)
+        out[c] = acc[std::size_t(c)] * factor;
+}
+
+} // namespace
+
+Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const AttentionScratch scratch(args);
+    const std::int64_t items = std::int64_t(args.batch) * args.layout.kvHeads * args.maxPartitions;
+    if (Status pass1 =
+            parallelFor(items, threads, cancel,
+                        [&](std::int64_t item) { attendPartition(args, scratch, item); });
+        !pass1)
+        return pass1;
+    return parallelFor(std::int64_t(args.batch) * args.qHeads, threads, cancel,
+                       [&](std::int64_t rq) { reducePartitions(args, scratch, rq); });
 }
 
 } // namespace kvl::probe

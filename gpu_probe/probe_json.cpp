@@ -66,8 +66,8 @@ Json toJson(const std::vector<QualityPoint>& q) {
 
 Json toJson(const ProbeResult& r) {
     Json o(Json::Object{});
-    o.set("ok", r.ok);
-    o.set("error", r.error);
+    o.set("ok", r.ok());
+    o.set("error", r.error.message);
     o.set("format", r.formatId);
     o.set("format_label", r.formatLabel);
     o.set("dtype", r.dtype);
@@ -125,7 +125,7 @@ Json toJson(const CheckReport& r) {
     Json j = envelope("check", r.backend, r.device, 0);
     j.set("passed", r.passed);
     j.set("failed", r.failed);
-    j.set("error", r.error);
+    j.set("error", r.error.message);
     Json::Array cases;
     for (const auto& c : r.cases) {
         Json o(Json::Object{});
@@ -138,9 +138,9 @@ Json toJson(const CheckReport& r) {
     return j;
 }
 
-Json toJson(const BenchReport& r) {
+Json toJson(const ProbeReport& r) {
     Json j = envelope("bench", r.backend, r.device, r.copyGBs);
-    j.set("error", r.error);
+    j.set("error", r.error.message);
     Json::Array rows;
     for (const auto& x : r.rows)
         rows.push_back(toJson(x));

@@ -22,7 +22,7 @@ io::Json envelope(const std::string& command, const std::string& backend, const 
 io::Json toJson(const ProbeResult& r);
 io::Json toJson(const std::vector<QualityPoint>& q);
 io::Json toJson(const CheckReport& r);
-io::Json toJson(const BenchReport& r);
+io::Json toJson(const ProbeReport& r); // the bench layout: results + quality_vs_context
 io::Json toJson(const std::vector<BackendInfo>& b);
 
 } // namespace kvl::probe

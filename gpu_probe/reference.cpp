@@ -8,87 +8,92 @@
 
 namespace kvl::probe {
 
-std::vector<double> referenceAttention(const float* q, int batch, int qHeads, int kvHeads, int D,
-                                       const std::vector<RequestKv>& kv, double smScale,
-                                       std::vector<std::vector<double>>* logits,
-                                       const std::atomic<bool>* cancel) {
-    std::vector<double> out(std::size_t(batch) * qHeads * D, 0.0);
-    const int gs = qHeads / kvHeads;
-    if (logits)
-        logits->assign(std::size_t(batch) * qHeads, {});
-    // Rows are independent: spread them over the threads (plain double loops inside).
-    parallelFor(std::int64_t(batch) * qHeads, 0, cancel, [&](std::int64_t rq) {
-        const int r = int(rq / qHeads), qh = int(rq % qHeads);
-        const RequestKv& x = kv[std::size_t(r)];
-        const int h = qh / gs;
-        const float* qv = q + std::size_t(rq) * D;
-        std::vector<double> s(std::size_t(x.tokens), 0.0);
-        double m = -INFINITY;
-        for (std::int64_t t = 0; t < x.tokens; ++t) {
-            const float* kr = x.k + (std::size_t(t) * kvHeads + h) * D;
-            double d = 0;
-            for (int c = 0; c < D; ++c)
-                d += double(qv[c]) * double(kr[c]);
-            s[std::size_t(t)] = d * smScale;
-            m = std::max(m, s[std::size_t(t)]);
-        }
-        double sum = 0;
-        double* o = out.data() + std::size_t(rq) * D;
-        for (std::int64_t t = 0; t < x.tokens; ++t) {
-            const double p = std::exp(s[std::size_t(t)] - m);
-            sum += p;
-            const float* vr = x.v + (std::size_t(t) * kvHeads + h) * D;
-            for (int c = 0; c < D; ++c)
-                o[c] += p * double(vr[c]);
-        }
-        if (sum > 0)
-            for (int c = 0; c < D; ++c)
-                o[c] /= sum;
-        if (logits)
-            (*logits)[std::size_t(rq)] = std::move(s);
-    });
-    return out;
-}
-
-void dequantizeRequest(const std::uint8_t* pool, const PageLayout& L, const BatchAllocation& a,
-                       int r, const float* kScale, const float* vScale, std::vector<float>& k,
-                       std::vector<float>& v) {
-    const std::int64_t T = a.contexts[std::size_t(r)];
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    k.assign(std::size_t(T) * H * D, 0.0f);
-    v.assign(std::size_t(T) * H * D, 0.0f);
-    parallelFor(T, 0, nullptr, [&](std::int64_t t) {
-        for (int h = 0; h < H; ++h) {
-            const std::uint8_t* ks = kSide(pool, L, a.block(r, t, B), h);
-            const std::uint8_t* vs = ks + vSideOffset(L);
-            const float kf = L.k.outOfPageScale() ? kScale[h] : 1.0f;
-            const float vf = L.v.outOfPageScale() ? vScale[h] : 1.0f;
-            for (int c = 0; c < D; ++c) {
-                k[(std::size_t(t) * H + h) * D + c] =
-                    float(double(dequantElement(ks, L.k, int(t % B), c)) * kf);
-                v[(std::size_t(t) * H + h) * D + c] =
-                    float(double(dequantElement(vs, L.v, int(t % B), c)) * vf);
-            }
-        }
-    });
-}
-
-namespace {
-
-// Largest representable magnitude of a codec before the group / tensor scale.
-double codecMax(const SideLayout& s) {
-    switch (s.codec) {
+double codecMax(const SideLayout& side) {
+    switch (side.codec) {
     case kCodecE4M3:
         return kE4m3Max;
     case kCodecE5M2:
         return kE5m2Max;
     case kCodecIntSym:
     case kCodecIntAsym:
-        return double(intQmax(s.bits, s.codec));
+        return double(intQmax(side.bits, side.codec));
     default:
         return INFINITY;
     }
 }
+
+Result<std::vector<double>> referenceAttention(const float* q, int batch, int qHeads, int kvHeads,
+                                               int headDim, const std::vector<RequestKv>& kv,
+                                               double smScale,
+                                               std::vector<std::vector<double>>* logits,
+                                               const std::atomic<bool>* cancel) {
+    std::vector<double> out(std::size_t(batch) * qHeads * headDim, 0.0);
+    const int groupSize = qHeads / kvHeads;
+    if (logits)
+        logits->assign(std::size_t(batch) * qHeads, {});
+    // Rows are independent: spread them over the threads (plain double loops inside).
+    Status done = parallelFor(std::int64_t(batch) * qHeads, 0, cancel, [&](std::int64_t rq) {
+        const int request = int(rq / qHeads), qHead = int(rq % qHeads);
+        const RequestKv& x = kv[std::size_t(request)];
+        const int kvHead = qHead / groupSize;
+        const float* query = q + std::size_t(rq) * headDim;
+        std::vector<double> scores(std::size_t(x.tokens), 0.0);
+        double maxScore = -INFINITY;
+        for (std::int64_t t = 0; t < x.tokens; ++t) {
+            const float* keyRow = x.k + (std::size_t(t) * kvHeads + kvHead) * headDim;
+            double dotProduct = 0;
+            for (int c = 0; c < headDim; ++c)
+                dotProduct += double(query[c]) * double(keyRow[c]);
+            scores[std::size_t(t)] = dotProduct * smScale;
+            maxScore = std::max(maxScore, scores[std::size_t(t)]);
+        }
+        double sum = 0;
+        double* outRow = out.data() + std::size_t(rq) * headDim;
+        for (std::int64_t t = 0; t < x.tokens; ++t) {
+            const double weight = std::exp(scores[std::size_t(t)] - maxScore);
+            sum += weight;
+            const float* valueRow = x.v + (std::size_t(t) * kvHeads + kvHead) * headDim;
+            for (int c = 0; c < headDim; ++c)
+                outRow[c] += weight * double(valueRow[c]);
+        }
+        if (sum > 0)
+            for (int c = 0; c < headDim; ++c)
+                outRow[c] /= sum;
+        if (logits)
+            (*logits)[std::size_t(rq)] = std::move(scores);
+    });
+    if (!done)
+        return done.error();
+    return out;
+}
+
+Status dequantizeRequest(const std::uint8_t* pool, const PageLayout& layout,
+                         const BatchAllocation& allocation, int request, const float* kScale,
+                         const float* vScale, std::vector<float>& keys, std::vector<float>& values,
+                         const std::atomic<bool>* cancel) {
+    const std::int64_t tokens = allocation.contexts[std::size_t(request)];
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    keys.assign(std::size_t(tokens) * heads * dim, 0.0f);
+    values.assign(std::size_t(tokens) * heads * dim, 0.0f);
+    return parallelFor(tokens, 0, cancel, [&](std::int64_t t) {
+        for (int h = 0; h < heads; ++h) {
+            const std::uint8_t* keySide =
+                kSide(pool, layout, allocation.block(request, t, blockSize), h);
+            const std::uint8_t* valueSide = keySide + vSideOffset(layout);
+            const float keyFactor = layout.k.outOfPageScale() ? kScale[h] : 1.0f;
+            const float valueFactor = layout.v.outOfPageScale() ? vScale[h] : 1.0f;
+            for (int c = 0; c < dim; ++c) {
+                keys[(std::size_t(t) * heads + h) * dim + c] = float(
+                    double(dequantElement(keySide, layout.k, int(t % blockSize), c)) * keyFactor);
+                values[(std::size_t(t) * heads + h) * dim + c] =
+                    float(double(dequantElement(valueSide, layout.v, int(t % blockSize), c)) *
+                          valueFactor);
+            }
+        }
+    });
+}
+
+namespace {
 
 // Rounding bound of one element x given its (stored) scale and zero, in double.
 double elementBound(const SideLayout& s, double x, double scale, double zero) {
@@ -123,16 +128,20 @@ double elementBound(const SideLayout& s, double x, double scale, double zero) {
     return 0.0;
 }
 
+Error violation(std::string message) {
+    return Error{ErrorCode::Internal, std::move(message)};
+}
+
 void markRange(std::vector<std::uint8_t>& mask, std::int64_t off, std::int64_t n) {
     std::fill(mask.begin() + off, mask.begin() + off + n, std::uint8_t(1));
 }
 
 } // namespace
 
-std::string checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::uint8_t poison,
-                       const PageLayout& L, const std::int64_t* slots, std::int64_t numTokens,
-                       const std::uint16_t* kin, const std::uint16_t* vin, int inputDtype,
-                       const float* kScale, const float* vScale, StoreCheckStats* stats) {
+Status checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::uint8_t poison,
+                  const PageLayout& L, const std::int64_t* slots, std::int64_t numTokens,
+                  const std::uint16_t* kin, const std::uint16_t* vin, int inputDtype,
+                  const float* kScale, const float* vScale, StoreCheckStats* stats) {
     const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
     std::vector<std::uint8_t> written(std::size_t(poolBytes), 0);
     double kErr2 = 0, kRef2 = 0, vErr2 = 0, vRef2 = 0, kMax = 0, vMax = 0;
@@ -184,19 +193,20 @@ std::string checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::ui
                                 ? (mx - mn) / codecMax(s)
                                 : std::max(std::fabs(mn), std::fabs(mx)) / codecMax(s);
                         if (std::fabs(scale - ideal) > 1e-3 * ideal + 1e-30)
-                            return "token " + std::to_string(t) + " head " + std::to_string(h) +
-                                   (side == 0 ? " K" : " V") + " group scale " +
-                                   std::to_string(scale) + " differs from the ideal " +
-                                   std::to_string(ideal);
+                            return violation("token " + std::to_string(t) + " head " +
+                                             std::to_string(h) + (side == 0 ? " K" : " V") +
+                                             " group scale " + std::to_string(scale) +
+                                             " differs from the ideal " + std::to_string(ideal));
                     }
                     const double err = std::fabs(got - x);
                     const double bound = elementBound(s, x, scale, zero);
                     if (!(err <= bound))
-                        return "token " + std::to_string(t) + " head " + std::to_string(h) +
-                               (side == 0 ? " K" : " V") + " channel " + std::to_string(c) +
-                               ": stored " + std::to_string(got) + " for " + std::to_string(x) +
-                               " (error " + std::to_string(err) + " > bound " +
-                               std::to_string(bound) + ")";
+                        return violation("token " + std::to_string(t) + " head " +
+                                         std::to_string(h) + (side == 0 ? " K" : " V") +
+                                         " channel " + std::to_string(c) + ": stored " +
+                                         std::to_string(got) + " for " + std::to_string(x) +
+                                         " (error " + std::to_string(err) + " > bound " +
+                                         std::to_string(bound) + ")");
                     if (side == 0) {
                         kErr2 += err * err;
                         kRef2 += x * x;
@@ -212,7 +222,8 @@ std::string checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::ui
     }
     for (std::int64_t i = 0; i < poolBytes; ++i)
         if (!written[std::size_t(i)] && pool[i] != poison)
-            return "byte " + std::to_string(i) + " outside every written slot was modified";
+            return violation("byte " + std::to_string(i) +
+                             " outside every written slot was modified");
     if (stats) {
         stats->kMaxAbsErr = kMax;
         stats->vMaxAbsErr = vMax;

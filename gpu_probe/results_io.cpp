@@ -157,11 +157,13 @@ ProbeResult readResult(const Json& o, const std::string& where, const std::strin
     ProbeResult r;
     r.backend = backend;
     r.device = device;
-    r.ok = f.boolean("ok", true);
-    r.error = f.str("error", false);
-    r.cancelled = !r.ok && r.error == "cancelled";
+    const bool ok = f.boolean("ok", true);
+    const std::string error = f.str("error", false);
+    // A file does not say why a row failed: its code is Internal, its message the file's.
+    r.status = ok ? ProbeStatus::Ok : ProbeStatus::Failed;
+    r.error = ok ? Error{} : Error{ErrorCode::Internal, error};
     r.formatId = f.str("format", true);
-    if (r.ok && r.formatId.empty())
+    if (r.ok() && r.formatId.empty())
         f.fail("format", "must not be empty");
     r.formatLabel = f.str("format_label", false);
     if (r.formatLabel.empty())
@@ -169,7 +171,7 @@ ProbeResult readResult(const Json& o, const std::string& where, const std::strin
     r.dtype = f.str("dtype", false);
     r.modelId = f.str("model", false);
     // A failed row may stop before the shapes are known: only successful rows need them.
-    const bool need = r.ok;
+    const bool need = r.ok();
     r.kvHeads = int(f.integer("kv_heads", need, 0, 1 << 20));
     r.qHeads = int(f.integer("q_heads", need, 0, 1 << 20));
     r.headDim = int(f.integer("head_dim", need, 0, 1 << 20));
@@ -181,7 +183,7 @@ ProbeResult readResult(const Json& o, const std::string& where, const std::strin
         if (f.integer("layers", false, 0, 1 << 20) > 1)
             f.fail("layers", "must be 1 (kvprobe measures one layer), got " + typeName(*layers));
     }
-    if (r.ok) {
+    if (r.ok()) {
         for (const char* k : {"kv_heads", "q_heads", "head_dim", "block_size", "batch", "context"})
             if (f.integer(k, true, 1, kMaxCount) < 1)
                 f.fail(k, "must be positive");
@@ -282,7 +284,8 @@ ProbeReport parse(std::string_view text, const std::string& source) {
     rep.copyGBs = top.number("copy_bandwidth_gbs", false);
     if (std::isnan(rep.copyGBs))
         rep.copyGBs = 0;
-    rep.error = top.str("error", false);
+    if (std::string error = top.str("error", false); !error.empty())
+        rep.fail(Error{ErrorCode::Internal, std::move(error)});
     const Json::Array* rows = top.array("results", true);
     if (!rows)
         top.fail("results", "must be an array, got null");
@@ -306,26 +309,12 @@ ProbeReport parse(std::string_view text, const std::string& source) {
             if (!r.qualityVsContext.empty())
                 rep.qualityVsContext.emplace_back(r.formatLabel, r.qualityVsContext);
     }
-    if (rep.rows.empty() && rep.error.empty())
+    if (rep.rows.empty() && rep.ok())
         throw Failure{source + ": has no measurements (\"results\" is empty)"};
     return rep;
 }
 
 } // namespace
-
-int ProbeReport::okRows() const {
-    int n = 0;
-    for (const auto& r : rows)
-        n += r.ok ? 1 : 0;
-    return n;
-}
-
-std::string ProbeReport::label() const {
-    std::string d = device.empty() ? backend : device;
-    if (!date.empty())
-        d += " \xC2\xB7 " + date.substr(0, std::min<std::size_t>(10, date.size()));
-    return d;
-}
 
 std::variant<ProbeReport, std::string> parseProbeReport(std::string_view text,
                                                         const std::string& source) {
@@ -349,14 +338,7 @@ std::variant<ProbeReport, std::string> loadProbeReport(const std::string& path) 
 }
 
 std::string probeReportToJson(const ProbeReport& rep) {
-    BenchReport b;
-    b.backend = rep.backend;
-    b.device = rep.device;
-    b.copyGBs = rep.copyGBs;
-    b.rows = rep.rows;
-    b.qualityVsContext = rep.qualityVsContext;
-    b.error = rep.error;
-    Json j = toJson(b);
+    Json j = toJson(rep);
     if (!rep.date.empty())
         j.set("date", rep.date);
     if (!rep.host.empty())

@@ -75,8 +75,8 @@ std::vector<std::uint16_t> toInputBits(std::vector<float>& x, bool bf16) {
     return bits;
 }
 
-SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int threads,
-                const std::atomic<bool>* cancel) {
+Result<SynthKv> synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int threads,
+                        const std::atomic<bool>* cancel) {
     SynthKv out;
     const int H = p.kvHeads, D = p.headDim, half = D / 2;
     const std::size_t n = std::size_t(tokens) * H * D;
@@ -86,36 +86,40 @@ SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int thread
     for (int h = 0; h < H; ++h)
         hs.push_back(headStructure(p, h));
     const float sinkNorm = p.sinkLogit * std::sqrt(float(D)) / 4.0f; // queries carry 4 x dir
-    parallelFor((tokens + 255) / 256, threads, cancel, [&](std::int64_t chunk) {
-        const std::int64_t t1 = std::min(tokens, (chunk + 1) * 256);
-        for (std::int64_t t = chunk * 256; t < t1; ++t)
-            for (int h = 0; h < H; ++h) {
-                Rng r{splitmix(p.seed ^ splitmix(std::uint64_t(t) * 64 + std::uint64_t(h)))};
-                float* k = out.k.data() + (std::size_t(t) * H + h) * D;
-                float* v = out.v.data() + (std::size_t(t) * H + h) * D;
-                for (int c = 0; c < D; ++c)
-                    k[c] = r.normal();
-                const HeadStructure& s = hs[std::size_t(h)];
-                for (std::size_t i = 0; i < s.pairs.size(); ++i) {
-                    const int c = s.pairs[i];
-                    // RoPE frequency of pair c: 10000^(-2c/d) (Llama's rotate_half pairing)
-                    const double theta = double(t) * std::pow(10000.0, -2.0 * c / D) + s.phase[i];
-                    const float a = p.outlierScale * (1.0f + 0.1f * r.normal());
-                    k[c] = float(a * std::cos(theta));
-                    if (c + half < D)
-                        k[c + half] = float(a * std::sin(theta));
-                }
-                const float vs = std::exp(p.valueScaleSpread * r.normal());
-                for (int c = 0; c < D; ++c)
-                    v[c] = vs * r.normal();
-                if (p.sink && t == 0) {
-                    for (int c = 0; c < D; ++c) {
-                        k[c] = sinkNorm * s.dir[std::size_t(c)] + 0.5f * k[c];
-                        v[c] *= 0.1f;
+    const Status generated =
+        parallelFor((tokens + 255) / 256, threads, cancel, [&](std::int64_t chunk) {
+            const std::int64_t t1 = std::min(tokens, (chunk + 1) * 256);
+            for (std::int64_t t = chunk * 256; t < t1; ++t)
+                for (int h = 0; h < H; ++h) {
+                    Rng r{splitmix(p.seed ^ splitmix(std::uint64_t(t) * 64 + std::uint64_t(h)))};
+                    float* k = out.k.data() + (std::size_t(t) * H + h) * D;
+                    float* v = out.v.data() + (std::size_t(t) * H + h) * D;
+                    for (int c = 0; c < D; ++c)
+                        k[c] = r.normal();
+                    const HeadStructure& s = hs[std::size_t(h)];
+                    for (std::size_t i = 0; i < s.pairs.size(); ++i) {
+                        const int c = s.pairs[i];
+                        // RoPE frequency of pair c: 10000^(-2c/d) (Llama's rotate_half pairing)
+                        const double theta =
+                            double(t) * std::pow(10000.0, -2.0 * c / D) + s.phase[i];
+                        const float a = p.outlierScale * (1.0f + 0.1f * r.normal());
+                        k[c] = float(a * std::cos(theta));
+                        if (c + half < D)
+                            k[c + half] = float(a * std::sin(theta));
+                    }
+                    const float vs = std::exp(p.valueScaleSpread * r.normal());
+                    for (int c = 0; c < D; ++c)
+                        v[c] = vs * r.normal();
+                    if (p.sink && t == 0) {
+                        for (int c = 0; c < D; ++c) {
+                            k[c] = sinkNorm * s.dir[std::size_t(c)] + 0.5f * k[c];
+                            v[c] *= 0.1f;
+                        }
                     }
                 }
-            }
-    });
+        });
+    if (!generated)
+        return generated.error();
     out.kBits = toInputBits(out.k, bf16);
     out.vBits = toInputBits(out.v, bf16);
     return out;

@@ -20,7 +20,7 @@ namespace {
 ProbeResult sampleRow(const std::string& id, const std::string& label, int batch,
                       std::int64_t context, bool speed, bool quality) {
     ProbeResult r;
-    r.ok = true;
+    r.status = ProbeStatus::Ok;
     r.backend = "cuda";
     r.device = "NVIDIA H200";
     r.formatId = id;
@@ -75,8 +75,8 @@ ProbeResult sampleRow(const std::string& id, const std::string& label, int batch
 }
 
 void compareRows(const ProbeResult& a, const ProbeResult& b) {
-    QCOMPARE(b.ok, a.ok);
-    QCOMPARE(b.error, a.error);
+    QCOMPARE(b.ok(), a.ok());
+    QCOMPARE(b.error.message, a.error.message);
     QCOMPARE(b.formatId, a.formatId);
     QCOMPARE(b.formatLabel, a.formatLabel);
     QCOMPARE(b.dtype, a.dtype);
@@ -171,7 +171,7 @@ private slots:
 };
 
 void TestResultsIo::benchRoundTrip() {
-    BenchReport b;
+    ProbeReport b;
     b.backend = "cuda";
     b.device = "NVIDIA H200";
     b.copyGBs = 4012.5;
@@ -181,7 +181,7 @@ void TestResultsIo::benchRoundTrip() {
     ProbeResult failed;
     failed.formatId = "int2-kivi";
     failed.formatLabel = "INT2 KIVI g32";
-    failed.error = "cuda: out of memory allocating 99999999999 bytes";
+    failed.fail(Error{ErrorCode::OutOfMemory, "cuda: out of memory allocating 99999999999 bytes"});
     b.rows.push_back(failed);
     b.qualityVsContext = {
         {"FP16", {{1024, 1e-6, 1e-5, 1, 1e-7}}},
@@ -208,8 +208,8 @@ void TestResultsIo::benchRoundTrip() {
         ProbeResult expect = b.rows[i];
         compareRows(expect, r.rows[i]);
     }
-    QVERIFY(!r.rows[3].ok);
-    QCOMPARE(r.rows[3].error, failed.error);
+    QVERIFY(!r.rows[3].ok());
+    QCOMPARE(r.rows[3].error.message, failed.error.message);
     QCOMPARE(r.rows[3].formatId, failed.formatId);
     QCOMPARE(r.qualityVsContext.size(), std::size_t(2));
     QCOMPARE(r.qualityVsContext[1].first, std::string("INT8"));
@@ -230,7 +230,7 @@ void TestResultsIo::benchRoundTrip() {
 void TestResultsIo::realRunRoundTrip() {
     ProbePlan p;
     p.model = defaultModel();
-    p.format = std::get<ProbeFormat>(parseProbeFormat("int8"));
+    p.format = parseProbeFormat("int8").value();
     p.batch = 2;
     p.context = 512;
     p.prefixTokens = 64;
@@ -238,7 +238,7 @@ void TestResultsIo::realRunRoundTrip() {
     p.threads = 1;
     p.qualityRequests = 1;
     const ProbeResult run = runProbe(p);
-    QVERIFY2(run.ok, run.error.c_str());
+    QVERIFY2(run.ok(), run.error.message.c_str());
     io::Json j = envelope("run", run.backend, run.device, run.copyGBs);
     io::Json::Array a;
     a.push_back(toJson(run));

@@ -166,7 +166,7 @@ void TestProbePanel::workerRunObserved() {
     widgets::ProbeRequest req;
     req.model = probe::defaultModel();
     req.formatIds = {"int8"};
-    req.batch = 2;
+    req.batches = {2};
     req.contexts = {512};
     req.repeats = 1;
     QVERIFY(worker.start(req));
@@ -184,9 +184,9 @@ void TestProbePanel::workerRunObserved() {
     QCOMPARE(progress.first().at(0).toInt(), 0);
     QCOMPARE(last, 100);
     const auto rep = finished.first().at(0).value<probe::ProbeReport>();
-    QVERIFY2(rep.error.empty(), rep.error.c_str());
+    QVERIFY2(rep.ok(), rep.error.message.c_str());
     QCOMPARE(rep.rows.size(), std::size_t(1));
-    QVERIFY(rep.rows[0].ok);
+    QVERIFY(rep.rows[0].ok());
     QCOMPARE(rep.rows[0].formatId, std::string("int8"));
     QCOMPARE(rep.rows[0].poolBytes, rep.rows[0].predictedPoolBytes);
 }
