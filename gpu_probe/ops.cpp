@@ -351,7 +351,7 @@ Status parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
     } catch (const std::exception& e) {
         stop = true;
         started = Error{ErrorCode::OutOfMemory, "could not start worker thread " +
-                                                    std::to_string(pool.size() + 1) + " of " +
+                                                    std::to_string(pool.size() + 2) + " of " +
                                                     std::to_string(wanted) + ": " + e.what()};
     }
     if (started)

@@ -329,7 +329,6 @@ Status allocateRun(ProbeRun& run) {
         return allocation.error();
     run.allocation = std::move(*allocation);
     run.result.pagesSaved = run.allocation.pagesSaved;
-    run.report(3, "building the slot mapping");
     if (Status built = buildTokenStream(run); !built)
         return built;
     run.contextLens.assign(run.contexts.begin(), run.contexts.end());

@@ -7,6 +7,8 @@
 #include "gpu_probe/ops.h"
 #include "gpu_probe/probe.h"
 #include "gpu_probe/probe_json.h"
+#include "gpu_probe/reference.h"
+#include "gpu_probe/synth.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -16,6 +18,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 using namespace kvl;
@@ -599,6 +603,215 @@ private slots:
         QCOMPARE(row.find("quality_vs_context")->asArray().size(), std::size_t(1));
         // The text round-trips through the project's strict JSON reader.
         QVERIFY(std::holds_alternative<io::Json>(io::parseJson(j.dump(2))));
+    }
+
+    // ---- cancellation: every long step polls the flag
+    void cancelStopsTheStepItArrivesIn_data() {
+        QTest::addColumn<QString>("stage");
+        for (const char* stage :
+             {"planning", "allocating pages", "poisoning the pool", "generating K/V",
+              "scanning fp8 scales", "uploading K/V", "storing K/V", "checking the store",
+              "timing a copy of the pool", "timing the store", "attention", "timing attention",
+              "dequantizing the pages", "FP64 reference on the unquantized K/V",
+              "FP64 reference on the dequantized pages", "accounting"})
+            QTest::addRow("%s", stage) << QString::fromLatin1(stage);
+    }
+    // Cancelled as a stage begins, the run ends inside that step: no later stage is reported.
+    void cancelStopsTheStepItArrivesIn() {
+        QFETCH(QString, stage);
+        ProbePlan p = quickPlan("fp8_e4m3"); // out-of-page scales: the scale scan runs
+        p.measureSpeed = true;
+        p.repeats = 1;
+        std::atomic<bool> cancel{false};
+        std::vector<std::string> seen;
+        const ProbeResult r = runProbe(
+            p,
+            [&](double, const std::string& st) {
+                seen.push_back(st);
+                if (st == stage.toStdString())
+                    cancel = true;
+            },
+            &cancel);
+        QVERIFY2(!seen.empty() && seen.back() == stage.toStdString(),
+                 seen.empty() ? "no stage" : seen.back().c_str());
+        QCOMPARE(r.status, ProbeStatus::Cancelled);
+        QCOMPARE(r.error.code, ErrorCode::Cancelled);
+    }
+    // The long steps on their own, with the flag already set.
+    void longStepsReturnCancelled() {
+        std::atomic<bool> cancel{true};
+        SynthParams sp;
+        QCOMPARE(synthKv(sp, 4096, false, 2, &cancel).error().code, ErrorCode::Cancelled);
+        QCOMPARE(parallelFor(1000, 2, &cancel, [](std::int64_t) {}).error().code,
+                 ErrorCode::Cancelled);
+        std::vector<float> q(32 * 128, 0.5f), kv(std::size_t(512) * 8 * 128, 0.25f);
+        const std::vector<RequestKv> req = {RequestKv{kv.data(), kv.data(), 512}};
+        QCOMPARE(
+            referenceAttention(q.data(), 1, 32, 8, 128, req, 0.1, nullptr, &cancel).error().code,
+            ErrorCode::Cancelled);
+        const PageLayout l = makeLayout(fmt("int8").format, 128, 8, 16).value();
+        BlockManager m(32, 16);
+        const BatchAllocation a = m.allocate({512}, 0).value();
+        std::vector<std::uint8_t> pool(std::size_t(32 * l.pageBytes));
+        std::vector<float> ks(8, 1.0f), dk, dv;
+        QCOMPARE(dequantizeRequest(pool.data(), l, a, 0, ks.data(), ks.data(), dk, dv, &cancel)
+                     .error()
+                     .code,
+                 ErrorCode::Cancelled);
+        auto backend = makeBackend("cpu").value();
+        backend->setCancel(&cancel);
+        std::vector<std::uint8_t> from(std::size_t(8) << 20), to(from.size());
+        QCOMPARE(backend->copy(to.data(), from.data(), from.size()).error().code,
+                 ErrorCode::Cancelled);
+    }
+
+    // ---- exceptions on worker threads come back as errors, never terminate
+    void workerExceptionsBecomeErrors_data() {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("message");
+        QTest::addRow("bad_alloc on a worker")
+            << 0 << int(ErrorCode::OutOfMemory) << "out of host memory in a worker thread";
+        QTest::addRow("runtime_error on a worker")
+            << 1 << int(ErrorCode::Internal) << "a worker thread failed: boom at 37";
+        QTest::addRow("a worker thread cannot start")
+            << 2 << int(ErrorCode::OutOfMemory) << "could not start worker thread 2 of 4";
+    }
+    void workerExceptionsBecomeErrors() {
+        QFETCH(int, kind);
+        QFETCH(int, code);
+        QFETCH(QString, message);
+        std::atomic<int> ran{0};
+        testing::failThreadStarts(kind == 2);
+        const Status s = parallelFor(1000, 4, nullptr, [&](std::int64_t i) {
+            ++ran;
+            if (kind == 0 && i == 37)
+                throw std::bad_alloc();
+            if (kind == 1 && i == 37)
+                throw std::runtime_error("boom at " + std::to_string(i));
+        });
+        testing::failThreadStarts(false);
+        QVERIFY(!s.ok());
+        QCOMPARE(int(s.error().code), code);
+        QVERIFY2(QString::fromStdString(s.error().message).startsWith(message),
+                 s.error().message.c_str());
+        QVERIFY(ran < 1000); // the others stopped
+        // And a whole run fails cleanly instead of terminating the process.
+        testing::failThreadStarts(true);
+        ProbePlan p = quickPlan("int8");
+        p.threads = 4;
+        const ProbeResult r = runProbe(p);
+        testing::failThreadStarts(false);
+        QCOMPARE(r.status, ProbeStatus::Failed);
+        QCOMPARE(r.error.code, ErrorCode::OutOfMemory);
+        QVERIFY2(r.error.message.find("could not start worker thread") != std::string::npos,
+                 r.error.message.c_str());
+        QVERIFY(runProbe(p).ok()); // nothing left broken
+    }
+
+    // ---- kvprobe run's acceptance rule: pool bytes equal core's prediction exactly
+    void poolComparedExactlyAllocatorRoundingApart() {
+        ProbePlan p;
+        p.model = defaultModel();
+        p.format = fmt("int8");
+        p.blockSize = 16;
+        p.batch = 1;
+        p.context = 16; // one page of 33,792 B; the allocator rounds it to 36,864 B
+        p.measureSpeed = false;
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok(), r.error.message.c_str());
+        QCOMPARE(r.poolBytes, std::int64_t(33792));
+        QCOMPARE(r.predictedPoolBytes, std::int64_t(33792));
+        QCOMPARE(r.allocatedPoolBytes, std::int64_t(36864));
+        QCOMPARE(QString::number(r.memoryErrorPct, 'f', 2), QStringLiteral("9.09"));
+        QVERIFY(checkPoolAgainstPrediction(r).ok());
+        ProbeResult off = r;
+        off.poolBytes += 1;
+        const Status s = checkPoolAgainstPrediction(off);
+        QVERIFY(!s.ok());
+        QCOMPARE(s.error().message,
+                 std::string("pool of 33793 B (1 pages x 33792 B) differs from core's "
+                             "prediction of 33792 B"));
+    }
+
+    // ---- one sweep, one block-size rule for KIVI
+    void kiviBlockSizeRule_data() {
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<int>("requested");
+        QTest::addColumn<int>("used");
+        QTest::addRow("int2-kivi 16 -> 32") << "int2-kivi" << 16 << 32;
+        QTest::addRow("int4-kivi 48 -> 64") << "int4-kivi" << 48 << 64;
+        QTest::addRow("int2-kivi 64 stays") << "int2-kivi" << 64 << 64;
+        QTest::addRow("int2-kivi 1 -> 32") << "int2-kivi" << 1 << 32;
+        QTest::addRow("int4-g32 16 stays") << "int4-g32" << 16 << 16;
+        QTest::addRow("fp16 24 stays") << "fp16" << 24 << 24;
+    }
+    void kiviBlockSizeRule() {
+        QFETCH(QString, format);
+        QFETCH(int, requested);
+        QFETCH(int, used);
+        const ProbeFormat f = fmt(format.toLatin1().constData());
+        QCOMPARE(blockSizeFor(f.format, requested), used);
+        // makeLayout accepts exactly what the rule leaves unchanged.
+        QCOMPARE(makeLayout(f.format, 128, 8, requested).ok(), used == requested);
+        QVERIFY(makeLayout(f.format, 128, 8, used).ok());
+    }
+    void sweepUsesTheRule() {
+        SweepPlan plan;
+        plan.model = defaultModel();
+        plan.formatIds = {"int8", "int2-kivi"};
+        plan.batches = {1};
+        plan.contexts = {256};
+        plan.blockSize = 48;
+        plan.repeats = 1;
+        plan.warmup = 0;
+        std::vector<double> seen;
+        const ProbeReport rep =
+            runSweep(plan, [&](double pct, const std::string&) { seen.push_back(pct); });
+        QVERIFY2(rep.ok(), rep.error.message.c_str());
+        QCOMPARE(rep.command, std::string("bench"));
+        QCOMPARE(rep.rows.size(), std::size_t(2));
+        QCOMPARE(rep.rows[0].blockSize, 48);
+        QVERIFY(rep.rows[0].notes.empty() ||
+                rep.rows[0].notes[0].find("block size") == std::string::npos);
+        QCOMPARE(rep.rows[1].blockSize, 64);
+        QVERIFY(std::any_of(
+            rep.rows[1].notes.begin(), rep.rows[1].notes.end(),
+            [](const std::string& n) { return n.find("block size raised from 48 to 64") == 0; }));
+        QCOMPARE(rep.okRows(), 2);
+        QVERIFY(rep.copyGBs > 0);
+        QCOMPARE(seen.back(), 100.0);
+        // kvprobe bench's CPU plan asks for vLLM's 16: KIVI rows run at 32, as before.
+        const SweepPlan bench = benchSweepPlan("cpu", true, 1);
+        QCOMPARE(bench.blockSize, 16);
+        QCOMPARE(blockSizeFor(fmt("int2-kivi").format, bench.blockSize), 32);
+        // Nothing to measure, or an unknown backend: the sweep fails as a whole.
+        plan.formatIds.clear();
+        QCOMPARE(runSweep(plan).error.code, ErrorCode::BadInput);
+        plan.formatIds = {"int8"};
+        plan.backend = "tpu";
+        const ProbeReport bad = runSweep(plan);
+        QCOMPARE(bad.status, ProbeStatus::Failed);
+        QCOMPARE(bad.error.code, ErrorCode::BadInput);
+    }
+
+    void codecMaxima() {
+        QCOMPARE(codecMax(makeLayout(fmt("fp8_e4m3").format, 128, 8, 16).value().k), 448.0);
+        QCOMPARE(codecMax(makeLayout(fmt("fp8_e5m2").format, 128, 8, 16).value().k), 57344.0);
+        QCOMPARE(codecMax(makeLayout(fmt("int8").format, 128, 8, 16).value().k), 127.0);
+        QCOMPARE(codecMax(makeLayout(fmt("int4-g32").format, 128, 8, 16).value().k), 15.0);
+        QCOMPARE(codecMax(makeLayout(fmt("int2-kivi").format, 128, 8, 32).value().k), 3.0);
+        QVERIFY(std::isinf(codecMax(makeLayout(fmt("fp16").format, 128, 8, 16).value().k)));
+    }
+
+    void checkQuickPassesOnCpu() {
+        const CheckReport rep = runCheck(CheckPlan{"cpu", 11, true, 0});
+        QVERIFY2(rep.ok(), rep.error.message.c_str());
+        for (const auto& c : rep.cases)
+            QVERIFY2(c.passed, (c.name + ": " + c.detail).c_str());
+        QVERIFY(rep.passed > 50);
+        QCOMPARE(rep.failed, 0);
+        QCOMPARE(runCheck(CheckPlan{"tpu", 1, true, 0}).error.code, ErrorCode::BadInput);
     }
 
     // ---- the check command's engine (kvprobe check) on the CPU
