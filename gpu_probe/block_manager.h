@@ -43,7 +43,7 @@ public:
     // free pages.
     Result<BatchAllocation> allocate(const std::vector<std::int64_t>& contexts,
                                      std::int64_t prefixTokens);
-    void release(const BatchAllocation& batch);
+    void release(const BatchAllocation& allocation);
 
     std::int64_t numBlocks() const { return std::int64_t(m_refCount.size()); }
     std::int64_t freeBlocks() const { return std::int64_t(m_free.size()); }

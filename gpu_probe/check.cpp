@@ -46,11 +46,20 @@ struct CheckRun {
 
 std::string describeShape(const ProbePlan& plan) {
     const core::ModelSpec& model = plan.model;
-    std::string shape = "H" + std::to_string(model.kvHeads) + " q" + std::to_string(model.qHeads) +
-                        " d" + std::to_string(model.headDim) + " ctx";
-    for (auto context : plan.contexts)
-        shape += ' ' + std::to_string(context);
-    shape += " prefix " + std::to_string(plan.prefixTokens);
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "literal" + string.
+    std::string shape = "H";
+    shape += std::to_string(model.kvHeads);
+    shape += " q";
+    shape += std::to_string(model.qHeads);
+    shape += " d";
+    shape += std::to_string(model.headDim);
+    shape += " ctx";
+    for (auto context : plan.contexts) {
+        shape += ' ';
+        shape += std::to_string(context);
+    }
+    shape += " prefix ";
+    shape += std::to_string(plan.prefixTokens);
     shape += plan.bf16Input ? " bf16-in" : " fp16-in";
     return shape;
 }

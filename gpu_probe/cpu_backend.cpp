@@ -21,21 +21,21 @@ namespace {
 constexpr std::size_t kPage = 4096;
 
 std::string cpuModelName() {
-    std::ifstream f("/proc/cpuinfo");
+    std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
-    while (std::getline(f, line))
+    while (std::getline(cpuinfo, line))
         if (line.rfind("model name", 0) == 0) {
-            const auto p = line.find(':');
-            if (p != std::string::npos)
-                return line.substr(std::min(line.size(), p + 2));
+            const auto colon = line.find(':');
+            if (colon != std::string::npos)
+                return line.substr(std::min(line.size(), colon + 2));
         }
     return "CPU";
 }
 
 std::int64_t residentBytes() {
-    std::ifstream f("/proc/self/statm");
+    std::ifstream statm("/proc/self/statm");
     std::int64_t size = 0, rss = 0;
-    if (f >> size >> rss)
+    if (statm >> size >> rss)
         return rss * std::int64_t(sysconf(_SC_PAGESIZE));
     return 0;
 }
@@ -66,17 +66,17 @@ public:
         m_sizes[memory] = rounded;
         return memory;
     }
-    void release(void* p) override {
+    void release(void* memory) override {
         const std::lock_guard<std::mutex> lock(m_mutex);
-        auto it = m_sizes.find(p);
+        auto it = m_sizes.find(memory);
         if (it == m_sizes.end())
             return;
-        munmap(p, it->second);
+        munmap(memory, it->second);
         m_sizes.erase(it);
     }
     ~CpuBackend() override {
-        for (auto& [p, n] : m_sizes)
-            munmap(p, n);
+        for (auto& [memory, bytes] : m_sizes)
+            munmap(memory, bytes);
     }
     Status upload(void* dst, const void* src, std::size_t n) override {
         std::memcpy(dst, src, n);

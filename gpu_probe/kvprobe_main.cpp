@@ -288,9 +288,9 @@ int cmdCheck(const Args& args) {
     if (args.has("--json")) {
         printJson(toJson(report));
     } else if (report.ok()) {
-        for (const auto& c : report.cases)
-            std::printf("%s  %-44s %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(),
-                        c.detail.c_str());
+        for (const auto& check : report.cases)
+            std::printf("%s  %-44s %s\n", check.passed ? "PASS" : "FAIL", check.name.c_str(),
+                        check.detail.c_str());
         std::printf("%d passed, %d failed\n", report.passed, report.failed);
     }
     if (!report.ok())
@@ -300,52 +300,56 @@ int cmdCheck(const Args& args) {
     return report.failed == 0 ? 0 : 1;
 }
 
-void printMemory(const ProbeResult& r) {
+void printMemory(const ProbeResult& result) {
     using core::formatBytes;
-    std::printf("memory (one layer, %d KV heads x head_dim %d):\n", r.kvHeads, r.headDim);
-    std::printf("  predicted by core   %lld B (%s)\n", (long long)r.predictedPoolBytes,
-                formatBytes(r.predictedPoolBytes).c_str());
+    std::printf("memory (one layer, %d KV heads x head_dim %d):\n", result.kvHeads, result.headDim);
+    std::printf("  predicted by core   %lld B (%s)\n", (long long)result.predictedPoolBytes,
+                formatBytes(result.predictedPoolBytes).c_str());
     std::printf("  pool (pages x page) %lld B = %lld pages x %lld B, %lld pages saved by sharing; "
                 "%s\n",
-                (long long)r.poolBytes, (long long)r.pagesUsed, (long long)r.pageBytes,
-                (long long)r.pagesSaved,
-                r.poolBytes == r.predictedPoolBytes ? "equal to core's prediction"
-                                                    : "DIFFERS from core's prediction");
+                (long long)result.poolBytes, (long long)result.pagesUsed,
+                (long long)result.pageBytes, (long long)result.pagesSaved,
+                result.poolBytes == result.predictedPoolBytes ? "equal to core's prediction"
+                                                              : "DIFFERS from core's prediction");
     std::printf("  allocated           %lld B: +%lld B rounding to the allocator's %lld B "
                 "granularity (%+.4f%%, informational)\n",
-                (long long)r.allocatedPoolBytes, (long long)(r.allocatedPoolBytes - r.poolBytes),
-                (long long)r.allocatorGranularity, r.memoryErrorPct);
-    std::printf("  device account      %lld B (%s)\n", (long long)r.devicePoolBytes,
-                r.deviceAccountKind.c_str());
+                (long long)result.allocatedPoolBytes,
+                (long long)(result.allocatedPoolBytes - result.poolBytes),
+                (long long)result.allocatorGranularity, result.memoryErrorPct);
+    std::printf("  device account      %lld B (%s)\n", (long long)result.devicePoolBytes,
+                result.deviceAccountKind.c_str());
 }
 
-void printResultText(const ProbeResult& r) {
-    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\n",
-                r.formatLabel.c_str(), r.backend.c_str(), r.device.c_str(), r.modelId.c_str(),
-                r.blockSize, r.batch, (long long)r.context, (long long)r.prefixTokens);
-    printMemory(r);
-    if (r.speedMeasured) {
-        std::printf("speed (median):\n");
-        std::printf("  copy       %.1f GB/s (read + write)\n", r.copyGBs);
-        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\n", r.storeMs, r.storeGBs,
-                    r.storePctOfCopy);
-        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\n",
-                    r.attentionMs, r.tokensPerS, r.attentionGBs, r.attentionPctOfCopy);
+void printResultText(const ProbeResult& result) {
+    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\note",
+                result.formatLabel.c_str(), result.backend.c_str(), result.device.c_str(),
+                result.modelId.c_str(), result.blockSize, result.batch, (long long)result.context,
+                (long long)result.prefixTokens);
+    printMemory(result);
+    if (result.speedMeasured) {
+        std::printf("speed (median):\note");
+        std::printf("  copy       %.1f GB/s (read + write)\note", result.copyGBs);
+        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\note", result.storeMs,
+                    result.storeGBs, result.storePctOfCopy);
+        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\note",
+                    result.attentionMs, result.tokensPerS, result.attentionGBs,
+                    result.attentionPctOfCopy);
     }
-    if (r.qualityMeasured) {
-        std::printf("quality (%s data, vs FP64 on unquantized K/V):\n", r.dataSource.c_str());
-        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\n", r.relL2,
-                    r.maxAbs, r.top8);
-        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\n",
-                    r.kernelVsRefRelL2);
-        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\n", r.kRelL2,
-                    r.kMaxAbs, r.vRelL2, r.vMaxAbs);
+    if (result.qualityMeasured) {
+        std::printf("quality (%s data, vs FP64 on unquantized K/V):\note",
+                    result.dataSource.c_str());
+        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\note",
+                    result.relL2, result.maxAbs, result.top8);
+        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\note",
+                    result.kernelVsRefRelL2);
+        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\note",
+                    result.kRelL2, result.kMaxAbs, result.vRelL2, result.vMaxAbs);
     }
-    for (const auto& p : r.qualityVsContext)
-        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\n", (long long)p.context, p.relL2,
-                    p.top8);
-    for (const auto& n : r.notes)
-        std::printf("note: %s\n", n.c_str());
+    for (const auto& point : result.qualityVsContext)
+        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\note", (long long)point.context,
+                    point.relL2, point.top8);
+    for (const auto& note : result.notes)
+        std::printf("note: %s\note", note.c_str());
 }
 
 Result<ProbePlan> runPlan(const Args& args) {
@@ -400,24 +404,25 @@ void printBenchText(const ProbeReport& report) {
     std::printf("%-12s %5s %6s %12s %9s %8s %6s %10s %9s %7s %11s %7s\n", "format", "batch", "ctx",
                 "pool", "store ms", "st GB/s", "st %", "attn ms", "att GB/s", "att %", "rel L2",
                 "top-8");
-    for (const auto& x : report.rows) {
-        if (!x.ok()) {
-            std::printf("%-12s %5d %6lld  error: %s\n", x.formatLabel.c_str(), x.batch,
-                        (long long)x.context, x.error.message.c_str());
+    for (const auto& row : report.rows) {
+        if (!row.ok()) {
+            std::printf("%-12s %5d %6lld  error: %s\n", row.formatLabel.c_str(), row.batch,
+                        (long long)row.context, row.error.message.c_str());
             continue;
         }
         std::printf("%-12s %5d %6lld %12s %9.3f %8.1f %6.0f %10.3f %9.1f %7.0f %11.3e %7.3f\n",
-                    x.formatLabel.c_str(), x.batch, (long long)x.context,
-                    core::formatBytes(x.poolBytes, core::UnitSystem::Binary, 1).c_str(), x.storeMs,
-                    x.storeGBs, x.storePctOfCopy, x.attentionMs, x.attentionGBs,
-                    x.attentionPctOfCopy, x.relL2, x.top8);
+                    row.formatLabel.c_str(), row.batch, (long long)row.context,
+                    core::formatBytes(row.poolBytes, core::UnitSystem::Binary, 1).c_str(),
+                    row.storeMs, row.storeGBs, row.storePctOfCopy, row.attentionMs,
+                    row.attentionGBs, row.attentionPctOfCopy, row.relL2, row.top8);
     }
     std::printf(
         "\nquality vs context (attention rel L2 vs FP64 on unquantized K/V / top-8 agreement):\n");
     for (const auto& [label, points] : report.qualityVsContext) {
         std::printf("%-12s", label.c_str());
-        for (const auto& p : points)
-            std::printf("  %lldK %.2e/%.2f", (long long)(p.context / 1024), p.relL2, p.top8);
+        for (const auto& point : points)
+            std::printf("  %lldK %.2e/%.2f", (long long)(point.context / 1024), point.relL2,
+                        point.top8);
         std::printf("\n");
     }
 }

@@ -15,8 +15,8 @@ namespace kvl::probe {
 
 namespace {
 
-int codecOf(const core::KvFormat& f) {
-    switch (f.dtype) {
+int codecOf(const core::KvFormat& format) {
+    switch (format.dtype) {
     case core::KvDtype::Fp32:
         return kCodecF32;
     case core::KvDtype::Fp16:
@@ -28,12 +28,12 @@ int codecOf(const core::KvFormat& f) {
     case core::KvDtype::Fp8E5M2:
         return kCodecE5M2;
     default:
-        return f.hasZeroPoint ? kCodecIntAsym : kCodecIntSym;
+        return format.hasZeroPoint ? kCodecIntAsym : kCodecIntSym;
     }
 }
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return (a + b - 1) / b;
+std::int64_t ceilDiv(std::int64_t numerator, std::int64_t denominator) {
+    return (numerator + denominator - 1) / denominator;
 }
 
 // fp8 codes to float, built once from kv_quant.h's decoders.
@@ -47,118 +47,126 @@ struct Fp8Tables {
     }
 };
 const Fp8Tables& fp8Tables() {
-    static const Fp8Tables t;
-    return t;
+    static const Fp8Tables tables;
+    return tables;
 }
 
 // The CPU hot loop's row decoder: the same values as dequantRow for the common layouts,
 // written as flat loops GCC vectorizes; everything else falls back to dequantRow.
-void cpuDequantRow(const std::uint8_t* side, const SideLayout& s, int t, float* __restrict out) {
-    const std::uint8_t* row = side + std::int64_t(t) * s.dataBytes;
-    const int D = s.dim;
-    if (s.codec == kCodecF16) {
+void cpuDequantRow(const std::uint8_t* side, const SideLayout& layout, int token,
+                   float* __restrict out) {
+    const std::uint8_t* row = side + std::int64_t(token) * layout.dataBytes;
+    const int dim = layout.dim;
+    if (layout.codec == kCodecF16) {
         // Branch-free fp16 -> fp32: exponent/mantissa shifted into place, rebiased by 2^112
         // (exact for normals and subnormals); inf/NaN patched afterwards.
-        for (int c = 0; c < D; ++c) {
-            std::uint16_t h;
-            std::memcpy(&h, row + 2 * c, 2);
-            const std::uint32_t em = h & 0x7fffu;
-            float f = bitsToFloat(em << 13) * 0x1.0p112f;
-            std::uint32_t u = floatToBits(f) | (std::uint32_t(h & 0x8000u) << 16);
-            if (em >= 0x7c00u)
-                u = (std::uint32_t(h & 0x8000u) << 16) | 0x7f800000u | ((em & 0x3ffu) << 13);
-            out[c] = bitsToFloat(u);
+        for (int c = 0; c < dim; ++c) {
+            std::uint16_t half;
+            std::memcpy(&half, row + 2 * c, 2);
+            const std::uint32_t magnitude = half & 0x7fffu;
+            float rebiased = bitsToFloat(magnitude << 13) * 0x1.0p112f;
+            std::uint32_t bits32 = floatToBits(rebiased) | (std::uint32_t(half & 0x8000u) << 16);
+            if (magnitude >= 0x7c00u)
+                bits32 = (std::uint32_t(half & 0x8000u) << 16) | 0x7f800000u |
+                         ((magnitude & 0x3ffu) << 13);
+            out[c] = bitsToFloat(bits32);
         }
         return;
     }
-    if ((s.codec == kCodecE4M3 || s.codec == kCodecE5M2) && s.group == 0) {
-        const float* lut = s.codec == kCodecE4M3 ? fp8Tables().e4m3 : fp8Tables().e5m2;
-        for (int c = 0; c < D; ++c)
-            out[c] = lut[row[c]];
+    if ((layout.codec == kCodecE4M3 || layout.codec == kCodecE5M2) && layout.group == 0) {
+        const float* table = layout.codec == kCodecE4M3 ? fp8Tables().e4m3 : fp8Tables().e5m2;
+        for (int c = 0; c < dim; ++c)
+            out[c] = table[row[c]];
         return;
     }
-    if (s.codec == kCodecIntSym && s.bits == 8 && s.group == D) {
+    if (layout.codec == kCodecIntSym && layout.bits == 8 && layout.group == dim) {
         const float scale =
-            loadScalar(side + s.metaOffset + std::int64_t(t) * s.metaStride(), s.scaleBytes);
-        for (int c = 0; c < D; ++c)
+            loadScalar(side + layout.metaOffset + std::int64_t(token) * layout.metaStride(),
+                       layout.scaleBytes);
+        for (int c = 0; c < dim; ++c)
             out[c] = float(std::int8_t(row[c])) * scale;
         return;
     }
-    if (s.codec == kCodecIntAsym && (s.bits == 4 || s.bits == 2) && s.group > 0 &&
-        (s.group * s.bits) % 8 == 0 && D % s.group == 0) {
-        const int perByte = 8 / s.bits;
-        const std::uint32_t mask = (1u << s.bits) - 1u;
-        for (int g = 0; g < s.numGroups; ++g) {
-            const GroupParams p = loadParams(side, s, t, g * s.group);
-            const std::uint8_t* b = row + g * s.group / perByte;
-            float* o = out + g * s.group;
-            for (int i = 0; i < s.group; ++i)
-                o[i] = float((std::uint32_t(b[i / perByte]) >> ((i % perByte) * s.bits)) & mask) *
-                           p.scale +
-                       p.zero;
+    if (layout.codec == kCodecIntAsym && (layout.bits == 4 || layout.bits == 2) &&
+        layout.group > 0 && (layout.group * layout.bits) % 8 == 0 && dim % layout.group == 0) {
+        const int perByte = 8 / layout.bits;
+        const std::uint32_t mask = (1u << layout.bits) - 1u;
+        for (int g = 0; g < layout.numGroups; ++g) {
+            const GroupParams params = loadParams(side, layout, token, g * layout.group);
+            const std::uint8_t* codes = row + g * layout.group / perByte;
+            float* groupOut = out + g * layout.group;
+            for (int i = 0; i < layout.group; ++i)
+                groupOut[i] =
+                    float((std::uint32_t(codes[i / perByte]) >> ((i % perByte) * layout.bits)) &
+                          mask) *
+                        params.scale +
+                    params.zero;
         }
         return;
     }
-    if (s.tokenGroup > 0 && s.codec == kCodecIntAsym && s.scaleBytes == 2 && s.hasZero &&
-        (s.bits == 4 || s.bits == 2)) {
-        // KIVI keys: (scale, zero) fp16 pairs per channel for this token's group, contiguous.
-        const std::uint8_t* meta = side + s.metaOffset + std::int64_t(t / s.tokenGroup) * D * 4;
-        const int perByte = 8 / s.bits;
-        const std::uint32_t mask = (1u << s.bits) - 1u;
-        for (int c = 0; c < D; ++c) {
-            std::uint16_t sz[2];
-            std::memcpy(sz, meta + 4 * c, 4);
-            const std::uint32_t q =
-                (std::uint32_t(row[c / perByte]) >> ((c % perByte) * s.bits)) & mask;
-            out[c] = float(q) * halfToFloat(sz[0]) + halfToFloat(sz[1]);
+    if (layout.tokenGroup > 0 && layout.codec == kCodecIntAsym && layout.scaleBytes == 2 &&
+        layout.hasZero && (layout.bits == 4 || layout.bits == 2)) {
+        // KIVI keys: (scale, zero) fp16 pairs per channel for this token'layout group, contiguous.
+        const std::uint8_t* meta =
+            side + layout.metaOffset + std::int64_t(token / layout.tokenGroup) * dim * 4;
+        const int perByte = 8 / layout.bits;
+        const std::uint32_t mask = (1u << layout.bits) - 1u;
+        for (int c = 0; c < dim; ++c) {
+            std::uint16_t scaleZero[2];
+            std::memcpy(scaleZero, meta + 4 * c, 4);
+            const std::uint32_t code =
+                (std::uint32_t(row[c / perByte]) >> ((c % perByte) * layout.bits)) & mask;
+            out[c] = float(code) * halfToFloat(scaleZero[0]) + halfToFloat(scaleZero[1]);
         }
         return;
     }
-    dequantRow(side, s, t, out);
+    dequantRow(side, layout, token, out);
 }
 
 // quantizeTokenVector with the codec and width as compile-time constants, so the per-element
 // switches fold away; the arithmetic (and so every byte) is unchanged.
 template <int Codec, int Bits>
-void quantizeRowT(std::uint8_t* side, SideLayout s, int t, const float* x, float outScale) {
-    s.codec = Codec;
-    s.bits = Bits;
-    quantizeTokenVector(side, s, t, x, outScale);
+void quantizeRowT(std::uint8_t* side, SideLayout layout, int token, const float* values,
+                  float outScale) {
+    layout.codec = Codec;
+    layout.bits = Bits;
+    quantizeTokenVector(side, layout, token, values, outScale);
 }
 
-void quantizeRow(std::uint8_t* side, const SideLayout& s, int t, const float* x, float outScale) {
-    switch (s.codec) {
+void quantizeRow(std::uint8_t* side, const SideLayout& layout, int token, const float* values,
+                 float outScale) {
+    switch (layout.codec) {
     case kCodecF16:
-        return quantizeRowT<kCodecF16, 16>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecF16, 16>(side, layout, token, values, outScale);
     case kCodecBF16:
-        return quantizeRowT<kCodecBF16, 16>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecBF16, 16>(side, layout, token, values, outScale);
     case kCodecE4M3:
-        return quantizeRowT<kCodecE4M3, 8>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecE4M3, 8>(side, layout, token, values, outScale);
     case kCodecE5M2:
-        return quantizeRowT<kCodecE5M2, 8>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecE5M2, 8>(side, layout, token, values, outScale);
     case kCodecIntSym:
-        if (s.bits == 8)
-            return quantizeRowT<kCodecIntSym, 8>(side, s, t, x, outScale);
+        if (layout.bits == 8)
+            return quantizeRowT<kCodecIntSym, 8>(side, layout, token, values, outScale);
         break;
     case kCodecIntAsym:
-        if (s.bits == 4)
-            return quantizeRowT<kCodecIntAsym, 4>(side, s, t, x, outScale);
-        if (s.bits == 2)
-            return quantizeRowT<kCodecIntAsym, 2>(side, s, t, x, outScale);
+        if (layout.bits == 4)
+            return quantizeRowT<kCodecIntAsym, 4>(side, layout, token, values, outScale);
+        if (layout.bits == 2)
+            return quantizeRowT<kCodecIntAsym, 2>(side, layout, token, values, outScale);
         break;
     default:
         break;
     }
-    quantizeTokenVector(side, s, t, x, outScale);
+    quantizeTokenVector(side, layout, token, values, outScale);
 }
 
 // Dot product with a reduction the compiler may reorder (vectorized via -fopenmp-simd).
-inline float dot(const float* __restrict a, const float* __restrict b, int n) {
-    float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-    for (int c = 0; c < n; ++c)
-        d += a[c] * b[c];
-    return d;
+inline float dot(const float* __restrict left, const float* __restrict right, int count) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < count; ++c)
+        sum += left[c] * right[c];
+    return sum;
 }
 
 } // namespace
@@ -536,11 +544,11 @@ void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
     const int groupSize = args.qHeads / heads;
     const int partitions = args.maxPartitions;
     constexpr int kChunk = 32;
-    const int p = int(item % partitions);
-    const int h = int((item / partitions) % heads);
-    const int r = int(item / (std::int64_t(partitions) * heads));
-    const std::int64_t len = args.contextLens[r];
-    const std::int64_t begin = std::int64_t(p) * kPartitionTokens;
+    const int partition = int(item % partitions);
+    const int kvHead = int((item / partitions) % heads);
+    const int request = int(item / (std::int64_t(partitions) * heads));
+    const std::int64_t len = args.contextLens[request];
+    const std::int64_t begin = std::int64_t(partition) * kPartitionTokens;
     if (begin >= len)
         return;
     const std::int64_t end = std::min(len, begin + kPartitionTokens);
@@ -553,19 +561,21 @@ void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
     std::vector<float> valueRows(std::size_t(kChunk) * dim);
     // Per-tensor / per-head K scale folds into the softmax scale (vLLM's k_scale in
     // csrc/attention/attention_kernels.cuh).
-    const float queryScale = args.smScale * args.kScale[h];
+    const float queryScale = args.smScale * args.kScale[kvHead];
     for (int g = 0; g < groupSize; ++g)
         for (int c = 0; c < dim; ++c)
             queries[std::size_t(g) * dim + c] =
-                args.q[(std::int64_t(r) * args.qHeads + h * groupSize + g) * dim + c] * queryScale;
-    const std::int32_t* table = args.blockTables + std::int64_t(r) * args.maxBlocksPerSeq;
+                args.q[(std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * dim + c] *
+                queryScale;
+    const std::int32_t* table = args.blockTables + std::int64_t(request) * args.maxBlocksPerSeq;
     for (std::int64_t chunkBegin = begin; chunkBegin < end; chunkBegin += kChunk) {
         const int count = int(std::min<std::int64_t>(kChunk, end - chunkBegin));
         for (int i = 0; i < count; ++i) {
-            const std::int64_t t = chunkBegin + i;
-            const std::uint8_t* keySide = kSide(args.pool, layout, table[t / blockSize], h);
-            cpuDequantRow(keySide, layout.k, int(t % blockSize), keyRow.data());
-            cpuDequantRow(keySide + vSideOffset(layout), layout.v, int(t % blockSize),
+            const std::int64_t token = chunkBegin + i;
+            const std::uint8_t* keySide =
+                kSide(args.pool, layout, table[token / blockSize], kvHead);
+            cpuDequantRow(keySide, layout.k, int(token % blockSize), keyRow.data());
+            cpuDequantRow(keySide + vSideOffset(layout), layout.v, int(token % blockSize),
                           valueRows.data() + std::size_t(i) * dim);
             for (int g = 0; g < groupSize; ++g)
                 logits[std::size_t(g) * kChunk + i] =
@@ -595,7 +605,7 @@ void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
     }
     for (int g = 0; g < groupSize; ++g) {
         const std::int64_t index =
-            (std::int64_t(r) * args.qHeads + h * groupSize + g) * partitions + p;
+            (std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * partitions + partition;
         scratch.maxLogit[index] = runningMax[std::size_t(g)];
         scratch.expSum[index] = runningSum[std::size_t(g)];
         std::copy(acc.begin() + std::ptrdiff_t(g) * dim, acc.begin() + std::ptrdiff_t(g + 1) * dim,
@@ -610,9 +620,9 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
     const int dim = args.layout.headDim;
     const int groupSize = args.qHeads / args.layout.kvHeads;
     const int partitions = args.maxPartitions;
-    const int r = int(requestHead / args.qHeads);
+    const int request = int(requestHead / args.qHeads);
     const int kvHead = int(requestHead % args.qHeads) / groupSize;
-    const std::int64_t len = args.contextLens[r];
+    const std::int64_t len = args.contextLens[request];
     float* out = args.out + requestHead * dim;
     const int used = int((len + kPartitionTokens - 1) / kPartitionTokens);
     if (used == 0) {
@@ -621,14 +631,14 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
     }
     const std::int64_t base = requestHead * partitions;
     float globalMax = -INFINITY;
-    for (int p = 0; p < used; ++p)
-        globalMax = std::max(globalMax, scratch.maxLogit[base + p]);
+    for (int partition = 0; partition < used; ++partition)
+        globalMax = std::max(globalMax, scratch.maxLogit[base + partition]);
     float globalSum = 0.0f;
     std::vector<float> acc(std::size_t(dim), 0.0f);
-    for (int p = 0; p < used; ++p) {
-        const float weight = std::exp(scratch.maxLogit[base + p] - globalMax);
-        globalSum += scratch.expSum[base + p] * weight;
-        const float* partial = scratch.partial + (base + p) * dim;
+    for (int partition = 0; partition < used; ++partition) {
+        const float weight = std::exp(scratch.maxLogit[base + partition] - globalMax);
+        globalSum += scratch.expSum[base + partition] * weight;
+        const float* partial = scratch.partial + (base + partition) * dim;
         for (int c = 0; c < dim; ++c)
             acc[std::size_t(c)] += partial[c] * weight;
     }

@@ -18,25 +18,25 @@ using core::KvFormat;
 
 namespace {
 
-ProbeFormat make(std::string id, KvFormat f) {
-    std::string label = core::shortLabel(f);
-    if (f.granularity == Granularity::PerHead)
+ProbeFormat make(std::string id, KvFormat format) {
+    std::string label = core::shortLabel(format);
+    if (format.granularity == Granularity::PerHead)
         label += " per-head";
-    return ProbeFormat{std::move(id), std::move(label), f};
+    return ProbeFormat{std::move(id), std::move(label), format};
 }
 
-KvFormat withGranularity(KvDtype d, Granularity g, int group = 0) {
-    KvFormat f = KvFormat::defaultFor(d);
-    f.granularity = g;
+KvFormat withGranularity(KvDtype dtype, Granularity granularity, int group = 0) {
+    KvFormat format = KvFormat::defaultFor(dtype);
+    format.granularity = granularity;
     if (group)
-        f.groupSize = group;
-    return f;
+        format.groupSize = group;
+    return format;
 }
 
-KvFormat kivi(KvDtype d) {
-    KvFormat f = KvFormat::defaultFor(KvDtype::Int2); // KIVI: fp16 scale + zero, G = 32
-    f.dtype = d;
-    return f;
+KvFormat kivi(KvDtype dtype) {
+    KvFormat format = KvFormat::defaultFor(KvDtype::Int2); // KIVI: fp16 scale + zero, G = 32
+    format.dtype = dtype;
+    return format;
 }
 
 } // namespace
@@ -60,78 +60,78 @@ std::vector<ProbeFormat> allProbeFormats() {
 }
 
 Result<ProbeFormat> parseProbeFormat(const std::string& spec) {
-    std::string s;
-    for (char c : spec)
-        s += char(std::tolower(static_cast<unsigned char>(c)));
-    if (s == "fp8")
-        s = "fp8_e4m3";
-    else if (s == "fp8-per-head")
-        s = "fp8_e4m3-per-head";
-    else if (s == "int4")
-        s = "int4-g128";
-    else if (s == "int2")
-        s = "int2-kivi";
-    else if (s == "float16" || s == "half")
-        s = "fp16";
-    else if (s == "bfloat16")
-        s = "bf16";
+    std::string name;
+    for (char letter : spec)
+        name += char(std::tolower(static_cast<unsigned char>(letter)));
+    if (name == "fp8")
+        name = "fp8_e4m3";
+    else if (name == "fp8-per-head")
+        name = "fp8_e4m3-per-head";
+    else if (name == "int4")
+        name = "int4-g128";
+    else if (name == "int2")
+        name = "int2-kivi";
+    else if (name == "float16" || name == "half")
+        name = "fp16";
+    else if (name == "bfloat16")
+        name = "bf16";
     std::string known;
-    for (auto& f : allProbeFormats()) {
-        if (f.id == s)
-            return f;
-        known += (known.empty() ? "" : ", ") + f.id;
+    for (auto& format : allProbeFormats()) {
+        if (format.id == name)
+            return format;
+        known += (known.empty() ? "" : ", ") + format.id;
     }
     return Error{ErrorCode::BadInput, "unknown KV format '" + spec + "' (known: " + known +
                                           "; aliases fp8, int4, int2)"};
 }
 
 core::ModelSpec defaultModel() {
-    if (const core::ModelSpec* m = io::findModel("llama-3-8b"))
-        return *m;
-    core::ModelSpec m; // Llama-3-8B's config.json (meta-llama/Meta-Llama-3-8B on Hugging Face)
-    m.id = "llama-3-8b";
-    m.name = "Llama-3-8B";
-    m.family = "Llama 3";
-    m.layers.assign(32, core::LayerSpec{});
-    m.qHeads = 32;
-    m.kvHeads = 8;
-    m.headDim = 128;
-    m.params = 8'030'261'248;
-    m.maxContext = 8192;
-    m.hiddenSize = 4096;
-    return m;
+    if (const core::ModelSpec* model = io::findModel("llama-3-8b"))
+        return *model;
+    core::ModelSpec model; // Llama-3-8B's config.json (meta-llama/Meta-Llama-3-8B on Hugging Face)
+    model.id = "llama-3-8b";
+    model.name = "Llama-3-8B";
+    model.family = "Llama 3";
+    model.layers.assign(32, core::LayerSpec{});
+    model.qHeads = 32;
+    model.kvHeads = 8;
+    model.headDim = 128;
+    model.params = 8'030'261'248;
+    model.maxContext = 8192;
+    model.hiddenSize = 4096;
+    return model;
 }
 
 Result<std::int64_t> predictedPoolBytes(const core::ModelSpec& model, const KvFormat& format,
                                         int blockSize, int batch, std::int64_t context,
                                         std::int64_t prefixTokens) {
-    core::Scenario s;
-    s.model = core::withLayerCount(model, 1);
-    s.model.layers[0] = core::LayerSpec{}; // the probe runs one full-attention layer
-    s.levers.quant.enabled = true;
-    s.levers.quant.format = format;
-    s.levers.paging.enabled = true;
-    s.levers.paging.blockSize = blockSize;
+    core::Scenario scenario;
+    scenario.model = core::withLayerCount(model, 1);
+    scenario.model.layers[0] = core::LayerSpec{}; // the probe runs one full-attention layer
+    scenario.levers.quant.enabled = true;
+    scenario.levers.quant.format = format;
+    scenario.levers.paging.enabled = true;
+    scenario.levers.paging.blockSize = blockSize;
     if (prefixTokens > 0) {
-        s.levers.prefix.enabled = true;
-        s.levers.prefix.sharedTokens = prefixTokens;
-        s.levers.prefix.sharingRequests = 0; // all requests share it
+        scenario.levers.prefix.enabled = true;
+        scenario.levers.prefix.sharedTokens = prefixTokens;
+        scenario.levers.prefix.sharingRequests = 0; // all requests share it
     }
-    s.hardware.gpu.id = "probe";
-    s.hardware.gpu.name = "probe";
-    s.hardware.gpu.memoryBytes = std::int64_t(1) << 46;
-    s.hardware.kvMemoryBytes = std::int64_t(1) << 45;
-    s.workload.context = context;
-    s.workload.maxModelLen = context;
-    if (auto e = s.validate())
-        return Error{ErrorCode::BadInput, "core scenario: " + *e};
-    const core::LedgerResult r = core::computeLedger(s);
-    if (r.kvBytesPerRequestPerGpu <= 0)
+    scenario.hardware.gpu.id = "probe";
+    scenario.hardware.gpu.name = "probe";
+    scenario.hardware.gpu.memoryBytes = std::int64_t(1) << 46;
+    scenario.hardware.kvMemoryBytes = std::int64_t(1) << 45;
+    scenario.workload.context = context;
+    scenario.workload.maxModelLen = context;
+    if (auto invalid = scenario.validate())
+        return Error{ErrorCode::BadInput, "core scenario: " + *invalid};
+    const core::LedgerResult ledger = core::computeLedger(scenario);
+    if (ledger.kvBytesPerRequestPerGpu <= 0)
         return Error{ErrorCode::Internal, std::string("core predicted no KV bytes") +
-                                              (r.error.empty() ? "" : ": " + r.error)};
+                                              (ledger.error.empty() ? "" : ": " + ledger.error)};
     // vLLM / core: every request after the first saves the shared full blocks.
-    return std::int64_t(batch) * r.kvBytesPerRequestPerGpu -
-           std::int64_t(batch - 1) * r.sharedBytesPerRequestPerGpu;
+    return std::int64_t(batch) * ledger.kvBytesPerRequestPerGpu -
+           std::int64_t(batch - 1) * ledger.sharedBytesPerRequestPerGpu;
 }
 
 std::string_view probeStatusName(ProbeStatus status) {

@@ -23,10 +23,6 @@ Error badInput(std::string message) {
     return Error{ErrorCode::BadInput, std::move(message)};
 }
 
-std::int64_t roundUp(std::int64_t bytes, std::int64_t granularity) {
-    return granularity > 0 ? (bytes + granularity - 1) / granularity * granularity : bytes;
-}
-
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
     return (a + b - 1) / b;
 }

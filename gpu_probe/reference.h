@@ -51,7 +51,7 @@ struct StoreCheckStats {
 };
 Status checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::uint8_t poison,
                   const PageLayout& layout, const std::int64_t* slots, std::int64_t numTokens,
-                  const std::uint16_t* k, const std::uint16_t* v, int inputDtype,
+                  const std::uint16_t* keysIn, const std::uint16_t* valuesIn, int inputDtype,
                   const float* kScale, const float* vScale, StoreCheckStats* stats = nullptr);
 
 // Relative L2 and max-abs error of `got` against `ref`.
