@@ -386,8 +386,8 @@ void TestProbePanel::cancelWithinOneSecond() {
     QVERIFY(child<QPushButton>(panel(), "runButton")->isEnabled());
 }
 
-// Generating the synthetic K/V polls no cancel flag: the window does not wait for it (the run
-// is reported cancelled after ProbeWorker::kAbandonMs) and the thread stops at its next poll.
+// Cancel while the synthetic K/V are generated: the run is reported cancelled within a second
+// (at the latest after ProbeWorker::kAbandonMs) and nothing of it reaches the window afterwards.
 void TestProbePanel::cancelDuringDataGeneration() {
     const auto before = panel()->report().rows.size();
     setTinyRun("fp16", "16K", 1, 1);
