@@ -1,8 +1,10 @@
 #pragma once
 // A backend runs the two operations on its memory: `cpu` (always) and `cuda` (when compiled
-// with KVL_PROBE_HAVE_CUDA and a device is present). Library code returns errors as strings
-// ("" = success); only the CLI prints and exits (STYLE.md, CUDA).
+// with KVL_PROBE_HAVE_CUDA and a device is present). Library code returns kvl::Status /
+// kvl::Result (core/result.h); only the CLI prints and exits, as FlashInfer's C++ API returns
+// cudaError_t instead of aborting.
 
+#include "core/result.h"
 #include "gpu_probe/op_args.h"
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace kvl::probe {
@@ -25,8 +26,6 @@ struct BackendInfo {
 };
 std::vector<BackendInfo> listBackends();
 bool cudaCompiled();
-// Host memory available now (Linux MemAvailable), for clean refusals before allocating.
-std::int64_t hostAvailableBytes();
 
 class Backend {
 public:
@@ -38,21 +37,24 @@ public:
     // What the device itself says is in use (cudaMemGetInfo used bytes; CPU: resident set).
     virtual std::int64_t deviceUsedBytes() = 0;
     virtual std::string deviceAccountKind() const = 0;
+    // Whether device buffers live in host memory (the CPU backend): the memory guard then
+    // counts them against the host's memory.
+    virtual bool deviceIsHost() const = 0;
 
-    virtual std::string alloc(void** p, std::size_t bytes) = 0;
+    // OutOfMemory when the device cannot hold `bytes` more.
+    virtual Result<void*> allocate(std::size_t bytes) = 0;
     virtual void release(void* p) = 0;
-    virtual std::string upload(void* dst, const void* src, std::size_t n) = 0;
-    virtual std::string download(void* dst, const void* src, std::size_t n) = 0;
-    virtual std::string fill(void* dst, std::uint8_t byte, std::size_t n) = 0;
+    virtual Status upload(void* dst, const void* src, std::size_t n) = 0;
+    virtual Status download(void* dst, const void* src, std::size_t n) = 0;
+    virtual Status fill(void* dst, std::uint8_t byte, std::size_t n) = 0;
     // Device-to-device copy: the bandwidth yardstick measured in the same run.
-    virtual std::string copy(void* dst, const void* src, std::size_t n) = 0;
-    virtual std::string store(const StoreArgs& a) = 0;
-    virtual std::string attention(const AttentionArgs& a) = 0;
-    virtual std::string synchronize() = 0;
+    virtual Status copy(void* dst, const void* src, std::size_t n) = 0;
+    virtual Status store(const StoreArgs& args) = 0;
+    virtual Status attention(const AttentionArgs& args) = 0;
+    virtual Status synchronize() = 0;
     // Runs fn `warmup` times, then `repeats` timed runs; the median in ms (CUDA events on the
     // GPU, the steady clock on the CPU).
-    virtual std::string time(const std::function<std::string()>& fn, int warmup, int repeats,
-                             double* medianMs) = 0;
+    virtual Result<double> time(const std::function<Status()>& fn, int warmup, int repeats) = 0;
 
     void setCancel(const std::atomic<bool>* c) { m_cancel = c; }
     void setThreads(int n) { m_threads = n; }
@@ -62,7 +64,9 @@ protected:
     int m_threads = 0;
 };
 
-std::variant<std::unique_ptr<Backend>, std::string> makeBackend(const std::string& name);
+// BadInput for an unknown name, Unsupported when the backend is not compiled, NoDevice when it
+// has no device.
+Result<std::unique_ptr<Backend>> makeBackend(const std::string& name);
 
 // RAII device buffer.
 class DeviceBuffer {
@@ -71,11 +75,15 @@ public:
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer() { reset(); }
-    std::string allocate(Backend& b, std::size_t bytes) {
+    Status allocate(Backend& backend, std::size_t bytes) {
         reset();
-        m_backend = &b;
+        auto memory = backend.allocate(bytes ? bytes : 1);
+        if (!memory)
+            return memory.error();
+        m_backend = &backend;
+        m_ptr = *memory;
         m_bytes = bytes;
-        return b.alloc(&m_ptr, bytes ? bytes : 1);
+        return {};
     }
     void reset() {
         if (m_backend && m_ptr)
@@ -94,7 +102,7 @@ private:
 };
 
 #if KVL_PROBE_HAVE_CUDA
-std::variant<std::unique_ptr<Backend>, std::string> makeCudaBackend();
+Result<std::unique_ptr<Backend>> makeCudaBackend();
 BackendInfo cudaBackendInfo();
 #endif
 

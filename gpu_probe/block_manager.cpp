@@ -23,9 +23,9 @@ std::int64_t BlockManager::sharedBlocksFor(const std::vector<std::int64_t>& cont
     if (contexts.size() < 2 || prefixTokens <= 0 || blockSize <= 0)
         return 0;
     std::int64_t shared = prefixTokens / blockSize;
-    for (std::int64_t c : contexts)
-        shared =
-            std::min(shared, std::max<std::int64_t>(0, std::min(prefixTokens, c - 1) / blockSize));
+    for (std::int64_t context : contexts)
+        shared = std::min(
+            shared, std::max<std::int64_t>(0, std::min(prefixTokens, context - 1) / blockSize));
     return shared;
 }
 
@@ -33,49 +33,51 @@ std::int64_t BlockManager::pagesNeeded(const std::vector<std::int64_t>& contexts
                                        std::int64_t prefixTokens, int blockSize) {
     const std::int64_t shared = sharedBlocksFor(contexts, prefixTokens, blockSize);
     std::int64_t pages = shared;
-    for (std::int64_t c : contexts)
-        pages += (c + blockSize - 1) / blockSize - shared;
+    for (std::int64_t context : contexts)
+        pages += (context + blockSize - 1) / blockSize - shared;
     return pages;
 }
 
-std::variant<BatchAllocation, std::string>
-BlockManager::allocate(const std::vector<std::int64_t>& contexts, std::int64_t prefixTokens) {
+Result<BatchAllocation> BlockManager::allocate(const std::vector<std::int64_t>& contexts,
+                                               std::int64_t prefixTokens) {
     if (contexts.empty())
-        return std::string("block manager: empty batch");
+        return Error{ErrorCode::BadInput, "block manager: empty batch"};
     if (prefixTokens < 0)
-        return std::string("block manager: negative prefix");
+        return Error{ErrorCode::BadInput, "block manager: negative prefix"};
     std::int64_t maxBlocks = 0;
-    for (std::int64_t c : contexts) {
-        if (c < 0)
-            return std::string("block manager: negative context");
-        maxBlocks = std::max(maxBlocks, (c + m_blockSize - 1) / m_blockSize);
+    for (std::int64_t context : contexts) {
+        if (context < 0)
+            return Error{ErrorCode::BadInput, "block manager: negative context"};
+        maxBlocks = std::max(maxBlocks, (context + m_blockSize - 1) / m_blockSize);
     }
     if (maxBlocks > INT32_MAX / std::int64_t(contexts.size()))
-        return std::string("block manager: block table too large");
+        return Error{ErrorCode::BadInput, "block manager: block table too large"};
     const std::int64_t need = pagesNeeded(contexts, prefixTokens, m_blockSize);
     if (need > freeBlocks())
-        return "block manager: out of pages (" + std::to_string(need) + " needed, " +
-               std::to_string(freeBlocks()) + " free)";
-    BatchAllocation a;
-    a.contexts = contexts;
-    a.maxBlocksPerSeq = int(std::max<std::int64_t>(maxBlocks, 1));
-    a.blockTables.assign(contexts.size() * std::size_t(a.maxBlocksPerSeq), -1);
-    a.sharedBlocks = sharedBlocksFor(contexts, prefixTokens, m_blockSize);
-    a.sharedTokens = a.sharedBlocks * m_blockSize;
+        return Error{ErrorCode::OutOfMemory, "block manager: out of pages (" +
+                                                 std::to_string(need) + " needed, " +
+                                                 std::to_string(freeBlocks()) + " free)"};
+    BatchAllocation allocation;
+    allocation.contexts = contexts;
+    allocation.maxBlocksPerSeq = int(std::max<std::int64_t>(maxBlocks, 1));
+    allocation.blockTables.assign(contexts.size() * std::size_t(allocation.maxBlocksPerSeq), -1);
+    allocation.sharedBlocks = sharedBlocksFor(contexts, prefixTokens, m_blockSize);
+    allocation.sharedTokens = allocation.sharedBlocks * m_blockSize;
     auto take = [&] {
-        const std::int32_t b = m_free.back();
+        const std::int32_t block = m_free.back();
         m_free.pop_back();
-        m_refCount[std::size_t(b)] = 1;
-        return b;
+        m_refCount[std::size_t(block)] = 1;
+        return block;
     };
     std::vector<std::int32_t> prefix;
-    for (std::int64_t i = 0; i < a.sharedBlocks; ++i)
+    for (std::int64_t i = 0; i < allocation.sharedBlocks; ++i)
         prefix.push_back(take());
     for (std::size_t r = 0; r < contexts.size(); ++r) {
         const std::int64_t blocks = (contexts[r] + m_blockSize - 1) / m_blockSize;
-        std::int32_t* row = a.blockTables.data() + r * std::size_t(a.maxBlocksPerSeq);
+        std::int32_t* row =
+            allocation.blockTables.data() + r * std::size_t(allocation.maxBlocksPerSeq);
         for (std::int64_t i = 0; i < blocks; ++i) {
-            if (i < a.sharedBlocks) {
+            if (i < allocation.sharedBlocks) {
                 row[i] = prefix[std::size_t(i)];
                 if (r > 0)
                     ++m_refCount[std::size_t(row[i])];
@@ -84,21 +86,23 @@ BlockManager::allocate(const std::vector<std::int64_t>& contexts, std::int64_t p
             }
         }
     }
-    a.pagesUsed = need;
-    a.pagesSaved = a.sharedBlocks * (std::int64_t(contexts.size()) - 1);
-    return a;
+    allocation.pagesUsed = need;
+    allocation.pagesSaved = allocation.sharedBlocks * (std::int64_t(contexts.size()) - 1);
+    return allocation;
 }
 
-void BlockManager::release(const BatchAllocation& a) {
-    for (std::size_t r = 0; r < a.contexts.size(); ++r) {
-        const std::int64_t blocks = (a.contexts[r] + m_blockSize - 1) / m_blockSize;
+void BlockManager::release(const BatchAllocation& allocation) {
+    for (std::size_t r = 0; r < allocation.contexts.size(); ++r) {
+        const std::int64_t blocks = (allocation.contexts[r] + m_blockSize - 1) / m_blockSize;
         for (std::int64_t i = 0; i < blocks; ++i) {
-            const std::int32_t b =
-                a.blockTables[r * std::size_t(a.maxBlocksPerSeq) + std::size_t(i)];
-            if (b < 0 || b >= std::int32_t(m_refCount.size()) || m_refCount[std::size_t(b)] == 0)
+            const std::int32_t block =
+                allocation
+                    .blockTables[r * std::size_t(allocation.maxBlocksPerSeq) + std::size_t(i)];
+            if (block < 0 || block >= std::int32_t(m_refCount.size()) ||
+                m_refCount[std::size_t(block)] == 0)
                 continue;
-            if (--m_refCount[std::size_t(b)] == 0)
-                m_free.push_back(b);
+            if (--m_refCount[std::size_t(block)] == 0)
+                m_free.push_back(block);
         }
     }
 }

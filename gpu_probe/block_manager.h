@@ -1,13 +1,14 @@
 #pragma once
 // Pages for a batch of requests from one pool, with refcounted shared-prefix pages. The same
 // manager drives both backends (block tables are plain int32, vLLM's format).
-// Sharing rule (vLLM prefix caching, REFERENCE.md 2): only FULL blocks are shared, and the block
-// holding a request's last token never is: a P-token prefix shares min(P, context - 1) / B
-// blocks. core's ledger applies the same rule, so page counts match its prediction.
+// Sharing rule (vLLM prefix caching, vllm/v1/core/kv_cache_utils.py hash_block_tokens /
+// block_pool.py: only full blocks get a hash and can be cached): only FULL blocks are shared, and
+// the block holding a request's last token never is: a P-token prefix shares min(P, context - 1) /
+// B blocks. core's ledger applies the same rule, so page counts match its prediction.
+
+#include "core/result.h"
 
 #include <cstdint>
-#include <string>
-#include <variant>
 #include <vector>
 
 namespace kvl::probe {
@@ -29,7 +30,7 @@ struct BatchAllocation {
 class BlockManager {
 public:
     // `shuffleSeed` != 0 hands pages out in a shuffled order (measures honestly: no request
-    // streams through physically contiguous memory; REFERENCE.md 5).
+    // streams through physically contiguous memory, as after a long-running server's churn).
     BlockManager(std::int64_t numBlocks, int blockSize, std::uint64_t shuffleSeed = 0);
 
     // Pages one batch needs (what a pool must hold), without allocating.
@@ -38,9 +39,11 @@ public:
     static std::int64_t sharedBlocksFor(const std::vector<std::int64_t>& contexts,
                                         std::int64_t prefixTokens, int blockSize);
 
-    std::variant<BatchAllocation, std::string> allocate(const std::vector<std::int64_t>& contexts,
-                                                        std::int64_t prefixTokens);
-    void release(const BatchAllocation& batch);
+    // BadInput for an empty batch or negative lengths, OutOfMemory when the pool has too few
+    // free pages.
+    Result<BatchAllocation> allocate(const std::vector<std::int64_t>& contexts,
+                                     std::int64_t prefixTokens);
+    void release(const BatchAllocation& allocation);
 
     std::int64_t numBlocks() const { return std::int64_t(m_refCount.size()); }
     std::int64_t freeBlocks() const { return std::int64_t(m_free.size()); }

@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 namespace kvl::probe {
 
@@ -19,33 +21,21 @@ namespace {
 constexpr std::size_t kPage = 4096;
 
 std::string cpuModelName() {
-    std::ifstream f("/proc/cpuinfo");
+    std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
-    while (std::getline(f, line))
+    while (std::getline(cpuinfo, line))
         if (line.rfind("model name", 0) == 0) {
-            const auto p = line.find(':');
-            if (p != std::string::npos)
-                return line.substr(std::min(line.size(), p + 2));
+            const auto colon = line.find(':');
+            if (colon != std::string::npos)
+                return line.substr(std::min(line.size(), colon + 2));
         }
     return "CPU";
 }
 
-// MemAvailable from /proc/meminfo (what can be touched without swapping or the OOM killer).
-std::int64_t availableBytes() {
-    std::ifstream f("/proc/meminfo");
-    std::string key;
-    std::int64_t kb = 0;
-    std::string unit;
-    while (f >> key >> kb >> unit)
-        if (key == "MemAvailable:")
-            return kb * 1024;
-    return std::int64_t(sysconf(_SC_AVPHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
-}
-
 std::int64_t residentBytes() {
-    std::ifstream f("/proc/self/statm");
+    std::ifstream statm("/proc/self/statm");
     std::int64_t size = 0, rss = 0;
-    if (f >> size >> rss)
+    if (statm >> size >> rss)
         return rss * std::int64_t(sysconf(_SC_PAGESIZE));
     return 0;
 }
@@ -59,86 +49,77 @@ public:
     std::int64_t granularity() const override { return kPage; }
     std::int64_t deviceUsedBytes() override { return residentBytes(); }
     std::string deviceAccountKind() const override { return "resident set (RSS) delta"; }
+    bool deviceIsHost() const override { return true; }
 
     // Fresh anonymous mappings (not malloc, which recycles resident heap memory): the RSS
-    // delta then is an honest second account of what the pool occupies.
-    std::string alloc(void** p, std::size_t bytes) override {
+    // delta then is an honest second account of what the pool occupies. Linux overcommits, so
+    // an mmap that cannot be backed would only fail when touched, by the OOM killer: the run's
+    // memory guard (memory_guard.h) refuses such a run before anything is allocated.
+    Result<void*> allocate(std::size_t bytes) override {
         const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
-        // Linux overcommits: an mmap that cannot be backed only fails when touched, by the
-        // OOM killer. Refuse up front what would not fit in the memory available now.
-        if (std::int64_t(rounded) > availableBytes() * 9 / 10) {
-            *p = nullptr;
-            return "cpu: out of memory: " + std::to_string(bytes) + " bytes requested, " +
-                   std::to_string(availableBytes()) + " available";
-        }
-        void* m =
+        void* memory =
             mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) {
-            *p = nullptr;
-            return "cpu: out of memory allocating " + std::to_string(bytes) + " bytes";
-        }
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_sizes[m] = rounded;
-        *p = m;
-        return {};
+        if (memory == MAP_FAILED)
+            return Error{ErrorCode::OutOfMemory,
+                         "cpu: out of memory allocating " + std::to_string(bytes) + " bytes"};
+        const std::lock_guard<std::mutex> lock(m_mutex);
+        m_sizes[memory] = rounded;
+        return memory;
     }
-    void release(void* p) override {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        auto it = m_sizes.find(p);
+    void release(void* memory) override {
+        const std::lock_guard<std::mutex> lock(m_mutex);
+        auto it = m_sizes.find(memory);
         if (it == m_sizes.end())
             return;
-        munmap(p, it->second);
+        munmap(memory, it->second);
         m_sizes.erase(it);
     }
     ~CpuBackend() override {
-        for (auto& [p, n] : m_sizes)
-            munmap(p, n);
+        for (auto& [memory, bytes] : m_sizes)
+            munmap(memory, bytes);
     }
-    std::string upload(void* d, const void* s, std::size_t n) override {
-        std::memcpy(d, s, n);
+    Status upload(void* dst, const void* src, std::size_t n) override {
+        std::memcpy(dst, src, n);
         return {};
     }
-    std::string download(void* d, const void* s, std::size_t n) override {
-        std::memcpy(d, s, n);
+    Status download(void* dst, const void* src, std::size_t n) override {
+        std::memcpy(dst, src, n);
         return {};
     }
-    std::string fill(void* d, std::uint8_t b, std::size_t n) override {
-        std::memset(d, b, n);
+    Status fill(void* dst, std::uint8_t byte, std::size_t n) override {
+        std::memset(dst, byte, n);
         return {};
     }
-    std::string copy(void* d, const void* s, std::size_t n) override {
+    Status copy(void* dst, const void* src, std::size_t n) override {
         // Chunked over the same threads the kernels use, so both see the same memory system.
         const std::size_t chunk = std::size_t(1) << 20;
         const std::int64_t chunks = std::int64_t((n + chunk - 1) / chunk);
-        parallelFor(chunks, m_threads, nullptr, [&](std::int64_t i) {
-            const std::size_t off = std::size_t(i) * chunk;
-            std::memcpy(static_cast<char*>(d) + off, static_cast<const char*>(s) + off,
-                        std::min(chunk, n - off));
+        return parallelFor(chunks, m_threads, m_cancel, [&](std::int64_t i) {
+            const std::size_t offset = std::size_t(i) * chunk;
+            std::memcpy(static_cast<char*>(dst) + offset, static_cast<const char*>(src) + offset,
+                        std::min(chunk, n - offset));
         });
-        return {};
     }
-    std::string store(const StoreArgs& a) override { return cpuStore(a, m_threads, m_cancel); }
-    std::string attention(const AttentionArgs& a) override {
-        return cpuAttention(a, m_threads, m_cancel);
+    Status store(const StoreArgs& args) override { return cpuStore(args, m_threads, m_cancel); }
+    Status attention(const AttentionArgs& args) override {
+        return cpuAttention(args, m_threads, m_cancel);
     }
-    std::string synchronize() override { return {}; }
-    std::string time(const std::function<std::string()>& fn, int warmup, int repeats,
-                     double* ms) override {
+    Status synchronize() override { return {}; }
+    Result<double> time(const std::function<Status()>& fn, int warmup, int repeats) override {
         for (int i = 0; i < warmup; ++i)
-            if (auto e = fn(); !e.empty())
-                return e;
-        std::vector<double> t;
+            if (Status done = fn(); !done)
+                return done.error();
+        std::vector<double> times;
         for (int i = 0; i < std::max(1, repeats); ++i) {
-            const auto t0 = std::chrono::steady_clock::now();
-            if (auto e = fn(); !e.empty())
-                return e;
-            t.push_back(
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+            const auto start = std::chrono::steady_clock::now();
+            if (Status done = fn(); !done)
+                return done.error();
+            times.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count());
         }
-        std::sort(t.begin(), t.end());
-        *ms = t[t.size() / 2];
-        return {};
+        std::sort(times.begin(), times.end());
+        return times[times.size() / 2];
     }
 
 private:
@@ -147,10 +128,6 @@ private:
 };
 
 } // namespace
-
-std::int64_t hostAvailableBytes() {
-    return availableBytes();
-}
 
 bool cudaCompiled() {
 #if KVL_PROBE_HAVE_CUDA
@@ -180,18 +157,18 @@ std::vector<BackendInfo> listBackends() {
     return out;
 }
 
-std::variant<std::unique_ptr<Backend>, std::string> makeBackend(const std::string& name) {
+Result<std::unique_ptr<Backend>> makeBackend(const std::string& name) {
     if (name == "cpu")
         return std::unique_ptr<Backend>(new CpuBackend);
     if (name == "cuda") {
 #if KVL_PROBE_HAVE_CUDA
         return makeCudaBackend();
 #else
-        return std::string(
-            "cuda backend unavailable: not compiled (no CUDA compiler at configure time)");
+        return Error{ErrorCode::Unsupported,
+                     "cuda backend unavailable: not compiled (no CUDA compiler at configure time)"};
 #endif
     }
-    return "unknown backend '" + name + "' (use cpu or cuda)";
+    return Error{ErrorCode::BadInput, "unknown backend '" + name + "' (use cpu or cuda)"};
 }
 
 } // namespace kvl::probe

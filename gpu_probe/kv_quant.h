@@ -111,7 +111,8 @@ KVL_HD std::uint16_t floatToBf16(float f) {
 }
 
 // OCP FP8 E4M3 ("FN": no infinities, max 448, NaN = S.1111.111). Saturating as vLLM's
-// scaled_fp8_conversion does (REFERENCE.md 4: "q = convert(x / scale) with saturation").
+// scaled_fp8_conversion does (vLLM csrc/quantization/fp8/common.cuh: x / scale clamped to the
+// format's max, then converted).
 inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE5m2Max = 57344.0f;
 

@@ -1,11 +1,15 @@
-// kvprobe: the probe on the command line. The only place that prints and chooses exit codes
-// (0 success, 1 a check or run failed, 2 bad usage).
+// kvprobe: the probe on the command line. The only place that prints and chooses exit codes:
+// 0 success, 1 a check or run failed (or the device is missing), 2 bad usage or bad input.
+// Options live in one table: each command accepts only its own, and --help is generated from it.
+// (Hand-written rather than a library: the GPU machine builds this with only CMake, nvcc and a
+// compiler, and the grammar is a handful of --name value pairs.)
 #include "core/io/model_table.h"
 #include "core/units.h"
 #include "gpu_probe/backend.h"
 #include "gpu_probe/probe.h"
 #include "gpu_probe/probe_json.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -17,281 +21,443 @@ using namespace kvl::probe;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage:
-  kvprobe info  [--json]
-  kvprobe check [--backend cpu|cuda] [--json] [--seed N]
-  kvprobe run   --model ID --kv-dtype X --block-size B --batch N --context T
-                [--prefix-tokens P] [--backend cpu|cuda] [--seed N] [--repeats R]
-                [--k-npy FILE --v-npy FILE] [--bf16-input] [--json]
-  kvprobe bench [--backend cpu|cuda] [--json] [--quick] [--seed N]
-kv-dtype: fp16 bf16 fp32 fp8 fp8_e4m3 fp8_e5m2 (add -per-head) int8 int4 int4-g32 int4-g64
-          int4-g128 int4-kivi int2 int2-kivi
-)";
+enum Command : unsigned { kInfo = 1, kCheck = 2, kRun = 4, kBench = 8 };
+constexpr unsigned kAllCommands = kInfo | kCheck | kRun | kBench;
+
+struct CommandSpec {
+    Command id;
+    const char* name;
+    const char* summary;
+};
+constexpr CommandSpec kCommands[] = {
+    {kInfo, "info", "list the backends and why one is unavailable"},
+    {kCheck, "check", "every operation x format x block size against the FP64 references"},
+    {kRun, "run", "measure one layer: memory against core, speed, quality"},
+    {kBench, "bench", "formats x contexts x batch sizes on one backend"},
+};
+
+struct OptionSpec {
+    const char* name;
+    const char* valueName;         // nullptr: a flag
+    unsigned commands;             // the commands that take it
+    unsigned requiredBy;           // the commands that need it
+    std::int64_t low, high;        // the range of an integer value (low > high: not an integer)
+    std::string (*defaultValue)(); // nullptr: none
+    const char* help;
+};
+
+std::string defaultBackend() {
+    return ProbePlan{}.backend;
+}
+std::string defaultSeed() {
+    return std::to_string(ProbePlan{}.seed);
+}
+std::string defaultPrefix() {
+    return std::to_string(ProbePlan{}.prefixTokens);
+}
+std::string defaultRepeats() {
+    return std::to_string(ProbePlan{}.repeats);
+}
+
+constexpr std::int64_t kNoRange = 1, kNoRangeHigh = 0;
+constexpr std::int64_t kMaxContext = std::int64_t(1) << 24;
+
+const OptionSpec kOptions[] = {
+    {"--backend", "cpu|cuda", kCheck | kRun | kBench, 0, kNoRange, kNoRangeHigh, defaultBackend,
+     "the backend to measure on"},
+    {"--model", "ID", kRun, kRun, kNoRange, kNoRangeHigh, nullptr,
+     "catalog id of the model whose layer is probed (llama-3-8b, ...)"},
+    {"--kv-dtype", "X", kRun, kRun, kNoRange, kNoRangeHigh, nullptr, "KV format (see below)"},
+    {"--block-size", "B", kRun, kRun, 1, 4096, nullptr, "tokens per page"},
+    {"--batch", "N", kRun, kRun, 1, 4096, nullptr, "requests"},
+    {"--context", "T", kRun, kRun, 1, kMaxContext, nullptr, "tokens per request"},
+    {"--prefix-tokens", "P", kRun, 0, 0, kMaxContext, defaultPrefix,
+     "prompt prefix shared by every request (its full blocks)"},
+    {"--seed", "N", kCheck | kRun | kBench, 0, 0, INT64_MAX, defaultSeed,
+     "seed of the synthetic data, the shapes and the page order"},
+    {"--repeats", "R", kRun, 0, 1, 1000, defaultRepeats, "timed repeats (the median is reported)"},
+    {"--k-npy", "FILE", kRun, 0, kNoRange, kNoRangeHigh, nullptr,
+     "real keys, float16/float32 [tokens, kv_heads, head_dim], C order"},
+    {"--v-npy", "FILE", kRun, 0, kNoRange, kNoRangeHigh, nullptr, "real values, same shape"},
+    {"--bf16-input", nullptr, kRun, 0, kNoRange, kNoRangeHigh, nullptr,
+     "store bf16 inputs instead of fp16"},
+    {"--quick", nullptr, kCheck | kBench, 0, kNoRange, kNoRangeHigh, nullptr,
+     "fewer cases: one per format and block size (check), fewer sizes (bench)"},
+    {"--json", nullptr, kAllCommands, 0, kNoRange, kNoRangeHigh, nullptr,
+     "print one JSON object (schema in gpu_probe/README.md)"},
+    {"--help", nullptr, kAllCommands, 0, kNoRange, kNoRangeHigh, nullptr, "this help"},
+};
+
+const OptionSpec* findOption(const std::string& name) {
+    for (const auto& option : kOptions)
+        if (name == option.name || (name == "-h" && std::string(option.name) == "--help"))
+            return &option;
+    return nullptr;
+}
+
+const CommandSpec* findCommand(const std::string& name) {
+    for (const auto& command : kCommands)
+        if (name == command.name)
+            return &command;
+    return nullptr;
+}
+
+std::string commandNames(unsigned mask) {
+    std::string names;
+    for (const auto& command : kCommands)
+        if (mask & command.id)
+            names += (names.empty() ? "" : ", ") + std::string(command.name);
+    return names;
+}
+
+std::string synopsis(const CommandSpec& command) {
+    std::string line = std::string("kvprobe ") + command.name;
+    for (const auto& option : kOptions) {
+        if (!(option.commands & command.id) || std::string(option.name) == "--help")
+            continue;
+        std::string word = option.name;
+        if (option.valueName)
+            word += std::string(" ") + option.valueName;
+        line += ' ' + ((option.requiredBy & command.id) ? word : "[" + word + "]");
+    }
+    return line;
+}
+
+constexpr const char* kFormats =
+    "kv-dtype: fp16 bf16 fp32 fp8 fp8_e4m3 fp8_e5m2 (add -per-head) int8 int4 int4-g32 int4-g64\n"
+    "          int4-g128 int4-kivi int2 int2-kivi\n";
+
+std::string generalHelp() {
+    std::string text = "usage:\n";
+    for (const auto& command : kCommands)
+        text += "  " + synopsis(command) + "\n";
+    text += "commands:\n";
+    for (const auto& command : kCommands)
+        text += "  " + std::string(command.name) +
+                std::string(8 - std::string(command.name).size(), ' ') + command.summary + "\n";
+    text += "kvprobe COMMAND --help describes a command's options. ";
+    text += "Exit status: 0 ok, 1 a check or run failed, 2 bad usage or input.\n";
+    return text + kFormats;
+}
+
+std::string commandHelp(const CommandSpec& command) {
+    std::string text = "usage: " + synopsis(command) + "\n" + command.summary + "\noptions:\n";
+    for (const auto& option : kOptions) {
+        if (!(option.commands & command.id))
+            continue;
+        std::string left = std::string("  ") + option.name;
+        if (option.valueName)
+            left += std::string(" ") + option.valueName;
+        text += left + std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') + option.help;
+        if (option.low <= option.high && option.high == INT64_MAX)
+            text += ", an integer >= " + std::to_string(option.low);
+        else if (option.low <= option.high)
+            text += ", " + std::to_string(option.low) + "-" + std::to_string(option.high);
+        if (option.requiredBy & command.id)
+            text += "; required";
+        if (option.defaultValue)
+            text += "; default " + option.defaultValue();
+        text += "\n";
+    }
+    return command.id == kRun ? text + kFormats : text;
+}
 
 struct Args {
-    std::string command;
-    std::map<std::string, std::string> opts;
-    std::vector<std::string> flags;
-    bool has(const std::string& f) const {
-        for (const auto& x : flags)
-            if (x == f)
-                return true;
-        return false;
+    const CommandSpec* command = nullptr;
+    std::map<std::string, std::string> values; // given values and flags ("" for a flag)
+    bool help = false;
+
+    bool has(const std::string& name) const { return values.count(name) != 0; }
+    std::string get(const std::string& name) const {
+        if (auto it = values.find(name); it != values.end())
+            return it->second;
+        const OptionSpec* option = findOption(name);
+        return option && option->defaultValue ? option->defaultValue() : std::string();
     }
-    std::string get(const std::string& k, const std::string& def = {}) const {
-        auto it = opts.find(k);
-        return it == opts.end() ? def : it->second;
+    std::int64_t integer(const std::string& name) const { // checked by parseArgs
+        return std::strtoll(get(name).c_str(), nullptr, 10);
     }
 };
 
-int usage(const std::string& msg) {
-    if (!msg.empty())
-        std::fprintf(stderr, "kvprobe: %s\n", msg.c_str());
-    std::fputs(kUsage, stderr);
-    return 2;
-}
-
-bool parseInt(const std::string& s, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-    if (s.empty())
-        return false;
+Status checkInteger(const OptionSpec& option, const std::string& text) {
     char* end = nullptr;
     errno = 0;
-    const long long v = std::strtoll(s.c_str(), &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return false;
-    out = v;
-    return true;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || errno || *end || value < option.low || value > option.high)
+        return Error{ErrorCode::BadInput, std::string(option.name) + " must be an integer " +
+                                              std::to_string(option.low) + "-" +
+                                              std::to_string(option.high) + ", got '" + text + "'"};
+    return {};
 }
 
-void printJson(const std::string& text) {
-    std::fputs(text.c_str(), stdout);
+Result<Args> parseArgs(int argc, char** argv) {
+    Args args;
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (first == "--help" || first == "-h") {
+        args.help = true;
+        return args;
+    }
+    args.command = findCommand(first);
+    if (!args.command)
+        return Error{ErrorCode::BadInput,
+                     first.empty() ? "no command given (info, check, run or bench; see --help)"
+                                   : "unknown command '" + first +
+                                         "' (info, check, run or bench; see --help)"};
+    const std::string name = args.command->name;
+    for (int i = 2; i < argc; ++i) {
+        const std::string word = argv[i];
+        const OptionSpec* option = findOption(word);
+        if (!option)
+            return Error{ErrorCode::BadInput, "unknown option '" + word + "' (kvprobe " + name +
+                                                  " --help lists " + name + "'s options)"};
+        if (!(option->commands & args.command->id))
+            return Error{ErrorCode::BadInput, word + " is not an option of " + name +
+                                                  " (it belongs to " +
+                                                  commandNames(option->commands) + ")"};
+        if (args.has(option->name))
+            return Error{ErrorCode::BadInput, word + " is given twice"};
+        std::string value;
+        if (option->valueName) {
+            if (i + 1 >= argc)
+                return Error{ErrorCode::BadInput,
+                             word + " needs a value (" + option->valueName + ")"};
+            value = argv[++i];
+            if (option->low <= option->high)
+                if (Status valid = checkInteger(*option, value); !valid)
+                    return valid.error();
+        }
+        args.values[option->name] = value;
+    }
+    args.help = args.has("--help");
+    if (!args.help)
+        for (const auto& option : kOptions)
+            if ((option.requiredBy & args.command->id) && !args.has(option.name))
+                return Error{ErrorCode::BadInput, name + " needs " + option.name + " " +
+                                                      option.valueName + " (see kvprobe " + name +
+                                                      " --help)"};
+    return args;
 }
 
-int cmdInfo(const Args& a) {
+// Bad usage and bad input (a flag, a file, a name) exit 2; everything else that failed, 1.
+int exitCodeFor(const Error& error) {
+    switch (error.code) {
+    case ErrorCode::BadInput:
+    case ErrorCode::BadFile:
+    case ErrorCode::NotFound:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+int fail(const Error& error) {
+    std::fprintf(stderr, "kvprobe: %s\n", error.message.c_str());
+    return exitCodeFor(error);
+}
+
+void printJson(const std::string& document) {
+    std::fputs(document.c_str(), stdout);
+}
+
+int cmdInfo(const Args& args) {
     const auto backends = listBackends();
-    if (a.has("--json")) {
+    if (args.has("--json")) {
         printJson(infoJson(backends, cudaCompiled()));
         return 0;
     }
     std::printf("kvprobe (schema %d)\n", kSchemaVersion);
-    for (const auto& b : backends) {
-        if (b.available)
-            std::printf("  %-5s available: %s%s%s\n", b.name.c_str(), b.device.c_str(),
-                        b.details.empty() ? "" : ", ", b.details.c_str());
+    for (const auto& backend : backends) {
+        if (backend.available)
+            std::printf("  %-5s available: %s%s%s\n", backend.name.c_str(), backend.device.c_str(),
+                        backend.details.empty() ? "" : ", ", backend.details.c_str());
         else
-            std::printf("  %-5s unavailable: %s\n", b.name.c_str(), b.reason.c_str());
+            std::printf("  %-5s unavailable: %s\n", backend.name.c_str(), backend.reason.c_str());
     }
     return 0;
 }
 
-int cmdCheck(const Args& a) {
-    std::int64_t seed = 1;
-    if (a.opts.count("--seed") && !parseInt(a.get("--seed"), 0, INT64_MAX, seed))
-        return usage("--seed needs a non-negative integer");
-    const bool json = a.has("--json");
-    const CheckReport r = runCheck(a.get("--backend", "cpu"), std::uint64_t(seed));
-    if (json) {
-        printJson(checkJson(r));
-    } else {
-        for (const auto& c : r.cases)
-            std::printf("%s  %-44s %s\n", c.passed ? "PASS" : "FAIL", c.name.c_str(),
-                        c.detail.c_str());
-        if (!r.error.empty())
-            std::printf("error: %s\n", r.error.c_str());
-        std::printf("%d passed, %d failed\n", r.passed, r.failed);
+int cmdCheck(const Args& args) {
+    CheckPlan plan;
+    plan.backend = args.get("--backend");
+    plan.seed = std::uint64_t(args.integer("--seed"));
+    plan.quick = args.has("--quick");
+    const CheckReport report = runCheck(plan);
+    if (args.has("--json")) {
+        printJson(checkJson(report));
+    } else if (report.ok()) {
+        for (const auto& check : report.cases)
+            std::printf("%s  %-44s %s\n", check.passed ? "PASS" : "FAIL", check.name.c_str(),
+                        check.detail.c_str());
+        std::printf("%d passed, %d failed\n", report.passed, report.failed);
     }
-    if (json)
-        std::fprintf(stderr, "%d passed, %d failed\n", r.passed, r.failed);
-    return r.error.empty() && r.failed == 0 ? 0 : 1;
+    if (!report.ok())
+        return fail(report.error);
+    if (args.has("--json"))
+        std::fprintf(stderr, "%d passed, %d failed\n", report.passed, report.failed);
+    return report.failed == 0 ? 0 : 1;
 }
 
-void printResultText(const ProbeResult& r) {
+void printMemory(const ProbeResult& result) {
     using core::formatBytes;
-    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\n",
-                r.formatLabel.c_str(), r.backend.c_str(), r.device.c_str(), r.modelId.c_str(),
-                r.blockSize, r.batch, (long long)r.context, (long long)r.prefixTokens);
-    std::printf("memory (one layer, %d KV heads x head_dim %d):\n", r.kvHeads, r.headDim);
-    std::printf("  predicted by core   %lld B (%s)\n", (long long)r.predictedPoolBytes,
-                formatBytes(r.predictedPoolBytes).c_str());
-    std::printf("  pool (pages x page) %lld B = %lld pages x %lld B, %lld pages saved by sharing\n",
-                (long long)r.poolBytes, (long long)r.pagesUsed, (long long)r.pageBytes,
-                (long long)r.pagesSaved);
-    std::printf("  allocated           %lld B (granularity %lld B), %+.4f%% vs prediction\n",
-                (long long)r.allocatedPoolBytes, (long long)r.allocatorGranularity,
-                r.memoryErrorPct);
-    std::printf("  device account      %lld B (%s)\n", (long long)r.devicePoolBytes,
-                r.deviceAccountKind.c_str());
-    if (r.speedMeasured) {
-        std::printf("speed (median):\n");
-        std::printf("  copy       %.1f GB/s (read + write)\n", r.copyGBs);
-        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\n", r.storeMs, r.storeGBs,
-                    r.storePctOfCopy);
-        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\n",
-                    r.attentionMs, r.tokensPerS, r.attentionGBs, r.attentionPctOfCopy);
-    }
-    if (r.qualityMeasured) {
-        std::printf("quality (%s data, vs FP64 on unquantized K/V):\n", r.dataSource.c_str());
-        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\n", r.relL2,
-                    r.maxAbs, r.top8);
-        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\n",
-                    r.kernelVsRefRelL2);
-        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\n", r.kRelL2,
-                    r.kMaxAbs, r.vRelL2, r.vMaxAbs);
-    }
-    for (const auto& p : r.qualityVsContext)
-        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\n", (long long)p.context, p.relL2,
-                    p.top8);
-    for (const auto& n : r.notes)
-        std::printf("note: %s\n", n.c_str());
+    std::printf("memory (one layer, %d KV heads x head_dim %d):\n", result.kvHeads, result.headDim);
+    std::printf("  predicted by core   %lld B (%s)\n", (long long)result.predictedPoolBytes,
+                formatBytes(result.predictedPoolBytes).c_str());
+    std::printf("  pool (pages x page) %lld B = %lld pages x %lld B, %lld pages saved by sharing; "
+                "%s\n",
+                (long long)result.poolBytes, (long long)result.pagesUsed,
+                (long long)result.pageBytes, (long long)result.pagesSaved,
+                result.poolBytes == result.predictedPoolBytes ? "equal to core's prediction"
+                                                              : "DIFFERS from core's prediction");
+    std::printf("  allocated           %lld B: +%lld B rounding to the allocator's %lld B "
+                "granularity (%+.4f%%, informational)\n",
+                (long long)result.allocatedPoolBytes,
+                (long long)(result.allocatedPoolBytes - result.poolBytes),
+                (long long)result.allocatorGranularity, result.memoryErrorPct);
+    std::printf("  device account      %lld B (%s)\n", (long long)result.devicePoolBytes,
+                result.deviceAccountKind.c_str());
 }
 
-int cmdRun(const Args& a) {
-    for (const char* req : {"--model", "--kv-dtype", "--block-size", "--batch", "--context"})
-        if (!a.opts.count(req))
-            return usage(std::string("run needs ") + req);
-    ProbePlan p;
-    p.backend = a.get("--backend", "cpu");
-    const core::ModelSpec* m = io::findTableModel(a.get("--model"));
-    if (!m)
-        return usage("unknown model '" + a.get("--model") + "'");
-    p.model = *m;
-    auto f = parseProbeFormat(a.get("--kv-dtype"));
-    if (auto* e = std::get_if<std::string>(&f))
-        return usage(*e);
-    p.format = std::get<ProbeFormat>(f);
-    std::int64_t v = 0;
-    if (!parseInt(a.get("--block-size"), 1, 4096, v))
-        return usage("--block-size must be 1-4096");
-    p.blockSize = int(v);
-    if (!parseInt(a.get("--batch"), 1, 4096, v))
-        return usage("--batch must be 1-4096");
-    p.batch = int(v);
-    if (!parseInt(a.get("--context"), 1, 1 << 24, p.context))
-        return usage("--context must be 1-16777216");
-    if (a.opts.count("--prefix-tokens") &&
-        !parseInt(a.get("--prefix-tokens"), 0, 1 << 24, p.prefixTokens))
-        return usage("--prefix-tokens must be 0-16777216");
-    if (a.opts.count("--seed") && !parseInt(a.get("--seed"), 0, INT64_MAX, v))
-        return usage("--seed needs a non-negative integer");
-    if (a.opts.count("--seed"))
-        p.seed = std::uint64_t(v);
-    if (a.opts.count("--repeats")) {
-        if (!parseInt(a.get("--repeats"), 1, 1000, v))
-            return usage("--repeats must be 1-1000");
-        p.repeats = int(v);
+void printResultText(const ProbeResult& result) {
+    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\note",
+                result.formatLabel.c_str(), result.backend.c_str(), result.device.c_str(),
+                result.modelId.c_str(), result.blockSize, result.batch, (long long)result.context,
+                (long long)result.prefixTokens);
+    printMemory(result);
+    if (result.speedMeasured) {
+        std::printf("speed (median):\note");
+        std::printf("  copy       %.1f GB/s (read + write)\note", result.copyGBs);
+        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\note", result.storeMs,
+                    result.storeGBs, result.storePctOfCopy);
+        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\note",
+                    result.attentionMs, result.tokensPerS, result.attentionGBs,
+                    result.attentionPctOfCopy);
     }
-    p.kNpy = a.get("--k-npy");
-    p.vNpy = a.get("--v-npy");
-    p.bf16Input = a.has("--bf16-input");
-    p.qualityRequests = 1;
-    const ProbeResult r = runProbe(p);
-    if (a.has("--json")) {
-        printJson(runJson(r));
-    } else if (r.ok) {
-        printResultText(r);
+    if (result.qualityMeasured) {
+        std::printf("quality (%s data, vs FP64 on unquantized K/V):\note",
+                    result.dataSource.c_str());
+        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\note",
+                    result.relL2, result.maxAbs, result.top8);
+        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\note",
+                    result.kernelVsRefRelL2);
+        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\note",
+                    result.kRelL2, result.kMaxAbs, result.vRelL2, result.vMaxAbs);
     }
-    if (!r.ok) {
-        std::fprintf(stderr, "kvprobe: %s\n", r.error.c_str());
-        return 1;
+    for (const auto& point : result.qualityVsContext)
+        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\note", (long long)point.context,
+                    point.relL2, point.top8);
+    for (const auto& note : result.notes)
+        std::printf("note: %s\note", note.c_str());
+}
+
+Result<ProbePlan> runPlan(const Args& args) {
+    ProbePlan plan;
+    plan.backend = args.get("--backend");
+    const core::ModelSpec* model = io::findTableModel(args.get("--model"));
+    if (!model)
+        return Error{ErrorCode::NotFound, "unknown model '" + args.get("--model") + "'"};
+    plan.model = *model;
+    auto format = parseProbeFormat(args.get("--kv-dtype"));
+    if (!format)
+        return format.error().prefixed("--kv-dtype");
+    plan.format = *format;
+    plan.blockSize = int(args.integer("--block-size"));
+    plan.batch = int(args.integer("--batch"));
+    plan.context = args.integer("--context");
+    plan.prefixTokens = args.integer("--prefix-tokens");
+    plan.seed = std::uint64_t(args.integer("--seed"));
+    plan.repeats = int(args.integer("--repeats"));
+    plan.kNpy = args.get("--k-npy");
+    plan.vNpy = args.get("--v-npy");
+    plan.bf16Input = args.has("--bf16-input");
+    plan.qualityRequests = 1;
+    return plan;
+}
+
+int cmdRun(const Args& args) {
+    auto plan = runPlan(args);
+    if (!plan)
+        return fail(plan.error());
+    const ProbeResult result = runProbe(*plan);
+    if (args.has("--json")) {
+        printJson(runJson(result));
+    } else if (result.ok()) {
+        printResultText(result);
     }
-    // The issue's acceptance rule: measured pool memory within 1% of core's prediction.
-    if (std::abs(r.memoryErrorPct) > 1.0) {
-        std::fprintf(stderr, "kvprobe: allocated pool differs from core's prediction by %.3f%%\n",
-                     r.memoryErrorPct);
-        return 1;
-    }
+    if (!result.ok())
+        return fail(result.error);
+    // The acceptance rule: the pool's bytes equal core's prediction exactly.
+    if (Status matches = checkPoolAgainstPrediction(result); !matches)
+        return fail(matches.error());
     return 0;
 }
 
-int cmdBench(const Args& a) {
-    std::int64_t seed = 1;
-    if (a.opts.count("--seed") && !parseInt(a.get("--seed"), 0, INT64_MAX, seed))
-        return usage("--seed needs a non-negative integer");
-    const bool json = a.has("--json");
-    const BenchReport r = runBench(a.get("--backend", "cpu"), a.has("--quick"), std::uint64_t(seed),
-                                   [&](double pct, const std::string& st) {
-                                       static int last = -1;
-                                       if (int(pct) / 10 != last) {
-                                           last = int(pct) / 10;
-                                           std::fprintf(stderr, "[%3.0f%%] %s\n", pct, st.c_str());
-                                       }
-                                   });
-    int failures = r.error.empty() ? 0 : 1;
-    for (const auto& x : r.rows)
-        failures += x.ok ? 0 : 1;
-    if (json) {
-        printJson(benchJson(r));
-        return failures ? 1 : 0;
-    }
+void printBenchText(const ProbeReport& report) {
     std::printf("kvprobe bench on %s (%s); copy %.1f GB/s (read + write, median)\n",
-                r.backend.c_str(), r.device.c_str(), r.copyGBs);
+                report.backend.c_str(), report.device.c_str(), report.copyGBs);
     std::printf("%-12s %5s %6s %12s %9s %8s %6s %10s %9s %7s %11s %7s\n", "format", "batch", "ctx",
                 "pool", "store ms", "st GB/s", "st %", "attn ms", "att GB/s", "att %", "rel L2",
                 "top-8");
-    for (const auto& x : r.rows) {
-        if (!x.ok) {
-            std::printf("%-12s %5d %6lld  error: %s\n", x.formatLabel.c_str(), x.batch,
-                        (long long)x.context, x.error.c_str());
+    for (const auto& row : report.rows) {
+        if (!row.ok()) {
+            std::printf("%-12s %5d %6lld  error: %s\n", row.formatLabel.c_str(), row.batch,
+                        (long long)row.context, row.error.message.c_str());
             continue;
         }
         std::printf("%-12s %5d %6lld %12s %9.3f %8.1f %6.0f %10.3f %9.1f %7.0f %11.3e %7.3f\n",
-                    x.formatLabel.c_str(), x.batch, (long long)x.context,
-                    core::formatBytes(x.poolBytes, core::UnitSystem::Binary, 1).c_str(), x.storeMs,
-                    x.storeGBs, x.storePctOfCopy, x.attentionMs, x.attentionGBs,
-                    x.attentionPctOfCopy, x.relL2, x.top8);
+                    row.formatLabel.c_str(), row.batch, (long long)row.context,
+                    core::formatBytes(row.poolBytes, core::UnitSystem::Binary, 1).c_str(),
+                    row.storeMs, row.storeGBs, row.storePctOfCopy, row.attentionMs,
+                    row.attentionGBs, row.attentionPctOfCopy, row.relL2, row.top8);
     }
     std::printf(
         "\nquality vs context (attention rel L2 vs FP64 on unquantized K/V / top-8 agreement):\n");
-    for (const auto& [label, pts] : r.qualityVsContext) {
+    for (const auto& [label, points] : report.qualityVsContext) {
         std::printf("%-12s", label.c_str());
-        for (const auto& p : pts)
-            std::printf("  %lldK %.2e/%.2f", (long long)(p.context / 1024), p.relL2, p.top8);
+        for (const auto& point : points)
+            std::printf("  %lldK %.2e/%.2f", (long long)(point.context / 1024), point.relL2,
+                        point.top8);
         std::printf("\n");
     }
-    if (!r.error.empty())
-        std::printf("error: %s\n", r.error.c_str());
-    return failures ? 1 : 0;
+}
+
+int cmdBench(const Args& args) {
+    const SweepPlan plan = benchSweepPlan(args.get("--backend"), args.has("--quick"),
+                                          std::uint64_t(args.integer("--seed")));
+    int lastDecile = -1;
+    const ProbeReport report = runSweep(plan, [&](double percent, const std::string& stage) {
+        if (int(percent) / 10 != lastDecile) {
+            lastDecile = int(percent) / 10;
+            std::fprintf(stderr, "[%3.0f%%] %s\n", percent, stage.c_str());
+        }
+    });
+    if (args.has("--json"))
+        printJson(benchJson(report));
+    else if (report.ok())
+        printBenchText(report);
+    if (!report.ok())
+        return fail(report.error);
+    return report.okRows() == int(report.rows.size()) ? 0 : 1;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2)
-        return usage("");
-    Args a;
-    a.command = argv[1];
-    static const char* kValued[] = {"--backend",    "--seed",  "--model",   "--kv-dtype",
-                                    "--block-size", "--batch", "--context", "--prefix-tokens",
-                                    "--k-npy",      "--v-npy", "--repeats"};
-    for (int i = 2; i < argc; ++i) {
-        std::string s = argv[i];
-        bool valued = false;
-        for (const char* k : kValued)
-            valued |= s == k;
-        if (valued) {
-            if (i + 1 >= argc)
-                return usage(s + " needs a value");
-            a.opts[s] = argv[++i];
-        } else if (s == "--json" || s == "--quick" || s == "--bf16-input") {
-            a.flags.push_back(s);
-        } else if (s == "-h" || s == "--help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else {
-            return usage("unknown argument '" + s + "'");
-        }
-    }
-    if (a.command == "info")
-        return cmdInfo(a);
-    if (a.command == "check")
-        return cmdCheck(a);
-    if (a.command == "run")
-        return cmdRun(a);
-    if (a.command == "bench")
-        return cmdBench(a);
-    if (a.command == "-h" || a.command == "--help") {
-        std::fputs(kUsage, stdout);
+    auto args = parseArgs(argc, argv);
+    if (!args)
+        return fail(args.error());
+    if (args->help) {
+        std::fputs((args->command ? commandHelp(*args->command) : generalHelp()).c_str(), stdout);
         return 0;
     }
-    return usage("unknown command '" + a.command + "'");
+    switch (args->command->id) {
+    case kInfo:
+        return cmdInfo(*args);
+    case kCheck:
+        return cmdCheck(*args);
+    case kRun:
+        return cmdRun(*args);
+    case kBench:
+        return cmdBench(*args);
+    }
+    return 2;
 }

@@ -3,15 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 namespace kvl::probe {
 
 namespace {
 
-int codecOf(const core::KvFormat& f) {
-    switch (f.dtype) {
+int codecOf(const core::KvFormat& format) {
+    switch (format.dtype) {
     case core::KvDtype::Fp32:
         return kCodecF32;
     case core::KvDtype::Fp16:
@@ -23,12 +28,12 @@ int codecOf(const core::KvFormat& f) {
     case core::KvDtype::Fp8E5M2:
         return kCodecE5M2;
     default:
-        return f.hasZeroPoint ? kCodecIntAsym : kCodecIntSym;
+        return format.hasZeroPoint ? kCodecIntAsym : kCodecIntSym;
     }
 }
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return (a + b - 1) / b;
+std::int64_t ceilDiv(std::int64_t numerator, std::int64_t denominator) {
+    return (numerator + denominator - 1) / denominator;
 }
 
 // fp8 codes to float, built once from kv_quant.h's decoders.
@@ -42,204 +47,259 @@ struct Fp8Tables {
     }
 };
 const Fp8Tables& fp8Tables() {
-    static const Fp8Tables t;
-    return t;
+    static const Fp8Tables tables;
+    return tables;
 }
 
 // The CPU hot loop's row decoder: the same values as dequantRow for the common layouts,
 // written as flat loops GCC vectorizes; everything else falls back to dequantRow.
-void cpuDequantRow(const std::uint8_t* side, const SideLayout& s, int t, float* __restrict out) {
-    const std::uint8_t* row = side + std::int64_t(t) * s.dataBytes;
-    const int D = s.dim;
-    if (s.codec == kCodecF16) {
+void cpuDequantRow(const std::uint8_t* side, const SideLayout& layout, int token,
+                   float* __restrict out) {
+    const std::uint8_t* row = side + std::int64_t(token) * layout.dataBytes;
+    const int dim = layout.dim;
+    if (layout.codec == kCodecF16) {
         // Branch-free fp16 -> fp32: exponent/mantissa shifted into place, rebiased by 2^112
         // (exact for normals and subnormals); inf/NaN patched afterwards.
-        for (int c = 0; c < D; ++c) {
-            std::uint16_t h;
-            std::memcpy(&h, row + 2 * c, 2);
-            const std::uint32_t em = h & 0x7fffu;
-            float f = bitsToFloat(em << 13) * 0x1.0p112f;
-            std::uint32_t u = floatToBits(f) | (std::uint32_t(h & 0x8000u) << 16);
-            if (em >= 0x7c00u)
-                u = (std::uint32_t(h & 0x8000u) << 16) | 0x7f800000u | ((em & 0x3ffu) << 13);
-            out[c] = bitsToFloat(u);
+        for (int c = 0; c < dim; ++c) {
+            std::uint16_t half;
+            std::memcpy(&half, row + 2 * c, 2);
+            const std::uint32_t magnitude = half & 0x7fffu;
+            float rebiased = bitsToFloat(magnitude << 13) * 0x1.0p112f;
+            std::uint32_t bits32 = floatToBits(rebiased) | (std::uint32_t(half & 0x8000u) << 16);
+            if (magnitude >= 0x7c00u)
+                bits32 = (std::uint32_t(half & 0x8000u) << 16) | 0x7f800000u |
+                         ((magnitude & 0x3ffu) << 13);
+            out[c] = bitsToFloat(bits32);
         }
         return;
     }
-    if ((s.codec == kCodecE4M3 || s.codec == kCodecE5M2) && s.group == 0) {
-        const float* lut = s.codec == kCodecE4M3 ? fp8Tables().e4m3 : fp8Tables().e5m2;
-        for (int c = 0; c < D; ++c)
-            out[c] = lut[row[c]];
+    if ((layout.codec == kCodecE4M3 || layout.codec == kCodecE5M2) && layout.group == 0) {
+        const float* table = layout.codec == kCodecE4M3 ? fp8Tables().e4m3 : fp8Tables().e5m2;
+        for (int c = 0; c < dim; ++c)
+            out[c] = table[row[c]];
         return;
     }
-    if (s.codec == kCodecIntSym && s.bits == 8 && s.group == D) {
+    if (layout.codec == kCodecIntSym && layout.bits == 8 && layout.group == dim) {
         const float scale =
-            loadScalar(side + s.metaOffset + std::int64_t(t) * s.metaStride(), s.scaleBytes);
-        for (int c = 0; c < D; ++c)
+            loadScalar(side + layout.metaOffset + std::int64_t(token) * layout.metaStride(),
+                       layout.scaleBytes);
+        for (int c = 0; c < dim; ++c)
             out[c] = float(std::int8_t(row[c])) * scale;
         return;
     }
-    if (s.codec == kCodecIntAsym && (s.bits == 4 || s.bits == 2) && s.group > 0 &&
-        (s.group * s.bits) % 8 == 0 && D % s.group == 0) {
-        const int perByte = 8 / s.bits;
-        const std::uint32_t mask = (1u << s.bits) - 1u;
-        for (int g = 0; g < s.numGroups; ++g) {
-            const GroupParams p = loadParams(side, s, t, g * s.group);
-            const std::uint8_t* b = row + g * s.group / perByte;
-            float* o = out + g * s.group;
-            for (int i = 0; i < s.group; ++i)
-                o[i] = float((std::uint32_t(b[i / perByte]) >> ((i % perByte) * s.bits)) & mask) *
-                           p.scale +
-                       p.zero;
+    if (layout.codec == kCodecIntAsym && (layout.bits == 4 || layout.bits == 2) &&
+        layout.group > 0 && (layout.group * layout.bits) % 8 == 0 && dim % layout.group == 0) {
+        const int perByte = 8 / layout.bits;
+        const std::uint32_t mask = (1u << layout.bits) - 1u;
+        for (int g = 0; g < layout.numGroups; ++g) {
+            const GroupParams params = loadParams(side, layout, token, g * layout.group);
+            const std::uint8_t* codes = row + g * layout.group / perByte;
+            float* groupOut = out + g * layout.group;
+            for (int i = 0; i < layout.group; ++i)
+                groupOut[i] =
+                    float((std::uint32_t(codes[i / perByte]) >> ((i % perByte) * layout.bits)) &
+                          mask) *
+                        params.scale +
+                    params.zero;
         }
         return;
     }
-    if (s.tokenGroup > 0 && s.codec == kCodecIntAsym && s.scaleBytes == 2 && s.hasZero &&
-        (s.bits == 4 || s.bits == 2)) {
-        // KIVI keys: (scale, zero) fp16 pairs per channel for this token's group, contiguous.
-        const std::uint8_t* meta = side + s.metaOffset + std::int64_t(t / s.tokenGroup) * D * 4;
-        const int perByte = 8 / s.bits;
-        const std::uint32_t mask = (1u << s.bits) - 1u;
-        for (int c = 0; c < D; ++c) {
-            std::uint16_t sz[2];
-            std::memcpy(sz, meta + 4 * c, 4);
-            const std::uint32_t q =
-                (std::uint32_t(row[c / perByte]) >> ((c % perByte) * s.bits)) & mask;
-            out[c] = float(q) * halfToFloat(sz[0]) + halfToFloat(sz[1]);
+    if (layout.tokenGroup > 0 && layout.codec == kCodecIntAsym && layout.scaleBytes == 2 &&
+        layout.hasZero && (layout.bits == 4 || layout.bits == 2)) {
+        // KIVI keys: (scale, zero) fp16 pairs per channel for this token'layout group, contiguous.
+        const std::uint8_t* meta =
+            side + layout.metaOffset + std::int64_t(token / layout.tokenGroup) * dim * 4;
+        const int perByte = 8 / layout.bits;
+        const std::uint32_t mask = (1u << layout.bits) - 1u;
+        for (int c = 0; c < dim; ++c) {
+            std::uint16_t scaleZero[2];
+            std::memcpy(scaleZero, meta + 4 * c, 4);
+            const std::uint32_t code =
+                (std::uint32_t(row[c / perByte]) >> ((c % perByte) * layout.bits)) & mask;
+            out[c] = float(code) * halfToFloat(scaleZero[0]) + halfToFloat(scaleZero[1]);
         }
         return;
     }
-    dequantRow(side, s, t, out);
+    dequantRow(side, layout, token, out);
 }
 
 // quantizeTokenVector with the codec and width as compile-time constants, so the per-element
 // switches fold away; the arithmetic (and so every byte) is unchanged.
 template <int Codec, int Bits>
-void quantizeRowT(std::uint8_t* side, SideLayout s, int t, const float* x, float outScale) {
-    s.codec = Codec;
-    s.bits = Bits;
-    quantizeTokenVector(side, s, t, x, outScale);
+void quantizeRowT(std::uint8_t* side, SideLayout layout, int token, const float* values,
+                  float outScale) {
+    layout.codec = Codec;
+    layout.bits = Bits;
+    quantizeTokenVector(side, layout, token, values, outScale);
 }
 
-void quantizeRow(std::uint8_t* side, const SideLayout& s, int t, const float* x, float outScale) {
-    switch (s.codec) {
+void quantizeRow(std::uint8_t* side, const SideLayout& layout, int token, const float* values,
+                 float outScale) {
+    switch (layout.codec) {
     case kCodecF16:
-        return quantizeRowT<kCodecF16, 16>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecF16, 16>(side, layout, token, values, outScale);
     case kCodecBF16:
-        return quantizeRowT<kCodecBF16, 16>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecBF16, 16>(side, layout, token, values, outScale);
     case kCodecE4M3:
-        return quantizeRowT<kCodecE4M3, 8>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecE4M3, 8>(side, layout, token, values, outScale);
     case kCodecE5M2:
-        return quantizeRowT<kCodecE5M2, 8>(side, s, t, x, outScale);
+        return quantizeRowT<kCodecE5M2, 8>(side, layout, token, values, outScale);
     case kCodecIntSym:
-        if (s.bits == 8)
-            return quantizeRowT<kCodecIntSym, 8>(side, s, t, x, outScale);
+        if (layout.bits == 8)
+            return quantizeRowT<kCodecIntSym, 8>(side, layout, token, values, outScale);
         break;
     case kCodecIntAsym:
-        if (s.bits == 4)
-            return quantizeRowT<kCodecIntAsym, 4>(side, s, t, x, outScale);
-        if (s.bits == 2)
-            return quantizeRowT<kCodecIntAsym, 2>(side, s, t, x, outScale);
+        if (layout.bits == 4)
+            return quantizeRowT<kCodecIntAsym, 4>(side, layout, token, values, outScale);
+        if (layout.bits == 2)
+            return quantizeRowT<kCodecIntAsym, 2>(side, layout, token, values, outScale);
         break;
     default:
         break;
     }
-    quantizeTokenVector(side, s, t, x, outScale);
+    quantizeTokenVector(side, layout, token, values, outScale);
 }
 
 // Dot product with a reduction the compiler may reorder (vectorized via -fopenmp-simd).
-inline float dot(const float* __restrict a, const float* __restrict b, int n) {
-    float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-    for (int c = 0; c < n; ++c)
-        d += a[c] * b[c];
-    return d;
+inline float dot(const float* __restrict left, const float* __restrict right, int count) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < count; ++c)
+        sum += left[c] * right[c];
+    return sum;
 }
 
 } // namespace
 
-std::variant<PageLayout, std::string> makeLayout(const core::KvFormat& f, int headDim, int kvHeads,
-                                                 int blockSize) {
+namespace {
+
+std::atomic<bool> g_failThreadStarts{false};
+
+Error badInput(std::string message) {
+    return Error{ErrorCode::BadInput, std::move(message)};
+}
+
+bool isKivi(const core::KvFormat& format) {
+    return format.granularity == core::Granularity::KPerChannelVPerToken && format.groupSize > 0;
+}
+
+// One side (K or V) of a head's page slice: codes first, then scales / zeros, padded to core's
+// budget for that side.
+Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& page, bool isKey) {
+    SideLayout side;
+    side.codec = codecOf(format);
+    side.bits = core::bitsPerElement(format.dtype);
+    side.dim = page.headDim;
+    side.dataBytes = int(ceilDiv(std::int64_t(page.headDim) * side.bits, 8));
+    side.scaleBytes = core::scaleBytes(format.scaleType);
+    side.hasZero = format.hasZeroPoint ? 1 : 0;
+    switch (format.granularity) {
+    case core::Granularity::None:
+    case core::Granularity::PerTensor:
+    case core::Granularity::PerHead:
+        side.hasZero = 0;
+        break;
+    case core::Granularity::PerTokenHead:
+        side.group = page.headDim;
+        break;
+    case core::Granularity::PerGroup:
+        side.group = format.groupSize;
+        break;
+    case core::Granularity::KPerChannelVPerToken:
+        if (isKey)
+            side.tokenGroup = format.groupSize;
+        else
+            side.group = std::min(format.groupSize, page.headDim);
+        break;
+    }
+    if (side.group > 0)
+        side.numGroups = int(ceilDiv(page.headDim, side.group));
+    side.metaOffset = page.blockSize * side.dataBytes;
+    std::int64_t metaBytes = 0;
+    if (side.group > 0)
+        metaBytes = std::int64_t(page.blockSize) * side.numGroups * side.metaStride();
+    else if (side.tokenGroup > 0)
+        metaBytes =
+            std::int64_t(page.blockSize / side.tokenGroup) * page.headDim * side.metaStride();
+    const std::int64_t budget =
+        page.blockSize * (isKey ? page.keyBytesPerToken : page.valueBytesPerToken);
+    if (side.metaOffset + metaBytes > budget)
+        return Error{ErrorCode::Internal,
+                     std::string(isKey ? "key" : "value") + " page layout needs " +
+                         std::to_string(side.metaOffset + metaBytes) +
+                         " bytes per head but core's budget is " + std::to_string(budget)};
+    side.sideBytes = int(budget);
+    return side;
+}
+
+// What an exception caught on a worker thread becomes.
+Error errorFromException(const std::exception_ptr& failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::OutOfMemory, "out of host memory in a worker thread"};
+    } catch (const std::exception& e) {
+        return Error{ErrorCode::Internal, std::string("a worker thread failed: ") + e.what()};
+    } catch (...) {
+        return Error{ErrorCode::Internal, "a worker thread failed with an unknown exception"};
+    }
+}
+
+} // namespace
+
+Error cancelledError() {
+    return Error{ErrorCode::Cancelled, "cancelled"};
+}
+
+bool cancelRequested(const std::atomic<bool>* cancel) {
+    return cancel && cancel->load(std::memory_order_relaxed);
+}
+
+int blockSizeFor(const core::KvFormat& format, int requested) {
+    if (!isKivi(format) || requested < 1)
+        return requested;
+    const int group = format.groupSize;
+    return int(ceilDiv(requested, group) * group);
+}
+
+Result<PageLayout> makeLayout(const core::KvFormat& format, int headDim, int kvHeads,
+                              int blockSize) {
     if (headDim < 1 || headDim > 1024)
-        return std::string("head_dim must be between 1 and 1024, got ") + std::to_string(headDim);
+        return badInput("head_dim must be between 1 and 1024, got " + std::to_string(headDim));
     if (kvHeads < 1 || kvHeads > 1024)
-        return "kv_heads must be between 1 and 1024, got " + std::to_string(kvHeads);
+        return badInput("kv_heads must be between 1 and 1024, got " + std::to_string(kvHeads));
     if (blockSize < 1 || blockSize > 4096)
-        return "block size must be between 1 and 4096, got " + std::to_string(blockSize);
-    if (auto err = core::validate(f, headDim))
-        return "KV format: " + *err;
-    const int codec = codecOf(f);
-    if (codec == kCodecIntAsym && (f.granularity == core::Granularity::PerTensor ||
-                                   f.granularity == core::Granularity::PerHead))
-        return std::string("asymmetric ") + std::string(core::dtypeName(f.dtype)) +
-               " needs an in-page zero: use per-token-head, per-group or kivi";
-    const bool kivi = f.granularity == core::Granularity::KPerChannelVPerToken;
-    if (kivi && blockSize % f.groupSize != 0)
-        return "block size " + std::to_string(blockSize) +
-               " must be a multiple of the KIVI group size " + std::to_string(f.groupSize) +
-               " (keys are quantized per channel over G tokens, which must share a page)";
+        return badInput("block size must be between 1 and 4096, got " + std::to_string(blockSize));
+    if (auto err = core::validate(format, headDim))
+        return badInput("KV format: " + *err);
+    if (codecOf(format) == kCodecIntAsym && (format.granularity == core::Granularity::PerTensor ||
+                                             format.granularity == core::Granularity::PerHead))
+        return badInput(std::string("asymmetric ") + std::string(core::dtypeName(format.dtype)) +
+                        " needs an in-page zero: use per-token-head, per-group or kivi");
+    if (blockSizeFor(format, blockSize) != blockSize)
+        return badInput("block size " + std::to_string(blockSize) +
+                        " must be a multiple of the KIVI group size " +
+                        std::to_string(format.groupSize) +
+                        " (keys are quantized per channel over G tokens, which must share a page)");
 
-    PageLayout L;
-    L.headDim = headDim;
-    L.kvHeads = kvHeads;
-    L.blockSize = blockSize;
-    L.keyBytesPerToken = core::keyBytesPerToken(f, headDim);
-    L.valueBytesPerToken = core::valueBytesPerToken(f, headDim);
-    L.headStride = std::int64_t(blockSize) * (L.keyBytesPerToken + L.valueBytesPerToken);
-    L.pageBytes = std::int64_t(kvHeads) * L.headStride;
-
-    auto side = [&](bool isKey) -> std::variant<SideLayout, std::string> {
-        SideLayout s;
-        s.codec = codec;
-        s.bits = core::bitsPerElement(f.dtype);
-        s.dim = headDim;
-        s.dataBytes = int(ceilDiv(std::int64_t(headDim) * s.bits, 8));
-        s.scaleBytes = core::scaleBytes(f.scaleType);
-        s.hasZero = f.hasZeroPoint ? 1 : 0;
-        switch (f.granularity) {
-        case core::Granularity::None:
-        case core::Granularity::PerTensor:
-        case core::Granularity::PerHead:
-            s.hasZero = 0;
-            break;
-        case core::Granularity::PerTokenHead:
-            s.group = headDim;
-            break;
-        case core::Granularity::PerGroup:
-            s.group = f.groupSize;
-            break;
-        case core::Granularity::KPerChannelVPerToken:
-            if (isKey)
-                s.tokenGroup = f.groupSize;
-            else
-                s.group = std::min(f.groupSize, headDim);
-            break;
-        }
-        if (s.group > 0)
-            s.numGroups = int(ceilDiv(headDim, s.group));
-        s.metaOffset = blockSize * s.dataBytes;
-        std::int64_t meta = 0;
-        if (s.group > 0)
-            meta = std::int64_t(blockSize) * s.numGroups * s.metaStride();
-        else if (s.tokenGroup > 0)
-            meta = std::int64_t(blockSize / s.tokenGroup) * headDim * s.metaStride();
-        const std::int64_t budget = blockSize * (isKey ? L.keyBytesPerToken : L.valueBytesPerToken);
-        if (s.metaOffset + meta > budget)
-            return std::string(isKey ? "key" : "value") + " page layout needs " +
-                   std::to_string(s.metaOffset + meta) + " bytes per head but core's budget is " +
-                   std::to_string(budget);
-        s.sideBytes = int(budget);
-        return s;
-    };
-    auto k = side(true);
-    if (auto* e = std::get_if<std::string>(&k))
-        return *e;
-    auto v = side(false);
-    if (auto* e = std::get_if<std::string>(&v))
-        return *e;
-    L.k = std::get<SideLayout>(k);
-    L.v = std::get<SideLayout>(v);
-    return L;
+    PageLayout layout;
+    layout.headDim = headDim;
+    layout.kvHeads = kvHeads;
+    layout.blockSize = blockSize;
+    layout.keyBytesPerToken = core::keyBytesPerToken(format, headDim);
+    layout.valueBytesPerToken = core::valueBytesPerToken(format, headDim);
+    layout.headStride =
+        std::int64_t(blockSize) * (layout.keyBytesPerToken + layout.valueBytesPerToken);
+    layout.pageBytes = std::int64_t(kvHeads) * layout.headStride;
+    auto keySide = sideLayout(format, layout, true);
+    if (!keySide)
+        return keySide.error();
+    auto valueSide = sideLayout(format, layout, false);
+    if (!valueSide)
+        return valueSide.error();
+    layout.k = *keySide;
+    layout.v = *valueSide;
+    return layout;
 }
 
 std::int64_t attentionScratchFloats(int batch, int qHeads, int maxPartitions, int headDim) {
@@ -251,262 +311,354 @@ int defaultThreads() {
     return n == 0 ? 1 : int(std::min(n, 64u));
 }
 
-bool parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
-                 const std::function<void(std::int64_t)>& fn) {
+namespace testing {
+void failThreadStarts(bool on) {
+    g_failThreadStarts = on;
+}
+} // namespace testing
+
+Status parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
+                   const std::function<void(std::int64_t)>& fn) {
     if (threads <= 0)
         threads = defaultThreads();
     std::atomic<std::int64_t> next{0};
-    std::atomic<bool> stopped{false};
-    auto worker = [&] {
-        for (;;) {
-            if (cancel && cancel->load(std::memory_order_relaxed)) {
-                stopped = true;
-                return;
+    std::atomic<bool> stop{false}, cancelled{false};
+    std::mutex failureMutex;
+    std::exception_ptr failure;
+    auto worker = [&]() noexcept {
+        try {
+            while (!stop.load(std::memory_order_relaxed)) {
+                if (cancelRequested(cancel)) {
+                    cancelled = true;
+                    stop = true;
+                    return;
+                }
+                const std::int64_t i = next.fetch_add(1);
+                if (i >= n)
+                    return;
+                fn(i);
             }
-            const std::int64_t i = next.fetch_add(1);
-            if (i >= n)
-                return;
-            fn(i);
+        } catch (...) {
+            const std::lock_guard<std::mutex> lock(failureMutex);
+            if (!failure)
+                failure = std::current_exception();
+            stop = true;
         }
     };
-    const int nt = int(std::min<std::int64_t>(threads, std::max<std::int64_t>(n, 1)));
+    const int wanted = int(std::min<std::int64_t>(threads, std::max<std::int64_t>(n, 1)));
     std::vector<std::thread> pool;
-    for (int i = 1; i < nt; ++i)
-        pool.emplace_back(worker);
-    worker();
+    Status started;
+    try {
+        pool.reserve(std::size_t(wanted));
+        for (int i = 1; i < wanted; ++i) {
+            if (g_failThreadStarts.load())
+                throw std::system_error(
+                    std::make_error_code(std::errc::resource_unavailable_try_again));
+            pool.emplace_back(worker);
+        }
+    } catch (const std::exception& e) {
+        stop = true;
+        started = Error{ErrorCode::OutOfMemory, "could not start worker thread " +
+                                                    std::to_string(pool.size() + 2) + " of " +
+                                                    std::to_string(wanted) + ": " + e.what()};
+    }
+    if (started)
+        worker();
     for (auto& t : pool)
         t.join();
-    return !stopped;
+    if (!started)
+        return started;
+    if (failure)
+        return errorFromException(failure);
+    if (cancelled && next.load() < n)
+        return cancelledError();
+    return {};
 }
 
-std::string validateStore(const StoreArgs& a, const std::int64_t* slots) {
-    const PageLayout& L = a.layout;
-    if (!a.k || !a.v || !slots || !a.pool)
-        return "store: null buffer";
-    if (a.numTokens < 0)
-        return "store: negative token count";
-    if (a.inputDtype != kInputF16 && a.inputDtype != kInputBF16)
-        return "store: input must be fp16 or bf16";
-    if (L.k.outOfPageScale() && (!a.kScale || !a.vScale))
-        return "store: this format needs k_scale / v_scale";
-    const std::int64_t capacity = a.numBlocks * L.blockSize;
-    for (std::int64_t t = 0; t < a.numTokens; ++t) {
-        const std::int64_t s = slots[t];
-        if (s >= capacity)
-            return "store: slot " + std::to_string(s) + " of token " + std::to_string(t) +
-                   " is outside the pool (" + std::to_string(capacity) + " slots)";
-        if (s < 0 || L.k.tokenGroup == 0)
+Status validateStore(const StoreArgs& args, const std::int64_t* slots) {
+    const PageLayout& layout = args.layout;
+    if (!args.k || !args.v || !slots || !args.pool)
+        return badInput("store: null buffer");
+    if (args.numTokens < 0)
+        return badInput("store: negative token count");
+    if (args.inputDtype != kInputF16 && args.inputDtype != kInputBF16)
+        return badInput("store: input must be fp16 or bf16");
+    if (layout.k.outOfPageScale() && (!args.kScale || !args.vScale))
+        return badInput("store: this format needs k_scale / v_scale");
+    const std::int64_t capacity = args.numBlocks * layout.blockSize;
+    const int tokenGroup = layout.k.tokenGroup;
+    for (std::int64_t t = 0; t < args.numTokens; ++t) {
+        const std::int64_t slot = slots[t];
+        if (slot >= capacity)
+            return badInput("store: slot " + std::to_string(slot) + " of token " +
+                            std::to_string(t) + " is outside the pool (" +
+                            std::to_string(capacity) + " slots)");
+        if (slot < 0 || tokenGroup == 0)
             continue;
-        const bool continues = t > 0 && slots[t - 1] == s - 1 && s % L.k.tokenGroup != 0;
-        if (!continues && s % L.k.tokenGroup != 0)
-            return "store: KIVI keys are quantized per channel over groups of " +
-                   std::to_string(L.k.tokenGroup) + " tokens; token " + std::to_string(t) +
-                   " starts a run mid-group (slot " + std::to_string(s) +
-                   "): write whole groups in consecutive slots";
+        const bool continues = t > 0 && slots[t - 1] == slot - 1 && slot % tokenGroup != 0;
+        if (!continues && slot % tokenGroup != 0)
+            return badInput("store: KIVI keys are quantized per channel over groups of " +
+                            std::to_string(tokenGroup) + " tokens; token " + std::to_string(t) +
+                            " starts a run mid-group (slot " + std::to_string(slot) +
+                            "): write whole groups in consecutive slots");
     }
     return {};
 }
 
-std::string validateAttention(const AttentionArgs& a, std::int64_t numBlocks,
-                              const std::int32_t* tables, const std::int32_t* lens) {
-    const PageLayout& L = a.layout;
-    if (!a.q || !a.pool || !a.out || !tables || !lens || !a.kScale || !a.vScale)
-        return "attention: null buffer";
-    if (a.batch < 1)
-        return "attention: batch must be at least 1";
-    if (a.qHeads < 1 || a.qHeads % L.kvHeads != 0)
-        return "attention: q heads (" + std::to_string(a.qHeads) +
-               ") must be a multiple of KV heads (" + std::to_string(L.kvHeads) + ")";
-    if (a.qHeads / L.kvHeads > 64)
-        return "attention: at most 64 q heads per KV head";
-    for (int r = 0; r < a.batch; ++r) {
+Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
+                         const std::int32_t* tables, const std::int32_t* lens) {
+    const PageLayout& layout = args.layout;
+    if (!args.q || !args.pool || !args.out || !tables || !lens || !args.kScale || !args.vScale)
+        return badInput("attention: null buffer");
+    if (args.batch < 1)
+        return badInput("attention: batch must be at least 1");
+    if (args.qHeads < 1 || args.qHeads % layout.kvHeads != 0)
+        return badInput("attention: q heads (" + std::to_string(args.qHeads) +
+                        ") must be a multiple of KV heads (" + std::to_string(layout.kvHeads) +
+                        ")");
+    if (args.qHeads / layout.kvHeads > 64)
+        return badInput("attention: at most 64 q heads per KV head");
+    for (int r = 0; r < args.batch; ++r) {
         const std::int64_t len = lens[r];
-        if (len < 0 || len > std::int64_t(a.maxBlocksPerSeq) * L.blockSize)
-            return "attention: context of request " + std::to_string(r) + " (" +
-                   std::to_string(len) + ") exceeds its block table";
-        if (ceilDiv(len, kPartitionTokens) > a.maxPartitions)
-            return "attention: scratch holds too few partitions";
-        for (std::int64_t b = 0; b < ceilDiv(len, L.blockSize); ++b) {
-            const std::int32_t blk = tables[std::int64_t(r) * a.maxBlocksPerSeq + b];
-            if (blk < 0 || blk >= numBlocks)
-                return "attention: request " + std::to_string(r) + " references block " +
-                       std::to_string(blk) + " outside the pool";
+        if (len < 0 || len > std::int64_t(args.maxBlocksPerSeq) * layout.blockSize)
+            return badInput("attention: context of request " + std::to_string(r) + " (" +
+                            std::to_string(len) + ") exceeds its block table");
+        if (ceilDiv(len, kPartitionTokens) > args.maxPartitions)
+            return badInput("attention: scratch holds too few partitions");
+        for (std::int64_t b = 0; b < ceilDiv(len, layout.blockSize); ++b) {
+            const std::int32_t block = tables[std::int64_t(r) * args.maxBlocksPerSeq + b];
+            if (block < 0 || block >= numBlocks)
+                return badInput("attention: request " + std::to_string(r) + " references block " +
+                                std::to_string(block) + " outside the pool");
         }
     }
     return {};
 }
 
-std::string cpuStore(const StoreArgs& a, int threads, const std::atomic<bool>* cancel) {
-    const PageLayout& L = a.layout;
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    const std::int64_t rowElems = std::int64_t(H) * D;
+namespace {
+
+// Values (and non-KIVI keys): every token on its own, in chunks of 64 tokens.
+Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const std::int64_t rowElems = std::int64_t(heads) * dim;
     constexpr std::int64_t kChunk = 64;
-    const bool kivi = L.k.tokenGroup > 0;
-    const std::int64_t chunks = (a.numTokens + kChunk - 1) / kChunk;
-    // Values (and non-KIVI keys): every token independently.
-    bool ok = parallelFor(chunks, threads, cancel, [&](std::int64_t ci) {
-        std::vector<float> x(D);
-        const std::int64_t t1 = std::min(a.numTokens, (ci + 1) * kChunk);
-        for (std::int64_t t = ci * kChunk; t < t1; ++t) {
-            const std::int64_t slot = a.slotMapping[t];
+    const bool kivi = layout.k.tokenGroup > 0;
+    const std::int64_t chunks = (args.numTokens + kChunk - 1) / kChunk;
+    return parallelFor(chunks, threads, cancel, [&](std::int64_t chunk) {
+        std::vector<float> row(static_cast<std::size_t>(dim));
+        const std::int64_t end = std::min(args.numTokens, (chunk + 1) * kChunk);
+        for (std::int64_t t = chunk * kChunk; t < end; ++t) {
+            const std::int64_t slot = args.slotMapping[t];
             if (slot < 0)
                 continue;
-            const std::int64_t blk = slot / B;
-            const int off = int(slot % B);
-            for (int h = 0; h < H; ++h) {
-                std::uint8_t* ks = kSide(a.pool, L, blk, h);
-                const std::uint16_t* kin = a.k + t * rowElems + std::int64_t(h) * D;
-                const std::uint16_t* vin = a.v + t * rowElems + std::int64_t(h) * D;
+            const std::int64_t block = slot / blockSize;
+            const int offset = int(slot % blockSize);
+            for (int h = 0; h < heads; ++h) {
+                std::uint8_t* keySide = kSide(args.pool, layout, block, h);
+                const std::uint16_t* keyIn = args.k + t * rowElems + std::int64_t(h) * dim;
+                const std::uint16_t* valueIn = args.v + t * rowElems + std::int64_t(h) * dim;
                 if (!kivi) {
-                    for (int c = 0; c < D; ++c)
-                        x[c] = inputToFloat(kin[c], a.inputDtype);
-                    quantizeRow(ks, L.k, off, x.data(), a.kScale ? a.kScale[h] : 1.0f);
+                    for (int c = 0; c < dim; ++c)
+                        row[std::size_t(c)] = inputToFloat(keyIn[c], args.inputDtype);
+                    quantizeRow(keySide, layout.k, offset, row.data(),
+                                args.kScale ? args.kScale[h] : 1.0f);
                 }
-                for (int c = 0; c < D; ++c)
-                    x[c] = inputToFloat(vin[c], a.inputDtype);
-                quantizeRow(ks + vSideOffset(L), L.v, off, x.data(), a.vScale ? a.vScale[h] : 1.0f);
+                for (int c = 0; c < dim; ++c)
+                    row[std::size_t(c)] = inputToFloat(valueIn[c], args.inputDtype);
+                quantizeRow(keySide + vSideOffset(layout), layout.v, offset, row.data(),
+                            args.vScale ? args.vScale[h] : 1.0f);
             }
         }
     });
-    if (!ok)
-        return "cancelled";
-    if (!kivi)
-        return {};
-    // KIVI keys: one run = consecutive slots inside one token group (validateStore checked
-    // that runs start on group boundaries).
-    const int G = L.k.tokenGroup;
-    std::vector<std::int64_t> leaders;
-    for (std::int64_t t = 0; t < a.numTokens; ++t) {
-        const std::int64_t s = a.slotMapping[t];
-        if (s < 0)
-            continue;
-        if (t == 0 || a.slotMapping[t - 1] != s - 1 || s % G == 0)
-            leaders.push_back(t);
-    }
-    ok = parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
-        const std::int64_t t0 = leaders[li];
-        const std::int64_t s0 = a.slotMapping[t0];
-        int n = 1;
-        while (t0 + n < a.numTokens && a.slotMapping[t0 + n] == s0 + n && (s0 + n) % G != 0)
-            ++n;
-        std::vector<float> x(std::size_t(n) * D);
-        for (int h = 0; h < H; ++h) {
-            for (int i = 0; i < n; ++i)
-                for (int c = 0; c < D; ++c)
-                    x[std::size_t(i) * D + c] = inputToFloat(
-                        a.k[(t0 + i) * rowElems + std::int64_t(h) * D + c], a.inputDtype);
-            std::uint8_t* ks = kSide(a.pool, L, s0 / B, h);
-            for (int c = 0; c < D; ++c)
-                quantizeChannelRun(ks, L.k, int(s0 % B), n, c, x.data() + c, D);
-        }
-    });
-    return ok ? std::string() : std::string("cancelled");
 }
 
-std::string cpuAttention(const AttentionArgs& a, int threads, const std::atomic<bool>* cancel) {
-    const PageLayout& L = a.layout;
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    const int gs = a.qHeads / H;
-    const int P = a.maxPartitions;
-    float* maxLogit = a.scratch;
-    float* expSum = maxLogit + std::int64_t(a.batch) * a.qHeads * P;
-    float* partial = expSum + std::int64_t(a.batch) * a.qHeads * P;
-    const std::int64_t items = std::int64_t(a.batch) * H * P;
-    constexpr int kChunk = 32;
+// KIVI keys: one run = consecutive slots inside one token group (validateStore checked that
+// runs start on group boundaries), quantized per channel over the run.
+Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const std::int64_t rowElems = std::int64_t(heads) * dim;
+    const int group = layout.k.tokenGroup;
+    std::vector<std::int64_t> leaders;
+    for (std::int64_t t = 0; t < args.numTokens; ++t) {
+        const std::int64_t slot = args.slotMapping[t];
+        if (slot < 0)
+            continue;
+        if (t == 0 || args.slotMapping[t - 1] != slot - 1 || slot % group == 0)
+            leaders.push_back(t);
+    }
+    return parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
+        const std::int64_t first = leaders[std::size_t(li)];
+        const std::int64_t firstSlot = args.slotMapping[first];
+        int runLength = 1;
+        while (first + runLength < args.numTokens &&
+               args.slotMapping[first + runLength] == firstSlot + runLength &&
+               (firstSlot + runLength) % group != 0)
+            ++runLength;
+        std::vector<float> keys(std::size_t(runLength) * dim);
+        for (int h = 0; h < heads; ++h) {
+            for (int i = 0; i < runLength; ++i)
+                for (int c = 0; c < dim; ++c)
+                    keys[std::size_t(i) * dim + c] =
+                        inputToFloat(args.k[(first + i) * rowElems + std::int64_t(h) * dim + c],
+                                     args.inputDtype);
+            std::uint8_t* keySide = kSide(args.pool, layout, firstSlot / blockSize, h);
+            for (int c = 0; c < dim; ++c)
+                quantizeChannelRun(keySide, layout.k, int(firstSlot % blockSize), runLength, c,
+                                   keys.data() + c, dim);
+        }
+    });
+}
 
-    // Pass 1: one work item per (request, KV head, partition), as one CTA would be on the GPU.
-    bool ok = parallelFor(items, threads, cancel, [&](std::int64_t it) {
-        const int p = int(it % P);
-        const int h = int((it / P) % H);
-        const int r = int(it / (std::int64_t(P) * H));
-        const std::int64_t len = a.contextLens[r];
-        const std::int64_t t0 = std::int64_t(p) * kPartitionTokens;
-        if (t0 >= len)
-            return;
-        const std::int64_t t1 = std::min(len, t0 + kPartitionTokens);
-        std::vector<float> qs(std::size_t(gs) * D), acc(std::size_t(gs) * D, 0.0f);
-        std::vector<float> m(gs, -INFINITY), l(gs, 0.0f), s(std::size_t(gs) * kChunk), row(D);
-        std::vector<float> vrows(std::size_t(kChunk) * D);
-        // Per-tensor / per-head K scale folds into the softmax scale (REFERENCE.md 4).
-        const float qscale = a.smScale * a.kScale[h];
-        for (int g = 0; g < gs; ++g)
-            for (int c = 0; c < D; ++c)
-                qs[std::size_t(g) * D + c] =
-                    a.q[(std::int64_t(r) * a.qHeads + h * gs + g) * D + c] * qscale;
-        const std::int32_t* table = a.blockTables + std::int64_t(r) * a.maxBlocksPerSeq;
-        for (std::int64_t c0 = t0; c0 < t1; c0 += kChunk) {
-            const int n = int(std::min<std::int64_t>(kChunk, t1 - c0));
-            for (int i = 0; i < n; ++i) {
-                const std::int64_t t = c0 + i;
-                const std::uint8_t* ks = kSide(a.pool, L, table[t / B], h);
-                cpuDequantRow(ks, L.k, int(t % B), row.data());
-                cpuDequantRow(ks + vSideOffset(L), L.v, int(t % B),
-                              vrows.data() + std::size_t(i) * D);
-                for (int g = 0; g < gs; ++g)
-                    s[std::size_t(g) * kChunk + i] =
-                        dot(qs.data() + std::size_t(g) * D, row.data(), D);
+} // namespace
+
+Status cpuStore(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
+    if (Status rows = storeTokenRows(args, threads, cancel); !rows)
+        return rows;
+    if (args.layout.k.tokenGroup == 0)
+        return {};
+    return storeKiviKeys(args, threads, cancel);
+}
+
+namespace {
+
+// Split-K scratch views: per (request, q head, partition) max logit and exp sum, then the
+// partial outputs [.., head_dim].
+struct AttentionScratch {
+    float* maxLogit;
+    float* expSum;
+    float* partial;
+    AttentionScratch(const AttentionArgs& args)
+        : maxLogit(args.scratch),
+          expSum(args.scratch + std::int64_t(args.batch) * args.qHeads * args.maxPartitions),
+          partial(expSum + std::int64_t(args.batch) * args.qHeads * args.maxPartitions) {}
+};
+
+// Pass 1: one work item per (request, KV head, partition), as one CTA would be on the GPU:
+// the GQA group's queries against the partition's tokens, online softmax in fp32.
+void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
+                     std::int64_t item) {
+    const PageLayout& layout = args.layout;
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    const int groupSize = args.qHeads / heads;
+    const int partitions = args.maxPartitions;
+    constexpr int kChunk = 32;
+    const int partition = int(item % partitions);
+    const int kvHead = int((item / partitions) % heads);
+    const int request = int(item / (std::int64_t(partitions) * heads));
+    const std::int64_t len = args.contextLens[request];
+    const std::int64_t begin = std::int64_t(partition) * kPartitionTokens;
+    if (begin >= len)
+        return;
+    const std::int64_t end = std::min(len, begin + kPartitionTokens);
+    const std::size_t groupElems = std::size_t(groupSize) * dim;
+    std::vector<float> queries(groupElems), acc(groupElems, 0.0f),
+        keyRow(static_cast<std::size_t>(dim));
+    std::vector<float> runningMax(std::size_t(groupSize), -INFINITY);
+    std::vector<float> runningSum(std::size_t(groupSize), 0.0f);
+    std::vector<float> logits(std::size_t(groupSize) * kChunk);
+    std::vector<float> valueRows(std::size_t(kChunk) * dim);
+    // Per-tensor / per-head K scale folds into the softmax scale (vLLM's k_scale in
+    // csrc/attention/attention_kernels.cuh).
+    const float queryScale = args.smScale * args.kScale[kvHead];
+    for (int g = 0; g < groupSize; ++g)
+        for (int c = 0; c < dim; ++c)
+            queries[std::size_t(g) * dim + c] =
+                args.q[(std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * dim + c] *
+                queryScale;
+    const std::int32_t* table = args.blockTables + std::int64_t(request) * args.maxBlocksPerSeq;
+    for (std::int64_t chunkBegin = begin; chunkBegin < end; chunkBegin += kChunk) {
+        const int count = int(std::min<std::int64_t>(kChunk, end - chunkBegin));
+        for (int i = 0; i < count; ++i) {
+            const std::int64_t token = chunkBegin + i;
+            const std::uint8_t* keySide =
+                kSide(args.pool, layout, table[token / blockSize], kvHead);
+            cpuDequantRow(keySide, layout.k, int(token % blockSize), keyRow.data());
+            cpuDequantRow(keySide + vSideOffset(layout), layout.v, int(token % blockSize),
+                          valueRows.data() + std::size_t(i) * dim);
+            for (int g = 0; g < groupSize; ++g)
+                logits[std::size_t(g) * kChunk + i] =
+                    dot(queries.data() + std::size_t(g) * dim, keyRow.data(), dim);
+        }
+        for (int g = 0; g < groupSize; ++g) {
+            const float* groupLogits = logits.data() + std::size_t(g) * kChunk;
+            float chunkMax = runningMax[std::size_t(g)];
+            for (int i = 0; i < count; ++i)
+                chunkMax = std::max(chunkMax, groupLogits[i]);
+            // exp(-inf) = 0 on the first chunk
+            const float correction = std::exp(runningMax[std::size_t(g)] - chunkMax);
+            float* groupAcc = acc.data() + std::size_t(g) * dim;
+            float sum = runningSum[std::size_t(g)] * correction;
+            for (int c = 0; c < dim; ++c)
+                groupAcc[c] *= correction;
+            for (int i = 0; i < count; ++i) {
+                const float weight = std::exp(groupLogits[i] - chunkMax);
+                sum += weight;
+                const float* valueRow = valueRows.data() + std::size_t(i) * dim;
+                for (int c = 0; c < dim; ++c)
+                    groupAcc[c] += weight * valueRow[c];
             }
-            for (int g = 0; g < gs; ++g) {
-                float* sg = s.data() + std::size_t(g) * kChunk;
-                float cm = m[g];
-                for (int i = 0; i < n; ++i)
-                    cm = std::max(cm, sg[i]);
-                const float corr = std::exp(m[g] - cm); // exp(-inf) = 0 on the first chunk
-                float* ag = acc.data() + std::size_t(g) * D;
-                float sum = l[g] * corr;
-                for (int c = 0; c < D; ++c)
-                    ag[c] *= corr;
-                for (int i = 0; i < n; ++i) {
-                    const float pr = std::exp(sg[i] - cm);
-                    sum += pr;
-                    const float* vr = vrows.data() + std::size_t(i) * D;
-                    for (int c = 0; c < D; ++c)
-                        ag[c] += pr * vr[c];
-                }
-                m[g] = cm;
-                l[g] = sum;
-            }
+            runningMax[std::size_t(g)] = chunkMax;
+            runningSum[std::size_t(g)] = sum;
         }
-        for (int g = 0; g < gs; ++g) {
-            const std::int64_t idx = (std::int64_t(r) * a.qHeads + h * gs + g) * P + p;
-            maxLogit[idx] = m[g];
-            expSum[idx] = l[g];
-            std::copy(acc.begin() + std::ptrdiff_t(g) * D, acc.begin() + std::ptrdiff_t(g + 1) * D,
-                      partial + idx * D);
-        }
-    });
-    if (!ok)
-        return "cancelled";
-    // Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each
-    // partition by exp(m_i - M) and divide by the global sum; apply v_scale once.
-    ok = parallelFor(std::int64_t(a.batch) * a.qHeads, threads, cancel, [&](std::int64_t rq) {
-        const int r = int(rq / a.qHeads);
-        const int qh = int(rq % a.qHeads);
-        const int h = qh / gs;
-        const std::int64_t len = a.contextLens[r];
-        float* o = a.out + rq * D;
-        const int np = int((len + kPartitionTokens - 1) / kPartitionTokens);
-        if (np == 0) {
-            std::fill(o, o + D, 0.0f);
-            return;
-        }
-        float M = -INFINITY;
-        for (int p = 0; p < np; ++p)
-            M = std::max(M, maxLogit[rq * P + p]);
-        float Ls = 0.0f;
-        std::vector<float> acc(D, 0.0f);
-        for (int p = 0; p < np; ++p) {
-            const float w = std::exp(maxLogit[rq * P + p] - M);
-            Ls += expSum[rq * P + p] * w;
-            const float* po = partial + (rq * P + p) * D;
-            for (int c = 0; c < D; ++c)
-                acc[c] += po[c] * w;
-        }
-        const float f = a.vScale[h] / Ls;
-        for (int c = 0; c < D; ++c)
-            o[c] = acc[c] * f;
-    });
-    return ok ? std::string() : std::string("cancelled");
+    }
+    for (int g = 0; g < groupSize; ++g) {
+        const std::int64_t index =
+            (std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * partitions + partition;
+        scratch.maxLogit[index] = runningMax[std::size_t(g)];
+        scratch.expSum[index] = runningSum[std::size_t(g)];
+        std::copy(acc.begin() + std::ptrdiff_t(g) * dim, acc.begin() + std::ptrdiff_t(g + 1) * dim,
+                  scratch.partial + index * dim);
+    }
+}
+
+// Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each partition by
+// exp(m_i - M) and divide by the global sum; apply v_scale once.
+void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch,
+                      std::int64_t requestHead) {
+    const int dim = args.layout.headDim;
+    const int groupSize = args.qHeads / args.layout.kvHeads;
+    const int partitions = args.maxPartitions;
+    const int request = int(requestHead / args.qHeads);
+    const int kvHead = int(requestHead % args.qHeads) / groupSize;
+    const std::int64_t len = args.contextLens[request];
+    float* out = args.out + requestHead * dim;
+    const int used = int((len + kPartitionTokens - 1) / kPartitionTokens);
+    if (used == 0) {
+        std::fill(out, out + dim, 0.0f);
+        return;
+    }
+    const std::int64_t base = requestHead * partitions;
+    float globalMax = -INFINITY;
+    for (int partition = 0; partition < used; ++partition)
+        globalMax = std::max(globalMax, scratch.maxLogit[base + partition]);
+    float globalSum = 0.0f;
+    std::vector<float> acc(std::size_t(dim), 0.0f);
+    for (int partition = 0; partition < used; ++partition) {
+        const float weight = std::exp(scratch.maxLogit[base + partition] - globalMax);
+        globalSum += scratch.expSum[base + partition] * weight;
+        const float* partial = scratch.partial + (base + partition) * dim;
+        for (int c = 0; c < dim; ++c)
+            acc[std::size_t(c)] += partial[c] * weight;
+    }
+    const float factor = args.vScale[kvHead] / globalSum;
+    for (int c = 0; c < dim; ++c)
+        out[c] = acc[std::size_t(c)] * factor;
+}
+
+} // namespace
+
+Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
+    const AttentionScratch scratch(args);
+    const std::int64_t items = std::int64_t(args.batch) * args.layout.kvHeads * args.maxPartitions;
+    if (Status pass1 =
+            parallelFor(items, threads, cancel,
+                        [&](std::int64_t item) { attendPartition(args, scratch, item); });
+        !pass1)
+        return pass1;
+    return parallelFor(std::int64_t(args.batch) * args.qHeads, threads, cancel,
+                       [&](std::int64_t rq) { reducePartitions(args, scratch, rq); });
 }
 
 } // namespace kvl::probe

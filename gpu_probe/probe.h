@@ -1,17 +1,19 @@
 #pragma once
 // The probe's public API: a plan (model layer, KV format, paging, workload, backend), a run
-// with progress and cancellation, and the ProbeResult value type the CLI prints and the GUI
-// shows beside core's prediction. No Qt: this builds on the GPU machine on its own.
+// with progress and cancellation, the sweep over formats x contexts x batch sizes that both
+// `kvprobe bench` and the explorer run, the check, and the result types the CLI prints and the
+// GUI shows beside core's prediction. No Qt: this builds on the GPU machine on its own.
 
 #include "core/kv_format.h"
 #include "core/model.h"
+#include "core/result.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
-#include <variant>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvl::probe {
@@ -24,8 +26,9 @@ struct ProbeFormat {
 // Every format the probe implements (the check and bench axes).
 std::vector<ProbeFormat> allProbeFormats();
 // "fp16", "bf16", "fp32", "fp8"/"fp8_e4m3", "fp8_e5m2" (+ "-per-head"), "int8", "int4"
-// (= "int4-g128"), "int4-g32", "int4-g64", "int4-kivi", "int2" (= "int2-kivi"). Errors list them.
-std::variant<ProbeFormat, std::string> parseProbeFormat(const std::string& spec);
+// (= "int4-g128"), "int4-g32", "int4-g64", "int4-kivi", "int2" (= "int2-kivi"). BadInput lists
+// them.
+Result<ProbeFormat> parseProbeFormat(const std::string& spec);
 
 struct ProbePlan {
     std::string backend = "cpu";
@@ -50,6 +53,10 @@ struct ProbePlan {
     bool keepPool = false;   // with checkStore: return the stored pages (cross-backend check)
 
     std::string kNpy, vNpy; // real K/V samples [tokens, kv_heads, head_dim]
+
+    // Host memory the run may use; 0 = the smaller of MemAvailable and the cgroup's room
+    // (memory_guard.h). Tests set it to check the refusal without a machine of that size.
+    std::int64_t hostMemoryLimitBytes = 0;
 };
 
 struct QualityPoint {
@@ -60,10 +67,20 @@ struct QualityPoint {
     double kernelVsRefRelL2 = 0;
 };
 
+// How a run, a sweep or a check ended. Cancelled is not a failure to report as one.
+enum class ProbeStatus : std::uint8_t { Ok, Failed, Cancelled };
+std::string_view probeStatusName(ProbeStatus status); // "ok", "failed", "cancelled"
+// Failed, or Cancelled for ErrorCode::Cancelled.
+ProbeStatus statusFor(const Error& error);
+
 struct ProbeResult {
-    bool ok = false;
-    bool cancelled = false;
-    std::string error; // one line when !ok
+    ProbeStatus status = ProbeStatus::Failed;
+    Error error; // why, when status != Ok (code Cancelled exactly when status is Cancelled)
+    bool ok() const { return status == ProbeStatus::Ok; }
+    void fail(Error why) {
+        status = statusFor(why);
+        error = std::move(why);
+    }
 
     std::string backend, device, formatId, formatLabel, dtype;
     std::string modelId;
@@ -80,7 +97,8 @@ struct ProbeResult {
     std::string deviceAccountKind;
     std::int64_t allocatorGranularity = 0;
     std::int64_t pagesUsed = 0, pagesSaved = 0;
-    double memoryErrorPct = 0; // (allocated - predicted) / predicted x 100
+    double memoryErrorPct = 0; // (allocated - predicted) / predicted x 100: allocator rounding
+    std::int64_t estimatedPeakHostBytes = 0; // the memory guard's estimate for this run
 
     // Speed.
     bool speedMeasured = false;
@@ -96,27 +114,95 @@ struct ProbeResult {
     double kernelVsRefRelL2 = 0; // kernel vs FP64 on the same dequantized pages
     double kRelL2 = 0, vRelL2 = 0, kMaxAbs = 0, vMaxAbs = 0; // per-element storage error
     std::vector<QualityPoint> qualityVsContext;
-    std::string storeCheck;                 // "" or the first store violation (checkStore)
+    Status storeCheck;                      // checkStore: Ok or the first store violation
     std::vector<std::uint8_t> poolSnapshot; // the pages after the store (keepPool)
     std::string dataSource = "synthetic";
     std::vector<std::string> notes;
 };
 
+// The one result type of a sweep (kvprobe bench, the explorer's runs) and of a results file
+// (results_io.h reads and writes it).
+struct ProbeReport {
+    std::string source; // the file name it came from ("" for a run in this process)
+    std::string tool = "kvprobe";
+    int schemaVersion = 0;
+    std::string command; // "run" | "bench" (or "gui" for the explorer's own runs)
+    std::string backend, device;
+    std::string date; // ISO 8601 UTC, "2026-11-29T10:21:22Z"
+    std::string host;
+    double copyGBs = 0;
+    // The sweep as a whole (rows carry their own status): Failed when it could not run at all
+    // (unknown backend, no device), Cancelled when it stopped early (rows may still hold data).
+    ProbeStatus status = ProbeStatus::Ok;
+    Error error;
+    std::vector<ProbeResult> rows;
+    std::vector<std::pair<std::string, std::vector<QualityPoint>>> qualityVsContext; // per format
+
+    bool ok() const { return status == ProbeStatus::Ok; }
+    void fail(Error why) {
+        status = statusFor(why);
+        error = std::move(why);
+    }
+    int okRows() const;
+    // "NVIDIA H200 · 2026-11-29": device and the date part of `date`.
+    std::string label() const;
+};
+
 using ProgressFn = std::function<void(double percent, const std::string& stage)>;
 
-// Runs a plan. Never throws or exits: bad arguments, no device, out of memory and cancellation
-// all end in ok = false with `error` set. `cancel` may be set from another thread; it is
-// polled between chunks of work.
+// Runs a plan. Never throws or exits: bad arguments (BadInput / BadFile for a bad .npy), no
+// device, out of memory (the memory guard refuses a run whose peak would not fit before it
+// allocates anything) and cancellation all end in a status with `error` set. `cancel` may be
+// set from another thread; every long step polls it.
 ProbeResult runProbe(const ProbePlan& plan, const ProgressFn& progress = {},
                      const std::atomic<bool>* cancel = nullptr);
 
+// The memory guard's estimate of the plan's peak host bytes (the main run or its largest
+// quality-vs-context sub-run), without running it. A .npy plan reads the files' headers.
+Result<std::int64_t> estimatePeakHostBytes(const ProbePlan& plan);
+
 // core's prediction of the pool bytes for one layer of `model` holding `batch` requests of
 // `context` tokens with a shared prefix (vLLM's rule), through core::computeLedger.
-std::variant<std::int64_t, std::string>
-predictedPoolBytes(const core::ModelSpec& model, const core::KvFormat& format, int blockSize,
-                   int batch, std::int64_t context, std::int64_t prefixTokens);
+Result<std::int64_t> predictedPoolBytes(const core::ModelSpec& model, const core::KvFormat& format,
+                                        int blockSize, int batch, std::int64_t context,
+                                        std::int64_t prefixTokens);
 
-// kvprobe check: every operation x format x layout against the FP64 references.
+// The acceptance rule of `kvprobe run`: the pool's bytes (pages x page bytes) equal core's
+// prediction exactly. The allocator's rounding (allocatedPoolBytes, memoryErrorPct) is reported
+// beside it, not compared: it is the allocator's, not the KV cache's.
+Status checkPoolAgainstPrediction(const ProbeResult& result);
+
+// One sweep: formats x contexts x batch sizes on one backend, each row a runProbe. The rows'
+// block size is blockSizeFor(format, blockSize) (ops.h), with a note when it differs.
+struct SweepPlan {
+    std::string backend = "cpu";
+    core::ModelSpec model;              // defaultModel() when it has no layers
+    std::vector<std::string> formatIds; // allProbeFormats() ids
+    std::vector<int> batches{1};
+    std::vector<std::int64_t> contexts{512};
+    int blockSize = 16;
+    std::int64_t prefixTokens = 0; // clamped to each context
+    int warmup = 1;
+    int repeats = 3;
+    int threads = 0; // 0 = all
+    std::uint64_t seed = 1;
+    int qualityRequests = 1;
+    std::vector<std::int64_t> qualityContexts; // quality vs context, on each format's first row
+};
+// kvprobe bench's axes. GPU: the target sizes (batch 8 and 32, 8K-32K, 8 formats); CPU: sizes
+// that finish in about a minute on two cores while the pools still exceed a last-level cache.
+SweepPlan benchSweepPlan(const std::string& backend, bool quick, std::uint64_t seed);
+// The report's command is "bench"; copyGBs is the median of the rows' copy measurements.
+ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress = {},
+                     const std::atomic<bool>* cancel = nullptr);
+
+// kvprobe check: every operation x format x layout against the FP64 references (check.cpp).
+struct CheckPlan {
+    std::string backend = "cpu";
+    std::uint64_t seed = 1;
+    bool quick = false; // one trial per format and block size, shorter contexts (the ctest)
+    int threads = 0;
+};
 struct CheckCase {
     std::string name;
     bool passed = false;
@@ -126,22 +212,16 @@ struct CheckReport {
     std::string backend, device;
     std::vector<CheckCase> cases;
     int passed = 0, failed = 0;
-    std::string error; // the run itself failed (no device, cancelled)
+    ProbeStatus status = ProbeStatus::Ok; // of the check itself (no device, cancelled)
+    Error error;
+    bool ok() const { return status == ProbeStatus::Ok; }
+    void fail(Error why) {
+        status = statusFor(why);
+        error = std::move(why);
+    }
 };
-CheckReport runCheck(const std::string& backend, std::uint64_t seed,
-                     const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr,
-                     int threads = 0);
-
-// kvprobe bench: formats x contexts x batch sizes.
-struct BenchReport {
-    std::string backend, device;
-    double copyGBs = 0; // median of the rows' copy measurements
-    std::vector<ProbeResult> rows;
-    std::vector<std::pair<std::string, std::vector<QualityPoint>>> qualityVsContext; // per format
-    std::string error;
-};
-BenchReport runBench(const std::string& backend, bool quick, std::uint64_t seed,
-                     const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr);
+CheckReport runCheck(const CheckPlan& plan, const ProgressFn& progress = {},
+                     const std::atomic<bool>* cancel = nullptr);
 
 // The default layer: Llama-3-8B from the catalog (32 q heads, 8 KV heads, head_dim 128), or an
 // equivalent spec when the catalog is unavailable.

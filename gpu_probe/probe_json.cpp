@@ -27,20 +27,6 @@ std::string hostName() {
     return buf;
 }
 
-int ProbeReport::okRows() const {
-    int n = 0;
-    for (const auto& r : rows)
-        n += r.ok ? 1 : 0;
-    return n;
-}
-
-std::string ProbeReport::label() const {
-    std::string d = device.empty() ? backend : device;
-    if (!date.empty())
-        d += " \xC2\xB7 " + date.substr(0, std::min<std::size_t>(10, date.size()));
-    return d;
-}
-
 // --- the emitter ------------------------------------------------------------------------------
 
 namespace {
@@ -242,6 +228,13 @@ template <class S> void writeMember(JsonWriter& w, const S& s, const Member<S>& 
                 for (const auto& text : s.*m)
                     w.value(text);
                 w.endArray();
+            } else if constexpr (std::is_same_v<M, OkOf>) {
+                if constexpr (std::is_same_v<S, ProbeResult>)
+                    w.value(s.*(m.member) == ProbeStatus::Ok);
+            } else if constexpr (std::is_same_v<M, ProbeStatus S::*>) {
+                w.value(probeStatusName(s.*m));
+            } else if constexpr (std::is_same_v<M, Error S::*>) {
+                w.value((s.*m).message);
             } else {
                 w.value(s.*m);
             }
@@ -336,7 +329,8 @@ std::string checkJson(const CheckReport& r) {
     writeEnvelope(w, "check", r.backend, r.device);
     w.key("passed").value(r.passed);
     w.key("failed").value(r.failed);
-    w.key("error").value(r.error);
+    w.key("status").value(probeStatusName(r.status));
+    w.key("error").value(r.error.message);
     w.key("checks").beginArray();
     for (const auto& c : r.cases) {
         w.beginObject();
@@ -362,17 +356,11 @@ std::string runJson(const ProbeResult& result) {
     return reportJson(rep);
 }
 
-std::string benchJson(const BenchReport& b) {
-    ProbeReport rep;
+std::string benchJson(const ProbeReport& report) {
+    ProbeReport rep = report;
     rep.command = "bench";
-    rep.backend = b.backend;
-    rep.device = b.device;
     rep.date = utcNow();
     rep.host = hostName();
-    rep.copyGBs = b.copyGBs;
-    rep.error = b.error;
-    rep.rows = b.rows;
-    rep.qualityVsContext = b.qualityVsContext;
     return reportJson(rep);
 }
 

@@ -61,7 +61,7 @@ private:
 std::string infoJson(const std::vector<BackendInfo>& backends, bool cudaCompiled); // info
 std::string checkJson(const CheckReport& report);                                  // check
 std::string runJson(const ProbeResult& result);   // run: the envelope and one row in results
-std::string benchJson(const BenchReport& report); // bench: rows and quality_vs_context
+std::string benchJson(const ProbeReport& report); // bench: rows and quality_vs_context
 // A report in the bench layout, for saving the explorer's own runs (parseProbeReport reads it
 // back). The date and host are the report's, or now and this host when it has none.
 std::string probeReportToJson(const ProbeReport& report);

@@ -8,66 +8,86 @@
 
 namespace kvl::probe {
 
-std::vector<double> referenceAttention(const float* q, int batch, int qHeads, int kvHeads, int D,
-                                       const std::vector<RequestKv>& kv, double smScale,
-                                       std::vector<std::vector<double>>* logits,
-                                       const std::atomic<bool>* cancel) {
-    std::vector<double> out(std::size_t(batch) * qHeads * D, 0.0);
-    const int gs = qHeads / kvHeads;
+double codecMax(const SideLayout& side) {
+    switch (side.codec) {
+    case kCodecE4M3:
+        return kE4m3Max;
+    case kCodecE5M2:
+        return kE5m2Max;
+    case kCodecIntSym:
+    case kCodecIntAsym:
+        return double(intQmax(side.bits, side.codec));
+    default:
+        return INFINITY;
+    }
+}
+
+Result<std::vector<double>> referenceAttention(const float* q, int batch, int qHeads, int kvHeads,
+                                               int headDim, const std::vector<RequestKv>& kv,
+                                               double smScale,
+                                               std::vector<std::vector<double>>* logits,
+                                               const std::atomic<bool>* cancel) {
+    std::vector<double> out(std::size_t(batch) * qHeads * headDim, 0.0);
+    const int groupSize = qHeads / kvHeads;
     if (logits)
         logits->assign(std::size_t(batch) * qHeads, {});
     // Rows are independent: spread them over the threads (plain double loops inside).
-    parallelFor(std::int64_t(batch) * qHeads, 0, cancel, [&](std::int64_t rq) {
-        const int r = int(rq / qHeads), qh = int(rq % qHeads);
-        const RequestKv& x = kv[std::size_t(r)];
-        const int h = qh / gs;
-        const float* qv = q + std::size_t(rq) * D;
-        std::vector<double> s(std::size_t(x.tokens), 0.0);
-        double m = -INFINITY;
+    Status done = parallelFor(std::int64_t(batch) * qHeads, 0, cancel, [&](std::int64_t rq) {
+        const int request = int(rq / qHeads), qHead = int(rq % qHeads);
+        const RequestKv& x = kv[std::size_t(request)];
+        const int kvHead = qHead / groupSize;
+        const float* query = q + std::size_t(rq) * headDim;
+        std::vector<double> scores(std::size_t(x.tokens), 0.0);
+        double maxScore = -INFINITY;
         for (std::int64_t t = 0; t < x.tokens; ++t) {
-            const float* kr = x.k + (std::size_t(t) * kvHeads + h) * D;
-            double d = 0;
-            for (int c = 0; c < D; ++c)
-                d += double(qv[c]) * double(kr[c]);
-            s[std::size_t(t)] = d * smScale;
-            m = std::max(m, s[std::size_t(t)]);
+            const float* keyRow = x.k + (std::size_t(t) * kvHeads + kvHead) * headDim;
+            double dotProduct = 0;
+            for (int c = 0; c < headDim; ++c)
+                dotProduct += double(query[c]) * double(keyRow[c]);
+            scores[std::size_t(t)] = dotProduct * smScale;
+            maxScore = std::max(maxScore, scores[std::size_t(t)]);
         }
         double sum = 0;
-        double* o = out.data() + std::size_t(rq) * D;
+        double* outRow = out.data() + std::size_t(rq) * headDim;
         for (std::int64_t t = 0; t < x.tokens; ++t) {
-            const double p = std::exp(s[std::size_t(t)] - m);
-            sum += p;
-            const float* vr = x.v + (std::size_t(t) * kvHeads + h) * D;
-            for (int c = 0; c < D; ++c)
-                o[c] += p * double(vr[c]);
+            const double weight = std::exp(scores[std::size_t(t)] - maxScore);
+            sum += weight;
+            const float* valueRow = x.v + (std::size_t(t) * kvHeads + kvHead) * headDim;
+            for (int c = 0; c < headDim; ++c)
+                outRow[c] += weight * double(valueRow[c]);
         }
         if (sum > 0)
-            for (int c = 0; c < D; ++c)
-                o[c] /= sum;
+            for (int c = 0; c < headDim; ++c)
+                outRow[c] /= sum;
         if (logits)
-            (*logits)[std::size_t(rq)] = std::move(s);
+            (*logits)[std::size_t(rq)] = std::move(scores);
     });
+    if (!done)
+        return done.error();
     return out;
 }
 
-void dequantizeRequest(const std::uint8_t* pool, const PageLayout& L, const BatchAllocation& a,
-                       int r, const float* kScale, const float* vScale, std::vector<float>& k,
-                       std::vector<float>& v) {
-    const std::int64_t T = a.contexts[std::size_t(r)];
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
-    k.assign(std::size_t(T) * H * D, 0.0f);
-    v.assign(std::size_t(T) * H * D, 0.0f);
-    parallelFor(T, 0, nullptr, [&](std::int64_t t) {
-        for (int h = 0; h < H; ++h) {
-            const std::uint8_t* ks = kSide(pool, L, a.block(r, t, B), h);
-            const std::uint8_t* vs = ks + vSideOffset(L);
-            const float kf = L.k.outOfPageScale() ? kScale[h] : 1.0f;
-            const float vf = L.v.outOfPageScale() ? vScale[h] : 1.0f;
-            for (int c = 0; c < D; ++c) {
-                k[(std::size_t(t) * H + h) * D + c] =
-                    float(double(dequantElement(ks, L.k, int(t % B), c)) * kf);
-                v[(std::size_t(t) * H + h) * D + c] =
-                    float(double(dequantElement(vs, L.v, int(t % B), c)) * vf);
+Status dequantizeRequest(const std::uint8_t* pool, const PageLayout& layout,
+                         const BatchAllocation& allocation, int request, const float* kScale,
+                         const float* vScale, std::vector<float>& keys, std::vector<float>& values,
+                         const std::atomic<bool>* cancel) {
+    const std::int64_t tokens = allocation.contexts[std::size_t(request)];
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
+    keys.assign(std::size_t(tokens) * heads * dim, 0.0f);
+    values.assign(std::size_t(tokens) * heads * dim, 0.0f);
+    return parallelFor(tokens, 0, cancel, [&](std::int64_t t) {
+        for (int h = 0; h < heads; ++h) {
+            const std::uint8_t* keySide =
+                kSide(pool, layout, allocation.block(request, t, blockSize), h);
+            const std::uint8_t* valueSide = keySide + vSideOffset(layout);
+            const float keyFactor = layout.k.outOfPageScale() ? kScale[h] : 1.0f;
+            const float valueFactor = layout.v.outOfPageScale() ? vScale[h] : 1.0f;
+            for (int c = 0; c < dim; ++c) {
+                keys[(std::size_t(t) * heads + h) * dim + c] = float(
+                    double(dequantElement(keySide, layout.k, int(t % blockSize), c)) * keyFactor);
+                values[(std::size_t(t) * heads + h) * dim + c] =
+                    float(double(dequantElement(valueSide, layout.v, int(t % blockSize), c)) *
+                          valueFactor);
             }
         }
     });
@@ -75,25 +95,10 @@ void dequantizeRequest(const std::uint8_t* pool, const PageLayout& L, const Batc
 
 namespace {
 
-// Largest representable magnitude of a codec before the group / tensor scale.
-double codecMax(const SideLayout& s) {
-    switch (s.codec) {
-    case kCodecE4M3:
-        return kE4m3Max;
-    case kCodecE5M2:
-        return kE5m2Max;
-    case kCodecIntSym:
-    case kCodecIntAsym:
-        return double(intQmax(s.bits, s.codec));
-    default:
-        return INFINITY;
-    }
-}
-
 // Rounding bound of one element x given its (stored) scale and zero, in double.
-double elementBound(const SideLayout& s, double x, double scale, double zero) {
+double elementBound(const SideLayout& side, double x, double scale, double zero) {
     const double tiny = 1e-6 * std::fabs(x) + 1e-30;
-    switch (s.codec) {
+    switch (side.codec) {
     case kCodecF32:
         return 0.0;
     case kCodecF16:
@@ -102,144 +107,180 @@ double elementBound(const SideLayout& s, double x, double scale, double zero) {
         return std::ldexp(std::fabs(x), -8) + 1e-38;
     case kCodecE4M3:
     case kCodecE5M2: {
-        const double y = std::fabs(x) / scale; // in code units
-        const double mx = codecMax(s);
-        const int mant = s.codec == kCodecE4M3 ? 3 : 2;
-        const double sub = s.codec == kCodecE4M3 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -17);
-        const double sat = std::max(0.0, y - mx);
-        return scale * (std::ldexp(std::min(y, mx), -(mant + 1)) + sub + sat) + tiny;
+        const double codeUnits = std::fabs(x) / scale;
+        const double formatMax = codecMax(side);
+        const int mantissaBits = side.codec == kCodecE4M3 ? 3 : 2;
+        const double subnormal =
+            side.codec == kCodecE4M3 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -17);
+        const double saturated = std::max(0.0, codeUnits - formatMax);
+        return scale * (std::ldexp(std::min(codeUnits, formatMax), -(mantissaBits + 1)) +
+                        subnormal + saturated) +
+               tiny;
     }
     case kCodecIntSym: {
-        const double qmax = codecMax(s);
+        const double qmax = codecMax(side);
         return scale * 0.5 + std::max(0.0, std::fabs(x) - qmax * scale) + tiny +
                1e-7 * scale * qmax;
     }
     case kCodecIntAsym: {
-        const double hi = zero + codecMax(s) * scale;
-        const double outside = x < zero ? zero - x : (x > hi ? x - hi : 0.0);
-        return scale * 0.5 + outside + tiny + 1e-6 * (std::fabs(zero) + std::fabs(hi));
+        const double high = zero + codecMax(side) * scale;
+        const double outside = x < zero ? zero - x : (x > high ? x - high : 0.0);
+        return scale * 0.5 + outside + tiny + 1e-6 * (std::fabs(zero) + std::fabs(high));
     }
     }
     return 0.0;
 }
 
-void markRange(std::vector<std::uint8_t>& mask, std::int64_t off, std::int64_t n) {
-    std::fill(mask.begin() + off, mask.begin() + off + n, std::uint8_t(1));
+// Where a violation is: "token 12 head 3 K".
+std::string place(std::int64_t token, int head, bool key) {
+    return "token " + std::to_string(token) + " head " + std::to_string(head) + (key ? " K" : " V");
+}
+
+Error violation(std::string message) {
+    return Error{ErrorCode::Internal, std::move(message)};
+}
+
+void markRange(std::vector<std::uint8_t>& mask, std::int64_t offset, std::int64_t count) {
+    std::fill(mask.begin() + offset, mask.begin() + offset + count, std::uint8_t(1));
+}
+
+// The bytes the store may write for one token row of one side: its codes and its meta.
+void markWritten(std::vector<std::uint8_t>& written, std::int64_t sideOffset,
+                 const SideLayout& side, int row) {
+    markRange(written, sideOffset + std::int64_t(row) * side.dataBytes, side.dataBytes);
+    if (side.group > 0)
+        markRange(written,
+                  sideOffset + side.metaOffset +
+                      std::int64_t(row) * side.numGroups * side.metaStride(),
+                  std::int64_t(side.numGroups) * side.metaStride());
+    if (side.tokenGroup > 0)
+        markRange(written,
+                  sideOffset + side.metaOffset +
+                      std::int64_t(row / side.tokenGroup) * side.dim * side.metaStride(),
+                  std::int64_t(side.dim) * side.metaStride());
+}
+
+// The FP64 ideal scale of the element group starting at `channel`: (max - min) / qmax for an
+// asymmetric code, amax / max otherwise.
+double idealGroupScale(const SideLayout& side, const std::uint16_t* input, int inputDtype,
+                       int channel) {
+    double low = inputToFloat(input[channel], inputDtype), high = low;
+    for (int c = channel; c < std::min(side.dim, channel + side.group); ++c) {
+        const double x = inputToFloat(input[c], inputDtype);
+        low = std::min(low, x);
+        high = std::max(high, x);
+    }
+    return side.codec == kCodecIntAsym ? (high - low) / codecMax(side)
+                                       : std::max(std::fabs(low), std::fabs(high)) / codecMax(side);
+}
+
+struct SideError {
+    double errorSquares = 0, referenceSquares = 0, maxAbs = 0;
+    double relL2() const {
+        return referenceSquares > 0 ? std::sqrt(errorSquares / referenceSquares) : 0;
+    }
+};
+
+// One stored row (one token, one head, one side) against its input.
+Status checkRow(const std::uint8_t* sideData, const SideLayout& side, int row,
+                const std::uint16_t* input, int inputDtype, float outOfPageScale,
+                const std::string& where, SideError& error) {
+    for (int c = 0; c < side.dim; ++c) {
+        const double x = inputToFloat(input[c], inputDtype);
+        const GroupParams params = loadParams(sideData, side, row, c);
+        double scale = params.scale;
+        double stored = dequantElement(sideData, side, row, c);
+        if (side.outOfPageScale()) {
+            scale = outOfPageScale;
+            stored *= outOfPageScale;
+        }
+        // The stored scale must be the FP64 ideal for its group (up to fp16 rounding).
+        if (side.group > 0 && c % side.group == 0 && side.codec >= kCodecE4M3) {
+            const double ideal = idealGroupScale(side, input, inputDtype, c);
+            if (std::fabs(scale - ideal) > 1e-3 * ideal + 1e-30)
+                return violation(where + " group scale " + std::to_string(scale) +
+                                 " differs from the ideal " + std::to_string(ideal));
+        }
+        const double difference = std::fabs(stored - x);
+        const double bound = elementBound(side, x, scale, params.zero);
+        if (!(difference <= bound))
+            return violation(where + " channel " + std::to_string(c) + ": stored " +
+                             std::to_string(stored) + " for " + std::to_string(x) + " (error " +
+                             std::to_string(difference) + " > bound " + std::to_string(bound) +
+                             ")");
+        error.errorSquares += difference * difference;
+        error.referenceSquares += x * x;
+        error.maxAbs = std::max(error.maxAbs, difference);
+    }
+    return {};
 }
 
 } // namespace
 
-std::string checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::uint8_t poison,
-                       const PageLayout& L, const std::int64_t* slots, std::int64_t numTokens,
-                       const std::uint16_t* kin, const std::uint16_t* vin, int inputDtype,
-                       const float* kScale, const float* vScale, StoreCheckStats* stats) {
-    const int H = L.kvHeads, D = L.headDim, B = L.blockSize;
+Status checkStore(const std::uint8_t* pool, std::int64_t poolBytes, std::uint8_t poison,
+                  const PageLayout& layout, const std::int64_t* slots, std::int64_t numTokens,
+                  const std::uint16_t* keysIn, const std::uint16_t* valuesIn, int inputDtype,
+                  const float* kScale, const float* vScale, StoreCheckStats* stats) {
+    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
     std::vector<std::uint8_t> written(std::size_t(poolBytes), 0);
-    double kErr2 = 0, kRef2 = 0, vErr2 = 0, vRef2 = 0, kMax = 0, vMax = 0;
-    const int G = L.k.tokenGroup;
+    SideError keyError, valueError;
     for (std::int64_t t = 0; t < numTokens; ++t) {
         const std::int64_t slot = slots[t];
         if (slot < 0)
             continue;
-        const std::int64_t blk = slot / B;
-        const int off = int(slot % B);
-        for (int h = 0; h < H; ++h) {
-            const std::int64_t headOff = blk * L.pageBytes + std::int64_t(h) * L.headStride;
-            for (int side = 0; side < 2; ++side) {
-                const SideLayout& s = side == 0 ? L.k : L.v;
-                const std::int64_t sideOff = headOff + (side == 0 ? 0 : vSideOffset(L));
-                const std::uint8_t* sp = pool + sideOff;
-                const std::uint16_t* in = (side == 0 ? kin : vin) + (std::size_t(t) * H + h) * D;
-                markRange(written, sideOff + std::int64_t(off) * s.dataBytes, s.dataBytes);
-                if (s.group > 0)
-                    markRange(written,
-                              sideOff + s.metaOffset +
-                                  std::int64_t(off) * s.numGroups * s.metaStride(),
-                              std::int64_t(s.numGroups) * s.metaStride());
-                if (s.tokenGroup > 0)
-                    markRange(written,
-                              sideOff + s.metaOffset + std::int64_t(off / G) * D * s.metaStride(),
-                              std::int64_t(D) * s.metaStride());
-                const float outScale =
-                    side == 0 ? (kScale ? kScale[h] : 1.f) : (vScale ? vScale[h] : 1.f);
-                for (int c = 0; c < D; ++c) {
-                    const double x = inputToFloat(in[c], inputDtype);
-                    const GroupParams p = loadParams(sp, s, off, c);
-                    double scale = p.scale, zero = p.zero;
-                    double got = dequantElement(sp, s, off, c);
-                    if (s.outOfPageScale()) {
-                        scale = outScale;
-                        got *= outScale;
-                    }
-                    // The stored scale must be the FP64 ideal for its group (up to fp16 rounding).
-                    if (s.group > 0 && c % s.group == 0 && s.codec >= kCodecE4M3) {
-                        double mn = x, mx = x;
-                        for (int j = c; j < std::min(D, c + s.group); ++j) {
-                            const double y = inputToFloat(in[j], inputDtype);
-                            mn = std::min(mn, y);
-                            mx = std::max(mx, y);
-                        }
-                        const double ideal =
-                            s.codec == kCodecIntAsym
-                                ? (mx - mn) / codecMax(s)
-                                : std::max(std::fabs(mn), std::fabs(mx)) / codecMax(s);
-                        if (std::fabs(scale - ideal) > 1e-3 * ideal + 1e-30)
-                            return "token " + std::to_string(t) + " head " + std::to_string(h) +
-                                   (side == 0 ? " K" : " V") + " group scale " +
-                                   std::to_string(scale) + " differs from the ideal " +
-                                   std::to_string(ideal);
-                    }
-                    const double err = std::fabs(got - x);
-                    const double bound = elementBound(s, x, scale, zero);
-                    if (!(err <= bound))
-                        return "token " + std::to_string(t) + " head " + std::to_string(h) +
-                               (side == 0 ? " K" : " V") + " channel " + std::to_string(c) +
-                               ": stored " + std::to_string(got) + " for " + std::to_string(x) +
-                               " (error " + std::to_string(err) + " > bound " +
-                               std::to_string(bound) + ")";
-                    if (side == 0) {
-                        kErr2 += err * err;
-                        kRef2 += x * x;
-                        kMax = std::max(kMax, err);
-                    } else {
-                        vErr2 += err * err;
-                        vRef2 += x * x;
-                        vMax = std::max(vMax, err);
-                    }
-                }
+        const std::int64_t block = slot / blockSize;
+        const int row = int(slot % blockSize);
+        for (int h = 0; h < heads; ++h) {
+            const std::int64_t headOffset =
+                block * layout.pageBytes + std::int64_t(h) * layout.headStride;
+            for (const bool key : {true, false}) {
+                const SideLayout& side = key ? layout.k : layout.v;
+                const std::int64_t sideOffset = headOffset + (key ? 0 : vSideOffset(layout));
+                const std::uint16_t* input =
+                    (key ? keysIn : valuesIn) + (std::size_t(t) * heads + h) * dim;
+                markWritten(written, sideOffset, side, row);
+                const float* outScales = key ? kScale : vScale;
+                if (Status ok = checkRow(pool + sideOffset, side, row, input, inputDtype,
+                                         outScales ? outScales[h] : 1.0f, place(t, h, key),
+                                         key ? keyError : valueError);
+                    !ok)
+                    return ok;
             }
         }
     }
     for (std::int64_t i = 0; i < poolBytes; ++i)
         if (!written[std::size_t(i)] && pool[i] != poison)
-            return "byte " + std::to_string(i) + " outside every written slot was modified";
+            return violation("byte " + std::to_string(i) +
+                             " outside every written slot was modified");
     if (stats) {
-        stats->kMaxAbsErr = kMax;
-        stats->vMaxAbsErr = vMax;
-        stats->kRelL2 = kRef2 > 0 ? std::sqrt(kErr2 / kRef2) : 0;
-        stats->vRelL2 = vRef2 > 0 ? std::sqrt(vErr2 / vRef2) : 0;
+        stats->kMaxAbsErr = keyError.maxAbs;
+        stats->vMaxAbsErr = valueError.maxAbs;
+        stats->kRelL2 = keyError.relL2();
+        stats->vRelL2 = valueError.relL2();
     }
     return {};
 }
 
-template <class T> static ErrorStats compareImpl(const T* got, const double* ref, std::size_t n) {
-    ErrorStats e;
-    double err2 = 0, ref2 = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const double g = double(got[i]);
-        if (!std::isfinite(g)) {
-            e.finite = false;
-            e.relL2 = INFINITY;
-            e.maxAbs = INFINITY;
-            return e;
+template <class T>
+static ErrorStats compareImpl(const T* got, const double* reference, std::size_t count) {
+    ErrorStats stats;
+    double errorSquares = 0, referenceSquares = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const double value = double(got[i]);
+        if (!std::isfinite(value)) {
+            stats.finite = false;
+            stats.relL2 = INFINITY;
+            stats.maxAbs = INFINITY;
+            return stats;
         }
-        const double d = g - ref[i];
-        err2 += d * d;
-        ref2 += ref[i] * ref[i];
-        e.maxAbs = std::max(e.maxAbs, std::fabs(d));
+        const double difference = value - reference[i];
+        errorSquares += difference * difference;
+        referenceSquares += reference[i] * reference[i];
+        stats.maxAbs = std::max(stats.maxAbs, std::fabs(difference));
     }
-    e.relL2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-    return e;
+    stats.relL2 =
+        referenceSquares > 0 ? std::sqrt(errorSquares / referenceSquares) : std::sqrt(errorSquares);
+    return stats;
 }
 
 ErrorStats compareOutputs(const float* got, const double* ref, std::size_t n) {
@@ -249,29 +290,31 @@ ErrorStats compareOutputs(const double* got, const double* ref, std::size_t n) {
     return compareImpl(got, ref, n);
 }
 
-double topKAgreement(const std::vector<std::vector<double>>& a,
-                     const std::vector<std::vector<double>>& b, int k) {
+double topKAgreement(const std::vector<std::vector<double>>& refLogits,
+                     const std::vector<std::vector<double>>& testLogits, int k) {
     double total = 0;
     std::size_t rows = 0;
-    std::vector<std::size_t> ia, ib;
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        const std::size_t n = std::min(a[i].size(), b[i].size());
-        if (n == 0)
+    std::vector<std::size_t> refTop, testTop;
+    for (std::size_t i = 0; i < refLogits.size() && i < testLogits.size(); ++i) {
+        const std::size_t tokens = std::min(refLogits[i].size(), testLogits[i].size());
+        if (tokens == 0)
             continue;
-        const std::size_t kk = std::min<std::size_t>(std::size_t(k), n);
-        auto top = [&](const std::vector<double>& x, std::vector<std::size_t>& idx) {
-            idx.resize(n);
-            std::iota(idx.begin(), idx.end(), 0);
-            std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(kk), idx.end(),
-                              [&](std::size_t p, std::size_t q) { return x[p] > x[q]; });
-            idx.resize(kk);
-            std::sort(idx.begin(), idx.end());
+        const std::size_t kept = std::min<std::size_t>(std::size_t(k), tokens);
+        auto topIndices = [&](const std::vector<double>& logits, std::vector<std::size_t>& top) {
+            top.resize(tokens);
+            std::iota(top.begin(), top.end(), 0);
+            std::partial_sort(
+                top.begin(), top.begin() + std::ptrdiff_t(kept), top.end(),
+                [&](std::size_t left, std::size_t right) { return logits[left] > logits[right]; });
+            top.resize(kept);
+            std::sort(top.begin(), top.end());
         };
-        top(a[i], ia);
-        top(b[i], ib);
+        topIndices(refLogits[i], refTop);
+        topIndices(testLogits[i], testTop);
         std::vector<std::size_t> both;
-        std::set_intersection(ia.begin(), ia.end(), ib.begin(), ib.end(), std::back_inserter(both));
-        total += double(both.size()) / double(kk);
+        std::set_intersection(refTop.begin(), refTop.end(), testTop.begin(), testTop.end(),
+                              std::back_inserter(both));
+        total += double(both.size()) / double(kept);
         ++rows;
     }
     return rows ? total / double(rows) : 1.0;

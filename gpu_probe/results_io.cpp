@@ -51,7 +51,7 @@ std::vector<QualityPoint> readPoints(const Field& a) {
 // Whether the row read so far succeeded ("ok" is the first field of a row).
 template <class S> bool okSoFar(const S& s) {
     if constexpr (std::is_same_v<S, ProbeResult>)
-        return s.ok;
+        return s.ok();
     else
         return true;
 }
@@ -90,6 +90,22 @@ template <class S> void readMember(const Field& f, const Spec<S>& spec, S& s) {
                 const std::size_t n = checkedSize(f);
                 for (std::size_t i = 0; i < n; ++i)
                     (s.*m).push_back(checkedText(f.at(i)));
+            } else if constexpr (std::is_same_v<M, OkOf>) {
+                if constexpr (std::is_same_v<S, ProbeResult>)
+                    s.*(m.member) = f.boolean() ? ProbeStatus::Ok : ProbeStatus::Failed;
+            } else if constexpr (std::is_same_v<M, ProbeStatus S::*>) {
+                const std::string name = checkedText(f);
+                bool known = false;
+                for (const ProbeStatus st :
+                     {ProbeStatus::Ok, ProbeStatus::Failed, ProbeStatus::Cancelled})
+                    if (probeStatusName(st) == name) {
+                        s.*m = st;
+                        known = true;
+                    }
+                if (!known)
+                    f.fail("must be one of ok, failed, cancelled, got " + f.describe());
+            } else if constexpr (std::is_same_v<M, Error S::*>) {
+                (s.*m).message = checkedText(f);
             }
         },
         spec.member);
@@ -124,8 +140,9 @@ ProbeResult readResult(const Field& row, const std::string& backend, const std::
     r.backend = backend;
     r.device = device;
     readFields(row.object(), r, kResultFields);
-    r.cancelled = !r.ok && r.error == "cancelled";
-    if (r.ok && r.formatId.empty())
+    // The file keeps the status and the message; the code follows from the status.
+    r.error.code = r.status == ProbeStatus::Cancelled ? ErrorCode::Cancelled : ErrorCode::Internal;
+    if (r.ok() && r.formatId.empty())
         row["format"].fail("must not be empty");
     if (r.formatLabel.empty())
         r.formatLabel = r.formatId;
@@ -180,7 +197,12 @@ ProbeReport readReport(const Field& doc, const std::string& source) {
             if (!r.qualityVsContext.empty())
                 rep.qualityVsContext.emplace_back(r.formatLabel, r.qualityVsContext);
     }
-    if (rep.rows.empty() && rep.error.empty())
+    // Files from before "status" say only the message.
+    if (!doc["status"].exists() && !rep.error.message.empty())
+        rep.status = ProbeStatus::Failed;
+    rep.error.code =
+        rep.status == ProbeStatus::Cancelled ? ErrorCode::Cancelled : ErrorCode::Internal;
+    if (rep.rows.empty() && rep.ok())
         doc.fail("has no measurements (\"results\" is empty)");
     return rep;
 }

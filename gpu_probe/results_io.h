@@ -17,23 +17,7 @@
 
 namespace kvl::probe {
 
-struct ProbeReport {
-    std::string source; // the file name it came from ("" for a run in this process)
-    std::string tool = "kvprobe";
-    int schemaVersion = 0;
-    std::string command; // "run" | "bench" (or "gui" for the explorer's own runs)
-    std::string backend, device;
-    std::string date; // ISO 8601 UTC, "2026-11-29T10:21:22Z"
-    std::string host;
-    double copyGBs = 0;
-    std::string error; // the run as a whole failed or was cancelled (rows may still hold data)
-    std::vector<ProbeResult> rows;
-    std::vector<std::pair<std::string, std::vector<QualityPoint>>> qualityVsContext; // per format
-
-    int okRows() const;
-    // "NVIDIA H200 · 2026-11-29": device and the date part of `date`.
-    std::string label() const;
-};
+// ProbeReport, the one result type, is defined in probe.h.
 
 // Parses the JSON text; `source` names the file in error messages (BadFile).
 Result<ProbeReport> parseProbeReport(std::string_view text, const std::string& source);

@@ -4,7 +4,6 @@
 // every key, its type, range and when it is required are written down once.
 
 #include "gpu_probe/probe.h"
-#include "gpu_probe/results_io.h"
 
 #include <array>
 #include <cstdint>
@@ -43,10 +42,15 @@ enum class Need : std::uint8_t {
 enum class Group : std::uint8_t { Always, Speed, Quality };
 
 // The member a key maps to; monostate: a constant with no member ("layers": always 1).
+// A ProbeStatus is written twice: "ok" (a boolean, what every reader checks) and "status"
+// ("ok", "failed" or "cancelled"); an Error is written as its message.
+struct OkOf {
+    ProbeStatus ProbeResult::*member;
+};
 template <class S>
-using Member =
-    std::variant<std::monostate, bool S::*, std::string S::*, int S::*, std::int64_t S::*,
-                 double S::*, std::vector<QualityPoint> S::*, std::vector<std::string> S::*>;
+using Member = std::variant<std::monostate, bool S::*, std::string S::*, int S::*,
+                            std::int64_t S::*, double S::*, std::vector<QualityPoint> S::*,
+                            std::vector<std::string> S::*, ProbeStatus S::*, Error S::*, OkOf>;
 
 template <class S> struct Field {
     std::string_view key;
@@ -64,7 +68,8 @@ using P = ProbeReport;
 
 // One row of `results`, in the order written.
 inline const auto kResultFields = std::to_array<Field<R>>({
-    {"ok", &R::ok, Need::Always},
+    {"ok", OkOf{&R::status}, Need::Always},
+    {"status", &R::status},
     {"error", &R::error},
     {"format", &R::formatId, Need::Always},
     {"format_label", &R::formatLabel},
@@ -140,6 +145,7 @@ inline const auto kReportFields = std::to_array<Field<P>>({
     {"date", &P::date}, // ISO 8601 UTC
     {"host", &P::host},
     {"copy_bandwidth_gbs", &P::copyGBs},
+    {"status", &P::status},
     {"error", &P::error},
 });
 

@@ -20,11 +20,11 @@ std::uint64_t splitmix(std::uint64_t x) {
 // Counter-based normal generator: rows are independent, so generation parallelizes and a row
 // is the same whatever the thread count.
 struct Rng {
-    std::uint64_t s;
-    double uniform() { return (double((s = splitmix(s)) >> 11) + 0.5) * 0x1.0p-53; }
-    float normal() {
-        const double u = uniform(), v = uniform();
-        return float(std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v));
+    std::uint64_t state;
+    double uniform() { return (double((state = splitmix(state)) >> 11) + 0.5) * 0x1.0p-53; }
+    float normal() { // Box-Muller
+        const double radius = uniform(), angle = uniform();
+        return float(std::sqrt(-2.0 * std::log(radius)) * std::cos(6.283185307179586 * angle));
     }
 };
 
@@ -37,105 +37,117 @@ struct HeadStructure {
     std::vector<float> dir; // unit vector
 };
 
-HeadStructure headStructure(const SynthParams& p, int h) {
-    HeadStructure hs;
-    Rng r{splitmix(p.seed * 1315423911ull + std::uint64_t(h) + 17)};
-    const int half = p.headDim / 2;
+HeadStructure headStructure(const SynthParams& params, int head) {
+    HeadStructure structure;
+    Rng rng{splitmix(params.seed * 1315423911ull + std::uint64_t(head) + 17)};
+    const int half = params.headDim / 2;
     // outliers among the slowest quarter of the RoPE pairs
-    const int lo = std::max(0, half - std::max(half / 4, p.outlierPairs));
-    while (int(hs.pairs.size()) < std::min(p.outlierPairs, half)) {
-        const int c = lo + int(r.uniform() * (half - lo));
-        bool dup = false;
-        for (int x : hs.pairs)
-            dup |= x == c;
-        if (!dup) {
-            hs.pairs.push_back(c);
-            hs.phase.push_back(float(r.uniform() * 2 * kPi));
+    const int lowest = std::max(0, half - std::max(half / 4, params.outlierPairs));
+    while (int(structure.pairs.size()) < std::min(params.outlierPairs, half)) {
+        const int pair = lowest + int(rng.uniform() * (half - lowest));
+        if (std::find(structure.pairs.begin(), structure.pairs.end(), pair) !=
+            structure.pairs.end())
+            continue;
+        structure.pairs.push_back(pair);
+        structure.phase.push_back(float(rng.uniform() * 2 * kPi));
+    }
+    structure.dir.resize(std::size_t(params.headDim));
+    double squares = 0;
+    for (auto& x : structure.dir) {
+        x = rng.normal();
+        squares += double(x) * x;
+    }
+    for (auto& x : structure.dir)
+        x = float(x / std::sqrt(squares));
+    return structure;
+}
+
+// One token's K and V rows for one head: Gaussian keys with the head's outlier RoPE pairs, a
+// log-normal value scale, and token 0 as the attention sink.
+void synthRow(const SynthParams& params, const HeadStructure& structure, std::int64_t token,
+              int head, float sinkNorm, float* key, float* value) {
+    const int dim = params.headDim, half = dim / 2;
+    Rng rng{splitmix(params.seed ^ splitmix(std::uint64_t(token) * 64 + std::uint64_t(head)))};
+    for (int c = 0; c < dim; ++c)
+        key[c] = rng.normal();
+    for (std::size_t i = 0; i < structure.pairs.size(); ++i) {
+        const int pair = structure.pairs[i];
+        // RoPE frequency of pair c: 10000^(-2c/d) (Llama's rotate_half pairing)
+        const double theta =
+            double(token) * std::pow(10000.0, -2.0 * pair / dim) + structure.phase[i];
+        const float amplitude = params.outlierScale * (1.0f + 0.1f * rng.normal());
+        key[pair] = float(amplitude * std::cos(theta));
+        if (pair + half < dim)
+            key[pair + half] = float(amplitude * std::sin(theta));
+    }
+    const float valueScale = std::exp(params.valueScaleSpread * rng.normal());
+    for (int c = 0; c < dim; ++c)
+        value[c] = valueScale * rng.normal();
+    if (params.sink && token == 0)
+        for (int c = 0; c < dim; ++c) {
+            key[c] = sinkNorm * structure.dir[std::size_t(c)] + 0.5f * key[c];
+            value[c] *= 0.1f;
         }
-    }
-    hs.dir.resize(std::size_t(p.headDim));
-    double n = 0;
-    for (auto& x : hs.dir) {
-        x = r.normal();
-        n += double(x) * x;
-    }
-    for (auto& x : hs.dir)
-        x = float(x / std::sqrt(n));
-    return hs;
 }
 
 } // namespace
 
-std::vector<std::uint16_t> toInputBits(std::vector<float>& x, bool bf16) {
-    std::vector<std::uint16_t> bits(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        bits[i] = bf16 ? floatToBf16(x[i]) : floatToHalf(x[i]);
-        x[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
+std::vector<std::uint16_t> toInputBits(std::vector<float>& values, bool bf16) {
+    std::vector<std::uint16_t> bits(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        bits[i] = bf16 ? floatToBf16(values[i]) : floatToHalf(values[i]);
+        values[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
     }
     return bits;
 }
 
-SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16, int threads,
-                const std::atomic<bool>* cancel) {
+Result<SynthKv> synthKv(const SynthParams& params, std::int64_t tokens, bool bf16, int threads,
+                        const std::atomic<bool>* cancel) {
     SynthKv out;
-    const int H = p.kvHeads, D = p.headDim, half = D / 2;
-    const std::size_t n = std::size_t(tokens) * H * D;
-    out.k.resize(n);
-    out.v.resize(n);
-    std::vector<HeadStructure> hs;
-    for (int h = 0; h < H; ++h)
-        hs.push_back(headStructure(p, h));
-    const float sinkNorm = p.sinkLogit * std::sqrt(float(D)) / 4.0f; // queries carry 4 x dir
-    parallelFor((tokens + 255) / 256, threads, cancel, [&](std::int64_t chunk) {
-        const std::int64_t t1 = std::min(tokens, (chunk + 1) * 256);
-        for (std::int64_t t = chunk * 256; t < t1; ++t)
-            for (int h = 0; h < H; ++h) {
-                Rng r{splitmix(p.seed ^ splitmix(std::uint64_t(t) * 64 + std::uint64_t(h)))};
-                float* k = out.k.data() + (std::size_t(t) * H + h) * D;
-                float* v = out.v.data() + (std::size_t(t) * H + h) * D;
-                for (int c = 0; c < D; ++c)
-                    k[c] = r.normal();
-                const HeadStructure& s = hs[std::size_t(h)];
-                for (std::size_t i = 0; i < s.pairs.size(); ++i) {
-                    const int c = s.pairs[i];
-                    // RoPE frequency of pair c: 10000^(-2c/d) (Llama's rotate_half pairing)
-                    const double theta = double(t) * std::pow(10000.0, -2.0 * c / D) + s.phase[i];
-                    const float a = p.outlierScale * (1.0f + 0.1f * r.normal());
-                    k[c] = float(a * std::cos(theta));
-                    if (c + half < D)
-                        k[c + half] = float(a * std::sin(theta));
+    const int heads = params.kvHeads, dim = params.headDim;
+    const std::size_t elems = std::size_t(tokens) * std::size_t(heads) * std::size_t(dim);
+    out.k.resize(elems);
+    out.v.resize(elems);
+    std::vector<HeadStructure> structures;
+    for (int h = 0; h < heads; ++h)
+        structures.push_back(headStructure(params, h));
+    const float sinkNorm = params.sinkLogit * std::sqrt(float(dim)) / 4.0f; // queries: 4 x dir
+    constexpr std::int64_t kChunk = 256;
+    const Status generated =
+        parallelFor((tokens + kChunk - 1) / kChunk, threads, cancel, [&](std::int64_t chunk) {
+            const std::int64_t end = std::min(tokens, (chunk + 1) * kChunk);
+            for (std::int64_t t = chunk * kChunk; t < end; ++t)
+                for (int h = 0; h < heads; ++h) {
+                    const std::size_t offset = (std::size_t(t) * heads + h) * dim;
+                    synthRow(params, structures[std::size_t(h)], t, h, sinkNorm,
+                             out.k.data() + offset, out.v.data() + offset);
                 }
-                const float vs = std::exp(p.valueScaleSpread * r.normal());
-                for (int c = 0; c < D; ++c)
-                    v[c] = vs * r.normal();
-                if (p.sink && t == 0) {
-                    for (int c = 0; c < D; ++c) {
-                        k[c] = sinkNorm * s.dir[std::size_t(c)] + 0.5f * k[c];
-                        v[c] *= 0.1f;
-                    }
-                }
-            }
-    });
+        });
+    if (!generated)
+        return generated.error();
     out.kBits = toInputBits(out.k, bf16);
     out.vBits = toInputBits(out.v, bf16);
     return out;
 }
 
-std::vector<float> synthQueries(const SynthParams& p, int batch) {
-    const int D = p.headDim, gs = std::max(1, p.qHeads / std::max(1, p.kvHeads));
-    std::vector<float> q(std::size_t(batch) * p.qHeads * D);
-    std::vector<HeadStructure> hs;
-    for (int h = 0; h < p.kvHeads; ++h)
-        hs.push_back(headStructure(p, h));
+std::vector<float> synthQueries(const SynthParams& params, int batch) {
+    const int dim = params.headDim;
+    const int groupSize = std::max(1, params.qHeads / std::max(1, params.kvHeads));
+    std::vector<float> queries(std::size_t(batch) * params.qHeads * dim);
+    std::vector<HeadStructure> structures;
+    for (int h = 0; h < params.kvHeads; ++h)
+        structures.push_back(headStructure(params, h));
     for (int r = 0; r < batch; ++r)
-        for (int qh = 0; qh < p.qHeads; ++qh) {
-            Rng rng{splitmix(p.seed * 31 + 7 + std::uint64_t(r) * 4096 + std::uint64_t(qh))};
-            const HeadStructure& s = hs[std::size_t(std::min(qh / gs, p.kvHeads - 1))];
-            float* x = q.data() + (std::size_t(r) * p.qHeads + qh) * D;
-            for (int c = 0; c < D; ++c)
-                x[c] = rng.normal() + 4.0f * s.dir[std::size_t(c)];
+        for (int qHead = 0; qHead < params.qHeads; ++qHead) {
+            Rng rng{
+                splitmix(params.seed * 31 + 7 + std::uint64_t(r) * 4096 + std::uint64_t(qHead))};
+            const HeadStructure& structure =
+                structures[std::size_t(std::min(qHead / groupSize, params.kvHeads - 1))];
+            float* query = queries.data() + (std::size_t(r) * params.qHeads + qHead) * dim;
+            for (int c = 0; c < dim; ++c)
+                query[c] = rng.normal() + 4.0f * structure.dir[std::size_t(c)];
         }
-    return q;
+    return queries;
 }
 
 } // namespace kvl::probe

@@ -1,9 +1,12 @@
 #pragma once
-// Seeded synthetic K/V/Q with the statistics REFERENCE.md section 4 lists (KVQuant, QServe,
-// "attention sinks"): keys carry a few fixed outlier channels (~10x, fixed sign, in RoPE pairs
-// (i, i + d/2) among the slow-rotating high pairs, so the sign barely changes with position);
-// values have no channel outliers, only a log-normal per-token scale; token 0 is an attention
-// sink (a key aligned with the queries' common direction, a small value).
+// Seeded synthetic K/V/Q with the statistics the KV-quantization papers report (KVQuant, Hooper
+// et al. 2024, sec. 3; QServe, Lin et al. 2024; "Efficient Streaming Language Models with
+// Attention Sinks", Xiao et al. 2023): keys carry a few fixed outlier channels (~10x, fixed sign,
+// in RoPE pairs (i, i + d/2) among the slow-rotating high pairs, so the sign barely changes with
+// position); values have no channel outliers, only a log-normal per-token scale; token 0 is an
+// attention sink (a key aligned with the queries' common direction, a small value).
+
+#include "core/result.h"
 
 #include <atomic>
 #include <cstdint>
@@ -30,9 +33,9 @@ struct SynthKv {
     std::vector<float> k, v;
     std::vector<std::uint16_t> kBits, vBits;
 };
-// `cancel`, when set from another thread, stops generation early (the result is then partial).
-SynthKv synthKv(const SynthParams& p, std::int64_t tokens, bool bf16 = false, int threads = 0,
-                const std::atomic<bool>* cancel = nullptr);
+// `cancel`, when set from another thread, stops generation early (Cancelled).
+Result<SynthKv> synthKv(const SynthParams& p, std::int64_t tokens, bool bf16 = false,
+                        int threads = 0, const std::atomic<bool>* cancel = nullptr);
 
 // Queries [batch, q_heads, head_dim] (fp32), different per request.
 std::vector<float> synthQueries(const SynthParams& p, int batch);

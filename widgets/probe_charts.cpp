@@ -135,7 +135,7 @@ std::vector<QualityChart::Point> QualityChart::points() const {
     std::vector<std::string> order;
     const core::ModelSpec model = m_snapshot ? m_snapshot->scenario.model : core::ModelSpec{};
     for (const auto& r : m_report.rows) {
-        if (!r.ok || !r.qualityMeasured || !std::isfinite(r.relL2) || r.blockSize <= 0)
+        if (!r.ok() || !r.qualityMeasured || !std::isfinite(r.relL2) || r.blockSize <= 0)
             continue;
         auto it = best.find(r.formatId);
         if (it != best.end() && it->second.context >= r.context)
@@ -273,10 +273,10 @@ void SpeedChart::rebuild() {
     std::map<std::pair<std::string, int>, std::size_t> index;
     std::map<std::string, std::map<int, int>> batchSets;
     for (const auto& r : m_report.rows)
-        if (r.ok && r.speedMeasured)
+        if (r.ok() && r.speedMeasured)
             batchSets[r.formatId][r.batch] = 1;
     for (const auto& r : m_report.rows) {
-        if (!r.ok || !r.speedMeasured || !(r.attentionMs > 0) || r.context <= 0)
+        if (!r.ok() || !r.speedMeasured || !(r.attentionMs > 0) || r.context <= 0)
             continue;
         const auto key = std::make_pair(r.formatId, r.batch);
         auto it = index.find(key);

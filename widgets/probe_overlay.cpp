@@ -63,7 +63,7 @@ int formatMarker(int index) {
 
 QString measuredNote(const probe::ProbeReport& report, const LedgerSnapshot& snap) {
     for (const auto& r : report.rows) {
-        if (!r.ok)
+        if (!r.ok())
             continue;
         bool known = true;
         const int layers = probedLayers(r, snap.scenario.model, &known);
@@ -91,7 +91,7 @@ std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
     const int tp = std::max(1, s.hardware.gpuCount);
     const std::int64_t available = snap.sweep.availableKvBytes;
     for (const auto& r : report.rows) {
-        if (!r.ok || r.batch <= 0 || r.context <= 0 || r.allocatedPoolBytes <= 0)
+        if (!r.ok() || r.batch <= 0 || r.context <= 0 || r.allocatedPoolBytes <= 0)
             continue;
         bool known = true;
         const int layers = probedLayers(r, s.model, &known);

@@ -432,7 +432,7 @@ std::variant<ProbeRequest, QString> ProbePanel::request() const {
     if (auto* e = std::get_if<QString>(&ctx))
         return *e;
     r.contexts = std::get<std::vector<std::int64_t>>(ctx);
-    r.batch = m_batch->value();
+    r.batches = {m_batch->value()};
     r.blockSize = m_block->value();
     r.prefixTokens = m_prefix->value();
     r.repeats = m_repeats->value();
@@ -450,8 +450,10 @@ bool ProbePanel::run() {
         setMessage(*e, true);
         return false;
     }
-    if (!m_worker->start(std::get<ProbeRequest>(req)))
+    if (Status started = m_worker->start(std::get<ProbeRequest>(req)); !started) {
+        setMessage(QString::fromStdString(started.error().message), true);
         return false;
+    }
     m_lastCancelLatencyMs = -1;
     m_cancelClock.invalidate();
     m_runClock.start();
@@ -495,7 +497,7 @@ void ProbePanel::onFinished(const probe::ProbeReport& rep) {
                              "last run (target < 50 ms)")
                               .arg(m_lastStallMs, 0, 'f', 0));
     bool ok = false;
-    if (rep.error == "cancelled") {
+    if (rep.status == probe::ProbeStatus::Cancelled) {
         m_progress->setValue(0);
         setMessage(tr("Cancelled after %1 s (stopped %2 ms after Cancel%3); the results shown "
                       "before are kept.")
@@ -507,10 +509,10 @@ void ProbePanel::onFinished(const probe::ProbeReport& rep) {
                    true);
     } else if (rep.okRows() == 0) {
         m_progress->setValue(0);
-        QString why = QString::fromStdString(rep.error);
+        QString why = QString::fromStdString(rep.error.message);
         for (const auto& r : rep.rows)
-            if (why.isEmpty() && !r.error.empty())
-                why = QString::fromStdString(r.formatLabel + ": " + r.error);
+            if (why.isEmpty() && !r.error.message.empty())
+                why = QString::fromStdString(r.formatLabel + ": " + r.error.message);
         setMessage(tr("The probe failed: %1. The results shown before are kept.")
                        .arg(why.isEmpty() ? tr("no measurement succeeded") : why),
                    true);

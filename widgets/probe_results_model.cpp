@@ -58,21 +58,21 @@ int ProbeResultsModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant ProbeResultsModel::exact(const probe::ProbeResult& r, int column) const {
-    const bool speed = r.ok && r.speedMeasured;
-    const bool quality = r.ok && r.qualityMeasured;
+    const bool speed = r.ok() && r.speedMeasured;
+    const bool quality = r.ok() && r.qualityMeasured;
     switch (column) {
     case FormatColumn:
         return QString::fromStdString(r.formatId);
     case WorkloadColumn:
         return static_cast<qint64>(r.context);
     case PredictedColumn:
-        return r.ok ? QVariant(static_cast<qint64>(r.predictedPoolBytes)) : QVariant();
+        return r.ok() ? QVariant(static_cast<qint64>(r.predictedPoolBytes)) : QVariant();
     case MeasuredColumn:
-        return r.ok ? QVariant(static_cast<qint64>(r.allocatedPoolBytes)) : QVariant();
+        return r.ok() ? QVariant(static_cast<qint64>(r.allocatedPoolBytes)) : QVariant();
     case PagesUsedColumn:
-        return r.ok ? QVariant(static_cast<qint64>(r.pagesUsed)) : QVariant();
+        return r.ok() ? QVariant(static_cast<qint64>(r.pagesUsed)) : QVariant();
     case PagesSavedColumn:
-        return r.ok ? QVariant(static_cast<qint64>(r.pagesSaved)) : QVariant();
+        return r.ok() ? QVariant(static_cast<qint64>(r.pagesSaved)) : QVariant();
     case StoreGBsColumn:
         return speed ? QVariant(r.storeGBs) : QVariant();
     case AttentionMsColumn:
@@ -101,9 +101,10 @@ QString ProbeResultsModel::text(const probe::ProbeResult& r, int column) const {
             s += tr(", prefix %1").arg(formatTokensQ(r.prefixTokens));
         return s;
     }
-    if (!r.ok)
-        return column == PredictedColumn ? tr("failed: %1").arg(QString::fromStdString(r.error))
-                                         : QString();
+    if (!r.ok())
+        return column == PredictedColumn
+                   ? tr("failed: %1").arg(QString::fromStdString(r.error.message))
+                   : QString();
     const QVariant v = exact(r, column);
     if (!v.isValid())
         return QStringLiteral("-");
@@ -135,9 +136,9 @@ QString ProbeResultsModel::text(const probe::ProbeResult& r, int column) const {
 }
 
 QString ProbeResultsModel::tooltip(const probe::ProbeResult& r, int column) const {
-    if (!r.ok)
+    if (!r.ok())
         return tr("%1 failed: %2")
-            .arg(QString::fromStdString(r.formatLabel), QString::fromStdString(r.error));
+            .arg(QString::fromStdString(r.formatLabel), QString::fromStdString(r.error.message));
     QStringList lines;
     switch (column) {
     case FormatColumn:
@@ -226,12 +227,12 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const {
     case ExactValueRole:
         return exact(r, index.column());
     case OkRole:
-        return r.ok;
+        return r.ok();
     case Qt::TextAlignmentRole:
         return index.column() <= WorkloadColumn ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                                                 : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
-        if (!r.ok && index.column() == PredictedColumn)
+        if (!r.ok() && index.column() == PredictedColumn)
             return QBrush(QColor(200, 60, 40));
         return {};
     default:
@@ -278,19 +279,19 @@ QString ProbeResultsModel::csv() const {
         return have && std::isfinite(v) ? QString::number(v, 'g', 10) : QString();
     };
     for (const auto& r : m_report.rows) {
-        const bool s = r.ok && r.speedMeasured, q = r.ok && r.qualityMeasured;
+        const bool s = r.ok() && r.speedMeasured, q = r.ok() && r.qualityMeasured;
         QStringList f;
         f << csvQuote(QString::fromStdString(r.formatId))
           << csvQuote(QString::fromStdString(r.formatLabel))
           << csvQuote(QString::fromStdString(r.backend))
           << csvQuote(QString::fromStdString(r.device)) << QString::number(r.batch)
           << QString::number(r.context) << QString::number(r.prefixTokens)
-          << QString::number(r.blockSize) << (r.ok ? QStringLiteral("1") : QStringLiteral("0"))
+          << QString::number(r.blockSize) << (r.ok() ? QStringLiteral("1") : QStringLiteral("0"))
           << QString::number(r.predictedPoolBytes) << QString::number(r.allocatedPoolBytes)
           << QString::number(r.poolBytes) << QString::number(r.pagesUsed)
           << QString::number(r.pagesSaved) << d(s, r.storeGBs) << d(s, r.attentionMs)
           << d(s, r.tokensPerS) << d(s, r.attentionGBs) << d(s, r.attentionPctOfCopy)
-          << d(q, r.relL2) << d(q, r.top8) << csvQuote(QString::fromStdString(r.error));
+          << d(q, r.relL2) << d(q, r.top8) << csvQuote(QString::fromStdString(r.error.message));
         out += f.join(QLatin1Char(',')) + QLatin1Char('\n');
     }
     return out;

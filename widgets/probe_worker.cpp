@@ -1,24 +1,40 @@
 #include "probe_worker.h"
 
-#include "gpu_probe/backend.h"
 #include "gpu_probe/ops.h"
 #include "gpu_probe/probe_json.h"
 
 #include <QElapsedTimer>
-#include <QThread>
 #include <QTimer>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace kvl::widgets {
 
-namespace {} // namespace
+// One run's state. The thread owns a reference, so it outlives the worker if it must. `owner`
+// is read and cleared under `mutex`: the thread posts to the worker only while it is set, and
+// the destructor clears it, so nothing is ever posted to a destroyed worker.
+struct ProbeWorker::RunState {
+    std::uint64_t id = 0;
+    std::string backend;
+    std::atomic<bool> cancel{false};
+    std::mutex mutex;
+    std::condition_variable endedSignal;
+    ProbeWorker* owner = nullptr;
+    bool ended = false;
+    probe::ProbeReport report; // written by the thread before `ended`
+};
 
 int defaultProbeThreads() {
     return std::max(1, probe::defaultThreads() - 1);
 }
 
-ProbeWorker::ProbeWorker(QObject* parent) : QObject(parent), m_abandonTimer(new QTimer(this)) {
+ProbeWorker::ProbeWorker(QObject* parent, RunFn run)
+    : QObject(parent), m_run(run ? std::move(run) : RunFn(&ProbeWorker::run)),
+      m_abandonTimer(new QTimer(this)) {
     qRegisterMetaType<probe::ProbeReport>();
     m_abandonTimer->setSingleShot(true);
     m_abandonTimer->setInterval(kAbandonMs);
@@ -26,180 +42,133 @@ ProbeWorker::ProbeWorker(QObject* parent) : QObject(parent), m_abandonTimer(new 
 }
 
 ProbeWorker::~ProbeWorker() {
-    if (m_cancel)
-        m_cancel->store(true);
-    if (m_live)
-        m_live->store(false);
-    for (QThread* t : m_orphans) {
-        t->wait();
-        delete t;
+    std::vector<std::shared_ptr<RunState>> runs = m_orphans;
+    if (m_current)
+        runs.push_back(m_current);
+    for (const auto& state : runs) {
+        state->cancel = true;
+        const std::lock_guard<std::mutex> lock(state->mutex);
+        state->owner = nullptr;
     }
-    if (m_thread) {
-        m_thread->wait();
-        delete m_thread;
+    // A moment for the runs to end and free their memory (a window closing mid-run), never more.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kCloseWaitMs);
+    for (const auto& state : runs) {
+        std::unique_lock<std::mutex> lock(state->mutex);
+        state->endedSignal.wait_until(lock, deadline, [&] { return state->ended; });
     }
 }
 
-// The probe still sits in a chunk it cannot interrupt (generating the synthetic K/V polls no
-// flag): the window does not wait for it. The run is reported cancelled now; the thread stops
-// at its next poll and is deleted then, its result discarded.
+// The probe still sits in a step it cannot interrupt: the window does not wait for it. The run
+// is reported cancelled now; its thread stops at its next poll, its result is discarded, and
+// until then it counts as the one orphan (start() refuses a new run meanwhile).
 void ProbeWorker::abandon() {
-    if (!m_thread)
+    if (!m_current)
         return;
-    m_live->store(false);
-    m_orphans.push_back(m_thread);
-    m_thread = nullptr;
-    probe::ProbeReport rep;
-    rep.backend = m_backend;
-    rep.error = "cancelled";
-    emit finished(rep);
+    probe::ProbeReport report;
+    report.backend = m_current->backend;
+    report.fail(probe::cancelledError());
+    m_orphans.push_back(std::move(m_current));
+    m_current.reset();
+    emit finished(report);
 }
 
-bool ProbeWorker::start(const ProbeRequest& request) {
-    if (m_thread)
-        return false;
-    m_cancel = std::make_shared<std::atomic<bool>>(false);
-    m_live = std::make_shared<std::atomic<bool>>(true);
-    m_backend = request.backend;
-    auto cancel = m_cancel;
-    auto live = m_live;
-    auto result = std::make_shared<probe::ProbeReport>();
+Status ProbeWorker::start(const ProbeRequest& request) {
+    if (m_current)
+        return Error{ErrorCode::BadInput, "a probe run is already going"};
+    if (!m_orphans.empty())
+        return Error{ErrorCode::OutOfMemory,
+                     "the cancelled run is still stopping and holds its memory: try again in a "
+                     "moment"};
+    auto state = std::make_shared<RunState>();
+    state->id = m_nextId++;
+    state->backend = request.backend;
+    state->owner = this;
     // Progress crosses to the GUI thread queued; at most one signal per percent or stage and
     // never more often than every 30 ms, so a fast run cannot flood the event loop.
-    auto emitter = [this, live, last = -1, lastStage = std::string(),
-                    timer = QElapsedTimer()](double pct, const std::string& stage) mutable {
-        if (!live->load())
-            return; // abandoned: the window has moved on
-        const int p = std::clamp(int(pct), 0, 100);
-        if (p == last && stage == lastStage)
+    probe::ProgressFn progress = [state, last = -1, lastStage = std::string(),
+                                  timer = QElapsedTimer()](double percent,
+                                                           const std::string& stage) mutable {
+        const int rounded = std::clamp(int(percent), 0, 100);
+        if (rounded == last && stage == lastStage)
             return;
-        if (timer.isValid() && timer.elapsed() < 30 && p != 100)
+        if (timer.isValid() && timer.elapsed() < 30 && rounded != 100)
             return;
-        last = p;
+        last = rounded;
         lastStage = stage;
         timer.start();
-        emit progressChanged(p, QString::fromStdString(stage));
+        const std::lock_guard<std::mutex> lock(state->mutex);
+        if (ProbeWorker* owner = state->owner)
+            QMetaObject::invokeMethod(
+                owner,
+                [owner, id = state->id, rounded, text = QString::fromStdString(stage)] {
+                    owner->deliverProgress(id, rounded, text);
+                },
+                Qt::QueuedConnection);
     };
-    m_thread = QThread::create([request, cancel, result, emitter]() mutable {
-        *result = run(request, emitter, cancel.get());
-    });
-    m_thread->setObjectName(QStringLiteral("kvl-probe"));
-    QThread* thread = m_thread;
-    connect(m_thread, &QThread::finished, this, [this, thread, result] {
-        thread->wait();
-        if (thread != m_thread) { // abandoned after a cancel: already reported
-            m_orphans.erase(std::remove(m_orphans.begin(), m_orphans.end(), thread),
-                            m_orphans.end());
-            delete thread;
-            return;
+    std::thread thread([state, run = m_run, request, progress] {
+        probe::ProbeReport report;
+        try {
+            report = run(request, progress, &state->cancel);
+        } catch (const std::exception& e) {
+            report.fail(Error{ErrorCode::Internal, std::string("the probe failed: ") + e.what()});
         }
-        m_abandonTimer->stop();
-        delete m_thread;
-        m_thread = nullptr;
-        emit finished(*result);
+        const std::lock_guard<std::mutex> lock(state->mutex);
+        state->report = std::move(report);
+        state->ended = true;
+        state->endedSignal.notify_all();
+        if (ProbeWorker* owner = state->owner)
+            QMetaObject::invokeMethod(
+                owner, [owner, id = state->id] { owner->deliverFinished(id); },
+                Qt::QueuedConnection);
     });
+    thread.detach(); // RunState keeps everything it needs alive
+    m_current = std::move(state);
     emit progressChanged(0, tr("starting"));
-    m_thread->start();
-    return true;
+    return {};
+}
+
+void ProbeWorker::deliverProgress(std::uint64_t id, int percent, const QString& stage) {
+    // Progress of an abandoned run, or one that already finished, never arrives.
+    if (m_current && m_current->id == id)
+        emit progressChanged(percent, stage);
+}
+
+void ProbeWorker::deliverFinished(std::uint64_t id) {
+    if (!m_current || m_current->id != id) { // an orphan ended: its memory is free again
+        m_orphans.erase(std::remove_if(m_orphans.begin(), m_orphans.end(),
+                                       [&](const auto& state) { return state->id == id; }),
+                        m_orphans.end());
+        return;
+    }
+    m_abandonTimer->stop();
+    probe::ProbeReport report;
+    {
+        const std::lock_guard<std::mutex> lock(m_current->mutex);
+        report = std::move(m_current->report);
+    }
+    m_current.reset();
+    emit finished(report);
 }
 
 void ProbeWorker::cancel() {
-    if (!m_thread)
+    if (!m_current)
         return;
-    m_cancel->store(true);
+    m_current->cancel = true;
     if (!m_abandonTimer->isActive())
         m_abandonTimer->start();
 }
 
-probe::ProbeReport ProbeWorker::run(const ProbeRequest& req,
-                                    const std::function<void(double, const std::string&)>& progress,
+probe::ProbeReport ProbeWorker::run(const ProbeRequest& request, const probe::ProgressFn& progress,
                                     const std::atomic<bool>* cancel) {
-    probe::ProbeReport rep;
-    rep.command = "bench";
-    rep.schemaVersion = probe::kSchemaVersion;
-    rep.backend = req.backend;
-    rep.date = probe::utcNow();
-    rep.host = probe::hostName();
-    {
-        auto be = probe::makeBackend(req.backend);
-        if (auto* e = std::get_if<std::string>(&be)) {
-            rep.error = *e;
-            return rep;
-        }
-        rep.device = std::get<std::unique_ptr<probe::Backend>>(be)->deviceName();
-    }
-    std::vector<probe::ProbeFormat> formats;
-    for (const auto& id : req.formatIds) {
-        auto f = probe::parseProbeFormat(id);
-        if (auto* e = std::get_if<std::string>(&f)) {
-            rep.error = *e;
-            return rep;
-        }
-        formats.push_back(std::get<probe::ProbeFormat>(f));
-    }
-    if (formats.empty() || req.contexts.empty()) {
-        rep.error = "nothing to measure: choose at least one format and one context";
-        return rep;
-    }
-    const std::size_t total = formats.size() * req.contexts.size();
-    std::size_t done = 0;
-    std::vector<double> copies;
-    for (const auto& f : formats) {
-        for (std::int64_t ctx : req.contexts) {
-            if (cancel && cancel->load()) {
-                rep.error = "cancelled";
-                return rep;
-            }
-            probe::ProbePlan p;
-            p.backend = req.backend;
-            p.model = req.model;
-            p.format = f;
-            p.blockSize = req.blockSize;
-            std::string note;
-            // KIVI keeps whole key groups of G tokens in a page (the bench uses 32 too).
-            const int g = f.format.groupSize;
-            if (f.format.granularity == core::Granularity::KPerChannelVPerToken && g > 0 &&
-                p.blockSize % g != 0) {
-                p.blockSize = (p.blockSize + g - 1) / g * g;
-                note = "block size raised from " + std::to_string(req.blockSize) + " to " +
-                       std::to_string(p.blockSize) + ": KIVI keeps whole key groups in a page";
-            }
-            p.batch = req.batch;
-            p.context = ctx;
-            p.prefixTokens = std::min(req.prefixTokens, ctx);
-            p.repeats = req.repeats;
-            p.warmup = 1;
-            p.threads = req.threads > 0 ? req.threads : defaultProbeThreads();
-            p.qualityRequests = 1;
-            p.seed = req.seed;
-            const double base = 100.0 * double(done) / double(total);
-            const std::string tag = f.label + " @ " + std::to_string(ctx) + ": ";
-            probe::ProbeResult r = probe::runProbe(
-                p,
-                [&](double pct, const std::string& stage) {
-                    if (progress)
-                        progress(base + pct / double(total), tag + stage);
-                },
-                cancel);
-            ++done;
-            if (r.cancelled) {
-                rep.error = "cancelled";
-                return rep;
-            }
-            if (!note.empty())
-                r.notes.push_back(note);
-            if (r.ok && r.copyGBs > 0)
-                copies.push_back(r.copyGBs);
-            rep.rows.push_back(std::move(r));
-        }
-    }
-    if (!copies.empty()) {
-        std::sort(copies.begin(), copies.end());
-        rep.copyGBs = copies[copies.size() / 2];
-    }
-    if (progress)
-        progress(100, "done");
-    return rep;
+    probe::SweepPlan plan = request;
+    if (plan.threads <= 0)
+        plan.threads = defaultProbeThreads();
+    probe::ProbeReport report = probe::runSweep(plan, progress, cancel);
+    report.schemaVersion = probe::kSchemaVersion;
+    report.date = probe::utcNow();
+    report.host = probe::hostName();
+    return report;
 }
 
 } // namespace kvl::widgets

@@ -1,36 +1,30 @@
 #pragma once
-// Runs the probe off the GUI thread: a ProbeRequest (formats x contexts on one backend) goes
-// in, queued progress signals and one ProbeReport value come out. Cancel sets the atomic flag
-// runProbe polls between chunks of work. The probe gets (cores - 1) CPU threads so the window's
-// event loop keeps a core. (Not a lower nice value: on a shared machine that made the probe
-// 5-7x slower behind other processes, and cancel waits for its longest uncancellable chunk.)
+// Runs the probe off the GUI thread: a ProbeRequest (probe::SweepPlan: formats x contexts x
+// batch sizes on one backend) goes in, queued progress signals and one ProbeReport value come
+// out. Cancel sets the atomic flag every long step of the probe polls. The probe gets
+// (cores - 1) CPU threads so the window's event loop keeps a core. (Not a lower nice value: on
+// a shared machine that made the probe 5-7x slower behind other processes.)
+//
+// Guarantees: no progressChanged after the run's finished; finished exactly once per start(),
+// within kAbandonMs of cancel(); at most one abandoned run ("orphan") winding down, and no new
+// run while it still holds its memory; the destructor never blocks longer than kCloseWaitMs.
 
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/probe.h"
 
 #include <QMetaType>
 #include <QObject>
 #include <QString>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <vector>
 
-class QThread;
 class QTimer;
 
 namespace kvl::widgets {
 
-struct ProbeRequest {
-    std::string backend = "cpu";
-    core::ModelSpec model;
-    std::vector<std::string> formatIds; // allProbeFormats() ids
-    int batch = 2;
-    std::vector<std::int64_t> contexts{512};
-    int blockSize = 16;
-    std::int64_t prefixTokens = 0;
-    int repeats = 3;
-    int threads = 0; // 0 = defaultProbeThreads()
-    std::uint64_t seed = 1;
-};
+using ProbeRequest = probe::SweepPlan;
 
 // (cores - 1), at least 1: the GUI thread keeps a core while the probe runs.
 int defaultProbeThreads();
@@ -38,38 +32,48 @@ int defaultProbeThreads();
 class ProbeWorker : public QObject {
     Q_OBJECT
 public:
-    explicit ProbeWorker(QObject* parent = nullptr);
-    ~ProbeWorker() override; // cancels and joins a running probe
+    // What a run's thread executes: ProbeWorker::run by default (tests pass a stand-in).
+    using RunFn = std::function<probe::ProbeReport(const ProbeRequest&, const probe::ProgressFn&,
+                                                   const std::atomic<bool>*)>;
 
-    // Starts a run; false (and nothing happens) while one is running.
-    bool start(const ProbeRequest& request);
-    // Asks the run to stop; it ends with finished(report with error "cancelled") as soon as
-    // runProbe sees the flag, or after kAbandonMs at the latest (see abandon()).
+    explicit ProbeWorker(QObject* parent = nullptr, RunFn run = {});
+    // Cancels every run, waits at most kCloseWaitMs for them to end, and leaves a run still in an
+    // uninterruptible step to end on its own (nothing of it reaches anything afterwards).
+    ~ProbeWorker() override;
+
+    // Starts a run. Refused (with a one-line message) while one runs, or while an abandoned run
+    // still winds down and holds its memory.
+    Status start(const ProbeRequest& request);
+    // Asks the run to stop; it ends with finished(report with status Cancelled) as soon as the
+    // probe sees the flag, or after kAbandonMs at the latest (see abandon()).
     void cancel();
-    bool isRunning() const { return m_thread != nullptr; }
-    // Threads of abandoned runs still winding down (they stop at their next cancel poll).
+    bool isRunning() const { return m_current != nullptr; }
+    // Abandoned runs still winding down (they stop at their next cancel poll): 0 or 1.
     int windingDown() const { return static_cast<int>(m_orphans.size()); }
     static constexpr int kAbandonMs = 750;
+    static constexpr int kCloseWaitMs = 500;
 
-    // The run itself, on the calling thread (the worker thread runs exactly this).
-    static probe::ProbeReport run(const ProbeRequest& request,
-                                  const std::function<void(double, const std::string&)>& progress,
+    // The run itself, on the calling thread: probe::runSweep with the GUI's thread count, stamped
+    // with the schema, date and host.
+    static probe::ProbeReport run(const ProbeRequest& request, const probe::ProgressFn& progress,
                                   const std::atomic<bool>* cancel);
 
 signals:
     void progressChanged(int percent, const QString& stage);
-    // Always emitted once per start(), on the GUI thread, after the worker thread ended.
+    // Always emitted once per successful start(), on the GUI thread.
     void finished(const kvl::probe::ProbeReport& report);
 
 private:
+    struct RunState; // shared by this object and one run's thread
+    void deliverProgress(std::uint64_t id, int percent, const QString& stage);
+    void deliverFinished(std::uint64_t id);
     void abandon();
 
-    QThread* m_thread = nullptr;
-    std::vector<QThread*> m_orphans;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    std::shared_ptr<std::atomic<bool>> m_live; // false once abandoned: no more progress
+    RunFn m_run;
+    std::shared_ptr<RunState> m_current;
+    std::vector<std::shared_ptr<RunState>> m_orphans;
     QTimer* m_abandonTimer = nullptr;
-    std::string m_backend;
+    std::uint64_t m_nextId = 1;
 };
 
 } // namespace kvl::widgets

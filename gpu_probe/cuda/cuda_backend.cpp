@@ -1,9 +1,10 @@
 // The CUDA backend: cudaMalloc'd pool, one explicit stream, CUDA events for timing,
-// cudaMemGetInfo as the device's own account. Every failure becomes an error string.
+// cudaMemGetInfo as the device's own account. Every failure becomes a kvl::Error.
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cuda/cuda_check.h"
 #include "gpu_probe/cuda/decode_kernel.cuh"
 #include "gpu_probe/cuda/store_kernel.cuh"
+#include "gpu_probe/ops.h"
 
 #include <algorithm>
 #include <memory>
@@ -31,7 +32,7 @@ std::string noDeviceReason() {
 
 class CudaBackend final : public Backend {
 public:
-    std::string init() {
+    Status init() {
         KVL_CUDA_TRY(cudaSetDevice(0));
         KVL_CUDA_TRY(cudaGetDeviceProperties(&m_prop, 0));
         KVL_CUDA_TRY(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
@@ -59,64 +60,68 @@ public:
         return std::int64_t(total - freeB);
     }
     std::string deviceAccountKind() const override { return "cudaMemGetInfo used-memory delta"; }
+    bool deviceIsHost() const override { return false; }
 
-    std::string alloc(void** p, std::size_t bytes) override {
-        *p = nullptr;
-        const cudaError_t e = cudaMalloc(p, bytes);
+    Result<void*> allocate(std::size_t bytes) override {
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes);
         if (e == cudaErrorMemoryAllocation) {
             (void)cudaGetLastError();
-            return "cuda: out of device memory allocating " + std::to_string(bytes) + " bytes";
+            return Error{ErrorCode::OutOfMemory, "cuda: out of device memory allocating " +
+                                                     std::to_string(bytes) + " bytes"};
         }
         KVL_CUDA_TRY(e);
-        return {};
+        return p;
     }
     void release(void* p) override { cudaFree(p); }
-    std::string upload(void* d, const void* s, std::size_t n) override {
+    Status upload(void* d, const void* s, std::size_t n) override {
         KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, m_stream));
         KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
         return {};
     }
-    std::string download(void* d, const void* s, std::size_t n) override {
+    Status download(void* d, const void* s, std::size_t n) override {
         KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, m_stream));
         KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
         return {};
     }
-    std::string fill(void* d, std::uint8_t b, std::size_t n) override {
+    Status fill(void* d, std::uint8_t b, std::size_t n) override {
         KVL_CUDA_TRY(cudaMemsetAsync(d, b, n, m_stream));
         return {};
     }
-    std::string copy(void* d, const void* s, std::size_t n) override {
+    Status copy(void* d, const void* s, std::size_t n) override {
         KVL_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, m_stream));
         return {};
     }
-    std::string store(const StoreArgs& a) override {
+    Status store(const StoreArgs& a) override {
         KVL_CUDA_TRY(launchStore(a, m_stream));
         return {};
     }
-    std::string attention(const AttentionArgs& a) override {
+    Status attention(const AttentionArgs& a) override {
         const cudaError_t e = launchAttention(a, m_stream);
-        if (e == cudaErrorNotSupported)
-            return "cuda decode supports head_dim multiples of 32 up to 256, got " +
-                   std::to_string(a.layout.headDim);
+        if (e == cudaErrorNotSupported) {
+            (void)cudaGetLastError();
+            return Error{ErrorCode::Unsupported,
+                         "cuda decode supports head_dim multiples of 32 up to 256, got " +
+                             std::to_string(a.layout.headDim)};
+        }
         KVL_CUDA_TRY(e);
         return {};
     }
-    std::string synchronize() override {
+    Status synchronize() override {
         KVL_CUDA_TRY(cudaStreamSynchronize(m_stream));
         return {};
     }
-    std::string time(const std::function<std::string()>& fn, int warmup, int repeats,
-                     double* ms) override {
+    Result<double> time(const std::function<Status()>& fn, int warmup, int repeats) override {
         for (int i = 0; i < warmup; ++i)
-            if (auto e = fn(); !e.empty())
-                return e;
+            if (Status done = fn(); !done)
+                return done.error();
         std::vector<float> t;
         for (int i = 0; i < std::max(1, repeats); ++i) {
-            if (m_cancel && m_cancel->load())
-                return "cancelled";
+            if (cancelRequested(m_cancel))
+                return cancelledError();
             KVL_CUDA_TRY(cudaEventRecord(m_start, m_stream));
-            if (auto e = fn(); !e.empty())
-                return e;
+            if (Status done = fn(); !done)
+                return done.error();
             KVL_CUDA_TRY(cudaEventRecord(m_stop, m_stream));
             KVL_CUDA_TRY(cudaEventSynchronize(m_stop));
             float x = 0;
@@ -124,8 +129,7 @@ public:
             t.push_back(x);
         }
         std::sort(t.begin(), t.end());
-        *ms = t[t.size() / 2];
-        return {};
+        return double(t[t.size() / 2]);
     }
 
 private:
@@ -161,12 +165,12 @@ BackendInfo cudaBackendInfo() {
     return b;
 }
 
-std::variant<std::unique_ptr<Backend>, std::string> makeCudaBackend() {
+Result<std::unique_ptr<Backend>> makeCudaBackend() {
     if (auto why = noDeviceReason(); !why.empty())
-        return "cuda backend unavailable: " + why;
+        return Error{ErrorCode::NoDevice, "cuda backend unavailable: " + why};
     auto b = std::make_unique<CudaBackend>();
-    if (auto e = b->init(); !e.empty())
-        return "cuda backend unavailable: " + e;
+    if (Status started = b->init(); !started)
+        return Error{ErrorCode::NoDevice, "cuda backend unavailable: " + started.error().message};
     return std::unique_ptr<Backend>(std::move(b));
 }
 

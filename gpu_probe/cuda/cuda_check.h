@@ -1,7 +1,7 @@
 #pragma once
 // Error handling for the CUDA backend: library code returns errors (FlashInfer's
 // FLASHINFER_CUDA_CALL); only kvprobe prints. do { } while (false) with file, line and the
-// failing call's text (STYLE.md, CUDA).
+// failing call's text.
 
 #include <cuda_runtime.h>
 
@@ -27,13 +27,16 @@ inline std::string cudaErrorText(cudaError_t e, const char* call, const char* fi
             return kvl_err_;                                                                       \
     } while (false)
 
-// In functions returning std::string ("" = success): the message names file, line and call.
+// In host C++ functions returning kvl::Status or kvl::Result<T> (core/result.h, included by
+// the caller: nvcc compiles this header as C++17): an Internal error whose message names file,
+// line and call.
 #define KVL_CUDA_TRY(call)                                                                         \
     do {                                                                                           \
         const cudaError_t kvl_err_ = (call);                                                       \
         if (kvl_err_ != cudaSuccess) {                                                             \
             (void)cudaGetLastError(); /* clear a sticky non-fatal error */                         \
-            return ::kvl::probe::cudaErrorText(kvl_err_, #call, __FILE__, __LINE__);               \
+            return ::kvl::Error{::kvl::ErrorCode::Internal,                                        \
+                                ::kvl::probe::cudaErrorText(kvl_err_, #call, __FILE__, __LINE__)}; \
         }                                                                                          \
     } while (false)
 

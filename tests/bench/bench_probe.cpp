@@ -60,8 +60,7 @@ probe::ProbeResult run(const std::string& format, int block, int batch, std::int
     probe::ProbePlan p;
     p.backend = "cpu";
     p.model = probe::defaultModel();
-    auto f = probe::parseProbeFormat(format);
-    p.format = std::get<probe::ProbeFormat>(f);
+    p.format = probe::parseProbeFormat(format).value();
     p.blockSize = block;
     p.batch = batch;
     p.context = context;
@@ -70,9 +69,9 @@ probe::ProbeResult run(const std::string& format, int block, int batch, std::int
     p.warmup = 1;
     p.repeats = repeats;
     auto r = probe::runProbe(p);
-    if (!r.ok)
+    if (!r.ok())
         std::fprintf(stderr, "bench_probe: %s block %d: %s\n", format.c_str(), block,
-                     r.error.c_str());
+                     r.error.message.c_str());
     return r;
 }
 
@@ -105,7 +104,7 @@ int main(int argc, char** argv) {
         fp16c = run("fp16", contiguousBlock, batch, context, repeats);
         int8 = run("int8", 16, batch, context, repeats);
         int8c = run("int8", contiguousBlock, batch, context, repeats);
-        if (!fp16.ok || !fp16c.ok || !int8.ok || !int8c.ok)
+        if (!fp16.ok() || !fp16c.ok() || !int8.ok() || !int8c.ok())
             return 1;
         pagedRatio16.push_back(fp16.attentionMs / fp16c.attentionMs);
         pagedRatio8.push_back(int8.attentionMs / int8c.attentionMs);

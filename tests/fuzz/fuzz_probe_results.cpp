@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < rep.rows.size(); ++i) {
         const auto& a = rep.rows[i];
         const auto& b = rep2->rows[i];
-        if (a.ok != b.ok || a.formatId != b.formatId || a.batch != b.batch ||
+        if (a.ok() != b.ok() || a.formatId != b.formatId || a.batch != b.batch ||
             a.context != b.context || a.poolBytes != b.poolBytes ||
             a.predictedPoolBytes != b.predictedPoolBytes || a.pagesUsed != b.pagesUsed ||
             !same(a.relL2, b.relL2) || !same(a.attentionMs, b.attentionMs))

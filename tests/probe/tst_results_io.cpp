@@ -24,7 +24,7 @@ namespace {
 ProbeResult sampleRow(const std::string& id, const std::string& label, int batch,
                       std::int64_t context, bool speed, bool quality) {
     ProbeResult r;
-    r.ok = true;
+    r.status = ProbeStatus::Ok;
     r.backend = "cuda";
     r.device = "NVIDIA H200";
     r.formatId = id;
@@ -79,8 +79,8 @@ ProbeResult sampleRow(const std::string& id, const std::string& label, int batch
 }
 
 void compareRows(const ProbeResult& a, const ProbeResult& b) {
-    QCOMPARE(b.ok, a.ok);
-    QCOMPARE(b.error, a.error);
+    QCOMPARE(b.status, a.status);
+    QCOMPARE(b.error.message, a.error.message);
     QCOMPARE(b.formatId, a.formatId);
     QCOMPARE(b.formatLabel, a.formatLabel);
     QCOMPARE(b.dtype, a.dtype);
@@ -183,6 +183,11 @@ template <class S> void fillDistinct(S& s, const auto& fields) {
                     s.*m = {p, QualityPoint{1 + k, 0.5, 0.25, 0.75, 0.125}};
                 } else if constexpr (std::is_same_v<M, std::vector<std::string> S::*>) {
                     s.*m = {"note " + std::string(f.key), "line\nbreak"};
+                } else if constexpr (std::is_same_v<M, ProbeStatus S::*>) {
+                    s.*m = ProbeStatus::Cancelled;
+                } else if constexpr (std::is_same_v<M, Error S::*>) {
+                    (s.*m).message = "v-" + std::string(f.key);
+                    (s.*m).code = ErrorCode::Cancelled; // what a cancelled status reads back as
                 }
             },
             f.member);
@@ -194,8 +199,8 @@ template <class S> bool sameField(const S& a, const S& b, const schema::Member<S
     return std::visit(
         [&](auto m) {
             using M = decltype(m);
-            if constexpr (std::is_same_v<M, std::monostate>) {
-                return true;
+            if constexpr (std::is_same_v<M, std::monostate> || std::is_same_v<M, schema::OkOf>) {
+                return true; // "ok" is the status, compared with "status"
             } else if constexpr (std::is_same_v<M, std::vector<QualityPoint> S::*>) {
                 if ((a.*m).size() != (b.*m).size())
                     return false;
@@ -254,15 +259,16 @@ private slots:
 void TestResultsIo::everyTableFieldRoundTrips() {
     ProbeResult full;
     fillDistinct(full, schema::kResultFields);
-    full.ok = true;
+    full.status = ProbeStatus::Ok;
+    full.error.code = ErrorCode::Internal; // a read row's code follows its status
     full.speedMeasured = full.qualityMeasured = true;
     full.backend = "be";
     full.device = "dev";
     ProbeResult bare; // a failed row: no shapes, no speed, no quality
-    bare.ok = false;
+    bare.status = ProbeStatus::Failed;
     bare.formatId = "int2-kivi";
     bare.formatLabel = "INT2";
-    bare.error = "cuda: out of memory";
+    bare.error = makeError(ErrorCode::Internal, "cuda: out of memory");
     ProbeReport rep;
     fillDistinct(rep, schema::kReportFields);
     rep.backend = "be";
@@ -409,7 +415,7 @@ void TestResultsIo::writerDoubles() {
 }
 
 void TestResultsIo::benchRoundTrip() {
-    BenchReport b;
+    ProbeReport b;
     b.backend = "cuda";
     b.device = "NVIDIA H200";
     b.copyGBs = 4012.5;
@@ -419,7 +425,8 @@ void TestResultsIo::benchRoundTrip() {
     ProbeResult failed;
     failed.formatId = "int2-kivi";
     failed.formatLabel = "INT2 KIVI g32";
-    failed.error = "cuda: out of memory allocating 99999999999 bytes";
+    failed.fail(
+        makeError(ErrorCode::OutOfMemory, "cuda: out of memory allocating 99999999999 bytes"));
     b.rows.push_back(failed);
     b.qualityVsContext = {
         {"FP16", {{1024, 1e-6, 1e-5, 1, 1e-7}}},
@@ -446,8 +453,8 @@ void TestResultsIo::benchRoundTrip() {
         ProbeResult expect = b.rows[i];
         compareRows(expect, r.rows[i]);
     }
-    QVERIFY(!r.rows[3].ok);
-    QCOMPARE(r.rows[3].error, failed.error);
+    QVERIFY(!r.rows[3].ok());
+    QCOMPARE(r.rows[3].error.message, failed.error.message);
     QCOMPARE(r.rows[3].formatId, failed.formatId);
     QCOMPARE(r.qualityVsContext.size(), std::size_t(2));
     QCOMPARE(r.qualityVsContext[1].first, std::string("INT8"));
@@ -468,7 +475,7 @@ void TestResultsIo::benchRoundTrip() {
 void TestResultsIo::realRunRoundTrip() {
     ProbePlan p;
     p.model = defaultModel();
-    p.format = std::get<ProbeFormat>(parseProbeFormat("int8"));
+    p.format = parseProbeFormat("int8").value();
     p.batch = 2;
     p.context = 512;
     p.prefixTokens = 64;
@@ -476,7 +483,7 @@ void TestResultsIo::realRunRoundTrip() {
     p.threads = 1;
     p.qualityRequests = 1;
     const ProbeResult run = runProbe(p);
-    QVERIFY2(run.ok, run.error.c_str());
+    QVERIFY2(run.ok(), run.error.message.c_str());
     auto parsed = parseProbeReport(runJson(run), "run.json");
     if (!parsed)
         QFAIL(parsed.error().message.c_str());

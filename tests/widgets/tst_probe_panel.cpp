@@ -31,11 +31,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 using namespace kvl;
 using kvl::app::MainWindow;
@@ -63,6 +66,35 @@ template <class T> T* child(QObject* parent, const char* name) {
     return c;
 }
 
+// A stand-in for the probe that ignores cancel for `ms` (an uninterruptible step) and keeps
+// reporting progress meanwhile; `ended` is set when it returns.
+widgets::ProbeWorker::RunFn stubbornRun(int ms, std::shared_ptr<std::atomic<bool>> ended) {
+    return [ms, ended](const widgets::ProbeRequest&, const probe::ProgressFn& progress,
+                       const std::atomic<bool>*) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; std::chrono::steady_clock::now() - start < std::chrono::milliseconds(ms);
+             ++i) {
+            progress(double(i % 100), "uninterruptible step " + std::to_string(i));
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        *ended = true;
+        probe::ProbeReport report;
+        report.rows.resize(1);
+        return report;
+    };
+}
+
+// The order in which a worker's signals arrive: 'p' progress, 'f' finished.
+struct SignalOrder {
+    QString order;
+    explicit SignalOrder(widgets::ProbeWorker* worker) {
+        QObject::connect(worker, &widgets::ProbeWorker::progressChanged,
+                         [this](int, const QString&) { order += QLatin1Char('p'); });
+        QObject::connect(worker, &widgets::ProbeWorker::finished,
+                         [this](const probe::ProbeReport&) { order += QLatin1Char('f'); });
+    }
+};
+
 int pdfPages(const QByteArray& pdf) {
     static const QRegularExpression page(QStringLiteral("/Type\\s*/Page[^s]"));
     return static_cast<int>(QString::fromLatin1(pdf).count(page));
@@ -77,6 +109,9 @@ private slots:
     void cleanupTestCase();
     void defaultsFollowScenario();
     void workerRunObserved();
+    void workerNoProgressAfterCancel();
+    void workerAbandonsAndLimitsOrphans();
+    void workerDestructorDoesNotBlock();
     void panelRunMatchesTable();
     void cancelWithinOneSecond();
     void cancelDuringDataGeneration();
@@ -171,7 +206,7 @@ void TestProbePanel::workerRunObserved() {
     widgets::ProbeRequest req;
     req.model = probe::defaultModel();
     req.formatIds = {"int8"};
-    req.batch = 2;
+    req.batches = {2};
     req.contexts = {512};
     req.repeats = 1;
     QVERIFY(worker.start(req));
@@ -189,11 +224,89 @@ void TestProbePanel::workerRunObserved() {
     QCOMPARE(progress.first().at(0).toInt(), 0);
     QCOMPARE(last, 100);
     const auto rep = finished.first().at(0).value<probe::ProbeReport>();
-    QVERIFY2(rep.error.empty(), rep.error.c_str());
+    QVERIFY2(rep.ok(), rep.error.message.c_str());
     QCOMPARE(rep.rows.size(), std::size_t(1));
-    QVERIFY(rep.rows[0].ok);
+    QVERIFY(rep.rows[0].ok());
     QCOMPARE(rep.rows[0].formatId, std::string("int8"));
     QCOMPARE(rep.rows[0].poolBytes, rep.rows[0].predictedPoolBytes);
+}
+
+// A real run cancelled mid-way: finished (Cancelled) is the last signal; no progress follows.
+void TestProbePanel::workerNoProgressAfterCancel() {
+    widgets::ProbeWorker worker;
+    SignalOrder seen(&worker);
+    QSignalSpy progress(&worker, &widgets::ProbeWorker::progressChanged);
+    QSignalSpy finished(&worker, &widgets::ProbeWorker::finished);
+    widgets::ProbeRequest req;
+    req.model = probe::defaultModel();
+    req.formatIds = {"fp16"};
+    req.batches = {8};
+    req.contexts = {8192};
+    req.repeats = 50;
+    QVERIFY(worker.start(req));
+    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toInt() >= 20, 30000);
+    worker.cancel();
+    QVERIFY(finished.wait(5000));
+    QTest::qWait(300); // anything still queued would arrive now
+    QVERIFY2(seen.order.endsWith(QLatin1Char('f')), qPrintable(seen.order.right(20)));
+    QCOMPARE(seen.order.count(QLatin1Char('f')), 1);
+    const auto rep = finished.first().at(0).value<probe::ProbeReport>();
+    QCOMPARE(rep.status, probe::ProbeStatus::Cancelled);
+    QCOMPARE(rep.error.code, ErrorCode::Cancelled);
+}
+
+// A run stuck in an uninterruptible step: reported cancelled after kAbandonMs, nothing of it
+// arrives afterwards although it keeps reporting, and no new run starts while it holds memory.
+void TestProbePanel::workerAbandonsAndLimitsOrphans() {
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    widgets::ProbeWorker worker(nullptr, stubbornRun(3000, ended));
+    SignalOrder seen(&worker);
+    QSignalSpy finished(&worker, &widgets::ProbeWorker::finished);
+    QVERIFY(worker.start(widgets::ProbeRequest{}));
+    QTRY_VERIFY(seen.order.size() >= 3);
+    QElapsedTimer t;
+    t.start();
+    worker.cancel();
+    QVERIFY(finished.wait(3000));
+    QVERIFY2(t.elapsed() < widgets::ProbeWorker::kAbandonMs + 750,
+             qPrintable(QString::number(t.elapsed())));
+    QCOMPARE(finished.first().at(0).value<probe::ProbeReport>().status,
+             probe::ProbeStatus::Cancelled);
+    QVERIFY(!worker.isRunning());
+    QCOMPARE(worker.windingDown(), 1);
+    QVERIFY(!*ended);
+    const Status refused = worker.start(widgets::ProbeRequest{});
+    QVERIFY(!refused.ok());
+    QVERIFY2(refused.error().message.find("still stopping") != std::string::npos,
+             refused.error().message.c_str());
+    QTRY_COMPARE_WITH_TIMEOUT(worker.windingDown(), 0, 10000);
+    QVERIFY(*ended);
+    QTest::qWait(100);
+    QVERIFY2(seen.order.endsWith(QLatin1Char('f')), qPrintable(seen.order.right(20)));
+    QCOMPARE(finished.size(), 1); // the orphan's own end is discarded
+    // Once it has ended, a new run starts (and is cancelled here at once).
+    QVERIFY(worker.start(widgets::ProbeRequest{}));
+    worker.cancel();
+    QVERIFY(finished.wait(3000));
+    QTRY_COMPARE_WITH_TIMEOUT(worker.windingDown(), 0, 10000);
+}
+
+// Closing the window mid-run: the destructor returns within about kCloseWaitMs even though the
+// run ignores cancel for 3 s; the run ends later on its own without touching the worker.
+void TestProbePanel::workerDestructorDoesNotBlock() {
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    auto* worker = new widgets::ProbeWorker(nullptr, stubbornRun(3000, ended));
+    QVERIFY(worker->start(widgets::ProbeRequest{}));
+    QTest::qWait(50);
+    QElapsedTimer t;
+    t.start();
+    delete worker;
+    const qint64 ms = t.elapsed();
+    qInfo("~ProbeWorker returned after %lld ms", static_cast<long long>(ms));
+    QVERIFY2(ms < 1500, qPrintable(QString::number(ms))); // a generous bound on a loaded CI
+    QVERIFY(!*ended);
+    QTRY_VERIFY_WITH_TIMEOUT(*ended, 10000);
+    QTest::qWait(50); // the ended run posts nothing to the deleted worker
 }
 
 void TestProbePanel::panelRunMatchesTable() {
@@ -278,8 +391,8 @@ void TestProbePanel::cancelWithinOneSecond() {
     QVERIFY(child<QPushButton>(panel(), "runButton")->isEnabled());
 }
 
-// Generating the synthetic K/V polls no cancel flag: the window does not wait for it (the run
-// is reported cancelled after ProbeWorker::kAbandonMs) and the thread stops at its next poll.
+// Cancel while the synthetic K/V are generated: the run is reported cancelled within a second
+// (at the latest after ProbeWorker::kAbandonMs) and nothing of it reaches the window afterwards.
 void TestProbePanel::cancelDuringDataGeneration() {
     const auto before = panel()->report().rows.size();
     setTinyRun("fp16", "16K", 1, 1);
