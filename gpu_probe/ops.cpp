@@ -186,6 +186,9 @@ bool isKivi(const core::KvFormat& format) {
 // One side (K or V) of a head's page slice: codes first, then scales / zeros, padded to core's
 // budget for that side.
 Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& page, bool isKey) {
+    if (format.dtype == core::KvDtype::Fp4E2M1 || format.granularity == core::Granularity::DsMla)
+        return makeError(ErrorCode::Unsupported,
+                         "the probe does not implement " + core::formatLabel(format) + " yet");
     SideLayout side;
     side.codec = codecOf(format);
     side.bits = core::bitsPerElement(format.dtype);
@@ -210,6 +213,8 @@ Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& pa
             side.tokenGroup = format.groupSize;
         else
             side.group = std::min(format.groupSize, page.headDim);
+        break;
+    case core::Granularity::DsMla: // refused above
         break;
     }
     if (side.group > 0)

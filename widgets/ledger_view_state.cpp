@@ -53,7 +53,8 @@ QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {
     parts << qs(s.model.name);
     parts << qs(r.kv.attentionLabel);
     parts << qs(core::shortLabel(r.kv.format));
-    parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(s.levers.paging.blockSize)
+    // The block size vLLM runs with (the user's, or the backend's and the hybrid alignment's).
+    parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(r.blockSize)
                                       : QStringLiteral("contiguous"));
     if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
         parts << QStringLiteral("prefix %1").arg(formatTokensQ(s.levers.prefix.sharedTokens));

@@ -1,6 +1,5 @@
 #pragma once
-// The `vllm serve` command equivalent to a scenario, with a comment line for every lever
-// vLLM has no flag for (INT8/INT4/INT2 KV, attention regrouping, no paging, ...).
+// The `vllm serve` command for a scenario (core::vllmServeCommand) as Qt strings.
 
 #include "core/scenario.h"
 
@@ -10,15 +9,15 @@
 namespace kvl::widgets {
 
 struct VllmCommand {
+    QStringList env;         // "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     QStringList args;        // "vllm", "serve", MODEL, "--kv-cache-dtype", "fp8", ...
-    QStringList unsupported; // one sentence per lever without a vLLM equivalent
+    QStringList unsupported; // one sentence per lever not in vLLM
     QString text() const;    // the shell command (one flag per line) plus "# ..." notes
 };
 
 VllmCommand vllmCommand(const core::Scenario& s);
 
-// The HuggingFace repo of a catalog model ("meta-llama/Meta-Llama-3-8B"), or the id.
-// core::ModelSpec carries no hf_repo; read from the catalog JSON compiled into kvl_io.
+// The Hugging Face repository of a model ("meta-llama/Meta-Llama-3-8B"), or its id.
 QString huggingFaceRepo(const core::ModelSpec& model);
 
 } // namespace kvl::widgets

@@ -369,9 +369,10 @@ core::Scenario defaultScenario() {
         s.model = *m;
     if (const auto* g = findGpu("h100-80gb"))
         s.hardware.gpu = *g;
-    // Everything else is the structs' defaults: vLLM's (auto KV dtype, paging with block 16,
-    // utilization 0.9, TP 1); a 4K context under max_model_len 0 = the model's maximum (8192
-    // for Llama-3-8B), where paging visibly pays against contiguous reservation.
+    // Everything else is the structs' defaults: vLLM's (auto KV dtype, paging with the block
+    // size vLLM picks, utilization 0.92, TP 1, reserves estimated); a 4K context under
+    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), where paging visibly pays
+    // against contiguous reservation.
     return s;
 }
 

@@ -9,6 +9,7 @@
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
+#include "core/ledger.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -384,12 +385,14 @@ void TestCli::helpDefaultsAreTheRealOnes() {
         help.contains(QStringLiteral("(default %1)").arg(QString::fromStdString(base.model.id))));
     QVERIFY(help.contains(
         QStringLiteral("(default %1)").arg(QString::fromStdString(base.hardware.gpu.id))));
-    QVERIFY(help.contains(QStringLiteral("(default %1)").arg(base.levers.paging.blockSize)));
+    QVERIFY(help.contains(QStringLiteral("--block-size N"))); // auto: vLLM's choice
+    QVERIFY(help.contains(QStringLiteral("(default auto)")));
     // What the help says is what a run without options computes.
     const auto o = ledgerJson({});
     QCOMPARE(o.value("context").toInteger(), base.workload.context);
     QCOMPARE(o.value("model").toString(), QString::fromStdString(base.model.id));
-    QCOMPARE(o.value("block_size").toInt(), base.levers.paging.blockSize);
+    QCOMPARE(o.value("block_size").toInt(), kvl::core::computeLedger(base).blockSize);
+    QCOMPARE(o.value("block_size").toInt(), 16); // what vLLM picks for Llama on an H100
 }
 
 void TestCli::unitsSameEverywhere_data() {

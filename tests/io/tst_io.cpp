@@ -1236,10 +1236,11 @@ void TstIo::defaultScenario() {
     QCOMPARE(QString::fromStdString(s.hardware.gpu.id), QStringLiteral("h100-80gb"));
     QCOMPARE(s.hardware.gpu.memoryBytes, qint64(85017821184));
     QCOMPARE(s.hardware.gpuCount, 1);
-    QCOMPARE(s.hardware.memoryUtilization, 0.9);
+    QCOMPARE(s.hardware.memoryUtilization, 0.92); // vLLM's gpu_memory_utilization default
     QVERIFY(!s.hardware.kvMemoryBytes && !s.hardware.weightDtype);
+    QVERIFY(!s.hardware.activationBytes && !s.hardware.overheadBytes); // estimated
     QVERIFY(s.levers.paging.enabled);
-    QCOMPARE(s.levers.paging.blockSize, 16);
+    QCOMPARE(s.levers.paging.blockSize, 0); // vLLM's choice: 16 for Llama on an H100
     QVERIFY(!s.levers.attention.enabled && !s.levers.quant.enabled && !s.levers.prefix.enabled);
     QCOMPARE(s.workload.context, qint64(4096));
     QCOMPARE(s.workload.maxModelLen, qint64(0));
@@ -1340,11 +1341,11 @@ void TstIo::scenarioErrors_data() {
     QTest::addRow("model not object")
         << QByteArray(R"({"kvledger_scenario":1,"model":[],"gpu":{}})")
         << "s.kvl.json: model: expected an object, got an array";
-    QTest::addRow("block size zero")
-        << edit("\"block_size\": 16", "\"block_size\": 0")
-        << "levers.paging.block_size: must be between 1 and 1048576, got 0";
+    QTest::addRow("block size negative")
+        << edit("\"block_size\": 0", "\"block_size\": -16")
+        << "levers.paging.block_size: must be between 0 and 1048576, got -16";
     QTest::addRow("utilization above 1")
-        << edit("\"memory_utilization\": 0.9", "\"memory_utilization\": 1.5")
+        << edit("\"memory_utilization\": 0.92", "\"memory_utilization\": 1.5")
         << "hardware.memory_utilization: must be above 0 and at most 1, got 1.5";
     QTest::addRow("context negative")
         << edit("\"context\": 4096", "\"context\": -1")

@@ -361,17 +361,16 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addColumn<Expect>("edit");
     QTest::addColumn<QStringList>("contains");
     QTest::addColumn<QStringList>("absent");
-    QTest::addRow("first launch: int8 has no vLLM flag")
+    QTest::addRow("first launch: int8 per token-head is vLLM's int8_per_token_head")
         << Expect([](core::Scenario&) {})
         << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
-                       "  --kv-cache-dtype auto \\\n",
+                       "  --kv-cache-dtype int8_per_token_head \\\n",
                        "  --block-size 16 \\\n",
                        "  --enable-prefix-caching \\\n",
-                       "  --gpu-memory-utilization 0.9 \\\n",
+                       "  --gpu-memory-utilization 0.92 \\\n",
                        "  --max-model-len 8192 \\\n",
-                       "  --tensor-parallel-size 1\n",
-                       "# no vLLM equivalent: INT8 KV cache"}
-        << QStringList{"no paging", "regrouping", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"};
+                       "  --tensor-parallel-size 1\n"}
+        << QStringList{"not in vLLM", "--hf-overrides"};
     QTest::addRow("fp8 on two GPUs within the model's length")
         << Expect([](core::Scenario& s) {
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
@@ -381,10 +380,9 @@ void TestMainWindow::vllmCommand_data() {
                s.workload.context = 8192;
                s.levers.prefix.enabled = false;
            })
-        << QStringList{"--kv-cache-dtype fp8_e4m3", "--tensor-parallel-size 2",
-                       "--gpu-memory-utilization 0.85", "--no-enable-prefix-caching",
-                       "--max-model-len 8192"}
-        << QStringList{"# no vLLM equivalent"};
+        << QStringList{"--kv-cache-dtype fp8", "--tensor-parallel-size 2",
+                       "--gpu-memory-utilization 0.85", "--max-model-len 8192"}
+        << QStringList{"# not in vLLM"};
     QTest::addRow("no paging, int4, GQA-4")
         << Expect([](core::Scenario& s) {
                s.levers.paging.enabled = false;
@@ -393,10 +391,18 @@ void TestMainWindow::vllmCommand_data() {
                s.levers.attention.mode = core::AttentionMode::Gqa;
                s.levers.attention.gqaKvHeads = 4;
            })
-        << QStringList{"# no vLLM equivalent: no paging", "# no vLLM equivalent: INT4",
-                       "# no vLLM equivalent: attention regrouping (GQA-4)",
-                       "--no-enable-prefix-caching"}
-        << QStringList{"--enable-prefix-caching"};
+        << QStringList{"# not in vLLM: contiguous reservation", "# not in vLLM: INT4",
+                       "# not in vLLM: attention regrouping (GQA-4)"}
+        << QStringList{"--block-size"};
+    QTest::addRow("past the model's length: YaRN through --hf-overrides")
+        << Expect([](core::Scenario& s) {
+               s.workload.maxModelLen = 32768; // Llama-3-8B's config says 8192
+               s.workload.context = 32768;
+           })
+        << QStringList{"--max-model-len 32768",
+                       "--hf-overrides '{\"rope_scaling\": {\"rope_type\": \"yarn\", "
+                       "\"factor\": 4, \"original_max_position_embeddings\": 8192}}'"}
+        << QStringList{};
 }
 
 void TestMainWindow::vllmCommand() {
