@@ -2,6 +2,7 @@
 
 #include "engine.h"
 #include "ledger.h"
+#include "speed.h"
 #include "units.h"
 
 #include <algorithm>
@@ -63,6 +64,15 @@ void fillDeployment(Deployment& d, const ReplicaCapacity& c, CapacityModel& mode
     const std::int64_t onReplica = std::min(ceilDiv(users, d.layout.dp), d.requestsPerReplica);
     d.kvBytesPerGpu = model.kvBytesForRequests(onReplica);
     d.headroomBytesPerGpu = std::max<std::int64_t>(0, d.kvPoolBytesPerGpu - d.kvBytesPerGpu);
+    // Speed at the users' concurrency: the busiest replica's step.
+    if (d.fits) {
+        const DecodeStep step = decodeStep(d.scenario, std::max<std::int64_t>(1, onReplica),
+                                           d.scenario.workload.context);
+        d.decodeStepMs = step.stepMs;
+        d.tokensPerSecondPerUser = step.tokensPerSecondPerUser;
+        d.clusterTokensPerSecond =
+            step.tokensPerSecondPerUser * static_cast<double>(std::min(users, d.clusterRequests));
+    }
     if (!d.fits)
         d.reason = withThousands(d.clusterRequests) + " of " + withThousands(users) + " users fit" +
                    (d.cappedByMaxNumSeqs
