@@ -369,10 +369,17 @@ core::Scenario defaultScenario() {
         s.model = *m;
     if (const auto* g = findGpu("h100-80gb"))
         s.hardware.gpu = *g;
-    // Everything else is the structs' defaults: vLLM's (auto KV dtype, paging with the block
-    // size vLLM picks, utilization 0.92, TP 1, reserves estimated); a 4K context under
-    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), where paging visibly pays
-    // against contiguous reservation.
+    // The scenario both kvledger's CLI and the window's first launch show, one vLLM runs as
+    // printed: FP8 KV (`--kv-cache-dtype fp8`, which vLLM stores as per-tensor E4M3), and a 2K
+    // system prompt every request shares (prefix caching is on by default in vLLM v1), so every
+    // lever's effect shows on the ladder. Everything else is vLLM's default: paging with the
+    // block size vLLM picks, utilization 0.92, TP 1, reserves estimated; a 4K context under
+    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B).
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    s.levers.prefix.enabled = true;
+    s.levers.prefix.sharedTokens = 2048;
+    s.levers.prefix.sharingRequests = 0;
     return s;
 }
 

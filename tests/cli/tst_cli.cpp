@@ -48,6 +48,16 @@ Run run(const QStringList& args) {
     return r;
 }
 
+// The rows below were worked by hand in the model's own dtype without a shared prefix; the
+// default scenario has FP8 KV and a 2K prefix (defaultIsWhatVllmRuns checks it), so they say so.
+QStringList plain(QStringList args) {
+    if (!args.contains(QStringLiteral("--kv-dtype")))
+        args << QStringLiteral("--kv-dtype") << QStringLiteral("auto");
+    if (!args.contains(QStringLiteral("--prefix-tokens")))
+        args << QStringLiteral("--prefix-tokens") << QStringLiteral("0");
+    return args;
+}
+
 QJsonObject ledgerJson(QStringList args) {
     args.prepend(QStringLiteral("ledger"));
     args.append(QStringLiteral("--json"));
@@ -105,7 +115,9 @@ private slots:
     void v1Fields();
     void refusalIsAResult();
     void blockSizeVllmRefuses();
+    void speedFields_data();
     void speedFields();
+    void defaultIsWhatVllmRuns();
     void planLlama70b();
     void planJsonShape();
     void planBadInput_data();
@@ -177,7 +189,7 @@ void TestCli::values() {
     QFETCH(QStringList, args);
     QFETCH(QString, field);
     QFETCH(qint64, expected);
-    const auto o = ledgerJson(args);
+    const auto o = ledgerJson(plain(args));
     QVERIFY2(o.contains(field), qPrintable(field));
     QCOMPARE(o.value(field).toInteger(), expected);
 }
@@ -313,8 +325,8 @@ void TestCli::catalogs() {
 }
 
 void TestCli::table() {
-    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000",
-                       "--kv-memory-gib", "51.38"});
+    const Run r = run(plain({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000",
+                             "--kv-memory-gib", "51.38"}));
     QCOMPARE(r.rc, 0);
     QVERIFY2(r.out.contains(QLatin1String("GPU KV cache size: 420,896 tokens")), qPrintable(r.out));
     QVERIFY(
@@ -572,7 +584,8 @@ void TestCli::v1Fields() {
 void TestCli::refusalIsAResult() {
     // vLLM refuses to start when one max_model_len request does not fit: a result, exit 0,
     // with vLLM's own estimate.
-    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--kv-memory-gib", "10", "--json"});
+    const Run r =
+        run(plain({"ledger", "--model", "llama-3.1-8b", "--kv-memory-gib", "10", "--json"}));
     QCOMPARE(r.rc, 0);
     const auto o = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QVERIFY(o.value("vllm_refused").toBool());
@@ -591,21 +604,52 @@ void TestCli::blockSizeVllmRefuses() {
     QCOMPARE(run({"ledger", "--block-size", "32"}).rc, 0);
 }
 
+void TestCli::speedFields_data() {
+    QTest::addColumn<QStringList>("extra");
+    QTest::addColumn<double>("kvBytesPerStep");
+    // Llama-3.1-8B: 32 layers x 8 KV heads x 128 x K and V = 131072 B/token in BF16.
+    // BF16 without a prefix: 32 requests x 8192 tokens (issue 11's 34.36 GB).
+    QTest::addRow("bf16") << QStringList{"--kv-dtype", "auto", "--prefix-tokens", "0"}
+                          << 32.0 * 8192 * 131072;
+    // FP8 halves it (17.18 GB).
+    QTest::addRow("fp8") << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "0"}
+                         << 32.0 * 8192 * 65536;
+    // The default scenario: FP8 and a 2K prefix read once per step, not once per request.
+    QTest::addRow("default: fp8 + 2K shared prefix")
+        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 65536;
+}
+
 void TestCli::speedFields() {
     // Issue 11's done-when: decode_step_ms is the formula with its stated eta.
-    const auto o = ledgerJson({"--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--context", "8192",
-                               "--concurrency", "32"});
+    QFETCH(QStringList, extra);
+    QFETCH(double, kvBytesPerStep);
+    const auto o = ledgerJson(QStringList{"--model", "llama-3.1-8b", "--gpu", "h100-80gb",
+                                          "--context", "8192", "--concurrency", "32"} +
+                              extra);
     const auto a = o.value("speed_assumptions").toObject();
     const double eta = a.value("eta_mem").toDouble();
     const double bw = a.value("bandwidth_gbs").toDouble();
     QCOMPARE(eta, 0.8);
-    // 16.06 GB of weights + 32 x 8192 x 128 KiB of KV, at 3350 GB/s x 0.8.
-    const double bytes = 2.0 * 8'030'261'248.0 + 32.0 * 8192 * 131072;
-    QVERIFY(std::abs(o.value("decode_step_ms").toDouble() - bytes / (bw * 1e9 * eta) * 1e3) < 1e-6);
+    QCOMPARE(bw, 3350.0);
+    // 16.06 GB of BF16 weights + the KV of the row, at 3350 GB/s x 0.8.
+    const double bytes = 2.0 * 8'030'261'248.0 + kvBytesPerStep;
+    QVERIFY2(std::abs(o.value("decode_step_ms").toDouble() - bytes / (bw * 1e9 * eta) * 1e3) < 1e-6,
+             qPrintable(QString::number(o.value("decode_step_ms").toDouble(), 'f', 9)));
     QCOMPARE(o.value("regime").toString(), QStringLiteral("memory-bound"));
     QCOMPARE(o.value("concurrency").toInteger(), qint64(32));
     QVERIFY(std::abs(o.value("cluster_tokens_per_s").toDouble() -
                      32 * o.value("tokens_per_s_per_user").toDouble()) < 1e-6);
+}
+
+void TestCli::defaultIsWhatVllmRuns() {
+    // Issue 13: the default scenario is one vLLM runs as printed (FP8 KV, a shared prefix),
+    // the same one the window's first launch shows.
+    const auto o = ledgerJson({});
+    QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 1));
+    QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype fp8")),
+             qPrintable(o.value("vllm_command").toString()));
+    QVERIFY(!o.value("vllm_refused").toBool());
+    QCOMPARE(o.value("context").toInteger(), qint64(4096));
 }
 
 void TestCli::planLlama70b() {

@@ -201,10 +201,10 @@ void TestMainWindow::leverChangesSeries_data() {
     QTest::addRow("quantization off")
         << Action([=](QWidget* w) { setGroupChecked(group("quantGroup")(w), false); })
         << Expect([](core::Scenario& s) { s.levers.quant.enabled = false; }) << true;
-    QTest::addRow("kv fp8_e4m3") << Action([=](QWidget* w) {
-        QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Fp8E4M3)));
+    QTest::addRow("kv int8") << Action([=](QWidget* w) {
+        QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int8)));
     }) << Expect([](core::Scenario& s) {
-        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
     }) << true;
     QTest::addRow("kv int4 group 64") << Action([=](QWidget* w) {
         QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
@@ -336,12 +336,13 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 264 "
-                          "MiB @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | prefix 2K -> 64 KiB/token | "
+                          "256 MiB @4K | ");
     QTest::addRow("first launch, GB")
         << true
-        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 67.58 KB/token | "
-                          "276.82 MB @4K | ");
+        << QStringLiteral(
+               "Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | prefix 2K -> 65.54 KB/token | "
+               "268.44 MB @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -361,8 +362,20 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addColumn<Expect>("edit");
     QTest::addColumn<QStringList>("contains");
     QTest::addColumn<QStringList>("absent");
-    QTest::addRow("first launch: int8 per token-head is vLLM's int8_per_token_head")
+    QTest::addRow("first launch: fp8, vLLM's block size")
         << Expect([](core::Scenario&) {})
+        << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
+                       "  --kv-cache-dtype fp8 \\\n",
+                       "  --enable-prefix-caching \\\n",
+                       "  --gpu-memory-utilization 0.92 \\\n",
+                       "  --max-model-len 8192 \\\n",
+                       "  --tensor-parallel-size 1\n"}
+        << QStringList{"not in vLLM", "--hf-overrides", "--block-size"};
+    QTest::addRow("int8 per token-head is vLLM's int8_per_token_head")
+        << Expect([](core::Scenario& s) {
+               s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+               s.levers.paging.blockSize = 16;
+           })
         << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
                        "  --kv-cache-dtype int8_per_token_head \\\n",
                        "  --block-size 16 \\\n",
