@@ -370,13 +370,11 @@ core::Scenario defaultScenario() {
     if (const auto* g = findGpu("h100-80gb"))
         s.hardware.gpu = *g;
     // The scenario both kvledger's CLI and the window's first launch show, one vLLM runs as
-    // printed: FP8 KV (`--kv-cache-dtype fp8`, which vLLM stores as per-tensor E4M3), and a 2K
-    // system prompt every request shares (prefix caching is on by default in vLLM v1), so every
-    // lever's effect shows on the ladder. Everything else is vLLM's default: paging with the
-    // block size vLLM picks, utilization 0.92, TP 1, reserves estimated; a 4K context under
-    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B).
-    s.levers.quant.enabled = true;
-    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    // printed: vLLM's defaults (KV in the model's dtype, `--kv-cache-dtype auto`; paging with the
+    // block size vLLM picks; utilization 0.92; TP 1; reserves estimated), a 4K context under
+    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), and a 2K system prompt every
+    // request shares (prefix caching is on by default in vLLM v1), so the sharing lever shows.
+    // vLLM's own figures (GPU KV cache size, maximum concurrency) do not depend on the prefix.
     s.levers.prefix.enabled = true;
     s.levers.prefix.sharedTokens = 2048;
     s.levers.prefix.sharingRequests = 0;
