@@ -1408,6 +1408,63 @@ void TstIo::hfImportErrors_data() {
         << tiny(R"("model_type": "nemotron_h", "hybrid_override_pattern": "M*M*M*M*", )" +
                 QByteArray(kMamba).replace("\"ssm_state_size\": 16", "\"ssm_state_size\": 0"))
         << "ssm_state_size: must be between 1 and 16384, got 0";
+    const auto nemo = [](const char* from, const char* to) {
+        return tiny(R"("model_type": "nemotron_h", "hybrid_override_pattern": "M*M*M*M*", )" +
+                    QByteArray(kMamba).replace(from, to));
+    };
+    QTest::addRow("mamba_head_dim zero") << nemo("\"mamba_head_dim\": 64", "\"mamba_head_dim\": 0")
+                                         << "mamba_head_dim: must be between 1 and 16384, got 0";
+    QTest::addRow("n_groups string") << nemo("\"n_groups\": 2", "\"n_groups\": \"2\"")
+                                     << "n_groups: expected an integer, got string \"2\"";
+    QTest::addRow("conv_kernel zero") << nemo("\"conv_kernel\": 4", "\"conv_kernel\": 0")
+                                      << "conv_kernel: must be between 1 and 1024, got 0";
+    QTest::addRow("chunk_size negative") << nemo("\"chunk_size\": 128", "\"chunk_size\": -1")
+                                         << "chunk_size: must be between 1 and 1000000000, got -1";
+    QTest::addRow("mamba_num_heads NaN")
+        << nemo("\"mamba_num_heads\": 8", "\"mamba_num_heads\": NaN")
+        << "mamba_num_heads: expected an integer, got NaN";
+    QTest::addRow("mamba_d_state missing (jamba)")
+        << tiny(R"("model_type": "jamba", "mamba_d_state": null)")
+        << "mamba_d_state: missing, but the model has state layers";
+    QTest::addRow("linear_key_head_dim missing")
+        << tiny(R"("model_type": "qwen3_5_text", )" +
+                QByteArray(kLinear).replace("\"linear_key_head_dim\": 64,", ""))
+        << "linear_key_head_dim: missing, but the model has linear-attention layers";
+    QTest::addRow("attention_head_dim zero") << llamaWith("attention_head_dim", "0")
+                                             << "attention_head_dim: must be between 1 and 16384";
+    QTest::addRow("no_rope_layer_interval zero")
+        << tiny(R"("attention_chunk_size": 64, "no_rope_layer_interval": 0)")
+        << "no_rope_layer_interval: must be between 1 and 4096, got 0";
+    QTest::addRow("num_kv_shared_layers negative")
+        << llamaWith("num_kv_shared_layers", "-1")
+        << "num_kv_shared_layers: must be between 0 and 4096, got -1";
+    QTest::addRow("top_k_experts string")
+        << llamaWith("num_local_experts", "8").chopped(1) + R"(,"top_k_experts":"2"})"
+        << "top_k_experts: expected an integer, got string \"2\"";
+    QTest::addRow("intermediate_size_mlp negative")
+        << llamaWith("num_local_experts", "8").chopped(1) + R"(,"intermediate_size_mlp":-1})"
+        << "intermediate_size_mlp: must be between 0 and 1073741824, got -1";
+    QTest::addRow("interleave_moe_layer_step zero")
+        << llamaWith("num_local_experts", "8").chopped(1) + R"(,"interleave_moe_layer_step":0})"
+        << "interleave_moe_layer_step: must be between 1 and 4096, got 0";
+    QTest::addRow("shared_expert_intermediate_size string")
+        << llamaWith("num_local_experts", "8").chopped(1) +
+               R"(,"shared_expert_intermediate_size":"512"})"
+        << "shared_expert_intermediate_size: expected an integer, got string \"512\"";
+    QTest::addRow("kv_cache_scheme num_bits string")
+        << llamaWith("quantization_config", R"({"quant_method":"compressed-tensors",
+            "kv_cache_scheme":{"num_bits":"8","type":"float"}})")
+        << "quantization_config.kv_cache_scheme.num_bits: expected an integer, got string \"8\"";
+    QTest::addRow("modelopt quant_algo number")
+        << llamaWith("quantization_config", R"({"quant_method":"modelopt","quant_algo":4})")
+        << "quantization_config.quant_algo: expected a string, got 4";
+    QTest::addRow("load_in_4bit string")
+        << llamaWith("quantization_config", R"({"quant_method":"bitsandbytes","load_in_4bit":"y"})")
+        << "quantization_config.load_in_4bit: expected true or false, got string \"y\"";
+    QTest::addRow("longrope original_max_position_embeddings zero")
+        << llamaWith("rope_scaling", R"({"type":"longrope"})").chopped(1) +
+               R"(,"original_max_position_embeddings":0})"
+        << "original_max_position_embeddings: must be between 1 and 1000000000, got 0";
     QTest::addRow("mamba_ssm_cache_dtype unknown")
         << tiny(R"("model_type": "nemotron_h", "hybrid_override_pattern": "M*M*M*M*",
                    "mamba_ssm_cache_dtype": "float8", )" +
