@@ -14,11 +14,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -451,13 +456,15 @@ private slots:
         for (bool f16 : {true, false}) {
             const auto bytes = encodeNpy({3, 2, 4}, x, f16);
             auto r = parseNpy(bytes.data(), bytes.size());
-            QVERIFY2(std::holds_alternative<NpyArray>(r),
-                     std::get_if<std::string>(&r) ? std::get<std::string>(r).c_str() : "");
-            const NpyArray& a = std::get<NpyArray>(r);
+            QVERIFY2(r.ok(), r ? "" : r.error().message.c_str());
+            const NpyArray& a = *r;
             QCOMPARE(a.shape, (std::vector<std::int64_t>{3, 2, 4}));
             QCOMPARE(a.data, x);
-            QVERIFY(checkKvShape(a, 2, 4, "K").empty());
-            QVERIFY(checkKvShape(a, 8, 4, "K").find("does not match") != std::string::npos);
+            QVERIFY(checkKvShape(a, 2, 4, "K").ok());
+            const Status mismatch = checkKvShape(a, 8, 4, "K");
+            QVERIFY(!mismatch.ok());
+            QCOMPARE(mismatch.error().code, ErrorCode::BadFile);
+            QVERIFY(mismatch.error().message.find("does not match") != std::string::npos);
         }
     }
     void badNpy_data() {
@@ -514,16 +521,132 @@ private slots:
         QTest::addRow("header length beyond file")
             << QByteArray("\x93NUMPY\x01\x00\xff\xff{}", 12) << "truncated header";
     }
+    // Every malformed input gets the same one-line BadFile message in memory and from a file
+    // (where it names the file).
     void badNpy() {
         QFETCH(QByteArray, file);
         QFETCH(QString, expect);
         auto r = parseNpy(reinterpret_cast<const std::uint8_t*>(file.constData()),
                           std::size_t(file.size()));
-        QVERIFY(std::holds_alternative<std::string>(r));
-        QVERIFY2(
-            QString::fromStdString(std::get<std::string>(r)).contains(expect, Qt::CaseInsensitive),
-            std::get<std::string>(r).c_str());
+        QVERIFY(!r.ok());
+        QCOMPARE(r.error().code, ErrorCode::BadFile);
+        QVERIFY2(QString::fromStdString(r.error().message).contains(expect, Qt::CaseInsensitive),
+                 r.error().message.c_str());
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("bad.npy").toStdString();
+        std::ofstream(path, std::ios::binary).write(file.constData(), std::streamsize(file.size()));
+        auto loaded = loadNpy(path);
+        QVERIFY(!loaded.ok());
+        QCOMPARE(loaded.error().code, ErrorCode::BadFile);
+        const std::string message = loaded.error().message;
+        QCOMPARE(message.rfind(path + ": ", 0), std::size_t(0));
+        QVERIFY2(QString::fromStdString(message).contains(expect, Qt::CaseInsensitive),
+                 message.c_str());
+        QCOMPARE(message.find('\n'), std::string::npos);
     }
+
+    // From a file: the same array as in memory, also when the data spans many 1 MiB pieces.
+    void loadNpyMatchesParse_data() {
+        QTest::addColumn<bool>("float16");
+        QTest::addColumn<int>("tokens");
+        QTest::addRow("fp16, 3 pieces") << true << 1200;  // 1200 x 8 x 128 x 2 B = 2.4 MiB
+        QTest::addRow("fp32, 5 pieces") << false << 1200; // 4.7 MiB
+        QTest::addRow("fp16, one token") << true << 1;
+    }
+    void loadNpyMatchesParse() {
+        QFETCH(bool, float16);
+        QFETCH(int, tokens);
+        std::vector<float> x(std::size_t(tokens) * 8 * 128);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = float(int(i % 2001) - 1000) * 0.125f;
+        const auto bytes = encodeNpy({tokens, 8, 128}, x, float16);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("kv.npy").toStdString();
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+        auto loaded = loadNpy(path);
+        QVERIFY2(loaded.ok(), loaded ? "" : loaded.error().message.c_str());
+        QCOMPARE(loaded->shape, (std::vector<std::int64_t>{tokens, 8, 128}));
+        QCOMPARE(loaded->itemBytes, float16 ? 2 : 4);
+        QCOMPARE(loaded->data, x); // every value is exact in fp16
+    }
+
+    // A FIFO, a directory and a missing file are refused at once (a FIFO used to block in open).
+    void loadNpyRefusesSpecialFiles() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string fifo = dir.filePath("k.npy").toStdString();
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        auto pending = std::async(std::launch::async, [&] { return loadNpy(fifo); });
+        if (pending.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+            // unblock the reader so the test can end, then fail
+            const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+            if (writer >= 0)
+                ::close(writer);
+            pending.wait();
+            QFAIL("loadNpy blocked on a FIFO");
+        }
+        const auto fromFifo = pending.get();
+        QVERIFY(!fromFifo.ok());
+        QCOMPARE(fromFifo.error().code, ErrorCode::BadFile);
+        QVERIFY2(fromFifo.error().message.find("FIFO") != std::string::npos ||
+                     fromFifo.error().message.find("not a regular file") != std::string::npos,
+                 fromFifo.error().message.c_str());
+        const auto fromDirectory = loadNpy(dir.path().toStdString());
+        QVERIFY(!fromDirectory.ok());
+        QCOMPARE(fromDirectory.error().code, ErrorCode::BadFile);
+        const auto missing = loadNpy(dir.filePath("none.npy").toStdString());
+        QVERIFY(!missing.ok());
+        QCOMPARE(missing.error().code, ErrorCode::NotFound);
+    }
+
+    // The header is checked before the data is read or allocated: a 3 GB file that is not a .npy
+    // (sparse: it takes no disk) and a header that claims more data than the file holds each
+    // cost a few bytes of reading (the process's rchar in /proc/self/io) and no memory.
+    void loadNpyReadsOnlyTheHeaderOfBadFiles_data() {
+        QTest::addColumn<QByteArray>("head");
+        QTest::addColumn<QString>("expect");
+        QTest::addRow("3 GB, not a .npy") << QByteArray("PK\x03\x04 a zip, say") << "magic";
+        const auto claims = npyWithHeader(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 2), }\n", 0);
+        QTest::addRow("3 GB, header claims 8 GB")
+            << QByteArray(reinterpret_cast<const char*>(claims.data()), int(claims.size()))
+            << "truncated data";
+    }
+    void loadNpyReadsOnlyTheHeaderOfBadFiles() {
+        QFETCH(QByteArray, head);
+        QFETCH(QString, expect);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("big.npy").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            out.write(head.constData(), head.size());
+        }
+        QCOMPARE(::truncate(path.c_str(), off_t(3) << 30), 0);
+        auto readBytes = [] {
+            std::ifstream io("/proc/self/io");
+            std::string key;
+            long long value = 0;
+            while (io >> key >> value)
+                if (key == "rchar:")
+                    return value;
+            return -1LL;
+        };
+        const long long before = readBytes();
+        if (before < 0)
+            QSKIP("/proc/self/io is not readable here");
+        const auto loaded = loadNpy(path);
+        const long long read = readBytes() - before;
+        QVERIFY(!loaded.ok());
+        QCOMPARE(loaded.error().code, ErrorCode::BadFile);
+        QVERIFY2(QString::fromStdString(loaded.error().message).contains(expect),
+                 loaded.error().message.c_str());
+        QVERIFY2(read < 200 * 1024, qPrintable(QString("read %1 bytes").arg(read)));
+    }
+
     void npyShapeMismatchAndRealData() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
