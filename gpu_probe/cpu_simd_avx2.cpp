@@ -82,18 +82,21 @@ __m128i load8Bytes(const std::uint8_t* p) {
 
 struct DecF32 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         return {_mm256_loadu_ps(reinterpret_cast<const float*>(row) + c)};
     }
 };
 struct DecF16 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)))};
     }
 };
 struct DecBF16 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c));
         return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16))};
@@ -106,6 +109,7 @@ struct DecI8 {
     // Keys against int16 queries, 16 elements per step: the int8 codes widened to int16, then
     // vpmaddwd (pairs of int16 products summed into int32, exactly) and an int32 add.
     static constexpr bool kIntegerDot = true;
+    static constexpr bool kIntegerAccumulate = false;
     static constexpr int kIntegerChunk = 16;
     template <int NG, int NT, class TileT>
     static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
@@ -113,6 +117,7 @@ struct DecI8 {
 };
 struct DecE5M2 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         return {_mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(load8Bytes(row + c)), 8))};
     }
@@ -120,6 +125,7 @@ struct DecE5M2 {
 // E4M3 through a half, as in cpu_simd_avx512.cpp.
 struct DecE4M3 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i wide = _mm_cvtepu8_epi16(load8Bytes(row + c));
         const __m128i magnitude = _mm_and_si128(wide, _mm_set1_epi16(0x7f));

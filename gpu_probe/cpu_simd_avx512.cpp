@@ -80,23 +80,27 @@ void prefetch(const void* p) {
 
 struct DecF32 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         return {_mm512_loadu_ps(reinterpret_cast<const float*>(row) + c)};
     }
 };
 struct DecF16 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)))};
     }
 };
 struct DecBF16 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c));
         return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16))};
     }
 };
+constexpr int kTileTokens = 32; // the kernel's kTile (cpu_simd_kernels.h checks they agree)
 struct DecI8 {
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
@@ -109,10 +113,38 @@ struct DecI8 {
     template <int NG, int NT, class TileT>
     static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
                               const float* q16Scale, float* logits);
+    // Values times 15-bit weights, two tokens at a time: their rows widened to int16 and
+    // interleaved (vpunpck{l,h}wd, within 128-bit lanes), so each int32 lane of vpdpwssd sums
+    // w[2j] v[2j][c] + w[2j+1] v[2j+1][c] for one channel c. The accumulators keep the lanes'
+    // channel order; channelOf undoes it at the end.
+    static constexpr bool kIntegerAccumulate = true;
+    template <int NG, class TileT>
+    static void integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
+                                  const std::int32_t* weightPairs, const float* weightScale);
+    // Slot s of a 32-channel chunk: the low half (16 lanes) holds channels 0-3, 8-11, 16-19,
+    // 24-27; the high half 4-7, 12-15, 20-23, 28-31.
+    static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale) {
+        static_assert(kTileTokens == 32, "two vectors of weights per head");
+        const __m512 first = _mm512_loadu_ps(weights), second = _mm512_loadu_ps(weights + 16);
+        const float largest = _mm512_reduce_max_ps(_mm512_max_ps(first, second));
+        *scale = largest / 32767.0f;
+        const __m512 toInt = _mm512_set1_ps(largest > 0.0f ? 32767.0f / largest : 0.0f);
+        std::int16_t* out = reinterpret_cast<std::int16_t*>(pairs);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(first, toInt))));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + 16),
+            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(second, toInt))));
+    }
+    static int channelOf(int slot) {
+        const int chunk = slot / 32, r = slot % 32, half = r / 16, k = r % 16;
+        return chunk * 32 + (k / 4) * 8 + half * 4 + k % 4;
+    }
 };
 // OCP E5M2 is the top byte of an IEEE half: exact through F16C.
 struct DecE5M2 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
         return {_mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8))};
@@ -122,6 +154,7 @@ struct DecE5M2 {
 // exact for normals and subnormals alike; the one NaN code (S.1111.111) is patched.
 struct DecE4M3 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
         const __m256i wide = _mm256_cvtepu8_epi16(bytes);
@@ -135,6 +168,7 @@ struct DecE4M3 {
 };
 
 #include "gpu_probe/cpu_simd_kernels.h"
+static_assert(kTile == kTileTokens);
 
 template <int NG, int NT, class TileT>
 void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
@@ -161,6 +195,39 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
     for (int t = 0; t < NT; ++t)
         for (int g = 0; g < NG; ++g)
             logits[(g0 + g) * kTile + i0 + t] = dots[t * NG + g] * q16Scale[g0 + g];
+}
+
+template <int NG, class TileT>
+void DecI8::integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
+                              const std::int32_t* weightPairs, const float* weightScale) {
+    const int pairs = (tile.n + 1) / 2;
+    for (int c = 0; c < dim; c += 32) {
+        __m512i low[NG], high[NG];
+        for (int g = 0; g < NG; ++g)
+            low[g] = high[g] = _mm512_setzero_si512();
+        for (int j = 0; j < pairs; ++j) {
+            // an odd last token pairs with itself at weight 0
+            const std::uint8_t* second = 2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j];
+            const __m512i a = _mm512_cvtepi8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.v[2 * j] + c)));
+            const __m512i b = _mm512_cvtepi8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + c)));
+            const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+            for (int g = 0; g < NG; ++g) {
+                const __m512i weight = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);
+                low[g] = _mm512_dpwssd_epi32(low[g], lo, weight);
+                high[g] = _mm512_dpwssd_epi32(high[g], hi, weight);
+            }
+        }
+        for (int g = 0; g < NG; ++g) {
+            float* out = acc + std::int64_t(g0 + g) * dim + c;
+            const __m512 scale = _mm512_set1_ps(weightScale[g0 + g]);
+            _mm512_storeu_ps(
+                out, _mm512_fmadd_ps(_mm512_cvtepi32_ps(low[g]), scale, _mm512_loadu_ps(out)));
+            _mm512_storeu_ps(out + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(high[g]), scale,
+                                                       _mm512_loadu_ps(out + 16)));
+        }
+    }
 }
 
 // fp16 input into fp16 codes is the identity for every code but NaN (kv_quant.h's floatToHalf

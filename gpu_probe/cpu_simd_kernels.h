@@ -15,7 +15,15 @@
 //   finer than the bf16 queries of GPU kernels) and sum exactly in int32; it then provides
 //   template <int NG, int NT> static void integerLogits(const std::int16_t* q16, int dim,
 //   const Tile&, int i0, int g0, const float* q16Scale, float* logits), for dims that are a
-//   multiple of kIntegerChunk.
+//   multiple of kIntegerChunk. A decoder with kIntegerAccumulate also accumulates the values
+//   in integers: the tile's softmax weights quantized to 15 bits per query head (relative to
+//   the tile's largest), token pairs through vpdpwssd, one float multiply-add per tile; its
+//   accumulators hold the channels in the order channelOf(slot) gives, undone at the end:
+//   template <int NG> static void integerAccumulate(float* acc, int dim, const Tile&, int g0,
+//   const std::int32_t* weightPairs, const float* weightScale); static int channelOf(int);
+//   static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale): one
+//   head's kTile weights (0 past the tile's end) as int16, two per int32 (token 2j low), and
+//   the scale back.
 //
 // The structure is a GPU decode kernel's (vLLM's paged_attention_v2, FlashInfer's batch decode),
 // one work item = one (request, KV head, 512-token partition) as one CTA:
@@ -32,15 +40,6 @@
 
 constexpr int kTile = 32; // tokens per tile
 
-// Phase 1's product for one tile.
-struct Tile {
-    const std::uint8_t* k[kTile];
-    const std::uint8_t* v[kTile];
-    const std::uint8_t* kMeta[kTile]; // kSimdI8: the token's fp32 scale
-    const std::uint8_t* vMeta[kTile];
-    int n;
-};
-
 inline float loadScale(const std::uint8_t* p) {
     float f;
     __builtin_memcpy(&f, p, 4);
@@ -52,11 +51,38 @@ inline void prefetchRow(const std::uint8_t* row, int bytes) {
         prefetch(row + offset);
 }
 
+// Phase 1's product for one tile.
+struct Tile {
+    const std::uint8_t* k[kTile];
+    const std::uint8_t* v[kTile];
+    const std::uint8_t* kMeta[kTile]; // kSimdI8: the token's fp32 scale
+    const std::uint8_t* vMeta[kTile];
+    int n;
+    int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
+};
+
+// Prefetches the rows of tokens [from, to) of a gathered tile: called a few tokens at a time
+// from the current tile's logits loop, so the next tile's loads are spread over this tile's
+// compute rather than queued all at once behind the core's few line-fill buffers.
+inline void prefetchTokens(const Tile* tile, int from, int to) {
+    if (!tile)
+        return;
+    to = to < tile->n ? to : tile->n;
+    for (int i = from; i < to; ++i) {
+        if (tile->kBytes)
+            prefetchRow(tile->k[i], tile->kBytes);
+        if (tile->vBytes)
+            prefetchRow(tile->v[i], tile->vBytes);
+    }
+}
+
 // Phase 1: where tile tokens [first, first + n) of one (request, head) live.
 inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int head,
                        std::int64_t first, int n, Tile& tile, float* kBuffer, float* vBuffer) {
     const bool kGeneric = a.k.kind == kSimdGeneric, vGeneric = a.v.kind == kSimdGeneric;
     tile.n = n;
+    tile.kBytes = kGeneric ? 0 : a.k.dataBytes;
+    tile.vBytes = vGeneric ? 0 : a.v.dataBytes;
     // The block and the offset in it advance token by token (no division per token).
     std::int64_t blockIndex = first / a.blockSize;
     int offset = int(first % a.blockSize);
@@ -74,7 +100,6 @@ inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int he
             tile.k[i] = reinterpret_cast<const std::uint8_t*>(row);
         } else {
             tile.k[i] = kSide + std::int64_t(offset) * a.k.dataBytes;
-            prefetchRow(tile.k[i], a.k.dataBytes);
         }
         if (vGeneric) {
             float* row = vBuffer + std::int64_t(i) * a.headDim;
@@ -82,7 +107,6 @@ inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int he
             tile.v[i] = reinterpret_cast<const std::uint8_t*>(row);
         } else {
             tile.v[i] = vSide + std::int64_t(offset) * a.v.dataBytes;
-            prefetchRow(tile.v[i], a.v.dataBytes);
         }
         if (a.k.kind == kSimdI8) {
             tile.kMeta[i] = kSide + a.k.metaOffset + std::int64_t(offset) * 4;
@@ -121,13 +145,19 @@ inline void logitsBlock(const float* queries, int dim, const Tile& tile, int i0,
 }
 
 template <class Dec, int NG>
-inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, float* logits) {
+inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, float* logits,
+                       const Tile* next) {
     constexpr int NT = NG >= 8 ? 1 : 8 / NG;
     int i = 0;
-    for (; i + NT <= tile.n; i += NT)
+    for (; i + NT <= tile.n; i += NT) {
+        prefetchTokens(next, i, i + NT);
         logitsBlock<Dec, NG, NT>(queries, dim, tile, i, g0, logits);
-    for (; i < tile.n; ++i)
+    }
+    for (; i < tile.n; ++i) {
+        prefetchTokens(next, i, i + 1);
         logitsBlock<Dec, NG, 1>(queries, dim, tile, i, g0, logits);
+    }
+    prefetchTokens(next, tile.n, kTile); // a last tile shorter than the next one
 }
 
 // acc[g][c0 .. c0 + NC W) += sum_i weights[g * kTile + i] * V_i for query heads [g0, g0 + NG):
@@ -173,114 +203,146 @@ inline std::size_t roundUp16(std::size_t n) {
 // running max and sum [group], per-token scales [kTile].
 struct Workspace {
     float *queries, *acc, *kBuffer[2], *vBuffer[2], *logits, *weights, *runMax, *runSum, *kScales,
-        *vScales, *q16Scale;
-    std::int16_t* q16; // [group, dim] for integer dots
+        *vScales, *q16Scale, *weightScale;
+    std::int16_t* q16;         // [group, dim] for integer dots
+    std::int32_t* weightPairs; // [group, kTile / 2] for integer accumulation
 };
 
-inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspace* w) {
+// Lays the workspace out from `base` (each piece 64-byte aligned relative to it); the floats
+// it takes.
+inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspace& w) {
     const std::size_t group = std::size_t(a.groupSize), dim = std::size_t(a.headDim);
-    float* q16 = nullptr;
-    const std::size_t sizes[] = {
-        group * dim,   group * dim,          kTile * dim, kTile * dim, kTile * dim, kTile * dim,
-        group * kTile, group * kTile,        group,       group,       kTile,       kTile,
-        group,         (group * dim + 1) / 2};
-    float** slots[] = {
-        &w->queries,  &w->acc,     &w->kBuffer[0], &w->kBuffer[1], &w->vBuffer[0], &w->vBuffer[1],
-        &w->logits,   &w->weights, &w->runMax,     &w->runSum,     &w->kScales,    &w->vScales,
-        &w->q16Scale, &q16};
+    float *q16 = nullptr, *weightPairs = nullptr;
+    const struct {
+        float** slot;
+        std::size_t floats;
+    } pieces[] = {
+        {&w.queries, group * dim},
+        {&w.acc, group * dim},
+        {&w.kBuffer[0], kTile * dim},
+        {&w.kBuffer[1], kTile * dim},
+        {&w.vBuffer[0], kTile * dim},
+        {&w.vBuffer[1], kTile * dim},
+        {&w.logits, group * kTile},
+        {&w.weights, group * kTile},
+        {&w.runMax, group},
+        {&w.runSum, group},
+        {&w.kScales, kTile},
+        {&w.vScales, kTile},
+        {&w.q16Scale, group},
+        {&w.weightScale, group},
+        {&q16, (group * dim + 1) / 2},
+        {&weightPairs, group * (kTile / 2)},
+    };
     std::size_t offset = 0;
-    for (int i = 0; i < 14; ++i) {
-        if (w)
-            *slots[i] = base + offset;
-        offset += roundUp16(sizes[i]);
+    for (const auto& piece : pieces) {
+        *piece.slot = base ? base + offset : nullptr;
+        offset += roundUp16(piece.floats);
     }
-    if (w)
-        w->q16 = reinterpret_cast<std::int16_t*>(q16);
+    w.q16 = reinterpret_cast<std::int16_t*>(q16);
+    w.weightPairs = reinterpret_cast<std::int32_t*>(weightPairs);
     return offset;
+}
+
+// The query heads in blocks of 8, 4, 2 and 1, so the accumulators stay in registers.
+inline int headBlock(int left) {
+    return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
 }
 
 // Integer logits (see above) over the tile's tokens in blocks of NT.
 template <class Dec, int NG>
-inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int g0) {
+inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int g0,
+                              const Tile* next) {
     if constexpr (Dec::kIntegerDot) {
         constexpr int NT = NG >= 8 ? 1 : 8 / NG;
         int i = 0;
-        for (; i + NT <= tile.n; i += NT)
+        for (; i + NT <= tile.n; i += NT) {
+            prefetchTokens(next, i, i + NT);
             Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
-        for (; i < tile.n; ++i)
+        }
+        for (; i < tile.n; ++i) {
+            prefetchTokens(next, i, i + 1);
             Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
+        }
+        prefetchTokens(next, tile.n, kTile);
     }
 }
 
 template <class Dec>
-inline void integerLogitsOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
-    int g0 = 0;
-    while (g0 < group) {
-        const int left = group - g0;
-        const int count = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-        switch (count) {
-        case 8:
-            tileIntegerLogits<Dec, 8>(w, dim, tile, g0);
-            break;
-        case 4:
-            tileIntegerLogits<Dec, 4>(w, dim, tile, g0);
-            break;
-        case 2:
-            tileIntegerLogits<Dec, 2>(w, dim, tile, g0);
-            break;
-        default:
-            tileIntegerLogits<Dec, 1>(w, dim, tile, g0);
-            break;
-        }
+inline void integerLogitsOverHeads(const Workspace& w, int group, int dim, const Tile& tile,
+                                   const Tile* next) {
+    for (int g0 = 0; g0 < group; next = nullptr) {
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileIntegerLogits<Dec, 8>(w, dim, tile, g0, next);
+        else if (count == 4)
+            tileIntegerLogits<Dec, 4>(w, dim, tile, g0, next);
+        else if (count == 2)
+            tileIntegerLogits<Dec, 2>(w, dim, tile, g0, next);
+        else
+            tileIntegerLogits<Dec, 1>(w, dim, tile, g0, next);
         g0 += count;
     }
 }
 
-// The query heads in blocks of 8, 4, 2 and 1, so the accumulators stay in registers.
-template <class Dec, bool Logits>
-inline void overHeadBlocks(int group, float* target, int dim, const Tile& tile, float* work) {
-    int g0 = 0;
-    while (g0 < group) {
-        const int left = group - g0;
-        const int count = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-        if constexpr (Logits) {
-            switch (count) {
-            case 8:
-                tileLogits<Dec, 8>(target, dim, tile, g0, work);
-                break;
-            case 4:
-                tileLogits<Dec, 4>(target, dim, tile, g0, work);
-                break;
-            case 2:
-                tileLogits<Dec, 2>(target, dim, tile, g0, work);
-                break;
-            default:
-                tileLogits<Dec, 1>(target, dim, tile, g0, work);
-                break;
-            }
-        } else {
-            switch (count) {
-            case 8:
-                tileAccumulate<Dec, 8>(target, dim, tile, g0, work);
-                break;
-            case 4:
-                tileAccumulate<Dec, 4>(target, dim, tile, g0, work);
-                break;
-            case 2:
-                tileAccumulate<Dec, 2>(target, dim, tile, g0, work);
-                break;
-            default:
-                tileAccumulate<Dec, 1>(target, dim, tile, g0, work);
-                break;
-            }
+template <class Dec>
+inline void logitsOverHeads(const Workspace& w, int group, int dim, const Tile& tile,
+                            const Tile* next) {
+    for (int g0 = 0; g0 < group; next = nullptr) { // the next tile is prefetched once
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileLogits<Dec, 8>(w.queries, dim, tile, g0, w.logits, next);
+        else if (count == 4)
+            tileLogits<Dec, 4>(w.queries, dim, tile, g0, w.logits, next);
+        else if (count == 2)
+            tileLogits<Dec, 2>(w.queries, dim, tile, g0, w.logits, next);
+        else
+            tileLogits<Dec, 1>(w.queries, dim, tile, g0, w.logits, next);
+        g0 += count;
+    }
+}
+
+template <class Dec>
+inline void integerAccumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
+    if constexpr (Dec::kIntegerAccumulate) {
+        for (int g0 = 0; g0 < group;) {
+            const int count = headBlock(group - g0);
+            if (count == 8)
+                Dec::template integerAccumulate<8>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else if (count == 4)
+                Dec::template integerAccumulate<4>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else if (count == 2)
+                Dec::template integerAccumulate<2>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else
+                Dec::template integerAccumulate<1>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            g0 += count;
         }
+    }
+}
+
+template <class Dec>
+inline void accumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
+    for (int g0 = 0; g0 < group;) {
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileAccumulate<Dec, 8>(w.acc, dim, tile, g0, w.weights);
+        else if (count == 4)
+            tileAccumulate<Dec, 4>(w.acc, dim, tile, g0, w.weights);
+        else if (count == 2)
+            tileAccumulate<Dec, 2>(w.acc, dim, tile, g0, w.weights);
+        else
+            tileAccumulate<Dec, 1>(w.acc, dim, tile, g0, w.weights);
         g0 += count;
     }
 }
 
 std::size_t workspaceFloats(const SimdAttention& a) {
-    Workspace* none = nullptr;
-    return workspaceLayout(a, nullptr, none);
+    Workspace unused;
+    return workspaceLayout(a, nullptr, unused);
 }
 
 template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item, float* base) {
@@ -295,7 +357,7 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
         return;
     const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
     Workspace w;
-    workspaceLayout(a, base, &w);
+    workspaceLayout(a, base, w);
     const bool scaled = a.k.kind == kSimdI8;
     const float minusInf = -__builtin_inff();
 
@@ -312,14 +374,18 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
     }
     for (int i = 0; i < kTile; ++i)
         w.kScales[i] = w.vScales[i] = 1.0f;
-    bool integerDot = false;
+    bool integerDot = false, integerAccumulate = false;
     if constexpr (Dec::kIntegerDot) {
         integerDot = dim % Dec::kIntegerChunk == 0 && dim <= 256; // int32 sums cannot overflow
+        integerAccumulate = integerDot && Dec::kIntegerAccumulate;
         for (int g = 0; integerDot && g < group; ++g) {
             const float* row = w.queries + std::int64_t(g) * dim;
-            float largest = 0.0f;
-            for (int c = 0; c < dim; ++c)
-                largest = row[c] > largest ? row[c] : -row[c] > largest ? -row[c] : largest;
+            Vec high = Vec::zero();
+            for (int c = 0; c < dim; c += Vec::W) {
+                const Vec x = Vec::load(row + c);
+                high = Vec::max(high, Vec::max(x, Vec::zero() - x));
+            }
+            const float largest = high.hmax();
             const float toInt = largest > 0.0f ? 32767.0f / largest : 0.0f;
             w.q16Scale[g] = largest / 32767.0f;
             for (int c = 0; c < dim; ++c) {
@@ -338,9 +404,9 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
     gatherTile(a, table, head, begin, tileLength(begin), tiles[0], w.kBuffer[0], w.vBuffer[0]);
     for (std::int64_t first = begin; first < end; first += kTile) {
         // Phase 1 for the next tile, then phase 2 for this one.
-        const std::int64_t next = first + kTile;
-        if (next < end)
-            gatherTile(a, table, head, next, tileLength(next), tiles[1 - current],
+        const std::int64_t nextFirst = first + kTile;
+        if (nextFirst < end)
+            gatherTile(a, table, head, nextFirst, tileLength(nextFirst), tiles[1 - current],
                        w.kBuffer[1 - current], w.vBuffer[1 - current]);
         const Tile& tile = tiles[current];
         const int n = tile.n;
@@ -349,10 +415,11 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
                 w.kScales[i] = loadScale(tile.kMeta[i]);
                 w.vScales[i] = loadScale(tile.vMeta[i]);
             }
+        const Tile* next = nextFirst < end ? &tiles[1 - current] : nullptr;
         if (integerDot)
-            integerLogitsOverHeads<Dec>(w, group, dim, tile);
+            integerLogitsOverHeads<Dec>(w, group, dim, tile, next);
         else
-            overHeadBlocks<Dec, true>(group, w.queries, dim, tile, w.logits);
+            logitsOverHeads<Dec>(w, group, dim, tile, next);
         // Online softmax, once per tile: the new max, one rescale of the running sum and the
         // accumulators, the tile's weights (padding tokens have logit -inf, weight 0).
         for (int g = 0; g < group; ++g) {
@@ -387,7 +454,15 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
                     (Vec::load(acc + c) * factor).store(acc + c);
             }
         }
-        overHeadBlocks<Dec, false>(group, w.acc, dim, tile, w.weights);
+        if (integerAccumulate) {
+            if constexpr (Dec::kIntegerAccumulate)
+                for (int g = 0; g < group; ++g)
+                    Dec::quantizeWeights(w.weights + g * kTile, w.weightPairs + g * (kTile / 2),
+                                         w.weightScale + g);
+            integerAccumulateOverHeads<Dec>(w, group, dim, tile);
+        } else {
+            accumulateOverHeads<Dec>(w, group, dim, tile);
+        }
         current = 1 - current;
     }
     for (int g = 0; g < group; ++g) {
@@ -396,8 +471,17 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
             partition;
         a.maxLogit[index] = w.runMax[g];
         a.expSum[index] = w.runSum[g];
+        const float* acc = w.acc + std::int64_t(g) * dim;
+        float* partial = a.partial + index * dim;
+        if constexpr (Dec::kIntegerAccumulate) {
+            if (integerAccumulate) {
+                for (int slot = 0; slot < dim; ++slot)
+                    partial[Dec::channelOf(slot)] = acc[slot];
+                continue;
+            }
+        }
         for (int c = 0; c < dim; ++c)
-            a.partial[index * dim + c] = w.acc[std::int64_t(g) * dim + c];
+            partial[c] = acc[c];
     }
 }
 

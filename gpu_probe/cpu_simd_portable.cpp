@@ -87,6 +87,7 @@ inline float halfBits(std::uint16_t half) {
 
 template <class V> struct PortableF32 {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static V load(const std::uint8_t* row, int c) {
         V r;
         std::memcpy(r.v, row + 4 * std::size_t(c), sizeof r.v);
@@ -116,6 +117,7 @@ float fromE5M2(const std::uint8_t* p) {
 
 template <class V, int Bytes, float (*Convert)(const std::uint8_t*)> struct Dec {
     static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
     static V load(const std::uint8_t* row, int c) {
         V r;
         for (int i = 0; i < V::W; ++i)
