@@ -63,12 +63,15 @@ const SimdKernels& simdLevel(int index) {
 }
 
 const SimdKernels& cpuSimd(int headDim) {
-    std::string wanted = wantedLevel();
-    if (!known(wanted))
-        wanted.clear(); // an unknown or unsupported name: the automatic choice
-    for (const SimdKernels* level : levels())
-        if ((wanted.empty() || wanted == level->name) && headDim % level->width == 0)
-            return *level;
+    const std::string wanted = wantedLevel();
+    const auto& all = levels();
+    std::size_t first = 0; // the wanted level (an unknown or unsupported name: the best)
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (wanted == all[i]->name)
+            first = i;
+    for (std::size_t i = first; i < all.size(); ++i)
+        if (headDim % all[i]->width == 0)
+            return *all[i];
     return kSimdPortable1;
 }
 

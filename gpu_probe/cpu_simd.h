@@ -90,8 +90,8 @@ struct SimdKernels {
 // portable one).
 int simdLevelCount();
 const SimdKernels& simdLevel(int index);
-// The kernels in use: the best level whose width divides headDim, unless the environment
-// variable KVL_CPU_SIMD (avx512, avx2, portable) or setSimdOverride names another.
+// The kernels in use: the best level whose width divides headDim, starting from the level the
+// environment variable KVL_CPU_SIMD (avx512, avx2, portable) or setSimdOverride names.
 const SimdKernels& cpuSimd(int headDim);
 // The name of the best level this CPU runs ("avx512", ...), for `kvprobe info`.
 const char* cpuSimdName();

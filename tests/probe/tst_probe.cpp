@@ -3,6 +3,7 @@
 #include "core/io/json.h"
 #include "core/ledger.h"
 #include "gpu_probe/block_manager.h"
+#include "gpu_probe/cpu_simd.h"
 #include "gpu_probe/kv_quant.h"
 #include "gpu_probe/npy.h"
 #include "gpu_probe/ops.h"
@@ -919,6 +920,145 @@ private slots:
         const ProbeReport bad = runSweep(plan);
         QCOMPARE(bad.status, ProbeStatus::Failed);
         QCOMPARE(bad.error.code, ErrorCode::BadInput);
+    }
+
+    // ---- the CPU backend's vector kernels (cpu_simd.h), every level this CPU runs
+    void simdLevelsAndDispatch() {
+        QVERIFY(simdLevelCount() >= 1);
+        QCOMPARE(QString(simdLevel(simdLevelCount() - 1).name), QString("portable"));
+        QCOMPARE(QString(cpuSimdName()), QString(simdLevel(0).name));
+        QVERIFY(!testing::setSimdOverride("sse9"));
+        for (int i = 0; i < simdLevelCount(); ++i) {
+            const SimdKernels& level = simdLevel(i);
+            QVERIFY(testing::setSimdOverride(level.name));
+            QCOMPARE(QString(cpuSimd(128).name), QString(level.name));
+            // a width that does not divide head_dim falls to the next level down
+            QVERIFY(36 % cpuSimd(36).width == 0);
+            QCOMPARE(cpuSimd(36).width, 1);
+            QVERIFY(72 % cpuSimd(72).width == 0);
+        }
+        QVERIFY(testing::setSimdOverride(""));
+    }
+
+    // The vector store writes the same bytes as kv_quant.h's scalar quantizeTokenVector (the
+    // function the CUDA store is checked against) for every fp16 and bf16 bit pattern, zeros,
+    // subnormals, NaN and infinity rows, at every level.
+    void vectorStoreIsByteIdentical_data() {
+        QTest::addColumn<QString>("level");
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<bool>("bf16");
+        for (int i = 0; i < simdLevelCount(); ++i)
+            for (const char* format : {"fp16", "int8"})
+                for (bool bf16 : {false, true})
+                    QTest::addRow("%s %s %s-in", simdLevel(i).name, format, bf16 ? "bf16" : "fp16")
+                        << QString(simdLevel(i).name) << QString(format) << bf16;
+    }
+    void vectorStoreIsByteIdentical() {
+        QFETCH(QString, level);
+        QFETCH(QString, format);
+        QFETCH(bool, bf16);
+        QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
+        const int heads = 2, dim = 128, blockSize = 16;
+        const PageLayout layout =
+            makeLayout(fmt(format.toLatin1().constData()).format, dim, heads, blockSize).value();
+        // Rows: every 16-bit pattern in order (65536 / 128 = 512 rows, so NaN and infinity rows
+        // too), then a zero row, a negative-zero row, subnormals only, the largest finite
+        // values, and rows of values that differ in the last bit.
+        std::vector<std::uint16_t> bits;
+        for (std::uint32_t b = 0; b < 65536; ++b)
+            bits.push_back(std::uint16_t(b));
+        auto addRow = [&](auto valueOf) {
+            for (int c = 0; c < dim; ++c)
+                bits.push_back(valueOf(c));
+        };
+        addRow([](int) { return std::uint16_t(0x0000); });
+        addRow([](int) { return std::uint16_t(0x8000); });
+        addRow([](int c) { return std::uint16_t((c % 2 ? 0x8000 : 0) | (c + 1)); });
+        addRow([bf16](int c) {
+            return std::uint16_t((c % 2 ? 0x8000 : 0) | (bf16 ? 0x7f7f : 0x7bff));
+        });
+        addRow([](int c) { return std::uint16_t(0x3c00 + c); });
+        const std::int64_t tokens = std::int64_t(bits.size()) / (heads * dim);
+        std::vector<std::int64_t> slotMap(static_cast<std::size_t>(tokens)); // "slots": Qt's
+        for (std::int64_t t = 0; t < tokens; ++t)
+            slotMap[std::size_t(t)] = t;
+        const std::int64_t blocks = (tokens + blockSize - 1) / blockSize;
+        std::vector<std::uint8_t> pool(std::size_t(blocks * layout.pageBytes), 0xA5);
+        std::vector<std::uint8_t> expected = pool;
+        const std::vector<float> ones(std::size_t(heads), 1.0f);
+        StoreArgs args;
+        args.k = args.v = bits.data();
+        args.inputDtype = bf16 ? kInputBF16 : kInputF16;
+        args.numTokens = tokens;
+        args.slotMapping = slotMap.data();
+        args.pool = pool.data();
+        args.numBlocks = blocks;
+        args.layout = layout;
+        args.kScale = args.vScale = ones.data();
+        QVERIFY(cpuStore(args, 2).ok());
+        std::vector<float> row(static_cast<std::size_t>(dim));
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (int h = 0; h < heads; ++h) {
+                const std::uint16_t* in = bits.data() + (t * heads + h) * dim;
+                for (int c = 0; c < dim; ++c)
+                    row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
+                std::uint8_t* keySide = kSide(expected.data(), layout, t / blockSize, h);
+                const int offset = int(t % blockSize);
+                quantizeTokenVector(keySide, layout.k, offset, row.data(), 1.0f);
+                quantizeTokenVector(keySide + vSideOffset(layout), layout.v, offset, row.data(),
+                                    1.0f);
+            }
+        QVERIFY(testing::setSimdOverride(""));
+        for (std::size_t i = 0; i < pool.size(); ++i)
+            if (pool[i] != expected[i])
+                QFAIL(qPrintable(QString("byte %1 (page %2): %3, expected %4")
+                                     .arg(i)
+                                     .arg(std::int64_t(i) / layout.pageBytes)
+                                     .arg(pool[i])
+                                     .arg(expected[i])));
+    }
+
+    // Decode at every level and on each kernel path (direct decoders, INT8 in integers, the
+    // generic float tile, widths 16 / 8 / 1 through head_dim) against FP64 on the same pages.
+    void attentionOnEveryLevel_data() {
+        QTest::addColumn<QString>("level");
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<int>("headDim");
+        QTest::addColumn<double>("bound"); // kernel vs FP64 on the same dequantized pages
+        const std::pair<const char*, int> cases[] = {{"fp16", 128},
+                                                     {"bf16", 128},
+                                                     {"fp32", 64},
+                                                     {"fp8_e4m3", 128},
+                                                     {"fp8_e5m2-per-head", 128},
+                                                     {"int8", 128},
+                                                     {"int8", 64},
+                                                     {"int8", 80},
+                                                     {"int4-g32", 128},
+                                                     {"int2-kivi", 128},
+                                                     {"fp16", 72},
+                                                     {"int8", 72},
+                                                     {"fp16", 36}};
+        for (int i = 0; i < simdLevelCount(); ++i)
+            for (auto [format, dim] : cases)
+                QTest::addRow("%s %s d%d", simdLevel(i).name, format, dim)
+                    << QString(simdLevel(i).name) << QString(format) << dim
+                    << (std::string(format) == "int8" ? 2e-4 : 1e-5);
+    }
+    void attentionOnEveryLevel() {
+        QFETCH(QString, level);
+        QFETCH(QString, format);
+        QFETCH(int, headDim);
+        QFETCH(double, bound);
+        QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
+        ProbePlan p = quickPlan(format.toLatin1().constData());
+        p.model = smallLayer(12, 3, headDim); // GQA 4: head blocks of 4
+        p.contexts = {517, 64, 1100};         // partial tiles, pages and partitions
+        p.prefixTokens = 64;
+        const ProbeResult r = runProbe(p);
+        QVERIFY(testing::setSimdOverride(""));
+        QVERIFY2(r.ok(), r.error.message.c_str());
+        QVERIFY2(r.storeCheck.ok(), r.storeCheck ? "" : r.storeCheck.error().message.c_str());
+        QVERIFY2(r.kernelVsRefRelL2 <= bound, qPrintable(QString::number(r.kernelVsRefRelL2)));
     }
 
     void codecMaxima() {
