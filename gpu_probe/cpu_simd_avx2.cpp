@@ -11,6 +11,7 @@ namespace {
 
 struct Vec {
     static constexpr int W = 8;
+    static constexpr int kAccumulators = 8;
     __m256 v;
     static Vec zero() { return {_mm256_setzero_ps()}; }
     static Vec set1(float f) { return {_mm256_set1_ps(f)}; }
@@ -155,8 +156,8 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
             const __m256i key = _mm256_cvtepi8_epi16(
                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile.k[i0 + t] + c)));
             for (int g = 0; g < NG; ++g)
-                sum[t * NG + g] =
-                    _mm256_add_epi32(sum[t * NG + g], _mm256_madd_epi16(key, query[g]));
+                sum[g * NT + t] =
+                    _mm256_add_epi32(sum[g * NT + t], _mm256_madd_epi16(key, query[g]));
         }
     }
     Vec sums[NG * NT];
@@ -164,9 +165,9 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
         sums[j] = {_mm256_cvtepi32_ps(sum[j])};
     float dots[NG * NT];
     reduceN<NG * NT>(sums, dots);
-    for (int t = 0; t < NT; ++t)
-        for (int g = 0; g < NG; ++g)
-            logits[(g0 + g) * kTile + i0 + t] = dots[t * NG + g] * q16Scale[g0 + g];
+    for (int g = 0; g < NG; ++g)
+        for (int t = 0; t < NT; ++t)
+            logits[(g0 + g) * kTile + i0 + t] = dots[g * NT + t] * q16Scale[g0 + g];
 }
 
 // As storeF16 in cpu_simd_avx512.cpp.

@@ -11,6 +11,7 @@ namespace {
 
 struct Vec {
     static constexpr int W = 16;
+    static constexpr int kAccumulators = 16;
     __m512 v;
     static Vec zero() { return {_mm512_setzero_ps()}; }
     static Vec set1(float f) { return {_mm512_set1_ps(f)}; }
@@ -53,9 +54,29 @@ Vec expv(Vec x) {
     return {_mm512_mask_blend_ps(underflow, result, _mm512_setzero_ps())};
 }
 
-// Sums of N vectors, four at a time: 128-bit lanes folded across the vectors, then within.
+// Sums of 16 vectors in one vector, in order: pairs, then quadruples, folded together while
+// the lanes are transposed (45 instructions for 16 sums, no scalar extraction).
+__m512 reduce16(const Vec* s) {
+    __m512 pairs[8], quads[4], halves[2];
+    for (int k = 0; k < 8; ++k) // per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3)
+        pairs[k] = _mm512_add_ps(_mm512_unpacklo_ps(s[2 * k].v, s[2 * k + 1].v),
+                                 _mm512_unpackhi_ps(s[2 * k].v, s[2 * k + 1].v));
+    for (int k = 0; k < 4; ++k) // per lane: (a, b, c, d) over that lane
+        quads[k] = _mm512_add_ps(_mm512_shuffle_ps(pairs[2 * k], pairs[2 * k + 1], 0x44),
+                                 _mm512_shuffle_ps(pairs[2 * k], pairs[2 * k + 1], 0xEE));
+    for (int k = 0; k < 2; ++k) // lanes: (abcd of lanes 0+1, of 2+3, efgh of 0+1, of 2+3)
+        halves[k] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * k], quads[2 * k + 1], 0x88),
+                                  _mm512_shuffle_f32x4(quads[2 * k], quads[2 * k + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], 0x88),
+                         _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
+}
+
+// Sums of N vectors: sixteen at a time, then four at a time (128-bit lanes folded across the
+// vectors, then within), then one by one.
 template <int N> void reduceN(const Vec (&s)[N], float* out) {
     int i = 0;
+    for (; i + 16 <= N; i += 16)
+        _mm512_storeu_ps(out + i, reduce16(s + i));
     for (; i + 4 <= N; i += 4) {
         const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(s[i].v, s[i + 1].v, 0x44),
                                         _mm512_shuffle_f32x4(s[i].v, s[i + 1].v, 0xEE));
@@ -121,8 +142,8 @@ struct DecI8 {
     template <int NG, class TileT>
     static void integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
                                   const std::int32_t* weightPairs, const float* weightScale);
-    // Slot s of a 32-channel chunk: the low half (16 lanes) holds channels 0-3, 8-11, 16-19,
-    // 24-27; the high half 4-7, 12-15, 20-23, 28-31.
+    // A 32-channel chunk's low half (16 lanes) holds channels 0-3, 8-11, 16-19, 24-27, its high
+    // half 4-7, 12-15, 20-23, 28-31: back into channel order.
     static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale) {
         static_assert(kTileTokens == 32, "two vectors of weights per head");
         const __m512 first = _mm512_loadu_ps(weights), second = _mm512_loadu_ps(weights + 16);
@@ -136,9 +157,16 @@ struct DecI8 {
             reinterpret_cast<__m256i*>(out + 16),
             _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(second, toInt))));
     }
-    static int channelOf(int slot) {
-        const int chunk = slot / 32, r = slot % 32, half = r / 16, k = r % 16;
-        return chunk * 32 + (k / 4) * 8 + half * 4 + k % 4;
+    static void unpermute(const float* acc, int dim, float* out) {
+        const __m512i first =
+            _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+        const __m512i second =
+            _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+        for (int c = 0; c < dim; c += 32) {
+            const __m512 low = _mm512_loadu_ps(acc + c), high = _mm512_loadu_ps(acc + c + 16);
+            _mm512_storeu_ps(out + c, _mm512_permutex2var_ps(low, first, high));
+            _mm512_storeu_ps(out + c + 16, _mm512_permutex2var_ps(low, second, high));
+        }
     }
 };
 // OCP E5M2 is the top byte of an IEEE half: exact through F16C.
@@ -184,17 +212,25 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
             const __m512i key = _mm512_cvtepi8_epi16(
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.k[i0 + t] + c)));
             for (int g = 0; g < NG; ++g)
-                sum[t * NG + g] = _mm512_dpwssd_epi32(sum[t * NG + g], key, query[g]);
+                sum[g * NT + t] = _mm512_dpwssd_epi32(sum[g * NT + t], key, query[g]);
         }
     }
     Vec sums[NG * NT];
     for (int j = 0; j < NG * NT; ++j)
         sums[j] = {_mm512_cvtepi32_ps(sum[j])};
-    float dots[NG * NT];
-    reduceN<NG * NT>(sums, dots);
-    for (int t = 0; t < NT; ++t)
-        for (int g = 0; g < NG; ++g)
-            logits[(g0 + g) * kTile + i0 + t] = dots[t * NG + g] * q16Scale[g0 + g];
+    alignas(64) float dots[NG * NT];
+    if constexpr (NG * NT == 16) { // one vector of sums, scaled per head at once
+        alignas(64) float scales[16];
+        for (int j = 0; j < 16; ++j)
+            scales[j] = q16Scale[g0 + j / NT];
+        _mm512_store_ps(dots, _mm512_mul_ps(reduce16(sums), _mm512_load_ps(scales)));
+    } else {
+        reduceN<NG * NT>(sums, dots);
+        for (int j = 0; j < NG * NT; ++j)
+            dots[j] *= q16Scale[g0 + j / NT];
+    }
+    for (int g = 0; g < NG; ++g)
+        __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);
 }
 
 template <int NG, class TileT>

@@ -3,6 +3,7 @@
 // guard and must not be included anywhere else), after defining
 //
 //   struct Vec      W floats: zero(), set1(f), load(const float*), store(float*), + - *,
+//                   kAccumulators (vector registers a block may keep as accumulators),
 //                   fma(a, b, c) = a * b + c, max(a, b), hsum(), hmax(), first()
 //   Vec expv(Vec)   e^x, 0 below -87.3 (so -inf gives exactly 0)
 //   template <int N> void reduceN(const Vec (&s)[N], float* out)   out[i] = s[i].hsum()
@@ -18,9 +19,9 @@
 //   multiple of kIntegerChunk. A decoder with kIntegerAccumulate also accumulates the values
 //   in integers: the tile's softmax weights quantized to 15 bits per query head (relative to
 //   the tile's largest), token pairs through vpdpwssd, one float multiply-add per tile; its
-//   accumulators hold the channels in the order channelOf(slot) gives, undone at the end:
+//   accumulators hold the channels in a lane order that unpermute(acc, dim, out) undoes at the end:
 //   template <int NG> static void integerAccumulate(float* acc, int dim, const Tile&, int g0,
-//   const std::int32_t* weightPairs, const float* weightScale); static int channelOf(int);
+//   const std::int32_t* weightPairs, const float* weightScale);
 //   static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale): one
 //   head's kTile weights (0 past the tile's end) as int16, two per int32 (token 2j low), and
 //   the scale back.
@@ -120,7 +121,8 @@ inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int he
 }
 
 // Logits of query heads [g0, g0 + NG) against tokens [i0, i0 + NT) of the tile:
-// logits[g * kTile + i]. NG x NT independent accumulators hide the FMA latency.
+// logits[g * kTile + i]. NG x NT independent accumulators hide the FMA latency; sum g * NT + t
+// belongs to head g0 + g and token i0 + t, so each head's NT logits are contiguous.
 template <class Dec, int NG, int NT>
 inline void logitsBlock(const float* queries, int dim, const Tile& tile, int i0, int g0,
                         float* logits) {
@@ -134,20 +136,24 @@ inline void logitsBlock(const float* queries, int dim, const Tile& tile, int i0,
         for (int t = 0; t < NT; ++t) {
             const Vec key = Dec::load(tile.k[i0 + t], c);
             for (int g = 0; g < NG; ++g)
-                sum[t * NG + g] = Vec::fma(query[g], key, sum[t * NG + g]);
+                sum[g * NT + t] = Vec::fma(query[g], key, sum[g * NT + t]);
         }
     }
     float dots[NG * NT];
     reduceN<NG * NT>(sum, dots);
-    for (int t = 0; t < NT; ++t)
-        for (int g = 0; g < NG; ++g)
-            logits[(g0 + g) * kTile + i0 + t] = dots[t * NG + g];
+    for (int g = 0; g < NG; ++g)
+        __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);
+}
+
+// Tokens per logits block for NG heads: as many as the accumulator registers allow.
+template <int NG> constexpr int tokensPerBlock() {
+    return NG >= Vec::kAccumulators ? 1 : Vec::kAccumulators / NG;
 }
 
 template <class Dec, int NG>
 inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, float* logits,
                        const Tile* next) {
-    constexpr int NT = NG >= 8 ? 1 : 8 / NG;
+    constexpr int NT = tokensPerBlock<NG>();
     int i = 0;
     for (; i + NT <= tile.n; i += NT) {
         prefetchTokens(next, i, i + NT);
@@ -186,7 +192,7 @@ inline void accumulateBlock(float* acc, int dim, const Tile& tile, int c0, int g
 
 template <class Dec, int NG>
 inline void tileAccumulate(float* acc, int dim, const Tile& tile, int g0, const float* weights) {
-    constexpr int NC = NG >= 8 ? 1 : 8 / NG;
+    constexpr int NC = NG >= Vec::kAccumulators ? 1 : Vec::kAccumulators / NG;
     int c = 0;
     for (; c + NC * Vec::W <= dim; c += NC * Vec::W)
         accumulateBlock<Dec, NG, NC>(acc, dim, tile, c, g0, weights);
@@ -254,7 +260,7 @@ template <class Dec, int NG>
 inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int g0,
                               const Tile* next) {
     if constexpr (Dec::kIntegerDot) {
-        constexpr int NT = NG >= 8 ? 1 : 8 / NG;
+        constexpr int NT = tokensPerBlock<NG>();
         int i = 0;
         for (; i + NT <= tile.n; i += NT) {
             prefetchTokens(next, i, i + NT);
@@ -475,8 +481,7 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
         float* partial = a.partial + index * dim;
         if constexpr (Dec::kIntegerAccumulate) {
             if (integerAccumulate) {
-                for (int slot = 0; slot < dim; ++slot)
-                    partial[Dec::channelOf(slot)] = acc[slot];
+                Dec::unpermute(acc, dim, partial);
                 continue;
             }
         }

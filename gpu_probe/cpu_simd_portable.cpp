@@ -14,6 +14,7 @@ namespace {
 
 template <int Width> struct PortableVec {
     static constexpr int W = Width;
+    static constexpr int kAccumulators = 8;
     float v[Width];
     static PortableVec zero() { return set1(0.0f); }
     static PortableVec set1(float f) {

@@ -16,7 +16,8 @@
 # that build (its tests are the quick ones); 4 kvprobe check --backend cuda; 5 kvprobe bench
 # --quick with --jsonl, so a timeout keeps the rows that ran; 6 compute-sanitizer memcheck on one
 # small run (skipped when absent or out of time); 7 the logs into one tar. Every stage has a time
-# limit inside the whole budget (KVL_DEVICE_BUDGET_S, default 450 s); the bench gets what is left.
+# limit inside the whole budget (KVL_DEVICE_BUDGET_S, default 450 s; the build alone
+# KVL_DEVICE_BUILD_S, default 270 s); the bench gets what is left.
 #
 # Exit status: 0 all passed; 1 a test, check, bench row or the sanitizer failed (or timed out);
 # 2 configure or build failed, or the CUDA backend is off.
@@ -118,7 +119,7 @@ elif [ "$BACKEND" = cuda ] && ! grep -q "CUDA backend ON" "$LOGS/configure.log";
     say "the CUDA backend is OFF (no CUDA compiler found at configure time)"; STATUS=2
 fi
 if [ $STATUS -eq 0 ]; then
-    stage build 270 - "$LOGS/build.log" cmake --build "$BUILD" -j "$JOBS"
+    stage build "${KVL_DEVICE_BUILD_S:-270}" - "$LOGS/build.log" cmake --build "$BUILD" -j "$JOBS"
     if [ $? -ne 0 ]; then
         grep -E "error|Error" "$LOGS/build.log" | head -20 | tee -a "$SUMMARY"
         tail -5 "$LOGS/build.log" | tee -a "$SUMMARY"
