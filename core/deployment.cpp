@@ -1,4 +1,5 @@
 #include "deployment.h"
+#include "saturating.h"
 
 #include "engine.h"
 
@@ -9,19 +10,8 @@ namespace kvl::core {
 
 namespace {
 
-constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kInt64Max = kSaturated;
 
-std::int64_t satAdd(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t satMul(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return a / b + (a % b != 0 ? 1 : 0);
-}
 // a x num / den without overflow (num <= den here).
 std::int64_t scaled(std::int64_t a, std::int64_t num, std::int64_t den) {
     if (den <= 0)

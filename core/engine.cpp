@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "saturating.h"
 
 #include "kv_cache.h"
 
@@ -13,10 +14,6 @@ namespace {
 
 std::int64_t elementBytes(KvDtype d) {
     return std::max(1, bitsPerElement(d) / 8);
-}
-
-std::int64_t cdiv(std::int64_t a, std::int64_t b) {
-    return (a + b - 1) / b;
 }
 
 bool hasAttention(const ModelSpec& m) {
@@ -319,10 +316,10 @@ BlockSizes resolveBlockSizes(const Scenario& s) {
     if (out.mambaMode == MambaCacheMode::All) {
         const std::int64_t base = m.state->chunkSize > 0 ? m.state->chunkSize : 2048;
         const std::int64_t c = std::lcm(base, k);
-        block = c * cdiv(cdiv(mambaPage, perToken), c);
+        block = c * ceilDiv(ceilDiv(mambaPage, perToken), c);
         out.mamba = block;
     } else {
-        block = k * cdiv(mambaPage, k * perToken);
+        block = k * ceilDiv(mambaPage, k * perToken);
     }
     if (out.attention < block) {
         out.notes.push_back("vLLM raises the attention block size from " +

@@ -1,4 +1,5 @@
 #include "kv_cache.h"
+#include "saturating.h"
 
 #include "units.h"
 
@@ -11,19 +12,7 @@ namespace kvl::core {
 
 namespace {
 
-constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t satMul(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t satAdd(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t cdiv(std::int64_t a, std::int64_t b) {
-    return a / b + (a % b != 0 ? 1 : 0);
-}
+constexpr std::int64_t kInt64Max = kSaturated;
 
 bool isFullType(SpecType t) {
     // FullAttentionSpec and its subclass MLAAttentionSpec.
@@ -296,18 +285,18 @@ std::int64_t admissionBlocks(const CacheSpec& s, const AdmissionInputs& in) {
     case SpecType::Mla: {
         // FullAttentionSpec.max_memory_usage_bytes: each DCP rank keeps 1/DCP of the tokens.
         const std::int64_t tokens =
-            in.decodeContextParallel > 1 ? cdiv(m, in.decodeContextParallel) : m;
-        return cdiv(tokens, b);
+            in.decodeContextParallel > 1 ? ceilDiv(m, in.decodeContextParallel) : m;
+        return ceilDiv(tokens, b);
     }
     case SpecType::SlidingWindow:
         // +1: the window may start in the middle of a block.
-        return cdiv(std::min(satAdd(s.window - 1, in.inFlightTokens), m), b) + 1;
+        return ceilDiv(std::min(satAdd(s.window - 1, in.inFlightTokens), m), b) + 1;
     case SpecType::ChunkedLocal:
-        return cdiv(std::min(satAdd(s.chunk, in.inFlightTokens), m), b);
+        return ceilDiv(std::min(satAdd(s.chunk, in.inFlightTokens), m), b);
     case SpecType::Mamba:
         switch (s.mambaMode) {
         case MambaCacheMode::All:
-            return cdiv(m, b) + s.numSpeculativeBlocks;
+            return ceilDiv(m, b) + s.numSpeculativeBlocks;
         case MambaCacheMode::Align:
             return 2 + s.numSpeculativeBlocks;
         case MambaCacheMode::Auto:
@@ -315,7 +304,7 @@ std::int64_t admissionBlocks(const CacheSpec& s, const AdmissionInputs& in) {
             return 1 + s.numSpeculativeBlocks;
         }
     }
-    return cdiv(m, b);
+    return ceilDiv(m, b);
 }
 
 Result<CacheGroups> kvCacheGroups(const std::vector<std::optional<CacheSpec>>& specs,

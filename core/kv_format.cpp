@@ -1,4 +1,5 @@
 #include "kv_format.h"
+#include "saturating.h"
 
 #include <algorithm>
 #include <array>
@@ -32,10 +33,6 @@ const DtypeInfo& info(KvDtype d) {
 
 constexpr std::array<std::string_view, 7> kGranularityNames{
     "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi", "ds-mla"};
-
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return (a + b - 1) / b;
-}
 
 std::int64_t dataBytes(KvDtype d, int dim) {
     return ceilDiv(std::int64_t{dim} * info(d).bits, 8);

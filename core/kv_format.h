@@ -89,6 +89,12 @@ inline std::int64_t kvBytesPerTokenPerHead(const KvFormat& f, int dim) {
 inline std::int64_t latentBytesPerToken(const KvFormat& f, int dim) {
     return valueBytesPerToken(f, dim);
 }
+// DeepSeek sparse attention's indexer K cache, per token and layer: index_head_dim fp8 bytes
+// and one fp32 scale per 128 of them (vLLM model_executor/models/deepseek_v2.py, Indexer:
+// head_dim + head_dim // quant_block_size * 4, stored as uint8 whatever --kv-cache-dtype says).
+inline std::int64_t sparseIndexerBytesPerToken(int indexHeadDim) {
+    return std::int64_t(indexHeadDim) + std::int64_t(indexHeadDim / 128) * 4;
+}
 // Scale storage kept outside the pages, per layer (fp8 per-tensor: 2 x fp32; per-head:
 // 2 x kvHeads x fp32). Counted with the weights, where vLLM keeps k_scale / v_scale.
 std::int64_t outOfPageScaleBytesPerLayer(const KvFormat& format, int kvHeads);

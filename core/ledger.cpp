@@ -1,4 +1,5 @@
 #include "ledger.h"
+#include "saturating.h"
 
 #include "deployment.h"
 #include "engine.h"
@@ -14,26 +15,9 @@ namespace kvl::core {
 
 namespace {
 
-constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kInt64Max = kSaturated;
 
 // Saturating arithmetic: an absurd scenario reads "more than 8 EiB", never wraps around.
-std::int64_t satMul(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t satAdd(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
-}
-std::int64_t satSub(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_sub_overflow(a, b, &r)
-               ? (b > 0 ? std::numeric_limits<std::int64_t>::min() : kInt64Max)
-               : r;
-}
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return a / b + (a % b != 0 ? 1 : 0);
-}
 
 bool isAttention(LayerKind k) {
     return k == LayerKind::Full || k == LayerKind::Sliding || k == LayerKind::Chunked;
@@ -169,6 +153,16 @@ LayerBytes layerBytes(const Scenario& s, const LayerSpec& l, const KvFormat& f, 
         b.kvHeadsPerGpu = 1;
         b.headSize = s.model.mlaLatentDim();
         b.perTokenPerGpu = latentBytesPerToken(f, s.model.mlaLatentDim());
+        // DeepSeek sparse attention: every layer's indexer keeps its own K cache, one more
+        // MLAAttentionSpec (DeepseekV32IndexerCache.get_kv_cache_spec in vLLM's
+        // model_executor/models/deepseek_v2.py) of one head of index_head_dim fp8 bytes plus an
+        // fp32 scale per 128 (Indexer: head_dim + head_dim // quant_block_size * 4, uint8),
+        // whatever the KV dtype. Its block size is the cache's, so it joins the layer's group
+        // as one more UniformTypeKVCacheSpecs member and adds to every block's bytes: folded
+        // into the layer's page, the blocks, tokens and concurrency come out the same.
+        if (s.model.sparseMla && s.model.indexHeadDim > 0)
+            b.perTokenPerGpu =
+                satAdd(b.perTokenPerGpu, sparseIndexerBytesPerToken(s.model.indexHeadDim));
         b.perTokenModel = b.perTokenPerGpu;
     } else if (l.kind == LayerKind::State && s.model.state) {
         b.statePerRequest = stateBytesPerLayer(

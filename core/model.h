@@ -87,6 +87,7 @@ struct ModelSpec {
     int qkRopeHeadDim = 0;  // MLA decoupled RoPE key dim, stored beside the latent
     int qkNopeHeadDim = 0;  // MLA no-RoPE query/key dim (decides FlashInfer-MLA support)
     bool sparseMla = false; // DeepSeek sparse attention (V3.2's indexer: index_topk)
+    int indexHeadDim = 0;   // the sparse indexer's key width (index_head_dim); 0 = no indexer
     std::optional<StateSpec> state; // the Mamba / linear-attention layers' state
     std::int64_t params = 0;
     WeightDtype weightDtype = WeightDtype::Bf16;

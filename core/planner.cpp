@@ -1,4 +1,5 @@
 #include "planner.h"
+#include "saturating.h"
 
 #include "engine.h"
 #include "ledger.h"
@@ -12,15 +13,6 @@
 namespace kvl::core {
 
 namespace {
-
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-    return a / b + (a % b != 0 ? 1 : 0);
-}
-
-std::int64_t satAdd(std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-}
 
 // The scenario vLLM would run: this GPU and layout, started with a max model length that holds
 // the context, on the GPU's real memory.

@@ -9,8 +9,8 @@
 // layer) or a cyclic layer_pattern, with sliding_window and attention_chunk_size for the
 // windowed kinds; num_q_heads, num_kv_heads, head_dim, head_dim_v, full_layer_kv_heads and
 // full_layer_head_dim (Gemma-4's global layers); kv_lora_rank, qk_rope_head_dim,
-// qk_nope_head_dim, sparse_mla; state (model_fields.h); hidden_size, intermediate_size,
-// moe_intermediate_size, num_experts, experts_per_token, num_shared_experts,
+// qk_nope_head_dim, sparse_mla, index_head_dim; state (model_fields.h); hidden_size,
+// intermediate_size, moe_intermediate_size, num_experts, experts_per_token, num_shared_experts,
 // first_dense_layers, vocab_size, tie_word_embeddings; params (params_source says card,
 // name or computed), weight_dtype, kv_dtype, max_context, notes.
 // gpus.json entries: id, name, vendor, memory_bytes (as the driver reports it; memory_source

@@ -142,8 +142,13 @@ void readMla(const HfConfig& c, core::ModelSpec& m, Geometry& g) {
     m.kvLoraRank = static_cast<int>(*g.lora);
     m.qkRopeHeadDim = static_cast<int>(g.rope);
     m.qkNopeHeadDim = static_cast<int>(g.nope);
-    if (c.optional({"index_topk"}, 1, core::kMaxContext))
+    if (c.optional({"index_topk"}, 1, core::kMaxContext)) {
         m.sparseMla = true;
+        // The indexer keeps its own K cache of index_head_dim per token and layer (vLLM's
+        // deepseek_v2.py Indexer); V3.2 ships 128.
+        m.indexHeadDim =
+            static_cast<int>(c.optional({"index_head_dim"}, 1, core::kMaxHeadDim).value_or(0));
+    }
 }
 
 // head_dim, as vLLM's ModelConfig.get_head_size: explicit head_dim first (Gemma-2-9B: 256, not

@@ -82,6 +82,7 @@ void readArchitecture(const Field& e, core::ModelSpec& m) {
     readInt(e["qk_nope_head_dim"], m.qkNopeHeadDim, 0, core::kMaxHeadDim);
     if (const auto v = e["sparse_mla"].optBoolean())
         m.sparseMla = *v;
+    readInt(e["index_head_dim"], m.indexHeadDim, 0, core::kMaxHeadDim);
     readInt(e["head_dim_v"], m.headDimV, 0, core::kMaxHeadDim);
     readInt(e["intermediate_size"], m.intermediateSize, 0, core::kMaxWidth);
     readInt(e["moe_intermediate_size"], m.moeIntermediateSize, 0, core::kMaxWidth);
@@ -98,6 +99,7 @@ void readArchitecture(const Field& e, core::ModelSpec& m) {
 void writeArchitecture(nlohmann::ordered_json& j, const core::ModelSpec& m) {
     j["qk_nope_head_dim"] = m.qkNopeHeadDim;
     j["sparse_mla"] = m.sparseMla;
+    j["index_head_dim"] = m.indexHeadDim;
     j["head_dim_v"] = m.headDimV;
     j["intermediate_size"] = m.intermediateSize;
     j["moe_intermediate_size"] = m.moeIntermediateSize;

@@ -26,7 +26,7 @@ core::StateSpec readStateSpec(const Field& f); // precondition: f is present
 nlohmann::ordered_json writeStateSpec(const core::StateSpec& s);
 
 // Optional members, each left at ModelSpec's default when absent: qk_nope_head_dim,
-// sparse_mla, head_dim_v, intermediate_size, moe_intermediate_size, num_experts,
+// sparse_mla, index_head_dim, head_dim_v, intermediate_size, moe_intermediate_size, num_experts,
 // experts_per_token, num_shared_experts, first_dense_layers, vocab_size, tie_word_embeddings,
 // source.
 void readArchitecture(const Field& e, core::ModelSpec& m);

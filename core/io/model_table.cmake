@@ -40,7 +40,7 @@ function(kvl_generate_model_table models_json out_cpp)
     endforeach()
     foreach(key num_layers num_q_heads num_kv_heads head_dim hidden_size params max_context
             sliding_window attention_chunk_size kv_lora_rank qk_rope_head_dim qk_nope_head_dim
-            head_dim_v full_layer_kv_heads full_layer_head_dim)
+            head_dim_v full_layer_kv_heads full_layer_head_dim index_head_dim)
       string(JSON v ERROR_VARIABLE err GET "${entry}" ${key})
       if(err)
         if(key MATCHES "^(num_layers|num_q_heads|num_kv_heads|head_dim|hidden_size|params|max_context)$")
@@ -126,7 +126,7 @@ function(kvl_generate_model_table models_json out_cpp)
                        "${s_pattern}, ${n_sliding_window}, ${n_attention_chunk_size}, "
                        "${n_num_q_heads}, ${n_num_kv_heads}, ${n_head_dim}, ${n_head_dim_v}, "
                        "${n_full_layer_kv_heads}, ${n_full_layer_head_dim}, ${n_kv_lora_rank}, "
-                       "${n_qk_rope_head_dim}, ${n_qk_nope_head_dim}, ${b_sparse_mla}, "
+                       "${n_qk_rope_head_dim}, ${n_qk_nope_head_dim}, ${b_sparse_mla}, ${n_index_head_dim}, "
                        "${s_state_kind}, ${state_numbers}${s_conv_dtype}, ${s_ssm_dtype}, "
                        "${n_hidden_size}, ${n_params}, ${n_max_context}, ${s_weight_dtype}, "
                        "${s_kv_dtype}},\n")

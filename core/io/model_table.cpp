@@ -44,6 +44,7 @@ Result<core::ModelSpec> modelFromRow(const ModelRow& row) {
     m.qkRopeHeadDim = row.qkRopeHeadDim;
     m.qkNopeHeadDim = row.qkNopeHeadDim;
     m.sparseMla = row.sparseMla;
+    m.indexHeadDim = row.indexHeadDim;
     m.hiddenSize = row.hiddenSize;
     m.params = row.params;
     m.maxContext = row.maxContext;

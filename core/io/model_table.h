@@ -29,6 +29,7 @@ struct ModelRow {
     int fullLayerKvHeads, fullLayerHeadDim; // Gemma-4's full layers; 0: the model's
     int kvLoraRank, qkRopeHeadDim, qkNopeHeadDim;
     bool sparseMla;
+    int indexHeadDim;           // the sparse indexer's key width; 0: none
     std::string_view stateKind; // "mamba2", "gated_delta_net", ...; "": no state
     std::int64_t stateIntermediate;
     int stateHeads, stateHeadDim, stateGroups, stateSize, stateConvKernel, stateChunkSize;

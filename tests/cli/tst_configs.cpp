@@ -232,6 +232,22 @@ void TestConfigs::ledgerMatchesVllm_data() {
     QTest::addRow("deepseek-v3 mla fp8 tp 8")
         << "deepseek-v3.json" << 40 * GiB << qint64(163840) << 8 << "fp8" << 64 << qint64(19099)
         << "7.46" << qint64(1222336) << qint64(0);
+    // DeepSeek-V3.2 (sparse attention, index_topk 2048) at TP 8 with fp8: FlashMLA's sparse
+    // kernels (block 64) store fp8 as fp8_ds_mla, 656 B per token, and every layer's indexer
+    // keeps its own K cache, an MLAAttentionSpec of one 128 + 128 / 128 x 4 = 132-byte head
+    // (DeepseekV32IndexerCache, model_executor/models/deepseek_v2.py). 122 MLA-type specs of one
+    // block size: one UniformTypeKVCacheSpecs group, bytes per block 61 x 64 x (656 + 132) =
+    // 3,076,352; 40 GiB // that = 13,961. per request cdiv(163840, 64) = 2560.
+    // c = 13961 / 2560 = 5.4535 -> 5.45; tokens int(5.453516 x 163840) = 893,504.
+    QTest::addRow("deepseek-v3.2 sparse mla fp8 tp 8 (indexer cache)")
+        << "configs/deepseek-v3.2.json" << 40 * GiB << qint64(163840) << 8 << "fp8" << 64
+        << qint64(13961) << "5.45" << qint64(893504) << qint64(0);
+    // The same in bf16: 576 x 2 = 1152 B + the indexer's 132 (fp8 whatever the KV dtype);
+    // bytes per block 61 x 64 x 1284 = 5,012,736; 40 GiB // that = 8568; c = 8568 / 2560 =
+    // 3.3469 -> 3.35; tokens int(3.346875 x 163840) = 548,352.
+    QTest::addRow("deepseek-v3.2 sparse mla bf16 tp 8 (indexer cache)")
+        << "configs/deepseek-v3.2.json" << 40 * GiB << qint64(163840) << 8 << "auto" << 64
+        << qint64(8568) << "3.35" << qint64(548352) << qint64(0);
     // Llama-3.3-70B at TP 4: 80 full layers, 8 / 4 = 2 KV heads of 128. page 16 x 2 x 256 x 2 =
     // 16,384; bytes per block 80 x that = 1,310,720; 20 GiB // that = 16,384. per request
     // cdiv(131072, 16) = 8192; c = 2.00; tokens 262,144.

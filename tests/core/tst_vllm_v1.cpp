@@ -414,10 +414,19 @@ void TestVllmV1::sparseMlaStoresDsMla() {
     m.sparseMla = true;
     Scenario s = scenarioFor(m, 40 * G);
     s.levers.quant = {true, KvFormat::defaultFor(KvDtype::Fp8E4M3)};
-    const auto r = computeLedger(s);
+    auto r = computeLedger(s);
     QCOMPARE(r.blockSize, 64);
     QCOMPARE(r.kvBytesPerTokenPerGpu, qint64(61) * 656);
     QCOMPARE(vllmCacheDtype(s).value_or(""), std::string("fp8"));
+    // With its indexer (index_head_dim 128): 128 fp8 bytes + one fp32 scale more per layer
+    // (DeepseekV32IndexerCache), in fp8 and in bf16 alike.
+    s.model.indexHeadDim = 128;
+    r = computeLedger(s);
+    QCOMPARE(r.kvBytesPerTokenPerGpu, qint64(61) * (656 + 132));
+    QCOMPARE(r.bytesPerBlock, qint64(61) * 64 * (656 + 132));
+    s.levers.quant.enabled = false;
+    r = computeLedger(s);
+    QCOMPARE(r.kvBytesPerTokenPerGpu, qint64(61) * (1152 + 132));
 }
 
 void TestVllmV1::userBlockSizeMustBeAccepted() {

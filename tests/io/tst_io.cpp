@@ -76,8 +76,9 @@ bool sameGeometry(const core::ModelSpec& a, const core::ModelSpec& b) {
     return a.layers == b.layers && a.qHeads == b.qHeads && a.kvHeads == b.kvHeads &&
            a.headDim == b.headDim && a.headDimV == b.headDimV && a.kvLoraRank == b.kvLoraRank &&
            a.qkRopeHeadDim == b.qkRopeHeadDim && a.qkNopeHeadDim == b.qkNopeHeadDim &&
-           a.sparseMla == b.sparseMla && a.state == b.state && a.maxContext == b.maxContext &&
-           a.hiddenSize == b.hiddenSize && a.intermediateSize == b.intermediateSize &&
+           a.sparseMla == b.sparseMla && a.indexHeadDim == b.indexHeadDim && a.state == b.state &&
+           a.maxContext == b.maxContext && a.hiddenSize == b.hiddenSize &&
+           a.intermediateSize == b.intermediateSize &&
            a.moeIntermediateSize == b.moeIntermediateSize && a.numExperts == b.numExperts &&
            a.expertsPerToken == b.expertsPerToken && a.numSharedExperts == b.numSharedExperts &&
            a.firstDenseLayers == b.firstDenseLayers && a.vocabSize == b.vocabSize &&
@@ -2398,6 +2399,7 @@ void TstIo::hfFamilies() {
     QCOMPARE(m.numExperts, experts);
     QCOMPARE(m.expertsPerToken, topK);
     QCOMPARE(m.sparseMla, file.contains(QLatin1String("v3.2")));
+    QCOMPARE(m.indexHeadDim, m.sparseMla ? 128 : 0); // V3.2's index_head_dim
     QVERIFY(!m.validate());
     QVERIFY(m.params > 0);
 }
@@ -2460,6 +2462,7 @@ void TstIo::hfMatchesCatalog() {
     QCOMPARE(got.qkRopeHeadDim, want.qkRopeHeadDim);
     QCOMPARE(got.qkNopeHeadDim, want.qkNopeHeadDim);
     QCOMPARE(got.sparseMla, want.sparseMla);
+    QCOMPARE(got.indexHeadDim, want.indexHeadDim);
     QVERIFY(got.state == want.state);
     QCOMPARE(got.hiddenSize, want.hiddenSize);
     QCOMPARE(got.intermediateSize, want.intermediateSize);
