@@ -16,7 +16,9 @@ constexpr std::int64_t kInt64Max = kSaturated;
 std::int64_t scaled(std::int64_t a, std::int64_t num, std::int64_t den) {
     if (den <= 0)
         return 0;
-    return static_cast<std::int64_t>(static_cast<__int128>(a) * num / den);
+    // GCC's 128-bit integer (an extension, hence -Wpedantic's note) keeps a x num exact.
+    __extension__ using Wide = __int128;
+    return static_cast<std::int64_t>(static_cast<Wide>(a) * num / den);
 }
 
 std::string num(std::int64_t v) {
