@@ -61,7 +61,8 @@ KvFormat KvFormat::defaultFor(KvDtype dtype) {
         f.scaleType = ScaleType::Fp32;
         break;
     case KvDtype::Int8:
-        // One fp32 scale per K and per V vector (REFERENCE.md 1: +2*kv_heads*4 B/token/layer).
+        // One fp32 scale per K and per V vector (+2*kv_heads*4 B/token/layer, as LMDeploy's online
+        // int8 KV).
         f.granularity = Granularity::PerTokenHead;
         f.scaleType = ScaleType::Fp32;
         break;

@@ -1,7 +1,8 @@
 #pragma once
 // KV cache storage formats: element width, scale granularity and the bytes every scale and
 // zero-point takes. The single source of truth for KV byte sizes (the probe uses it too).
-// Schemes and their storage follow REFERENCE.md section 4 (vLLM, LMDeploy, QServe, KIVI).
+// Schemes and their storage follow vLLM (fp8), LMDeploy (int8/int4 per token-head), QServe
+// (arXiv:2405.04532) and KIVI (arXiv:2402.02750).
 
 #include <cstdint>
 #include <optional>
@@ -35,9 +36,9 @@ struct KvFormat {
     ScaleType scaleType = ScaleType::Fp32;
     bool hasZeroPoint = false; // asymmetric schemes store a zero next to each scale
 
-    // The usual scheme for a dtype (REFERENCE.md 4): fp8 per tensor, int8 symmetric per
-    // token-head with an fp32 scale, int4 asymmetric per group of 128 with fp16 scale + zero,
-    // int2 KIVI-style with G = 32, fp4 as NVFP4 (G = 16, E4M3 scales).
+    // The usual scheme for a dtype (as vLLM, LMDeploy and KIVI use them): fp8 per tensor, int8
+    // symmetric per token-head with an fp32 scale, int4 asymmetric per group of 128 with fp16 scale
+    // + zero, int2 KIVI-style with G = 32, fp4 as NVFP4 (G = 16, E4M3 scales).
     static KvFormat defaultFor(KvDtype dtype);
 
     friend bool operator==(const KvFormat&, const KvFormat&) = default;

@@ -1,5 +1,6 @@
-// The ledger against REFERENCE.md: seed numbers, vLLM's accounting, TP replication, MLA,
-// sliding windows, paging rounding, prefix sharing, the GPU count question and overflow bounds.
+// The ledger against worked examples: Llama-3-8B's 128 KiB per token, vLLM's accounting, TP
+// replication, MLA, sliding windows, paging rounding, prefix sharing, the GPU count question and
+// overflow bounds.
 
 #include "core/kv_format.h"
 #include "core/ledger.h"
@@ -90,8 +91,8 @@ void TestCore::kvFormatBytes_data() {
     QTest::addColumn<int>("dtype");
     QTest::addColumn<int>("dim");
     QTest::addColumn<qint64>("kvPerHead"); // K + V bytes for one token and one head
-    // REFERENCE.md 1: INT8 per-token-head adds one fp32 scale per K and V vector; INT4 g128
-    // adds fp16 scale + zero per 128 elements (4.25 bits).
+    // INT8 per-token-head (LMDeploy's online KV quantization) adds one fp32 scale per K and V
+    // vector; INT4 g128 adds fp16 scale + zero per 128 elements (4.25 bits).
     QTest::addRow("fp32 d128") << int(KvDtype::Fp32) << 128 << qint64(2 * 128 * 4);
     QTest::addRow("fp16 d128") << int(KvDtype::Fp16) << 128 << qint64(2 * 128 * 2);
     QTest::addRow("bf16 d96") << int(KvDtype::Bf16) << 96 << qint64(2 * 96 * 2);
@@ -114,7 +115,8 @@ void TestCore::kvFormatBytes() {
 }
 
 void TestCore::seedLlama3() {
-    // Seed 000: 2*32*8*128*2 = 131,072 B per token; 32K tokens = 4 GiB per request.
+    // Llama-3-8B (HF config: 32 layers, 8 KV heads of 128): 2*32*8*128*2 = 131,072 B per token; 32K
+    // tokens = 4 GiB per request.
     Scenario s = scenario(llama3_8b());
     setFormat(s, KvDtype::Fp16);
     s.workload.context = 32768;
@@ -132,8 +134,8 @@ void TestCore::seedLlama3() {
 }
 
 void TestCore::workedExampleVllm() {
-    // REFERENCE.md 2: 51.38 GiB for KV, Llama-3.1-8B, max_model_len 16000 ->
-    // 26,306 blocks, 420,896 tokens, 26.31x.
+    // vLLM's startup log for Llama-3.1-8B on an H100: 51.38 GiB for KV, Llama-3.1-8B, max_model_len
+    // 16000 -> 26,306 blocks, 420,896 tokens, 26.31x.
     Scenario s = scenario(model("llama-3.1-8b", 32, 32, 8, 128, 8030261248LL, 131072));
     s.workload.maxModelLen = 16000;
     s.hardware.kvMemoryBytes = gibToBytes(51.38);
@@ -228,7 +230,7 @@ void TestCore::slidingWindow() {
     Scenario s = scenario(m);
     s.workload.context = context;
     const auto r = computeLedger(s);
-    QCOMPARE(r.kvBytesPerToken, qint64(376832)); // REFERENCE.md 3
+    QCOMPARE(r.kvBytesPerToken, qint64(376832)); // 46 x 2 x 16 x 128 x 2
     const qint64 perTokenLayer = 2 * 16 * 128 * 2;
     const qint64 fullBlocks = (context + 15) / 16;
     QCOMPARE(r.kvBytesPerRequest,
@@ -358,7 +360,7 @@ void TestCore::gpusNeededSeed_data() {
     QTest::addColumn<int>("weights");
     QTest::addColumn<int>("kv");
     QTest::addColumn<int>("gpus");
-    // Seed 003: 70B MHA-style model, 8K x 10 requests on H100 80GB:
+    // A 70B MHA-style model (80 layers, 64 KV heads of 128), 8K x 10 requests on H100 80GB:
     // 140 GB + 200 GB -> 5 GPUs; INT8 weights -> 4; INT8 weights and INT8 KV -> 3.
     QTest::addRow("fp16 weights, fp16 KV") << int(WeightDtype::Fp16) << int(KvDtype::Fp16) << 5;
     QTest::addRow("int8 weights, fp16 KV") << int(WeightDtype::Int8) << int(KvDtype::Fp16) << 4;

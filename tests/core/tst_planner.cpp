@@ -332,7 +332,8 @@ void TestPlanner::seedNeedsAValidLayout_data() {
     QTest::addColumn<int>("weights");
     QTest::addColumn<int>("kv");
     QTest::addColumn<int>("pooled");
-    // Seed 003's 70B MHA-style model at 8K x 10: 5 / 4 / 3 H100 by pooled memory.
+    // The 70B MHA-style model (80 layers, 64 KV heads of 128) at 8K x 10: 5 / 4 / 3 H100 by pooled
+    // memory.
     QTest::addRow("fp16 / fp16") << int(WeightDtype::Fp16) << int(KvDtype::Fp16) << 5;
     QTest::addRow("int8 / fp16") << int(WeightDtype::Int8) << int(KvDtype::Fp16) << 4;
     QTest::addRow("int8 / int8") << int(WeightDtype::Int8) << int(KvDtype::Int8) << 3;
