@@ -894,7 +894,7 @@ void MainWindow::openFromHub(const QString& repo, const QString& revision) {
 void MainWindow::openFromHubInteractive() {
     widgets::HfHubDialog dialog(this);
     if (dialog.exec() == QDialog::Accepted)
-        applyHubResult(dialog.result());
+        applyHubResult(dialog.fetchResult());
 }
 
 void MainWindow::applyHubResult(const widgets::HfFetchResult& result) {

@@ -94,14 +94,14 @@ private:
 };
 
 // File > Open from Hugging Face...: a repo id and a revision, Open, progress, Cancel, and the
-// one-line answer. accepted() comes with result() ok.
+// one-line answer. accepted() comes with fetchResult() ok.
 class HfHubDialog : public QDialog {
     Q_OBJECT
 public:
     explicit HfHubDialog(QWidget* parent = nullptr);
 
     HfHubFetcher* fetcher() const { return m_fetcher; }
-    const HfFetchResult& result() const { return m_result; }
+    const HfFetchResult& fetchResult() const { return m_result; }
     QLineEdit* repoEdit() const { return m_repo; }
     QLineEdit* revisionEdit() const { return m_revision; }
     QString statusText() const;

@@ -418,7 +418,9 @@ void ProbePanel::applyDefaults(bool force) {
         m_contexts->setText(formatTokensQ(ctx));
     if (!m_editedBlock) {
         QSignalBlocker b(m_block);
-        m_block->setValue(s.levers.paging.enabled ? s.levers.paging.blockSize : 16);
+        // The block size vLLM runs with (0 in the scenario is "vLLM's choice", not 0 tokens).
+        const int block = m_snapshot->ledger.blockSize;
+        m_block->setValue(s.levers.paging.enabled && block > 0 ? block : 16);
     }
     if (!m_editedPrefix) {
         QSignalBlocker b(m_prefix);

@@ -154,6 +154,7 @@ private slots:
     void badEndpointAndRepoId();
     void revisionIsQuoted();
     void windowOpensFromHub();
+    void dialogShowsProgressAndErrors();
 
 private:
     HfFetchResult fetch(HfHubFetcher& f, const QString& repo, const QString& rev = "main");
@@ -447,6 +448,28 @@ void TestHfHub::windowOpensFromHub() {
     QCOMPARE(errors.count(), 1);
     QVERIFY(errors.at(0).at(1).toString().contains(QStringLiteral("HTTP 404")));
     QCOMPARE(w.scenario().model.id, before);
+}
+
+void TestHfHub::dialogShowsProgressAndErrors() {
+    m_server->routes[path("Org/Model")] = reply(200, kConfig);
+    widgets::HfHubDialog dialog;
+    QCOMPARE(dialog.revisionEdit()->text(), QStringLiteral("main"));
+    dialog.show();
+    QSignalSpy done(dialog.fetcher(), &HfHubFetcher::finished);
+    dialog.repoEdit()->setText(QStringLiteral("No/Such"));
+    dialog.startFetch();
+    QVERIFY(dialog.findChild<QWidget*>(QStringLiteral("hubProgress"))->isVisible());
+    QVERIFY(done.wait(10000));
+    QVERIFY(dialog.isVisible()); // an error keeps the dialog open, with the one line
+    QVERIFY2(dialog.statusText().contains(QStringLiteral("No/Such has no config.json")),
+             qPrintable(dialog.statusText()));
+    QVERIFY(!dialog.findChild<QWidget*>(QStringLiteral("hubProgress"))->isVisible());
+    dialog.repoEdit()->setText(QStringLiteral("Org/Model"));
+    dialog.startFetch();
+    QVERIFY(done.wait(10000));
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    QVERIFY(dialog.fetchResult().ok);
+    QCOMPARE(dialog.fetchResult().model.hfRepo, std::string("Org/Model"));
 }
 
 QTEST_MAIN(TestHfHub)

@@ -194,6 +194,11 @@ void TestProbePanel::defaultsFollowScenario() {
     QCOMPARE(checked, (QStringList{QStringLiteral("fp16"), QStringLiteral("int8")}));
     QCOMPARE(child<QSpinBox>(panel(), "blockSpin")->value(), 32);
     QCOMPARE(child<QSpinBox>(panel(), "prefixSpin")->value(), 512);
+    // vLLM's choice (block size 0) is the block it runs with, 16 here, not 0 clamped to 1.
+    s.levers.paging.blockSize = 0;
+    m_window->setScenario(s);
+    panel()->resetToScenario();
+    QCOMPARE(child<QSpinBox>(panel(), "blockSpin")->value(), 16);
     QCOMPARE(child<QLineEdit>(panel(), "contextsEdit")->text(), QStringLiteral("2K"));
     QVERIFY(child<QLabel>(panel(), "probeModelLabel")->text().contains(QStringLiteral("8 KV")));
     // The CPU is always there; CUDA says why it is not (no CUDA compiler in this build).
