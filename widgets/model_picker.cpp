@@ -182,8 +182,21 @@ QString ModelPicker::searchText(const core::ModelSpec& m) {
         words << QStringLiteral("sliding swa window");
     if (m.countLayers(core::LayerKind::Chunked) > 0)
         words << QStringLiteral("chunked local");
-    if (m.countLayers(core::LayerKind::State) > 0) {
-        words << QStringLiteral("mamba state ssm linear");
+    if (m.countLayers(core::LayerKind::State) > 0 && m.state) {
+        // Named by what the state is: Mamba's SSM, Qwen3-Next's gated delta net (linear
+        // attention) or LFM2's short convolution, so "mamba" does not list Qwen3.5.
+        switch (m.state->kind) {
+        case core::StateKind::Mamba1:
+        case core::StateKind::Mamba2:
+            words << QStringLiteral("mamba ssm state");
+            break;
+        case core::StateKind::GatedDeltaNet:
+            words << QStringLiteral("gdn gated delta net linear state");
+            break;
+        case core::StateKind::ShortConv:
+            words << QStringLiteral("short conv state");
+            break;
+        }
         if (m.countLayers(core::LayerKind::State) < m.numLayers())
             words << QStringLiteral("hybrid");
     }

@@ -275,6 +275,7 @@ void TestLayout::longBannerOpensPopup() {
     s.workload.context = 512;
     s.workload.maxModelLen = 256;
     s.workload.targetRequests = 100000;
+    s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
     w->setScenario(s);
     QTRY_COMPARE(w->pendingReplots(), 0);

@@ -41,6 +41,7 @@
 #include <QTextBrowser>
 #include <QToolButton>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -229,18 +230,26 @@ void TestMainWindow::leverChangesSeries_data() {
         s.levers.attention.enabled = true;
         s.levers.attention.mode = core::AttentionMode::Mqa;
     }) << true;
-    QTest::addRow("quantization off")
-        << Action([=](QWidget* w) { setGroupChecked(group("quantGroup")(w), false); })
-        << Expect([](core::Scenario& s) { s.levers.quant.enabled = false; }) << true;
+    // Turning quantization on gives FP8, the format vLLM runs (--kv-cache-dtype fp8).
+    QTest::addRow("quantization on: fp8") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
+    }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
+        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    }) << true;
     QTest::addRow("kv int8") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
         QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int8)));
     }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
     }) << true;
     QTest::addRow("kv int4 group 64") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
         QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
         typeInto(child<QSpinBox>(w, "groupSizeSpin"), QStringLiteral("64"));
     }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
         s.levers.quant.format.groupSize = 64;
     }) << true;
@@ -369,12 +378,12 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | prefix 2K -> per GPU: 64 "
-                          "KiB/token, 256 MiB/request @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 128 "
+                          "KiB/token, 512 MiB/request @4K | ");
     QTest::addRow("first launch, GB")
         << true
-        << QStringLiteral("Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | prefix 2K -> per GPU: 65.54 "
-                          "KB/token, 268.44 MB/request @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 131.07 "
+                          "KB/token, 536.87 MB/request @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -394,10 +403,10 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addColumn<Expect>("edit");
     QTest::addColumn<QStringList>("contains");
     QTest::addColumn<QStringList>("absent");
-    QTest::addRow("first launch: fp8, vLLM's block size")
+    QTest::addRow("first launch: vLLM's defaults")
         << Expect([](core::Scenario&) {})
         << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
-                       "  --kv-cache-dtype fp8 \\\n",
+                       "  --kv-cache-dtype auto \\\n",
                        "  --enable-prefix-caching \\\n",
                        "  --gpu-memory-utilization 0.92 \\\n",
                        "  --max-model-len 8192 \\\n",
@@ -405,6 +414,7 @@ void TestMainWindow::vllmCommand_data() {
         << QStringList{"not in vLLM", "--hf-overrides", "--block-size"};
     QTest::addRow("int8 per token-head is vLLM's int8_per_token_head")
         << Expect([](core::Scenario& s) {
+               s.levers.quant.enabled = true;
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
                s.levers.paging.blockSize = 16;
            })
@@ -418,6 +428,7 @@ void TestMainWindow::vllmCommand_data() {
         << QStringList{"not in vLLM", "--hf-overrides"};
     QTest::addRow("fp8 on two GPUs within the model's length")
         << Expect([](core::Scenario& s) {
+               s.levers.quant.enabled = true;
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
                s.hardware.gpuCount = 2;
                s.hardware.memoryUtilization = 0.85;
@@ -431,6 +442,7 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addRow("no paging, int4, GQA-4")
         << Expect([](core::Scenario& s) {
                s.levers.paging.enabled = false;
+               s.levers.quant.enabled = true;
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
                s.levers.attention.enabled = true;
                s.levers.attention.mode = core::AttentionMode::Gqa;
@@ -481,6 +493,7 @@ void TestMainWindow::scenarioRoundTrip() {
     test::setGroupChecked(child<QGroupBox>(w, "attentionGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "attentionModeCombo"),
                                   int(core::AttentionMode::Mqa)));
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("100000"));
     showGeometry(w);
@@ -551,8 +564,9 @@ void TestMainWindow::pinnedReference() {
     MainWindow* w = m_window.get();
     const core::Scenario pinned = w->scenario();
     w->pinReference();
-    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), false);
-    QVERIFY(!w->scenario().levers.quant.enabled);
+    // First launch keeps the model's BF16; pinning it and then turning FP8 on holds more.
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
+    QVERIFY(w->scenario().levers.quant.enabled);
     for (const widgets::CurveChart* chart : {w->memoryChart(), w->concurrencyChart()}) {
         const int ref = chart->seriesIndex(widgets::CurveChart::referenceSeriesName());
         QVERIFY(ref >= 0);
@@ -576,10 +590,10 @@ void TestMainWindow::pinnedReference() {
                      widgets::LadderModel::ExactValueRole)
                  .toLongLong(),
              now - then);
-    QVERIFY(now < then);
+    QVERIFY(now > then);
     QVERIFY(m->data(m->index(4, widgets::LadderModel::DeltaColumn))
                 .toString()
-                .startsWith(QLatin1Char('-')));
+                .startsWith(QLatin1Char('+')));
     QCOMPARE(w->breakdownChart()->segments(true).size(), std::size_t{6});
 
     w->clearReference();
@@ -672,6 +686,7 @@ void TestMainWindow::settingsRememberLastScenario() {
                        m_dir.filePath(QStringLiteral("settings")));
     QSettings().clear();
     core::Scenario s = app::firstLaunchScenario();
+    s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E5M2);
     s.workload.context = 12345;
     {
@@ -696,6 +711,7 @@ void TestMainWindow::invalidInputShowsTheError() {
     // Issue 13: input that is not valid used to leave the last curves on the charts while the
     // banner said "No warnings". Now every view shows the error instead.
     MainWindow* w = m_window.get();
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     core::KvFormat bad = w->scenario().levers.quant.format;
     bad.groupSize = 100;
@@ -833,6 +849,7 @@ void TestMainWindow::granularityRuleSharedWithCli() {
     QFETCH(QString, dtypeName);
     QFETCH(QString, granularityName);
     MainWindow* w = m_window.get();
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), dtype));
     QVERIFY(test::selectComboData(child<QComboBox>(w, "granularityCombo"), granularity));
     const auto cli =
@@ -1048,18 +1065,19 @@ void TestMainWindow::bannerItems_data() {
         << Expect([](core::Scenario& s) { s.workload.context = 16384; }) << QStringList{"context"};
     QTest::addRow("vLLM refuses max_model_len") << Expect([](core::Scenario& s) {
         s.workload.maxModelLen = 1 << 20;
-        s.levers.quant.enabled = false;
     }) << QStringList{"refused"};
     QTest::addRow("weights leave nothing")
         << Expect([](core::Scenario& s) { s.hardware.memoryUtilization = 0.15; })
         << QStringList{"refused"};
     QTest::addRow("not in vLLM") << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
     }) << QStringList{"format"};
     QTest::addRow("most severe first") << Expect([](core::Scenario& s) {
         s.workload.context = 512;
         s.workload.maxModelLen = 256;
         s.workload.targetRequests = 20000;
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
     }) << QStringList{"target", "max-num-seqs", "context", "format"};
 }
@@ -1333,7 +1351,11 @@ void TestMainWindow::controlsThatDoNotApply() {
     auto* zero = child<QCheckBox>(w, "zeroPointCheck");
     auto* scale = child<QComboBox>(w, "scaleTypeCombo");
     auto* group = child<QSpinBox>(w, "groupSizeSpin");
-    // FP8 (the first launch's): one fp32 scale per tensor outside the pages.
+    // Off at first launch (the model's BF16), the format's rows fold away with the lever.
+    QVERIFY(!w->scenario().levers.quant.enabled);
+    QVERIFY(!zero->isVisibleTo(w));
+    // Turned on it is FP8: one fp32 scale per tensor outside the pages.
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QCOMPARE(w->scenario().levers.quant.format.dtype, core::KvDtype::Fp8E4M3);
     QVERIFY(!zero->isEnabled());
     QVERIFY(!scale->isEnabled());
@@ -1532,8 +1554,28 @@ void TestMainWindow::modelSearchTokens_data() {
     QTest::addRow("moe") << "moe" << (QStringList{"test-moe"} + ids([](const core::ModelSpec& m) {
                                           return m.isMoe();
                                       }));
-    QTest::addRow("hybrid") << "hybrid" << QStringList{"test-hybrid"};
-    QTest::addRow("mamba hybrid") << "mamba hybrid" << QStringList{"test-hybrid"};
+    // Hybrids: some layers keep a recurrent state, the others attend (imported one first).
+    auto hybrid = [](const core::ModelSpec& m, std::initializer_list<core::StateKind> kinds) {
+        const int state = m.countLayers(core::LayerKind::State);
+        return state > 0 && state < m.numLayers() && m.state &&
+               std::find(kinds.begin(), kinds.end(), m.state->kind) != kinds.end();
+    };
+    using core::StateKind;
+    const QStringList mambaHybrids = ids([&](const core::ModelSpec& m) {
+        return hybrid(m, {StateKind::Mamba1, StateKind::Mamba2});
+    });
+    const QStringList gdnHybrids =
+        ids([&](const core::ModelSpec& m) { return hybrid(m, {StateKind::GatedDeltaNet}); });
+    QVERIFY(mambaHybrids.contains(QStringLiteral("nemotron-h-56b")));
+    QVERIFY(gdnHybrids.contains(QStringLiteral("qwen3-next-80b-a3b")));
+    QTest::addRow("hybrid") << "hybrid" << (QStringList{"test-hybrid"} + ids([&](const auto& m) {
+                                                return hybrid(m, {StateKind::Mamba1,
+                                                                  StateKind::Mamba2,
+                                                                  StateKind::GatedDeltaNet,
+                                                                  StateKind::ShortConv});
+                                            }));
+    QTest::addRow("mamba hybrid") << "mamba hybrid" << (QStringList{"test-hybrid"} + mambaHybrids);
+    QTest::addRow("gated delta net") << "gdn" << gdnHybrids;
     QTest::addRow("family: qwen 3") << "qwen 3" << ids([&](const core::ModelSpec& m) {
         return QString::fromStdString(m.name + " " + m.id + " " + m.family + " " + m.hfRepo)
                    .contains(QLatin1String("qwen"), Qt::CaseInsensitive) &&
