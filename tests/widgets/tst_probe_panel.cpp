@@ -529,6 +529,18 @@ void TestProbePanel::loadedJsonShowsItsNumbers() {
                     .contains(QStringLiteral("x 32 layers")));
     }
     QVERIFY(m_window->memoryChart()->measuredNote().contains(QStringLiteral("x 32 layers")));
+    // The probe charts' legends sit under the plot: no measured point is behind one.
+    for (const widgets::ChartWidget* c : {static_cast<const widgets::ChartWidget*>(
+                                              panel()->qualityChart()),
+                                          static_cast<const widgets::ChartWidget*>(
+                                              panel()->speedChart())}) {
+        const QRect legend = c->legendRect();
+        QVERIFY(!legend.isEmpty());
+        QVERIFY(!legend.intersects(c->plotAreaRect()));
+        for (int i = 0; i < c->seriesCount(); ++i)
+            for (int k = 0; k < c->seriesKeys(i).size(); ++k)
+                QVERIFY(!legend.contains(c->seriesPointPosition(i, k)));
+    }
 }
 
 void TestProbePanel::badJsonKeepsResults_data() {
