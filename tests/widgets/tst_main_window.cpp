@@ -1063,9 +1063,9 @@ void TestMainWindow::bannerItems_data() {
         << QStringList{"max-num-seqs"};
     QTest::addRow("context beyond the model")
         << Expect([](core::Scenario& s) { s.workload.context = 16384; }) << QStringList{"context"};
-    QTest::addRow("vLLM refuses max_model_len") << Expect([](core::Scenario& s) {
-        s.workload.maxModelLen = 1 << 20;
-    }) << QStringList{"refused"};
+    QTest::addRow("vLLM refuses max_model_len")
+        << Expect([](core::Scenario& s) { s.workload.maxModelLen = 1 << 20; })
+        << QStringList{"refused"};
     QTest::addRow("weights leave nothing")
         << Expect([](core::Scenario& s) { s.hardware.memoryUtilization = 0.15; })
         << QStringList{"refused"};
@@ -1568,12 +1568,12 @@ void TestMainWindow::modelSearchTokens_data() {
         ids([&](const core::ModelSpec& m) { return hybrid(m, {StateKind::GatedDeltaNet}); });
     QVERIFY(mambaHybrids.contains(QStringLiteral("nemotron-h-56b")));
     QVERIFY(gdnHybrids.contains(QStringLiteral("qwen3-next-80b-a3b")));
-    QTest::addRow("hybrid") << "hybrid" << (QStringList{"test-hybrid"} + ids([&](const auto& m) {
-                                                return hybrid(m, {StateKind::Mamba1,
-                                                                  StateKind::Mamba2,
-                                                                  StateKind::GatedDeltaNet,
-                                                                  StateKind::ShortConv});
-                                            }));
+    QTest::addRow("hybrid") << "hybrid"
+                            << (QStringList{"test-hybrid"} + ids([&](const auto& m) {
+                                    return hybrid(m,
+                                                  {StateKind::Mamba1, StateKind::Mamba2,
+                                                   StateKind::GatedDeltaNet, StateKind::ShortConv});
+                                }));
     QTest::addRow("mamba hybrid") << "mamba hybrid" << (QStringList{"test-hybrid"} + mambaHybrids);
     QTest::addRow("gated delta net") << "gdn" << gdnHybrids;
     QTest::addRow("family: qwen 3") << "qwen 3" << ids([&](const core::ModelSpec& m) {

@@ -530,10 +530,9 @@ void TestProbePanel::loadedJsonShowsItsNumbers() {
     }
     QVERIFY(m_window->memoryChart()->measuredNote().contains(QStringLiteral("x 32 layers")));
     // The probe charts' legends sit under the plot: no measured point is behind one.
-    for (const widgets::ChartWidget* c : {static_cast<const widgets::ChartWidget*>(
-                                              panel()->qualityChart()),
-                                          static_cast<const widgets::ChartWidget*>(
-                                              panel()->speedChart())}) {
+    for (const widgets::ChartWidget* c :
+         {static_cast<const widgets::ChartWidget*>(panel()->qualityChart()),
+          static_cast<const widgets::ChartWidget*>(panel()->speedChart())}) {
         const QRect legend = c->legendRect();
         QVERIFY(!legend.isEmpty());
         QVERIFY(!legend.intersects(c->plotAreaRect()));
