@@ -2,6 +2,7 @@
 
 #include "cli.h"
 #include "main_window.h"
+#include "theme.h"
 
 #include "widgets/atomic_write.h"
 #include "widgets/chart_registry.h"
@@ -12,7 +13,6 @@
 #include <QBuffer>
 #include <QElapsedTimer>
 #include <QImage>
-#include <QPalette>
 #include <QPixmap>
 #include <QWindow>
 
@@ -116,26 +116,9 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     if (o.value("tab") == "measured")
         w.showMeasuredTab();
     if (o.value("theme") == "dark") {
-        // A dark Fusion palette, applied after the window exists: the charts re-colour on
-        // PaletteChange as they do when the desktop theme switches.
-        QApplication::setStyle(QStringLiteral("Fusion"));
-        QPalette p;
-        const QColor window(45, 45, 48), base(30, 30, 32), text(222, 222, 222), dim(128, 128, 128);
-        p.setColor(QPalette::Window, window);
-        p.setColor(QPalette::WindowText, text);
-        p.setColor(QPalette::Base, base);
-        p.setColor(QPalette::AlternateBase, window);
-        p.setColor(QPalette::ToolTipBase, base);
-        p.setColor(QPalette::ToolTipText, text);
-        p.setColor(QPalette::Text, text);
-        p.setColor(QPalette::Button, QColor(58, 58, 62));
-        p.setColor(QPalette::ButtonText, text);
-        p.setColor(QPalette::Highlight, QColor(42, 130, 218));
-        p.setColor(QPalette::HighlightedText, Qt::white);
-        p.setColor(QPalette::PlaceholderText, dim);
-        for (auto role : {QPalette::Text, QPalette::WindowText, QPalette::ButtonText})
-            p.setColor(QPalette::Disabled, role, dim);
-        QApplication::setPalette(p);
+        // The window's View > Theme > Dark, applied after the window exists: the charts
+        // re-colour on PaletteChange as they do when the desktop theme switches.
+        applyTheme(Theme::Dark);
     }
     w.setAttribute(Qt::WA_DontShowOnScreen,
                    QGuiApplication::platformName() != QLatin1String("offscreen"));

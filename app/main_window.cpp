@@ -1,9 +1,14 @@
 #include "main_window.h"
 
+#include "cli.h"
+#include "help_text.h"
+#include "theme.h"
+
 #include "widgets/atomic_write.h"
 #include "widgets/breakdown_chart.h"
 #include "widgets/chart_registry.h"
 #include "widgets/curve_chart.h"
+#include "widgets/hf_hub.h"
 #include "widgets/ladder_model.h"
 #include "widgets/model_picker.h"
 #include "widgets/probe_charts.h"
@@ -12,16 +17,22 @@
 #include "widgets/probe_results_model.h"
 #include "widgets/report.h"
 #include "widgets/scenario_panel.h"
+#include "widgets/status_text.h"
+#include "widgets/table_export.h"
 #include "widgets/vllm_command.h"
+#include "widgets/warnings_banner.h"
 
 #include "core/io/json.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
 #include <QFileDialog>
@@ -43,6 +54,7 @@
 #include <QStyle>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -76,6 +88,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     buildUi();
     buildActions();
     connect(m_panel, &widgets::ScenarioPanel::scenarioChanged, this, &MainWindow::recompute);
+    connect(m_panel, &widgets::ScenarioPanel::scenarioInvalid, this, &MainWindow::showInvalid);
     connect(m_panel, &widgets::ScenarioPanel::errorOccurred, this, &MainWindow::reportError);
     connect(m_panel, &widgets::ScenarioPanel::importRequested, this,
             &MainWindow::importInteractive);
@@ -95,15 +108,22 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
         connect(this, &MainWindow::snapshotChanged, c, &widgets::CurveChart::setView);
         connect(m_probePanel, &widgets::ProbePanel::reportChanged, c,
                 &widgets::CurveChart::setProbeReport);
+        // A click or drag on a curve moves the context there.
+        connect(c, &widgets::CurveChart::contextPicked, m_panel,
+                &widgets::ScenarioPanel::setContext);
     }
+    m_hubFetcher = new widgets::HfHubFetcher(this);
+    connect(m_hubFetcher, &widgets::HfHubFetcher::finished, this, &MainWindow::applyHubResult);
     // Replots are counted over whatever charts the window holds (the probe tab's too).
     m_charts = findChildren<widgets::ChartWidget*>();
     for (widgets::ChartWidget* c : m_charts)
         connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
     if (m_options.useSettings)
         restoreSettings();
-    if (!m_view.snapshot) // no settings, or a remembered scenario that no longer validates
+    if (!m_view.snapshot) { // no settings, or a remembered scenario that no longer validates
         setScenario(firstLaunchScenario());
+        markClean();
+    }
     updateTitle();
 }
 
@@ -136,7 +156,12 @@ void MainWindow::buildUi() {
     m_ladderView->verticalHeader()->setVisible(false);
     m_ladderView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_ladderView->horizontalHeader()->setStretchLastSection(true);
-    m_ladderView->setTextElideMode(Qt::ElideMiddle);
+    m_ladderView->setTextElideMode(Qt::ElideRight); // "+GQA-8 (na..." reads, "+G...e)" not
+    // Compact rows, and room for all five steps and the header: the ladder never scrolls.
+    m_ladderView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+    m_ladderView->setMinimumHeight(m_ladderView->horizontalHeader()->sizeHint().height() +
+                                   5 * m_ladderView->verticalHeader()->defaultSectionSize() + 6);
+    m_ladderView->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
     fitLadderColumns();
     auto* ladderBox = new QWidget;
@@ -156,15 +181,13 @@ void MainWindow::buildUi() {
     m_vllmView->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_vllmView->setToolTip(
         tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
+    m_vllmView->setMinimumHeight(2 * m_vllmView->fontMetrics().lineSpacing() + 12);
     ladderLayout->addWidget(m_vllmView, 2);
 
-    m_warnings = new QLabel;
-    m_warnings->setObjectName(QStringLiteral("warningsLabel"));
-    // One fixed line, always there: warnings coming and going must not resize the charts.
-    m_warnings->setWordWrap(false);
-    m_warnings->setContentsMargins(6, 2, 6, 2);
-    m_warnings->setFixedHeight(m_warnings->fontMetrics().height() + 6);
-    m_warnings->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    // What matters about the scenario, most severe first; it wraps, and a long list opens in a
+    // popup (widgets/warnings_banner.h).
+    m_banner = new widgets::WarningsBanner;
+    m_banner->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
 
     m_topSplitter = new QSplitter(Qt::Horizontal);
     m_topSplitter->addWidget(m_memoryChart);
@@ -180,7 +203,7 @@ void MainWindow::buildUi() {
     m_rightSplitter->setStretchFactor(0, 3);
     m_rightSplitter->setStretchFactor(1, 2);
     m_rightSplitter->setSizes({600, 380});
-    m_bottomSplitter->setSizes({440, 800});
+    m_bottomSplitter->setSizes({380, 620});
     // The probe gets a tab of its own: its table and charts need the room, and the ledger's
     // charts keep theirs (measured points appear on them as overlays).
     m_probePanel = new widgets::ProbePanel;
@@ -198,7 +221,7 @@ void MainWindow::buildUi() {
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
     rightLayout->setSpacing(2);
-    rightLayout->addWidget(m_warnings);
+    rightLayout->addWidget(m_banner);
     rightLayout->addWidget(m_tabs, 1);
 
     m_mainSplitter = new QSplitter(Qt::Horizontal);
@@ -217,8 +240,13 @@ void MainWindow::buildUi() {
     m_unitsButton = new QToolButton;
     m_unitsButton->setObjectName(QStringLiteral("unitsButton"));
     m_unitsButton->setAutoRaise(true);
+    m_scopeButton = new QToolButton;
+    m_scopeButton->setObjectName(QStringLiteral("scopeButton"));
+    m_scopeButton->setAutoRaise(true);
+    m_scopeButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
     statusBar()->addWidget(m_summary, 1);
     statusBar()->addPermanentWidget(m_referenceLabel);
+    statusBar()->addPermanentWidget(m_scopeButton);
     statusBar()->addPermanentWidget(m_unitsButton);
     resize(1600, 1000);
 }
@@ -228,12 +256,9 @@ void MainWindow::buildActions() {
         return QIcon(QStringLiteral(":/kvledger/icons/%1.svg").arg(QLatin1String(name)));
     };
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* newAct = file->addAction(style()->standardIcon(QStyle::SP_FileIcon),
-                                      tr("&New (default scenario)"), this, [this] {
-                                          m_currentFile.clear();
-                                          setScenario(firstLaunchScenario());
-                                          updateTitle();
-                                      });
+    QAction* newAct =
+        file->addAction(style()->standardIcon(QStyle::SP_FileIcon), tr("&New (default scenario)"),
+                        this, &MainWindow::newScenario);
     newAct->setShortcut(QKeySequence::New);
     QAction* openAct = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton),
                                        tr("&Open Scenario..."), this, &MainWindow::openInteractive);
@@ -250,6 +275,11 @@ void MainWindow::buildActions() {
     QAction* importAct =
         file->addAction(tr("&Import config.json..."), this, &MainWindow::importInteractive);
     importAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    QAction* hubAct = file->addAction(tr("Open from &Hugging Face..."), this,
+                                      &MainWindow::openFromHubInteractive);
+    hubAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_H));
+    hubAct->setToolTip(tr("Read a model's config.json from the Hub by its repo id (HF_ENDPOINT, "
+                          "HF_TOKEN); cached for offline use"));
     QMenu* exportMenu = file->addMenu(tr("&Export"));
     // The chart registry's entries: the ledger's, then (after a separator) the probe's.
     bool measuredSection = false;
@@ -300,6 +330,7 @@ void MainWindow::buildActions() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* pinAct =
         view->addAction(icon("pin"), tr("&Pin as Reference"), this, &MainWindow::pinReference);
+    m_pinAction = pinAct;
     pinAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
     pinAct->setToolTip(tr("Keep the current scenario as a dashed reference and show the deltas"));
     m_clearReferenceAction =
@@ -314,8 +345,53 @@ void MainWindow::buildActions() {
     });
     m_unitsButton->setDefaultAction(m_unitsAction);
     m_unitsButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    // Per GPU, per replica, cluster: one scope for every figure (widgets::FigureScope).
+    QMenu* scopeMenu = view->addMenu(tr("&Figures"));
+    auto* scopeGroup = new QActionGroup(this);
+    const std::pair<widgets::FigureScope, QString> scopes[] = {
+        {widgets::FigureScope::PerGpu, tr("Per &GPU")},
+        {widgets::FigureScope::PerReplica, tr("Per &Replica (TP x PP GPUs)")},
+        {widgets::FigureScope::Cluster, tr("&Cluster (DP replicas)")}};
+    for (const auto& [sc, text] : scopes) {
+        QAction* a = scopeMenu->addAction(text);
+        a->setCheckable(true);
+        a->setActionGroup(scopeGroup);
+        const widgets::FigureScope target = sc;
+        connect(a, &QAction::triggered, this, [this, target] { setScope(target); });
+        m_scopeActions << a;
+    }
+    m_scopeActions[0]->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+    m_scopeActions[1]->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+    m_scopeActions[2]->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
+    connect(m_scopeButton, &QToolButton::clicked, this, [this] {
+        setScope(static_cast<widgets::FigureScope>((static_cast<int>(scope()) + 1) % 3));
+    });
+    QMenu* themeMenu = view->addMenu(tr("&Theme"));
+    auto* themeGroup = new QActionGroup(this);
+    for (Theme t : {Theme::System, Theme::Light, Theme::Dark}) {
+        const QString text = t == Theme::System  ? tr("&System")
+                             : t == Theme::Light ? tr("&Light")
+                                                 : tr("&Dark");
+        QAction* a = themeMenu->addAction(text);
+        a->setCheckable(true);
+        a->setChecked(t == currentTheme());
+        a->setActionGroup(themeGroup);
+        a->setData(themeName(t));
+        connect(a, &QAction::triggered, this, [this, t] {
+            applyTheme(t);
+            if (m_options.useSettings)
+                QSettings().setValue(QStringLiteral("theme"), themeName(t));
+        });
+        m_themeActions << a;
+    }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* formulasAct = help->addAction(tr("&Formulas"), this, [this] { showFormulas(); });
+    formulasAct->setShortcut(QKeySequence::HelpContents);
+    QAction* keysAct =
+        help->addAction(tr("&Keyboard Shortcuts"), this, [this] { showShortcuts(); });
+    keysAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Slash));
+    help->addSeparator();
     help->addAction(tr("&About KV Ledger"), this, [this] {
         QMessageBox::about(
             this, tr("About KV Ledger"),
@@ -351,6 +427,7 @@ void MainWindow::buildActions() {
     }
     updateRecentMenu();
     setUnits(core::UnitSystem::Binary);
+    setScope(widgets::FigureScope::PerGpu);
 }
 
 widgets::ChartWidget* MainWindow::chart(const QString& name) const {
@@ -385,8 +462,55 @@ const core::Scenario& MainWindow::scenario() const {
 void MainWindow::recompute(const core::Scenario& s) {
     m_view.snapshot = std::make_shared<const widgets::LedgerSnapshot>(widgets::computeSnapshot(s));
     publish();
-    setWindowModified(true);
+    updateModified();
     emit recomputed();
+}
+
+void MainWindow::showInvalid(const core::Scenario& s, const QString& message) {
+    // Nothing is computed for input that is not valid: the views get the scenario and the
+    // reason, and show that instead of the last valid numbers.
+    auto snap = std::make_shared<widgets::LedgerSnapshot>();
+    snap->scenario = s;
+    snap->invalid = true;
+    snap->ledger.error = message.toStdString();
+    snap->ledger.contextTokens = s.workload.context;
+    snap->ledger.kv.format = s.levers.quant.enabled
+                                 ? s.levers.quant.format
+                                 : core::KvFormat::defaultFor(s.model.nativeKvDtype);
+    m_view.snapshot = std::move(snap);
+    publish();
+    updateModified();
+    emit recomputed();
+}
+
+void MainWindow::updateModified() {
+    setWindowModified(io::scenarioToJson(scenario()) != m_cleanScenario);
+}
+
+void MainWindow::markClean() {
+    m_cleanScenario = io::scenarioToJson(scenario());
+    setWindowModified(false);
+}
+
+bool MainWindow::maybeSave() {
+    if (!isWindowModified() || !m_options.showDialogs)
+        return true;
+    const auto answer = QMessageBox::question(
+        this, tr("Unsaved changes"),
+        tr("The scenario has changes that are not saved. Save them first?"),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Save)
+        return saveInteractive(false);
+    return answer == QMessageBox::Discard;
+}
+
+void MainWindow::newScenario() {
+    if (!maybeSave())
+        return;
+    m_currentFile.clear();
+    setScenario(firstLaunchScenario());
+    markClean();
+    updateTitle();
 }
 
 void MainWindow::publish() {
@@ -399,12 +523,18 @@ void MainWindow::publish() {
 
 void MainWindow::showView(const widgets::LedgerView& view) {
     m_summary->setText(summaryText());
+    m_summary->setToolTip(summaryText());
     m_vllmView->setPlainText(vllmCommandText());
-    const QString warn = warningText();
-    m_warnings->setText(
-        warn.isEmpty() ? tr("No warnings: the scenario is within the model's and vLLM's limits")
-                       : warn);
-    m_warnings->setToolTip(warn);
+    m_banner->setItems(widgets::bannerItems(*view.snapshot));
+    // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
+    const QDate today = QDate::currentDate();
+    const QString caption = widgets::exportCaption(*view.snapshot, view.scope, today);
+    const QStringList comments = widgets::csvComments(*view.snapshot, view.scope, today);
+    for (widgets::ChartWidget* c : m_charts) {
+        c->setCaption(caption);
+        c->setCsvComments(comments);
+    }
+    m_pinAction->setEnabled(!view.snapshot->invalid);
     m_clearReferenceAction->setEnabled(view.reference != nullptr);
     if (view.reference) {
         m_referenceLabel->setText(tr("Reference: %1").arg(qs(view.reference->scenario.model.name)));
@@ -416,20 +546,19 @@ void MainWindow::showView(const widgets::LedgerView& view) {
 }
 
 QString MainWindow::summaryText() const {
-    return widgets::summaryLine(*m_view.snapshot, m_view.units);
+    return widgets::scopedSummaryLine(*m_view.snapshot, m_view.units, m_view.scope);
 }
 
 QString MainWindow::warningText() const {
-    const widgets::LedgerSnapshot& snap = *m_view.snapshot;
     QStringList lines;
-    if (!snap.ledger.error.empty())
-        lines << tr("<b>Does not fit:</b> %1").arg(qs(snap.ledger.error).toHtmlEscaped());
-    for (const auto& w : snap.ledger.warnings)
-        lines << tr("<b>Note:</b> %1").arg(qs(w).toHtmlEscaped());
-    return lines.join(QStringLiteral(" &nbsp; "));
+    for (const auto& it : m_banner->items())
+        lines << it.plain();
+    return lines.join(QLatin1Char('\n'));
 }
 
 QString MainWindow::vllmCommandText() const {
+    if (m_view.snapshot && m_view.snapshot->invalid)
+        return tr("# not computed: %1").arg(qs(m_view.snapshot->ledger.error));
     return widgets::vllmCommand(scenario()).text();
 }
 
@@ -455,7 +584,21 @@ void MainWindow::setUnits(core::UnitSystem units) {
     publish();
 }
 
+void MainWindow::setScope(widgets::FigureScope scope) {
+    m_view.scope = scope;
+    const int i = static_cast<int>(scope);
+    if (i >= 0 && i < m_scopeActions.size())
+        m_scopeActions[i]->setChecked(true);
+    m_scopeButton->setText(tr("Figures: %1").arg(widgets::scopeLabel(scope)));
+    m_scopeButton->setToolTip(
+        tr("Which part of the deployment every figure covers: one GPU, one replica (TP x PP "
+           "GPUs) or the cluster (DP replicas); click to switch"));
+    publish();
+}
+
 void MainWindow::pinReference() {
+    if (!m_view.snapshot || m_view.snapshot->invalid)
+        return;
     m_view.reference = m_view.snapshot;
     publish();
     notify(tr("Pinned the current scenario as the reference (dashed)"));
@@ -509,11 +652,17 @@ void MainWindow::showScenarioFile(const QString& path, const core::Scenario& s) 
     m_currentFile = QFileInfo(path).absoluteFilePath();
     m_lastDir = QFileInfo(path).absolutePath();
     addRecentFile(m_currentFile);
-    setWindowModified(false);
+    markClean();
     updateTitle();
 }
 
 bool MainWindow::saveScenarioFile(const QString& path) {
+    if (!m_panel->validationMessage().isEmpty()) {
+        // It would not open again: the file format takes valid scenarios only.
+        reportError(tr("Save scenario"), tr("The scenario is not valid, so it is not saved: %1")
+                                             .arg(m_panel->validationMessage()));
+        return false;
+    }
     const auto saved = widgets::writeFileAtomically(
         path, QByteArray::fromStdString(io::scenarioToJson(scenario())));
     if (!saved) {
@@ -523,7 +672,7 @@ bool MainWindow::saveScenarioFile(const QString& path) {
     m_currentFile = QFileInfo(path).absoluteFilePath();
     m_lastDir = QFileInfo(path).absolutePath();
     addRecentFile(m_currentFile);
-    setWindowModified(false);
+    markClean();
     updateTitle();
     notify(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
     return true;
@@ -574,7 +723,9 @@ void MainWindow::saveProbeResultsInteractive() {
 
 QString MainWindow::tableCsv(const QString& name) const {
     if (name == QLatin1String("ladder"))
-        return m_ladderModel->csv();
+        return widgets::withCsvComments(
+            m_ladderModel->csv(),
+            widgets::csvComments(*m_view.snapshot, m_view.scope, QDate::currentDate()));
     if (name == QLatin1String("probe"))
         return m_probePanel->model()->csv();
     return {};
@@ -595,9 +746,28 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         return fail(tr("The %1 exports to %2, not \"%3\"")
                         .arg(widgets::chartTitle(*spec).toLower(),
                              widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
-    const Status written = spec->create
-                               ? chart(name)->exportTo(path, scale, size)
-                               : widgets::writeFileAtomically(path, tableCsv(name).toUtf8());
+    Status written;
+    if (spec->create) {
+        written = chart(name)->exportTo(path, scale, size);
+    } else if (*format == widgets::ExportFormat::Csv) {
+        written = widgets::writeFileAtomically(path, tableCsv(name).toUtf8());
+    } else {
+        // A table as an image (the ladder): drawn through the same verified, atomic path.
+        widgets::TableImage table;
+        table.model = m_ladderModel;
+        table.title = tr("Lever ladder: each step adds one lever of the scenario (%1)")
+                          .arg(widgets::scopeLabel(m_view.scope));
+        table.caption =
+            widgets::exportCaption(*m_view.snapshot, m_view.scope, QDate::currentDate());
+        table.font = font();
+        const auto bytes = widgets::renderTableFile(table, *format, scale, size);
+        written = bytes ? widgets::writeFileAtomically(
+                              path, *bytes,
+                              *format == widgets::ExportFormat::Png   ? widgets::FileKind::Png
+                              : *format == widgets::ExportFormat::Pdf ? widgets::FileKind::Pdf
+                                                                      : widgets::FileKind::Svg)
+                        : Status(bytes.error());
+    }
     return written ? true : fail(qs(written.error().message));
 }
 
@@ -654,8 +824,11 @@ void MainWindow::exportChartInteractive(const QString& name) {
         if (!ok)
             return;
     }
+    // kvledger export's size (900 x 520, 1800 px wide at 2x) for a chart, whatever the window;
+    // a table takes the size it needs.
+    const QSize size = spec->create ? kDefaultChartSize : QSize();
     QString error;
-    if (!exportChart(name, path, scale, {}, &error))
+    if (!exportChart(name, path, scale, size, &error))
         reportError(tr("Export"), error);
     else
         statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 4000);
@@ -679,6 +852,8 @@ void MainWindow::exportReportInteractive() {
 }
 
 void MainWindow::openInteractive() {
+    if (!maybeSave())
+        return;
     const QString path =
         QFileDialog::getOpenFileName(this, tr("Open scenario"), dialogDir(), tr(kScenarioFilter));
     if (!path.isEmpty())
@@ -712,6 +887,109 @@ void MainWindow::importInteractive() {
         statusBar()->showMessage(tr("Imported %1").arg(qs(scenario().model.name)), 4000);
 }
 
+void MainWindow::openFromHub(const QString& repo, const QString& revision) {
+    m_hubFetcher->fetch(repo, revision); // answers in applyHubResult
+}
+
+void MainWindow::openFromHubInteractive() {
+    widgets::HfHubDialog dialog(this);
+    if (dialog.exec() == QDialog::Accepted)
+        applyHubResult(dialog.fetchResult());
+}
+
+void MainWindow::applyHubResult(const widgets::HfFetchResult& result) {
+    if (result.cancelled) {
+        notify(result.message);
+        emit hubOpened(false, result.message);
+        return;
+    }
+    if (!result.ok) {
+        reportError(tr("Open from Hugging Face"), result.message);
+        emit hubOpened(false, result.message);
+        return;
+    }
+    const QString source = QStringLiteral("%1@%2").arg(result.repo, result.revision);
+    if (!m_panel->importModel(result.model, source)) {
+        emit hubOpened(false, m_lastError);
+        return;
+    }
+    const QString message =
+        result.message.isEmpty()
+            ? tr("Opened %1 (%2) from Hugging Face").arg(result.repo, result.revision)
+            : result.message;
+    notify(message);
+    emit hubOpened(true, message);
+}
+
+QDialog* MainWindow::showFormulas() {
+    auto* dialog = findChild<QDialog*>(QStringLiteral("formulasDialog"));
+    if (!dialog) {
+        dialog = new QDialog(this);
+        dialog->setObjectName(QStringLiteral("formulasDialog"));
+        dialog->setWindowTitle(tr("Formulas"));
+        auto* v = new QVBoxLayout(dialog);
+        auto* text = new QTextBrowser(dialog);
+        text->setObjectName(QStringLiteral("formulaTable"));
+        text->setHtml(formulasHtml());
+        v->addWidget(text);
+        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+        v->addWidget(buttons);
+        dialog->resize(820, 560);
+    }
+    dialog->show();
+    dialog->raise();
+    return dialog;
+}
+
+QList<QPair<QString, QString>> MainWindow::shortcuts() const {
+    QList<QPair<QString, QString>> out;
+    QStringList seen;
+    for (const QAction* a : findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty())
+            continue;
+        const QString keys = a->shortcut().toString(QKeySequence::NativeText);
+        QString text = a->text();
+        text.remove(QLatin1Char('&'));
+        text.remove(QStringLiteral("..."));
+        if (seen.contains(keys))
+            continue;
+        seen << keys;
+        out.append({text, keys});
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+QDialog* MainWindow::showShortcuts() {
+    auto* dialog = findChild<QDialog*>(QStringLiteral("shortcutsDialog"));
+    if (!dialog) {
+        dialog = new QDialog(this);
+        dialog->setObjectName(QStringLiteral("shortcutsDialog"));
+        dialog->setWindowTitle(tr("Keyboard shortcuts"));
+        auto* v = new QVBoxLayout(dialog);
+        auto* text = new QTextBrowser(dialog);
+        text->setObjectName(QStringLiteral("shortcutsTable"));
+        v->addWidget(text);
+        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+        v->addWidget(buttons);
+        dialog->resize(460, 520);
+    }
+    // Generated from the actions themselves, so the list cannot drift from the menus.
+    QString html = QStringLiteral("<table cellpadding='4'>");
+    for (const auto& [what, keys] : shortcuts())
+        html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                    .arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+    html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                .arg(tr("Click / drag"), tr("on a curve chart: move the context there"));
+    html += QStringLiteral("</table>");
+    dialog->findChild<QTextBrowser*>(QStringLiteral("shortcutsTable"))->setHtml(html);
+    dialog->show();
+    dialog->raise();
+    return dialog;
+}
+
 void MainWindow::addRecentFile(const QString& path) {
     m_recentFiles.removeAll(path);
     m_recentFiles.prepend(path);
@@ -728,7 +1006,10 @@ void MainWindow::updateRecentMenu() {
         const QString path = m_recentFiles[i];
         QAction* a = m_recentMenu->addAction(
             QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this,
-            [this, path] { openScenarioFile(path); });
+            [this, path] {
+                if (maybeSave())
+                    openScenarioFile(path);
+            });
         a->setToolTip(QDir::toNativeSeparators(path));
     }
     if (!m_recentFiles.isEmpty()) {
@@ -772,6 +1053,15 @@ void MainWindow::restoreSettings() {
     setUnits(settings.value(QStringLiteral("units")).toString() == QLatin1String("GB")
                  ? core::UnitSystem::Decimal
                  : core::UnitSystem::Binary);
+    const int scopeValue = settings.value(QStringLiteral("scope"), 0).toInt();
+    setScope(scopeValue >= 0 && scopeValue <= 2 ? static_cast<widgets::FigureScope>(scopeValue)
+                                                : widgets::FigureScope::PerGpu);
+    if (const auto theme = parseTheme(settings.value(QStringLiteral("theme")).toString())) {
+        if (*theme != currentTheme())
+            applyTheme(*theme);
+        for (QAction* a : m_themeActions)
+            a->setChecked(a->data().toString() == themeName(*theme));
+    }
     core::Scenario s = firstLaunchScenario();
     const QByteArray last = settings.value(QStringLiteral("lastScenario")).toByteArray();
     if (!last.isEmpty()) {
@@ -784,7 +1074,16 @@ void MainWindow::restoreSettings() {
     if (!m_currentFile.isEmpty() && !QFileInfo::exists(m_currentFile))
         m_currentFile.clear();
     setScenario(s);
-    setWindowModified(settings.value(QStringLiteral("modified"), false).toBool());
+    // Modified when it was left modified: the clean state is then the file's (or none).
+    if (!settings.value(QStringLiteral("modified"), false).toBool()) {
+        markClean();
+    } else {
+        m_cleanScenario.clear();
+        if (!m_currentFile.isEmpty())
+            if (auto saved = loadScenarioFile(m_currentFile))
+                m_cleanScenario = io::scenarioToJson(*saved);
+        updateModified();
+    }
 }
 
 void MainWindow::saveSettings() {
@@ -798,6 +1097,7 @@ void MainWindow::saveSettings() {
     settings.setValue(QStringLiteral("units"), m_view.units == core::UnitSystem::Decimal
                                                    ? QStringLiteral("GB")
                                                    : QStringLiteral("GiB"));
+    settings.setValue(QStringLiteral("scope"), static_cast<int>(m_view.scope));
     settings.setValue(QStringLiteral("lastScenario"),
                       QByteArray::fromStdString(io::scenarioToJson(scenario())));
     settings.setValue(QStringLiteral("currentFile"), m_currentFile);
@@ -807,6 +1107,10 @@ void MainWindow::saveSettings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (!maybeSave()) {
+        event->ignore();
+        return;
+    }
     if (m_options.useSettings)
         saveSettings();
     event->accept();

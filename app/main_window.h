@@ -1,8 +1,10 @@
 #pragma once
-// The explorer window: scenario panel on the left; memory and concurrency curves, the memory
-// breakdown and the lever ladder on the right; the one-line summary in the status bar.
-// One scenario; every control edit recomputes the ledger once and publishes the result in one
-// signal, snapshotChanged, to which every view subscribes (each chart then queues a replot).
+// The explorer window: scenario panel on the left; the warnings banner, memory and concurrency
+// curves, the memory breakdown and the lever ladder on the right; the one-line summary in the
+// status bar, with the units and figure-scope toggles. One scenario; every control edit
+// recomputes the ledger once and publishes the result in one signal, snapshotChanged, to which
+// every view subscribes (each chart then queues a replot). Input that does not validate is
+// published too, as an invalid snapshot: the views show the error, not stale numbers.
 
 #include "widgets/ledger_view_state.h"
 
@@ -10,8 +12,12 @@
 
 #include <QList>
 #include <QMainWindow>
+#include <QPair>
+
+#include <string>
 
 class QAction;
+class QDialog;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
@@ -24,9 +30,12 @@ namespace kvl::widgets {
 class BreakdownChart;
 class ChartWidget;
 class CurveChart;
+class HfHubFetcher;
 class LadderModel;
 class ScenarioPanel;
 class ProbePanel;
+class WarningsBanner;
+struct HfFetchResult;
 } // namespace kvl::widgets
 
 namespace kvl::app {
@@ -87,11 +96,30 @@ public:
     bool exportReport(const QString& path, QString* error = nullptr);
 
     QString summaryText() const;
-    QString warningText() const;
+    QString warningText() const; // the banner's items, one per line
     QString vllmCommandText() const;
+    widgets::WarningsBanner* banner() const { return m_banner; }
 
     core::UnitSystem units() const { return m_view.units; }
     void setUnits(core::UnitSystem units);
+    // Per GPU, per replica or cluster: the scope of every figure the views show.
+    widgets::FigureScope scope() const { return m_view.scope; }
+    void setScope(widgets::FigureScope scope);
+
+    // The scenario differs from the one last saved, opened or started with New: New, Open and
+    // Quit ask first (a message box when dialogs are on).
+    bool wouldPromptToSave() const { return isWindowModified(); }
+
+    // File > Open from Hugging Face for a repo id and revision: asynchronous; hubOpened tells
+    // how it went (the model is then the scenario's, named by its repo id).
+    void openFromHub(const QString& repo, const QString& revision = QStringLiteral("main"));
+    widgets::HfHubFetcher* hubFetcher() const { return m_hubFetcher; }
+
+    // Help > Formulas and Help > Keyboard shortcuts (non-modal dialogs).
+    QDialog* showFormulas();
+    QDialog* showShortcuts();
+    // Every action with a shortcut: its menu text (no '&') and the shortcut, as Help lists them.
+    QList<QPair<QString, QString>> shortcuts() const;
     void pinReference();
     void clearReference();
 
@@ -104,6 +132,7 @@ signals:
     void recomputed();      // the snapshot, table and status line are up to date
     void chartsReplotted(); // every chart has replotted since the last snapshotChanged
     void errorRaised(const QString& title, const QString& message);
+    void hubOpened(bool ok, const QString& message);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -112,6 +141,13 @@ private:
     void buildUi();
     void buildActions();
     void recompute(const core::Scenario& s);
+    void showInvalid(const core::Scenario& s, const QString& message);
+    void updateModified();
+    void markClean(); // the current scenario is the saved / opened / new one
+    bool maybeSave(); // false when the user cancels (dialogs on and the scenario modified)
+    void applyHubResult(const widgets::HfFetchResult& result);
+    void openFromHubInteractive();
+    void newScenario();
     void publish();                                 // emits snapshotChanged with m_view
     void showView(const widgets::LedgerView& view); // the status bar, warnings, vLLM command
     void onChartReplotted();
@@ -149,12 +185,17 @@ private:
     QTabWidget* m_tabs = nullptr;
     widgets::ProbePanel* m_probePanel = nullptr;
     QLabel* m_summary = nullptr;
-    QLabel* m_warnings = nullptr;
+    widgets::WarningsBanner* m_banner = nullptr;
     QLabel* m_referenceLabel = nullptr;
     QToolButton* m_unitsButton = nullptr;
+    QToolButton* m_scopeButton = nullptr;
     QMenu* m_recentMenu = nullptr;
     QAction* m_unitsAction = nullptr;
     QAction* m_clearReferenceAction = nullptr;
+    QAction* m_pinAction = nullptr;
+    QList<QAction*> m_scopeActions; // per GPU, per replica, cluster
+    QList<QAction*> m_themeActions; // system, light, dark
+    widgets::HfHubFetcher* m_hubFetcher = nullptr;
 
     QList<widgets::ChartWidget*> m_charts; // every chart of the window, for replot accounting
     widgets::LedgerView m_view;
@@ -162,6 +203,7 @@ private:
     QStringList m_recentFiles;
     QString m_lastError;
     QString m_lastDir;
+    std::string m_cleanScenario;    // JSON of the scenario last saved, opened or new
     bool m_awaitingReplots = false; // chartsReplotted not yet emitted since snapshotChanged
 };
 

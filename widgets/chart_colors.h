@@ -15,6 +15,7 @@ struct ChartColors {
     QColor current; // the current scenario, emphasized
     QColor kvLine;  // memory available for KV
     QColor cursor;
+    QColor cap;                  // vLLM's limits drawn on a chart (max_num_seqs)
     std::array<QColor, 5> steps; // baseline, +attention, +quant, +paging, +prefix
     QColor weights, kv, activations, free, reserved, overflow;
 

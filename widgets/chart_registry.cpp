@@ -26,7 +26,7 @@ const std::array<ChartSpec, 7> kCharts{{
      [](QWidget* p) -> ChartWidget* { return new CurveChart(CurveKind::Concurrency, p); }},
     {"breakdown", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Breakdown chart"), kAll, false,
      [](QWidget* p) -> ChartWidget* { return new BreakdownChart(p); }},
-    {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kCsv, false, nullptr},
+    {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll, false, nullptr},
     {"quality", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true,
      [](QWidget* p) -> ChartWidget* { return new QualityChart(p); }},
     {"speed", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Speed chart"), kAll, true,

@@ -26,7 +26,9 @@ struct ChartSpec {
     ExportFormats formats;
     bool measured; // shows probe results: the Export menu's second section, and headless
                    // export needs --probe-results
-    ChartWidget* (*create)(QWidget* parent); // nullptr: a table, exported from its model as CSV
+    // nullptr: a table, exported from its model as CSV, and drawn as a table image
+    // (table_export.h) in the image formats it lists
+    ChartWidget* (*create)(QWidget* parent);
 };
 
 std::span<const ChartSpec> chartSpecs();

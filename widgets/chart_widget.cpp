@@ -62,9 +62,102 @@ ChartWidget::~ChartWidget() = default;
 
 void ChartWidget::setTitle(const QString& title) {
     m_title = title;
-    if (auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0)))
-        t->setText(title);
+    updateTitleLayout();
     requestReplot();
+}
+
+QString ChartWidget::wrapToWidth(const QString& text, const QFontMetrics& fm, int width) {
+    QStringList lines;
+    for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
+        QString line;
+        for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            const QString candidate = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+            if (!line.isEmpty() && fm.horizontalAdvance(candidate) > width) {
+                lines << line;
+                line = word;
+            } else {
+                line = candidate;
+            }
+        }
+        lines << line;
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+void ChartWidget::updateTitleLayout() {
+    auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
+    if (!t)
+        return;
+    // A title wider than the chart wraps instead of being clipped at both ends.
+    const int avail = std::max(80, (m_plot->width() > 0 ? m_plot->width() : 900) - 16);
+    const QString shown = wrapToWidth(m_title, QFontMetrics(t->font()), avail);
+    if (shown != m_shownTitle) {
+        m_shownTitle = shown;
+        t->setText(shown);
+        requestReplot();
+    }
+}
+
+QRect ChartWidget::titleRect() const {
+    auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
+    if (!t)
+        return {};
+    return QRect(m_plot->mapTo(this, t->outerRect().topLeft()), t->outerRect().size());
+}
+
+QFont ChartWidget::titleFont() const {
+    auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
+    return t ? t->font() : font();
+}
+
+QRect ChartWidget::legendRect() const {
+    if (!m_plot->legend || !m_plot->legend->visible() || m_plot->legend->itemCount() == 0)
+        return {};
+    const QRect r = m_plot->legend->outerRect();
+    return QRect(m_plot->mapTo(this, r.topLeft()), r.size());
+}
+
+QRect ChartWidget::plotAreaRect() const {
+    const QRect r = m_plot->axisRect()->rect();
+    return QRect(m_plot->mapTo(this, r.topLeft()), r.size());
+}
+
+QFont ChartWidget::captionFont() const {
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * 0.85);
+    return f;
+}
+
+int ChartWidget::captionHeight(int width) const {
+    if (m_caption.isEmpty())
+        return 0;
+    const QFontMetrics fm(captionFont());
+    const QString text = wrapToWidth(m_caption, fm, std::max(40, width - 16));
+    return static_cast<int>(text.count(QLatin1Char('\n')) + 1) * fm.lineSpacing() + 8;
+}
+
+void ChartWidget::paintExport(QCPPainter* painter, int width, int height) {
+    const int ch = captionHeight(width);
+    painter->fillRect(QRect(0, 0, width, height), m_colors.background);
+    // The title wrapped for the export's width, not the window's.
+    auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
+    if (t)
+        t->setText(wrapToWidth(m_title, QFontMetrics(t->font()), std::max(80, width - 16)));
+    m_plot->toPainter(painter, width, height - ch);
+    if (t)
+        t->setText(m_shownTitle);
+    if (ch > 0) {
+        painter->save();
+        QColor c = m_colors.foreground;
+        c.setAlpha(190);
+        painter->setPen(c);
+        painter->setFont(captionFont());
+        const QFontMetrics fm(captionFont());
+        painter->drawText(QRect(8, height - ch + 2, width - 16, ch - 4),
+                          Qt::AlignLeft | Qt::AlignVCenter,
+                          wrapToWidth(m_caption, fm, std::max(40, width - 16)));
+        painter->restore();
+    }
 }
 
 void ChartWidget::setUnits(core::UnitSystem units) {
@@ -123,6 +216,7 @@ void ChartWidget::changeEvent(QEvent* event) {
 
 void ChartWidget::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
+    updateTitleLayout();
     // Denser log ticks when there is room: about one label per 80 px.
     if (auto log = m_plot->xAxis->ticker().dynamicCast<QCPAxisTickerLog>())
         log->setTickCount(std::max(3, width() / 80));
@@ -164,7 +258,19 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
     case ExportFormat::Png: {
         if (auto ok = checkPngSize(s, scale); !ok)
             return ok.error();
-        QImage image = m_plot->toPixmap(s.width(), s.height(), scale).toImage();
+        // QCustomPlot::toPixmap's way (non-cosmetic pens when scaled up), with the caption.
+        QImage image(static_cast<int>(std::lround(s.width() * scale)),
+                     static_cast<int>(std::lround(s.height() * scale)),
+                     QImage::Format_ARGB32_Premultiplied);
+        image.fill(m_colors.background);
+        {
+            QCPPainter painter(&image);
+            painter.setMode(QCPPainter::pmNoCaching);
+            if (scale > 1.0)
+                painter.setMode(QCPPainter::pmNonCosmetic);
+            painter.scale(scale, scale);
+            paintExport(&painter, s.width(), s.height());
+        }
         // 96 dpi, as QCustomPlot::savePng writes it.
         const int dotsPerMeter = static_cast<int>(std::lround(96 / 0.0254));
         image.setDotsPerMeterX(dotsPerMeter);
@@ -185,7 +291,9 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
         QCPPainter painter;
         if (painter.begin(&writer)) {
             painter.setWindow(QRect(QPoint(0, 0), s));
-            render(&painter, s.width(), s.height());
+            painter.setMode(QCPPainter::pmVectorized);
+            painter.setMode(QCPPainter::pmNoCaching);
+            paintExport(&painter, s.width(), s.height());
             painter.end();
         }
         break;
@@ -199,13 +307,18 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
         generator.setDescription(QStringLiteral("KV Ledger chart"));
         QCPPainter painter;
         if (painter.begin(&generator)) {
-            render(&painter, s.width(), s.height());
+            painter.setMode(QCPPainter::pmVectorized);
+            painter.setMode(QCPPainter::pmNoCaching);
+            paintExport(&painter, s.width(), s.height());
             painter.end();
         }
         break;
     }
     case ExportFormat::Csv:
-        buffer.write(csv().toUtf8());
+        buffer.write((m_csvComments.isEmpty()
+                          ? csv()
+                          : m_csvComments.join(QLatin1Char('\n')) + QLatin1Char('\n') + csv())
+                         .toUtf8());
         break;
     }
     requestReplot();

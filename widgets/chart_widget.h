@@ -13,6 +13,7 @@
 #include <QByteArray>
 
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 
@@ -34,6 +35,20 @@ public:
     core::UnitSystem units() const { return m_units; }
     void setUnits(core::UnitSystem units);
 
+    // The line every exported image carries under the chart (model, GPUs x layout, KV format,
+    // context, date: status_text.h exportCaption), so it stands alone on a slide; and the
+    // '#' comment lines a CSV export starts with. The window sets both with each snapshot.
+    void setCaption(const QString& caption) { m_caption = caption; }
+    QString caption() const { return m_caption; }
+    void setCsvComments(const QStringList& lines) { m_csvComments = lines; }
+    QStringList csvComments() const { return m_csvComments; }
+    // The title as drawn: wrapped onto more lines when the chart is too narrow for one.
+    QString shownTitle() const { return m_shownTitle; }
+    QRect titleRect() const; // where the title is drawn, in this widget's coordinates
+    QFont titleFont() const;
+    QRect legendRect() const;   // the legend's rectangle; empty when it is hidden
+    QRect plotAreaRect() const; // the axis rect (where curves are drawn)
+
     // Chooses the format from the suffix (.png .pdf .svg .csv). `size` empty = the widget's
     // size (900 x 520 when never shown); `scale` multiplies PNG pixels for high-DPI output.
     // The file is replaced only by a complete export; the error names the file.
@@ -44,7 +59,8 @@ public:
     static constexpr double kMaxPngPixels = 100e6;
     // Refuses a scale that is not a positive finite number, or a PNG over kMaxPngPixels.
     static Status checkPngSize(QSize size, double scale);
-    // The chart's data as CSV: one row per data point, exact integers for bytes.
+    // The chart's data as CSV: one row per data point, exact integers for bytes (an export
+    // puts csvComments() in front).
     virtual QString csv() const = 0;
     // Draws the chart with `painter` (vectorized) into (0,0)-(width,height).
     void render(QCPPainter* painter, int width, int height);
@@ -83,10 +99,22 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
     QSize exportSize(QSize requested) const;
     void styleAxes();
+    // `text` broken at spaces into lines of at most `width` pixels in `fm` (a word longer than
+    // that keeps its own line).
+    static QString wrapToWidth(const QString& text, const QFontMetrics& fm, int width);
+    void updateTitleLayout(); // wraps the title to the chart's width
 
 private:
+    // The plot in (0,0)-(width, height - caption), the caption under it.
+    void paintExport(QCPPainter* painter, int width, int height);
+    int captionHeight(int width) const;
+    QFont captionFont() const;
+
     QCustomPlot* m_plot = nullptr;
     QString m_title;
+    QString m_shownTitle;
+    QString m_caption;
+    QStringList m_csvComments;
     ChartColors m_colors;
     bool m_forPrint = false;
     core::UnitSystem m_units = core::UnitSystem::Binary;

@@ -1,6 +1,11 @@
 #include "curve_chart.h"
 
 #include "axis_tickers_p.h"
+#include "token_spin_box.h"
+
+#include "core/engine.h"
+
+#include <QMouseEvent>
 
 #include <cmath>
 #include <limits>
@@ -27,15 +32,10 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new TokenLogTicker));
     p->xAxis->setLabel(tr("Context length (tokens per request, log scale)"));
     p->yAxis->setScaleType(QCPAxis::stLogarithmic);
-    if (kind == CurveKind::Memory) {
+    if (kind == CurveKind::Memory)
         p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteLogTicker(units())));
-        setTitle(tr("KV cache per request vs context"));
-        p->yAxis->setLabel(tr("KV per request, per GPU (log)"));
-    } else {
+    else
         p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new CountLogTicker));
-        setTitle(tr("Max concurrent requests vs context"));
-        p->yAxis->setLabel(tr("Requests that fit (log)"));
-    }
     p->xAxis->grid()->setSubGridVisible(false);
     p->yAxis->grid()->setSubGridVisible(kind == CurveKind::Concurrency);
     p->xAxis2->setVisible(true);
@@ -49,9 +49,6 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     p->legend->setFont(legendFont);
     p->legend->setRowSpacing(-2);
-    p->axisRect()->insetLayout()->setInsetAlignment(0, kind == CurveKind::Memory
-                                                           ? (Qt::AlignBottom | Qt::AlignRight)
-                                                           : (Qt::AlignTop | Qt::AlignRight));
 
     m_poolLine = new QCPItemStraightLine(p);
     m_poolLine->setClipToAxisRect(true);
@@ -69,6 +66,23 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_cursorLabel = new QCPTextElement(p, QString(), legendFont);
     m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
     p->plotLayout()->addElement(1, 0, m_cursorLabel);
+    // The legend goes under the plot, never over a curve: rows are title, cursor, plot, legend.
+    p->axisRect()->insetLayout()->take(p->legend);
+    p->plotLayout()->addElement(3, 0, p->legend);
+    p->plotLayout()->setRowStretchFactor(3, 0.001);
+    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    p->legend->setWrap(3);
+    p->legend->setMargins(QMargins(4, 2, 4, 2));
+    m_capLine = new QCPItemStraightLine(p);
+    m_capLine->setClipToAxisRect(true);
+    m_capLabelItem = new QCPItemText(p);
+    m_capLabelItem->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_capLabelItem->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    m_capLabelItem->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_capLabelItem->setFont(legendFont);
+    m_capLabelItem->setClipToAxisRect(true);
+    m_capLine->setVisible(false);
+    m_capLabelItem->setVisible(false);
     m_emptyLabel = new QCPItemText(p);
     m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_emptyLabel->position->setCoords(0.5, 0.5);
@@ -80,7 +94,90 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_tracer = new QCPItemTracer(p);
     m_tracer->setStyle(QCPItemTracer::tsCircle);
     m_tracer->setSize(8);
+    updateLabels();
     applyColors();
+}
+
+void CurveChart::updateLabels() {
+    QCustomPlot* p = plot();
+    const QString scope = scopeLabel(m_scope);
+    if (m_kind == CurveKind::Memory) {
+        setTitle(tr("KV cache per request vs context (%1)").arg(scope));
+        p->yAxis->setLabel(tr("KV per request, %1 (log)").arg(scope));
+    } else {
+        // Every GPU of a replica serves the same requests: they are per replica or cluster.
+        setTitle(tr("Max concurrent requests vs context (%1)")
+                     .arg(m_scope == FigureScope::Cluster ? scope
+                                                          : scopeLabel(FigureScope::PerReplica)));
+        p->yAxis->setLabel(m_scope == FigureScope::Cluster
+                               ? tr("Requests that fit, cluster (log)")
+                               : tr("Requests that fit, per replica (log)"));
+    }
+}
+
+double CurveChart::scoped(double v, const core::Scenario& s) const {
+    if (!(v > 0) || !std::isfinite(v))
+        return v;
+    const auto n = static_cast<std::int64_t>(std::llround(std::min(v, 9.2e18)));
+    return static_cast<double>(m_kind == CurveKind::Memory ? scopeBytes(n, s, m_scope)
+                                                           : scopeRequests(n, s, m_scope));
+}
+
+void CurveChart::resizeEvent(QResizeEvent* event) {
+    ChartWidget::resizeEvent(event);
+    const int columns = width() < 480 ? 2 : 3;
+    if (plot()->legend->wrap() != columns) {
+        plot()->legend->setWrap(columns);
+        plot()->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    }
+    updateAxes(); // the placeholder wraps to the new width
+    requestReplot();
+}
+
+std::int64_t CurveChart::contextAt(const QPoint& pos) const {
+    if (!m_snapshot || m_snapshot->sweep.contexts.empty())
+        return 0;
+    const QPoint p = plot()->mapFrom(this, pos);
+    if (!plot()->axisRect()->rect().contains(p))
+        return 0;
+    const double key = plot()->xAxis->pixelToCoord(p.x());
+    const auto& ctx = m_snapshot->sweep.contexts;
+    const double lo = double(ctx.front()), hi = double(ctx.back());
+    // The slider's stops (1, 1.25, 1.5, 1.75 x 2^k): a click gives the round number the slider
+    // would, not 17,381 tokens; nearest in log space.
+    std::int64_t best = 0;
+    double bestDist = std::numeric_limits<double>::infinity();
+    for (std::int64_t stop : contextSliderStops()) {
+        if (double(stop) < lo || double(stop) > hi)
+            continue;
+        const double d = std::abs(std::log(double(stop)) - std::log(std::max(1.0, key)));
+        if (d < bestDist) {
+            bestDist = d;
+            best = stop;
+        }
+    }
+    if (best == 0) // a range between two stops, or beyond the slider's 1M
+        best = static_cast<std::int64_t>(std::llround(std::clamp(key, lo, hi)));
+    return best;
+}
+
+bool CurveChart::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == plot() &&
+        (event->type() == QEvent::MouseButtonPress || event->type() == QEvent::MouseMove)) {
+        auto* me = static_cast<QMouseEvent*>(event);
+        const bool pressed = event->type() == QEvent::MouseButtonPress
+                                 ? me->button() == Qt::LeftButton
+                                 : me->buttons().testFlag(Qt::LeftButton);
+        if (pressed) {
+            const std::int64_t tokens = contextAt(plot()->mapTo(this, me->position().toPoint()));
+            if (tokens > 0 &&
+                (event->type() == QEvent::MouseButtonPress || tokens != m_lastPicked)) {
+                m_lastPicked = tokens;
+                emit contextPicked(tokens);
+            }
+        }
+    }
+    return ChartWidget::eventFilter(watched, event);
 }
 
 void CurveChart::applyColors() {
@@ -94,6 +191,8 @@ void CurveChart::applyColors() {
     m_tracer->setPen(QPen(c.current, 1.5));
     m_emptyLabel->setColor(c.kvLine);
     m_tracer->setBrush(QBrush(c.background));
+    m_capLine->setPen(QPen(c.cap, 1.5, Qt::DashLine));
+    m_capLabelItem->setColor(c.cap);
     rebuild();
 }
 
@@ -105,10 +204,14 @@ void CurveChart::unitsChanged() {
 }
 
 void CurveChart::setView(const LedgerView& view) {
-    const bool data = view.snapshot != m_snapshot || view.reference != m_reference;
+    const bool scopeChanged = view.scope != m_scope;
+    const bool data = view.snapshot != m_snapshot || view.reference != m_reference || scopeChanged;
     const bool relabel = view.units != units();
     m_snapshot = view.snapshot;
     m_reference = view.reference;
+    m_scope = view.scope;
+    if (scopeChanged)
+        updateLabels();
     setUnits(view.units); // re-labels the axes and the cursor
     // The measured points' tooltips carry units too.
     if (data || (relabel && m_report)) {
@@ -130,9 +233,14 @@ void CurveChart::updateMeasured() {
     m_measuredNote.clear();
     if (!m_report || !m_snapshot)
         return;
+    if (m_snapshot->invalid)
+        return;
     m_measured = measuredOverlay(*m_report, *m_snapshot, m_kind, units());
-    if (!m_measured.empty())
-        m_measuredNote = widgets::measuredNote(*m_report, *m_snapshot);
+    for (MeasuredSeries& m : m_measured)
+        for (MeasuredPoint& pt : m.points)
+            pt.y = scoped(pt.y, m_snapshot->scenario);
+    // Points measured for another model are not shown; the note says for which they were.
+    m_measuredNote = widgets::measuredNote(*m_report, *m_snapshot);
 }
 
 double CurveChart::curveValue(const core::Curve& curve, std::size_t i) const {
@@ -213,12 +321,14 @@ void CurveChart::rebuild() {
         values.clear();
         keys.reserve(static_cast<qsizetype>(s.contexts->size()));
         values.reserve(static_cast<qsizetype>(s.contexts->size()));
+        const core::Scenario& scen =
+            s.reference && m_reference ? m_reference->scenario : m_snapshot->scenario;
         for (std::size_t i = 0; i < s.contexts->size(); ++i) {
             const double v = curveValue(*s.curve, i);
             if (std::isnan(v))
                 continue;
             keys.push_back(static_cast<double>((*s.contexts)[i]));
-            values.push_back(v);
+            values.push_back(scoped(v, scen));
         }
         g->setData(keys, values, true);
     }
@@ -267,10 +377,54 @@ void CurveChart::rebuild() {
     requestReplot();
 }
 
+int CurveChart::placeholderWidth() const {
+    // The axis rect's width as last laid out, or 3/5 of the chart's when that is smaller (the
+    // plot narrows once tick labels are laid out after a change).
+    return std::max(120, std::min(plotAreaRect().width(), width() * 3 / 5) - 24);
+}
+
+QString CurveChart::placeholderText() const {
+    return m_emptyLabel->visible() ? m_emptyLabel->text() : QString();
+}
+
+QRect CurveChart::placeholderRect() const {
+    if (!m_emptyLabel->visible())
+        return {};
+    const QFontMetrics fm(m_emptyLabel->font());
+    const QRect area = plotAreaRect();
+    const QRect text =
+        fm.boundingRect(QRect(0, 0, area.width(), 10000), Qt::AlignCenter, m_emptyLabel->text());
+    QRect r(QPoint(0, 0),
+            text.size() + QSize(m_emptyLabel->padding().left() + m_emptyLabel->padding().right(),
+                                m_emptyLabel->padding().top() + m_emptyLabel->padding().bottom()));
+    r.moveCenter(area.center());
+    return r;
+}
+
+QString CurveChart::capLabel() const {
+    return m_capLine->visible() ? m_capLabelItem->text() : QString();
+}
+
 void CurveChart::updateAxes() {
     QCustomPlot* p = plot();
-    if (!m_snapshot || m_snapshot->sweep.contexts.empty())
+    if (!m_snapshot)
         return;
+    if (m_snapshot->invalid || m_snapshot->sweep.contexts.empty()) {
+        // Not computed: the error instead of the old curves, wrapped to fit the plot.
+        const QString why = m_snapshot->invalid
+                                ? tr("Not computed: %1").arg(qs(m_snapshot->ledger.error))
+                                : tr("Nothing to plot");
+        m_emptyLabel->setText(
+            wrapToWidth(why, QFontMetrics(m_emptyLabel->font()), placeholderWidth()));
+        m_emptyLabel->setVisible(true);
+        m_poolLine->setVisible(false);
+        m_poolLabel->setVisible(false);
+        m_capLine->setVisible(false);
+        m_capLabelItem->setVisible(false);
+        m_capValue = 0;
+        return;
+    }
+    const core::Scenario& scen = m_snapshot->scenario;
     const auto& ctx = m_snapshot->sweep.contexts;
     p->xAxis->setRange(double(ctx.front()), double(ctx.back()));
     double lo = std::numeric_limits<double>::infinity(), hi = 0;
@@ -283,34 +437,60 @@ void CurveChart::updateAxes() {
             }
         }
     }
-    if (m_kind == CurveKind::Memory && m_snapshot->sweep.availableKvBytes > 0) {
-        hi = std::max(hi, double(m_snapshot->sweep.availableKvBytes));
-        lo = std::min(lo, double(m_snapshot->sweep.availableKvBytes));
+    const double pool = scoped(double(m_snapshot->sweep.availableKvBytes), scen);
+    if (m_kind == CurveKind::Memory && pool > 0) {
+        hi = std::max(hi, pool);
+        lo = std::min(lo, pool);
     }
     const bool empty = !(hi > 0) || !std::isfinite(lo);
+    // vLLM never runs more than max_num_seqs requests per replica: the cap, drawn where the
+    // curves rise above it.
+    m_capValue = 0;
+    if (m_kind == CurveKind::Concurrency && !empty) {
+        const std::int64_t cap = core::effectiveMaxNumSeqs(scen);
+        m_capValue = scoped(double(cap), scen);
+        if (hi >= m_capValue) {
+            lo = std::min(lo, m_capValue);
+        } else {
+            m_capValue = 0; // every curve is below it: the cap changes nothing here
+        }
+        m_capLabelItem->setText(
+            tr("max_num_seqs %1 %2%3")
+                .arg(thousandsQ(static_cast<std::int64_t>(m_capValue)),
+                     m_scope == FigureScope::Cluster ? tr("(cluster)") : tr("per replica"),
+                     scen.engine.maxNumSeqs > 0 ? QString() : tr(", vLLM's default")));
+    }
+    m_capLine->setVisible(m_capValue > 0);
+    m_capLabelItem->setVisible(m_capValue > 0);
+    m_capLine->point1->setCoords(1, m_capValue);
+    m_capLine->point2->setCoords(2, m_capValue);
+    m_capLabelItem->position->setCoords(0.01, m_capValue);
     if (empty) {
         lo = 1;
         hi = 100;
     }
     m_emptyLabel->setVisible(empty);
-    m_emptyLabel->setText(
-        m_kind == CurveKind::Concurrency
-            ? tr("No request fits at any context\n(see the note above the charts)")
-            : tr("Nothing to plot"));
+    m_emptyLabel->setText(wrapToWidth(m_kind == CurveKind::Concurrency
+                                          ? tr("No request fits at any context (see the banner "
+                                               "above the charts)")
+                                          : tr("Nothing to plot"),
+                                      QFontMetrics(m_emptyLabel->font()), placeholderWidth()));
     if (m_kind == CurveKind::Concurrency)
         lo = std::max(lo, 0.8);
-    p->yAxis->setRange(lo / 1.6, hi * 2.2); // room for the legend above the curves
+    p->yAxis->setRange(lo / 1.6, hi * 1.6);
     p->xAxis2->setScaleType(QCPAxis::stLogarithmic);
     p->yAxis2->setScaleType(QCPAxis::stLogarithmic);
     p->xAxis2->setRange(p->xAxis->range());
     p->yAxis2->setRange(p->yAxis->range());
 
-    const double pool = double(m_snapshot->sweep.availableKvBytes);
+    m_poolLine->setVisible(m_kind == CurveKind::Memory);
+    m_poolLabel->setVisible(m_kind == CurveKind::Memory);
     m_poolLine->point1->setCoords(1, pool);
     m_poolLine->point2->setCoords(2, pool);
     m_poolLabel->position->setCoords(0.99, pool);
-    m_poolLabel->setText(tr("memory for KV per GPU: %1")
-                             .arg(formatBytesQ(m_snapshot->sweep.availableKvBytes, units(), 2)));
+    m_poolLabel->setText(
+        tr("memory for KV, %1: %2")
+            .arg(scopeLabel(m_scope), formatBytesQ(static_cast<std::int64_t>(pool), units(), 2)));
 }
 
 double CurveChart::cursorContext() const {
@@ -322,12 +502,15 @@ QString CurveChart::cursorText() const {
 }
 
 void CurveChart::updateCursor() {
-    if (!m_snapshot) {
+    if (!m_snapshot || m_snapshot->invalid) {
         m_cursor->setVisible(false);
         m_tracer->setVisible(false);
+        m_cursorText.clear();
+        m_cursorLabel->setText(m_measuredNote);
         return;
     }
     const core::LedgerResult& r = m_snapshot->ledger;
+    const core::Scenario& scen = m_snapshot->scenario;
     const double x = double(r.contextTokens);
     m_cursor->point1->setCoords(x, 1);
     m_cursor->point2->setCoords(x, 2);
@@ -335,19 +518,23 @@ void CurveChart::updateCursor() {
     lines << tr("%1 tokens").arg(formatTokensQ(r.contextTokens));
     double y = 0;
     if (m_kind == CurveKind::Memory) {
-        y = double(r.kvBytesPerRequestPerGpu);
-        lines << tr("current: %1 per request (%2 B)")
-                     .arg(formatBytesQ(r.kvBytesPerRequestPerGpu, units()),
-                          thousandsQ(r.kvBytesPerRequestPerGpu));
-        if (m_reference)
+        const std::int64_t bytes = scopeBytes(r.kvBytesPerRequestPerGpu, scen, m_scope);
+        y = double(bytes);
+        lines << tr("current: %1 per request %2 (%3 B)")
+                     .arg(formatBytesQ(bytes, units()), scopeLabel(m_scope), thousandsQ(bytes));
+        if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1")
-                         .arg(formatBytesQ(m_reference->ledger.kvBytesPerRequestPerGpu, units()));
+                         .arg(formatBytesQ(scopeBytes(m_reference->ledger.kvBytesPerRequestPerGpu,
+                                                      m_reference->scenario, m_scope),
+                                           units()));
     } else {
-        y = double(r.maxRequestsAtContext);
-        lines << tr("current: %1 requests").arg(thousandsQ(r.maxRequestsAtContext));
-        if (m_reference)
+        const std::int64_t fit = scopeRequests(r.maxRequestsAtContext, scen, m_scope);
+        y = double(fit);
+        lines << tr("current: %1 requests").arg(thousandsQ(fit));
+        if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1 requests")
-                         .arg(thousandsQ(m_reference->ledger.maxRequestsAtContext));
+                         .arg(thousandsQ(scopeRequests(m_reference->ledger.maxRequestsAtContext,
+                                                       m_reference->scenario, m_scope)));
     }
     m_cursorText = lines.join(QStringLiteral(" · "));
     m_cursorLabel->setText(
@@ -371,13 +558,14 @@ QString CurveChart::describePoint(const QCPGraph* graph, int index) const {
     const auto tokens = static_cast<std::int64_t>(std::llround(it->key));
     if (m_kind == CurveKind::Memory) {
         const auto bytes = static_cast<std::int64_t>(std::llround(it->value));
-        return tr("%1\n%2 tokens: %3 per request per GPU\n(%4 bytes)")
+        return tr("%1\n%2 tokens: %3 per request %4\n(%5 bytes)")
             .arg(graph->name(), formatTokensQ(tokens), formatBytesQ(bytes, units()),
-                 thousandsQ(bytes));
+                 scopeLabel(m_scope), thousandsQ(bytes));
     }
-    return tr("%1\n%2 tokens: %3 concurrent requests")
+    return tr("%1\n%2 tokens: %3 concurrent requests %4")
         .arg(graph->name(), formatTokensQ(tokens),
-             thousandsQ(static_cast<std::int64_t>(std::llround(it->value))));
+             thousandsQ(static_cast<std::int64_t>(std::llround(it->value))),
+             m_scope == FigureScope::Cluster ? tr("in the cluster") : tr("per replica"));
 }
 
 QString CurveChart::csv() const {

@@ -35,16 +35,33 @@ public:
     QString csv() const override;
     QString cursorText() const;
     double cursorContext() const;
+    FigureScope scope() const { return m_scope; }
+
+    // The message drawn in the middle of an empty chart ("Not computed: ..."), and where.
+    QString placeholderText() const;
+    QRect placeholderRect() const; // empty when no placeholder is shown
+    // max_num_seqs drawn on the concurrency chart: the y value (0 = not drawn) and its label.
+    double capValue() const { return m_capValue; }
+    QString capLabel() const;
+    // The context under x (widget coordinates), snapped to the context slider's stops and
+    // kept within the plotted range; 0 outside the plot area.
+    std::int64_t contextAt(const QPoint& pos) const;
 
     static QString currentSeriesName() { return tr("Current"); }
     static QString referenceSeriesName() { return tr("Pinned reference"); }
     // The y value plotted for a curve at sweep index i (NaN when not plotted).
     double curveValue(const core::Curve& curve, std::size_t i) const;
 
+signals:
+    // A click or drag on the plot: the user points at a context (snapped, see contextAt).
+    void contextPicked(std::int64_t tokens);
+
 protected:
     void applyColors() override;
     void unitsChanged() override;
     QString describePoint(const QCPGraph* graph, int index) const override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     struct Series {
@@ -55,6 +72,11 @@ private:
         const std::vector<std::int64_t>* contexts = nullptr;
     };
     std::vector<Series> seriesList() const;
+    // A plotted y in the view's scope: bytes per GPU times the GPUs of the scope, requests
+    // per replica times DP for the cluster (ledger_view_state.h scopeBytes / scopeRequests).
+    double scoped(double perGpuOrReplica, const core::Scenario& s) const;
+    void updateLabels();
+    int placeholderWidth() const;
     void rebuild();
     void updateMeasured();
     void updateAxes();
@@ -69,7 +91,12 @@ private:
     QCPItemStraightLine* m_cursor = nullptr;
     QCPTextElement* m_cursorLabel = nullptr;
     QCPItemTracer* m_tracer = nullptr;
-    QCPItemText* m_emptyLabel = nullptr; // "no request fits" when nothing is plotted
+    QCPItemText* m_emptyLabel = nullptr;      // "no request fits" when nothing is plotted
+    QCPItemStraightLine* m_capLine = nullptr; // max_num_seqs (concurrency chart)
+    QCPItemText* m_capLabelItem = nullptr;
+    double m_capValue = 0;
+    FigureScope m_scope = FigureScope::PerGpu;
+    std::int64_t m_lastPicked = 0;
     QString m_cursorText;
     std::vector<MeasuredSeries> m_measured;
     QString m_measuredNote;

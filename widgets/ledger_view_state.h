@@ -32,6 +32,9 @@ struct LedgerSnapshot {
     std::int64_t requests = 0;
     bool requestsAreTarget = false;
     std::optional<core::GpusNeeded> gpusNeeded; // when the target does not fit
+    // The scenario is not valid input (or a layout vLLM refuses): ledger.error says why and
+    // nothing else is computed, so every view shows that error instead of the last numbers.
+    bool invalid = false;
 };
 
 LedgerSnapshot computeSnapshot(const core::Scenario& s);

@@ -24,9 +24,11 @@ ModelPicker::ModelPicker(QWidget* parent) : QWidget(parent) {
     layout->setSpacing(4);
     m_search = new QLineEdit(this);
     m_search->setObjectName(QStringLiteral("modelSearch"));
-    m_search->setPlaceholderText(tr("Search models (name, family, id)..."));
+    m_search->setPlaceholderText(tr("Search: llama 70, mla, sliding, moe..."));
     m_search->setClearButtonEnabled(true);
-    m_search->setToolTip(tr("Type any part of a model's name and pick it from the list"));
+    m_search->setToolTip(tr("Words in any order: parts of the name, id, family or repository, "
+                            "and attention kinds (mla, sliding, chunked, hybrid, mamba, moe, "
+                            "gqa, mha, mqa)"));
     m_combo = new QComboBox(this);
     m_combo->setObjectName(QStringLiteral("modelCombo"));
     m_combo->setMaxVisibleItems(24);
@@ -37,8 +39,8 @@ ModelPicker::ModelPicker(QWidget* parent) : QWidget(parent) {
     m_completer = new QCompleter(this);
     m_completer->setModel(new QStringListModel(this));
     m_completer->setCaseSensitivity(Qt::CaseInsensitive);
-    m_completer->setFilterMode(Qt::MatchContains);
-    m_completer->setCompletionMode(QCompleter::PopupCompletion);
+    // The list is filtered here (words in any order), so the completer shows it as it is.
+    m_completer->setCompletionMode(QCompleter::UnfilteredPopupCompletion);
     m_search->setCompleter(m_completer);
     layout->addWidget(m_search);
     layout->addWidget(m_combo);
@@ -54,6 +56,7 @@ ModelPicker::ModelPicker(QWidget* parent) : QWidget(parent) {
                 chooseBySearch(text);
                 m_search->clear();
             });
+    connect(m_search, &QLineEdit::textEdited, this, &ModelPicker::updateCompletions);
     connect(m_search, &QLineEdit::returnPressed, this, [this] {
         if (chooseBySearch(m_search->text()))
             m_search->clear();
@@ -93,7 +96,6 @@ void ModelPicker::rebuild() {
     const QString current = currentId();
     m_rebuilding = true;
     m_items->clear();
-    QStringList names;
     // Families in catalog order, models in catalog order within a family.
     std::vector<std::pair<QString, std::vector<const core::ModelSpec*>>> groups;
     auto add = [&](const core::ModelSpec& m, const QString& family) {
@@ -124,10 +126,10 @@ void ModelPicker::rebuild() {
             item->setToolTip(qs(m->geometrySummary()) +
                              (m->notes.empty() ? QString() : QStringLiteral("\n") + qs(m->notes)));
             m_items->appendRow(item);
-            names << qs(m->name);
         }
     }
-    static_cast<QStringListModel*>(m_completer->model())->setStringList(names);
+    if (!m_search->text().isEmpty())
+        updateCompletions(m_search->text());
     m_rebuilding = false;
     if (!current.isEmpty())
         setCurrentId(current);
@@ -172,25 +174,88 @@ const core::ModelSpec* ModelPicker::currentModel() const {
     return modelById(currentId());
 }
 
+QString ModelPicker::searchText(const core::ModelSpec& m) {
+    QStringList words{qs(m.name), qs(m.id), qs(m.family), qs(m.hfRepo)};
+    if (m.isMla())
+        words << QStringLiteral("mla latent");
+    if (m.countLayers(core::LayerKind::Sliding) > 0)
+        words << QStringLiteral("sliding swa window");
+    if (m.countLayers(core::LayerKind::Chunked) > 0)
+        words << QStringLiteral("chunked local");
+    if (m.countLayers(core::LayerKind::State) > 0 && m.state) {
+        // Named by what the state is: Mamba's SSM, Qwen3-Next's gated delta net (linear
+        // attention) or LFM2's short convolution, so "mamba" does not list Qwen3.5.
+        switch (m.state->kind) {
+        case core::StateKind::Mamba1:
+        case core::StateKind::Mamba2:
+            words << QStringLiteral("mamba ssm state");
+            break;
+        case core::StateKind::GatedDeltaNet:
+            words << QStringLiteral("gdn gated delta net linear state");
+            break;
+        case core::StateKind::ShortConv:
+            words << QStringLiteral("short conv state");
+            break;
+        }
+        if (m.countLayers(core::LayerKind::State) < m.numLayers())
+            words << QStringLiteral("hybrid");
+    }
+    if (m.isMoe())
+        words << QStringLiteral("moe experts mixture");
+    if (!m.isMla() && m.kvHeads > 0)
+        words << (m.kvHeads == m.qHeads ? QStringLiteral("mha")
+                  : m.kvHeads == 1      ? QStringLiteral("mqa")
+                                        : QStringLiteral("gqa"));
+    return words.join(QLatin1Char(' ')).toLower();
+}
+
+bool ModelPicker::matches(const core::ModelSpec& m, const QString& text) {
+    const QStringList tokens = text.toLower().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (tokens.isEmpty())
+        return false;
+    const QString hay = searchText(m);
+    for (const QString& t : tokens)
+        if (!hay.contains(t))
+            return false;
+    return true;
+}
+
+QStringList ModelPicker::matchingIds(const QString& text) const {
+    QStringList out;
+    for (const auto* list : {&m_imported, &m_models})
+        for (const auto& m : *list)
+            if (matches(m, text))
+                out << qs(m.id);
+    return out;
+}
+
+void ModelPicker::updateCompletions(const QString& text) {
+    QStringList names;
+    for (const auto* list : {&m_imported, &m_models})
+        for (const auto& m : *list)
+            if (matches(m, text))
+                names << qs(m.name);
+    static_cast<QStringListModel*>(m_completer->model())->setStringList(names);
+    if (!names.isEmpty() && m_search->hasFocus())
+        m_completer->complete();
+}
+
+void ModelPicker::clearSearch() {
+    m_search->clear();
+    static_cast<QStringListModel*>(m_completer->model())->setStringList({});
+}
+
 bool ModelPicker::chooseBySearch(const QString& text) {
     const QString t = text.trimmed();
     if (t.isEmpty())
         return false;
-    auto matches = [&](const core::ModelSpec& m, bool exact) {
-        if (exact)
-            return qs(m.name).compare(t, Qt::CaseInsensitive) == 0 ||
-                   qs(m.id).compare(t, Qt::CaseInsensitive) == 0;
-        return qs(m.name).contains(t, Qt::CaseInsensitive) ||
-               qs(m.id).contains(t, Qt::CaseInsensitive) ||
-               qs(m.family).contains(t, Qt::CaseInsensitive);
-    };
-    for (bool exact : {true, false}) {
-        for (const auto* list : {&m_imported, &m_models})
-            for (const auto& m : *list)
-                if (matches(m, exact))
-                    return setCurrentId(qs(m.id));
-    }
-    return false;
+    for (const auto* list : {&m_imported, &m_models})
+        for (const auto& m : *list)
+            if (qs(m.name).compare(t, Qt::CaseInsensitive) == 0 ||
+                qs(m.id).compare(t, Qt::CaseInsensitive) == 0)
+                return setCurrentId(qs(m.id));
+    const QStringList ids = matchingIds(t);
+    return !ids.isEmpty() && setCurrentId(ids.first());
 }
 
 } // namespace kvl::widgets

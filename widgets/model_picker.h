@@ -1,6 +1,8 @@
 #pragma once
 // The model picker: the catalog grouped by family (with each model's layers, q / KV heads and
-// head_dim), a search field that completes on any part of the name, and imported models.
+// head_dim), a search field that matches words in any order against the name, id, family,
+// repository and the attention kinds ("llama 70", "mla", "sliding", "hybrid", "moe"), and
+// imported models.
 
 #include "core/model.h"
 
@@ -28,8 +30,17 @@ public:
     QString currentId() const;
     const core::ModelSpec* currentModel() const;
     const core::ModelSpec* modelById(const QString& id) const;
-    // Chooses the first model whose name or id contains `text` (the search field's action).
+    // Chooses the first model matching `text` (the search field's action): an exact name or
+    // id first, then every word of `text` found in searchText().
     bool chooseBySearch(const QString& text);
+    // The ids of the models matching `text`, in picker order (imported first).
+    QStringList matchingIds(const QString& text) const;
+    void clearSearch();
+    // What a search looks in (lower case): name, id, family, repository and the kinds of
+    // attention the model has ("mla", "sliding swa", "chunked", "hybrid mamba state", "moe",
+    // "gqa" / "mha" / "mqa").
+    static QString searchText(const core::ModelSpec& m);
+    static bool matches(const core::ModelSpec& m, const QString& text);
 
     QComboBox* comboBox() const { return m_combo; }
     QLineEdit* searchField() const { return m_search; }
@@ -41,6 +52,7 @@ signals:
 
 private:
     void rebuild();
+    void updateCompletions(const QString& text);
     std::vector<core::ModelSpec> m_models;
     std::vector<core::ModelSpec> m_imported;
     QComboBox* m_combo = nullptr;

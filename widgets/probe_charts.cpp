@@ -43,6 +43,14 @@ ProbeChart::ProbeChart(QWidget* parent) : ChartWidget(parent) {
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     p->legend->setFont(legendFont);
     p->legend->setRowSpacing(-2);
+    // The legend goes under the plot (rows: title, plot, legend): it never hides a point or
+    // its label.
+    p->axisRect()->insetLayout()->take(p->legend);
+    p->plotLayout()->addElement(2, 0, p->legend);
+    p->plotLayout()->setRowStretchFactor(2, 0.001);
+    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    p->legend->setWrap(3);
+    p->legend->setMargins(QMargins(4, 2, 4, 2));
     m_empty = new QCPItemText(p);
     m_empty->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_empty->position->setCoords(0.5, 0.5);
@@ -118,9 +126,8 @@ QualityChart::QualityChart(QWidget* parent) : ProbeChart(parent) {
     setTitle(tr("Quality vs memory: attention error vs KV bytes per token"));
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteLogTicker(units())));
     p->yAxis->setTicker(plainLogTicker());
-    p->xAxis->setLabel(tr("KV bytes per token, whole model (one layer's x layers, log)"));
-    p->yAxis->setLabel(tr("Attention output rel. L2 error vs FP64 (log)"));
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    p->xAxis->setLabel(tr("KV bytes per token, whole model (log)"));
+    p->yAxis->setLabel(tr("Attention rel. L2 error vs FP64 (log)"));
     m_current = new QCPItemStraightLine(p);
     m_currentLabel = new QCPItemText(p);
     m_currentLabel->position->setTypeX(QCPItemPosition::ptPlotCoords);
@@ -261,8 +268,7 @@ SpeedChart::SpeedChart(QWidget* parent) : ProbeChart(parent) {
     p->yAxis->setTicker(plainLogTicker());
     p->yAxis->setNumberFormat(QStringLiteral("gb"));
     p->xAxis->setLabel(tr("Context length (tokens per request, log)"));
-    p->yAxis->setLabel(tr("ms per decode step, one layer, whole batch (log)"));
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    p->yAxis->setLabel(tr("ms per step, one layer, batch (log)"));
     applyColors();
 }
 

@@ -61,10 +61,24 @@ int formatMarker(int index) {
     return shapes[((index % n) + n) % n];
 }
 
+namespace {
+// A row measured for another model than the one shown: its markers would sit on curves they
+// do not belong to. Rows without a model id (older files) are shown, scaled by one layer.
+bool forOtherModel(const probe::ProbeResult& r, const core::Scenario& s) {
+    return !r.modelId.empty() && r.modelId != s.model.id;
+}
+} // namespace
+
 QString measuredNote(const probe::ProbeReport& report, const LedgerSnapshot& snap) {
+    QString other;
     for (const auto& r : report.rows) {
         if (!r.ok())
             continue;
+        if (forOtherModel(r, snap.scenario)) {
+            if (other.isEmpty())
+                other = QString::fromStdString(r.modelId);
+            continue;
+        }
         bool known = true;
         const int layers = probedLayers(r, snap.scenario.model, &known);
         return QObject::tr("Markers: measured on %1, one layer's pool / batch x %2 layers%3")
@@ -74,6 +88,9 @@ QString measuredNote(const probe::ProbeReport& report, const LedgerSnapshot& sna
                      ? QString()
                      : QObject::tr(" of %1").arg(QString::fromStdString(r.modelId)));
     }
+    if (!other.isEmpty())
+        return QObject::tr("Markers hidden: measured for %1 on %2, not for the %3 shown")
+            .arg(other, QString::fromStdString(report.label()), qs(snap.scenario.model.name));
     return {};
 }
 
@@ -91,14 +108,15 @@ std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
     const int tp = std::max(1, s.hardware.gpuCount);
     const std::int64_t available = snap.sweep.availableKvBytes;
     for (const auto& r : report.rows) {
-        if (!r.ok() || r.batch <= 0 || r.context <= 0 || r.allocatedPoolBytes <= 0)
+        if (!r.ok() || r.batch <= 0 || r.context <= 0 || r.allocatedPoolBytes <= 0 ||
+            forOtherModel(r, s))
             continue;
         bool known = true;
         const int layers = probedLayers(r, s.model, &known);
         const double perLayer = double(r.allocatedPoolBytes) / double(r.batch);
         const double perRequest = perLayer * layers;
         // Tensor parallelism splits the KV heads (each GPU keeps at least one).
-        const bool sameModel = r.modelId == s.model.id;
+        const bool sameModel = r.modelId == s.model.id; // else the model is unknown
         const int heads = std::max(1, r.kvHeads);
         const double perGpu =
             sameModel && tp > 1 ? perRequest * std::max(1, heads / tp) / double(heads) : perRequest;
@@ -109,9 +127,6 @@ std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
                               .arg(known ? QString() : QObject::tr(" (model unknown: 1 layer)"));
         if (perGpu != perRequest)
             scaling += QObject::tr(", / %1 GPUs (KV heads split)").arg(tp);
-        if (!sameModel && !r.modelId.empty())
-            scaling += QObject::tr("\nprobed model %1 differs from the scenario's %2")
-                           .arg(QString::fromStdString(r.modelId), qs(s.model.id));
         MeasuredPoint p;
         p.x = double(r.context);
         const QString head =

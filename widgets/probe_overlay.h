@@ -40,7 +40,9 @@ std::vector<MeasuredSeries> measuredOverlay(const probe::ProbeReport& report,
                                             core::UnitSystem units);
 
 // The line under a chart's title: "Markers: measured on <device · date>, one layer's pool /
-// batch x 32 layers (hover for each point)".
+// batch x 32 layers". Rows measured for another model than the scenario's are left out of the
+// overlay; when that leaves nothing, the note says so: "Markers hidden: measured for
+// llama-3-8b on <device · date>, not for the Qwen3-32B shown".
 QString measuredNote(const probe::ProbeReport& report, const LedgerSnapshot& snap);
 
 // A stable colour and marker per probe format (index in allProbeFormats()).

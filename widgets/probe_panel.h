@@ -30,7 +30,8 @@ class ProbeResultsModel;
 class QualityChart;
 class SpeedChart;
 
-// Measures the longest gap between ticks of a 5 ms timer: the event loop's worst stall.
+// Measures the longest gap between ticks of a 5 ms timer: the event loop's worst stall (for
+// bench_probe_stall and the tests; the window does not show it).
 class StallMonitor : public QObject {
     Q_OBJECT
 public:
@@ -123,7 +124,7 @@ private:
     QPushButton* m_saveButton = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_stage = nullptr;
-    QLabel* m_stallLabel = nullptr;
+    QLabel* m_qualityGuide = nullptr; // what the error columns mean for serving
     QLabel* m_message = nullptr;
     QLabel* m_source = nullptr;
     QTableView* m_view = nullptr;

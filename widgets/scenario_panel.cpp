@@ -1,5 +1,7 @@
 #include "scenario_panel.h"
 
+#include "core/deployment.h"
+#include "core/engine.h"
 #include "core/ledger.h"
 
 #include "ledger_view_state.h"
@@ -55,6 +57,8 @@ QString granularityText(core::Granularity g) {
         return QObject::tr("per group of G");
     case core::Granularity::KPerChannelVPerToken:
         return QObject::tr("K per channel, V per token (KIVI)");
+    case core::Granularity::DsMla:
+        return QObject::tr("fp8_ds_mla (sparse MLA)");
     }
     return {};
 }
@@ -75,6 +79,7 @@ QGroupBox* makeLever(const QString& title, const QString& name, const QString& t
     g->setObjectName(name);
     g->setCheckable(true);
     g->setToolTip(tip);
+    g->setProperty("leverTip", tip);
     return g;
 }
 
@@ -93,18 +98,15 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(6);
+    // The workload first: the context slider is what a user moves most.
+    layout->addWidget(buildWorkloadGroup());
     layout->addWidget(buildModelGroup());
     layout->addWidget(buildHardwareGroup());
     layout->addWidget(buildAttentionGroup());
     layout->addWidget(buildQuantGroup());
     layout->addWidget(buildPagingGroup());
     layout->addWidget(buildPrefixGroup());
-    layout->addWidget(buildWorkloadGroup());
-    m_problem = new QLabel(this);
-    m_problem->setObjectName(QStringLiteral("problemLabel"));
-    m_problem->setWordWrap(true);
-    m_problem->setVisible(false);
-    layout->addWidget(m_problem);
+    layout->addWidget(buildEngineGroup());
     layout->addStretch(1);
 
     m_picker->setModels(io::builtinModels());
@@ -130,7 +132,13 @@ QWidget* ScenarioPanel::buildModelGroup() {
     m_resetModel = new QPushButton(tr("Reset fields"), box);
     m_resetModel->setObjectName(QStringLiteral("resetModelButton"));
     m_resetModel->setToolTip(tr("Undo the what-if edits of the model's geometry"));
+    m_geometryToggle = new QPushButton(tr("Edit geometry"), box);
+    m_geometryToggle->setObjectName(QStringLiteral("geometryToggle"));
+    m_geometryToggle->setCheckable(true);
+    m_geometryToggle->setToolTip(tr("Show the model's layers, heads, head_dim, parameters and "
+                                    "max context, to try a what-if"));
     row->addWidget(m_importButton);
+    row->addWidget(m_geometryToggle);
     row->addWidget(m_resetModel);
     v->addLayout(row);
     m_modelInfo = new QLabel(box);
@@ -139,6 +147,8 @@ QWidget* ScenarioPanel::buildModelGroup() {
     v->addWidget(m_modelInfo);
 
     auto* grid = new QWidget(box);
+    m_geometry = grid;
+    grid->setObjectName(QStringLiteral("geometryEditor"));
     auto* f = form(grid);
     f->setContentsMargins(0, 0, 0, 0);
     auto spin = [&](const QString& name, int lo, int hi, const QString& tip) {
@@ -184,23 +194,53 @@ QWidget* ScenarioPanel::buildModelGroup() {
     f->addRow(tr("Heads"), heads);
     f->addRow(tr("Head dim"), pair(m_headDim, tr("params"), m_paramsB));
     v->addWidget(grid);
+    grid->setVisible(false); // folded until "Edit geometry"
     return box;
 }
 
+void ScenarioPanel::setGeometryEditorShown(bool shown) {
+    m_geometryToggle->setChecked(shown);
+}
+
+bool ScenarioPanel::geometryEditorShown() const {
+    return m_geometryToggle->isChecked();
+}
+
 QWidget* ScenarioPanel::buildHardwareGroup() {
-    auto* box = new QGroupBox(tr("Hardware"));
+    auto* box = new QGroupBox(tr("Deployment"));
+    box->setObjectName(QStringLiteral("hardwareGroup"));
     auto* f = form(box);
     m_gpu = new QComboBox(box);
     m_gpu->setObjectName(QStringLiteral("gpuCombo"));
     m_gpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_gpu->setMinimumContentsLength(14);
     m_gpu->setToolTip(tr("Memory as the CUDA driver reports it (torch total_memory)"));
-    m_gpuCount = new QSpinBox(box);
-    m_gpuCount->setObjectName(QStringLiteral("gpuCountSpin"));
-    m_gpuCount->setRange(1, 64);
-    m_gpuCount->setToolTip(tr("vLLM --tensor-parallel-size. Weights split over the GPUs; KV heads "
-                              "per GPU = max(1, KV heads / TP): with fewer KV heads than GPUs "
-                              "heads are replicated, not split"));
+    auto count = [&](const char* name, int hi, const QString& tip) {
+        auto* sp = new QSpinBox(box);
+        sp->setObjectName(QLatin1String(name));
+        sp->setRange(1, hi);
+        sp->setKeyboardTracking(false);
+        sp->setToolTip(tip);
+        return sp;
+    };
+    m_gpuCount = count("gpuCountSpin", 64,
+                       tr("vLLM --tensor-parallel-size: must divide the attention heads. "
+                          "Weights split over the GPUs; KV heads per GPU = max(1, KV heads / TP): "
+                          "with fewer KV heads than GPUs heads are replicated, not split"));
+    m_pp = count("ppSpin", 64,
+                 tr("vLLM --pipeline-parallel-size: layers split over stages (unevenly when they "
+                    "do not divide); the stage with the fewest blocks limits the replica"));
+    m_dp = count("dpSpin", 64,
+                 tr("vLLM --data-parallel-size: independent replicas, each with its own weights "
+                    "and KV cache; the cluster serves DP times a replica's requests"));
+    m_dcp = count("dcpSpin", 64,
+                  tr("vLLM --decode-context-parallel-size: shards the KV cache along tokens inside "
+                     "a TP group, so MLA's latent (or replicated KV heads) is not kept TP times. "
+                     "Must divide TP"));
+    m_ep = new QCheckBox(tr("EP"), box);
+    m_ep->setObjectName(QStringLiteral("epCheck"));
+    m_ep->setToolTip(tr("vLLM --enable-expert-parallel: MoE experts spread over TP x DP GPUs "
+                        "instead of split by TP"));
     m_memUtil = new QDoubleSpinBox(box);
     m_memUtil->setObjectName(QStringLiteral("memUtilSpin"));
     m_memUtil->setRange(0.05, 1.0);
@@ -217,23 +257,96 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
         m_weightDtype->addItem(qs(core::weightDtypeName(d)).toUpper(), static_cast<int>(d));
     m_weightDtype->setToolTip(tr("Weights lever: bytes = params x bytes per weight / TP; INT4 "
                                  "counts an fp16 scale + zero per 128 weights (4.25 bits)"));
-    m_activationGiB = new QDoubleSpinBox(box);
-    m_activationGiB->setObjectName(QStringLiteral("activationSpin"));
-    m_activationGiB->setRange(0, 512);
-    m_activationGiB->setDecimals(2);
-    m_activationGiB->setSingleStep(0.25);
-    m_activationGiB->setSuffix(tr(" GiB"));
-    m_activationGiB->setKeyboardTracking(false);
-    m_activationGiB->setToolTip(tr("Peak activation memory per GPU, as vLLM profiles it "
-                                   "(4.76 GiB for Llama-3.1-8B on an H100)"));
-    auto* gpus = new QHBoxLayout;
-    gpus->addWidget(m_gpuCount);
-    gpus->addWidget(new QLabel(tr("util."), box));
-    gpus->addWidget(m_memUtil);
+    auto* layoutRow = new QHBoxLayout;
+    layoutRow->setSpacing(3);
+    auto label = [&](const QString& text) { return new QLabel(text, box); };
+    layoutRow->addWidget(label(tr("TP")));
+    layoutRow->addWidget(m_gpuCount, 1);
+    layoutRow->addWidget(label(tr("PP")));
+    layoutRow->addWidget(m_pp, 1);
+    layoutRow->addWidget(label(tr("DP")));
+    layoutRow->addWidget(m_dp, 1);
+    auto* row2 = new QHBoxLayout;
+    row2->setSpacing(3);
+    row2->addWidget(label(tr("DCP")));
+    row2->addWidget(m_dcp, 1);
+    row2->addWidget(m_ep);
+    row2->addWidget(label(tr("util.")));
+    row2->addWidget(m_memUtil, 1);
     f->addRow(tr("GPU"), m_gpu);
-    f->addRow(tr("GPUs (TP)"), gpus);
+    f->addRow(tr("Layout"), layoutRow);
+    f->addRow(QString(), row2);
     f->addRow(tr("Weights"), m_weightDtype);
-    f->addRow(tr("Activations"), m_activationGiB);
+    return box;
+}
+
+QWidget* ScenarioPanel::buildEngineGroup() {
+    auto* box = new QGroupBox(tr("vLLM engine and reserves"));
+    box->setObjectName(QStringLiteral("engineGroup"));
+    auto* f = form(box);
+    m_maxNumSeqs = new QSpinBox(box);
+    m_maxNumSeqs->setObjectName(QStringLiteral("maxNumSeqsSpin"));
+    m_maxNumSeqs->setRange(0, static_cast<int>(core::kMaxRequests));
+    m_maxNumSeqs->setKeyboardTracking(false);
+    m_maxNumSeqs->setToolTip(tr("vLLM --max-num-seqs: running requests per replica; 0 = vLLM's "
+                                "default for the GPU (1024 from 70 GiB and not an A100, else "
+                                "256)"));
+    m_asyncScheduling = new QCheckBox(tr("async scheduling"), box);
+    m_asyncScheduling->setObjectName(QStringLiteral("asyncSchedulingCheck"));
+    m_asyncScheduling->setToolTip(tr("vLLM --async-scheduling (on by default; "
+                                     "--no-async-scheduling): one more batch in flight"));
+    m_disableHybrid = new QCheckBox(tr("disable hybrid KV cache manager"), box);
+    m_disableHybrid->setObjectName(QStringLiteral("disableHybridCheck"));
+    m_disableHybrid->setToolTip(tr("vLLM --disable-hybrid-kv-cache-manager: sliding and chunked "
+                                   "layers keep every token, as full attention does"));
+    m_mambaMode = new QComboBox(box);
+    m_mambaMode->setObjectName(QStringLiteral("mambaCacheModeCombo"));
+    m_mambaMode->addItem(tr("auto"), static_cast<int>(core::MambaCacheMode::Auto));
+    m_mambaMode->addItem(tr("none (one state per request)"),
+                         static_cast<int>(core::MambaCacheMode::None));
+    m_mambaMode->addItem(tr("align (one more at block boundaries)"),
+                         static_cast<int>(core::MambaCacheMode::Align));
+    m_mambaMode->addItem(tr("all (one per block)"), static_cast<int>(core::MambaCacheMode::All));
+    m_mambaMode->setToolTip(tr("vLLM --mamba-cache-mode: how Mamba / linear-attention state is "
+                               "kept for prefix caching (auto = align for hybrids)"));
+    auto reserve = [&](const char* name, const QString& tip) {
+        auto* sp = new QDoubleSpinBox(box);
+        sp->setObjectName(QLatin1String(name));
+        sp->setRange(0, 512);
+        sp->setDecimals(2);
+        sp->setSingleStep(0.25);
+        sp->setKeyboardTracking(false);
+        sp->setToolTip(tip);
+        return sp;
+    };
+    m_activationGiB =
+        reserve("activationSpin", tr("--activation-gib: peak activation memory per GPU, as vLLM "
+                                     "profiles it; estimated from the model, "
+                                     "max_num_batched_tokens and TP until you set it"));
+    m_overheadGiB =
+        reserve("overheadSpin", tr("--overhead-gib: non-torch memory (NCCL, CUDA context) and CUDA "
+                                   "graphs per GPU; estimated until you set it"));
+    auto estimateButton = [&](const char* name) {
+        auto* b = new QPushButton(tr("Estimate"), box);
+        b->setObjectName(QLatin1String(name));
+        b->setToolTip(tr("Use KV Ledger's estimate again"));
+        return b;
+    };
+    m_activationEstimate = estimateButton("activationEstimateButton");
+    m_overheadEstimate = estimateButton("overheadEstimateButton");
+    auto withButton = [&](QWidget* w, QWidget* b) {
+        auto* h = new QHBoxLayout;
+        h->addWidget(w, 1);
+        h->addWidget(b);
+        return h;
+    };
+    m_mambaLabel = new QLabel(tr("Mamba cache"), box);
+    f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
+    f->addRow(tr("Activations"), withButton(m_activationGiB, m_activationEstimate));
+    f->addRow(tr("Overhead"), withButton(m_overheadGiB, m_overheadEstimate));
+    f->addRow(m_mambaLabel, m_mambaMode);
+    f->addRow(m_asyncScheduling);
+    f->addRow(m_disableHybrid);
     return box;
 }
 
@@ -292,6 +405,7 @@ QWidget* ScenarioPanel::buildQuantGroup() {
     m_formatInfo->setObjectName(QStringLiteral("formatInfo"));
     m_formatInfo->setWordWrap(true);
     auto* scales = new QHBoxLayout;
+    m_scalesRow = scales;
     scales->addWidget(m_scaleType);
     scales->addWidget(m_zeroPoint);
     f->addRow(tr("Dtype"), m_kvDtype);
@@ -313,6 +427,9 @@ QWidget* ScenarioPanel::buildPagingGroup() {
     m_blockSize->setObjectName(QStringLiteral("blockSizeCombo"));
     for (int b : {1, 8, 16, 32, 64, 128, 256})
         m_blockSize->addItem(tr("%1 tokens").arg(b), b);
+    // 0: no --block-size; vLLM picks 16, or what the attention backend or the hybrid alignment
+    // needs (the text names it, core::resolveBlockSizes).
+    m_blockSize->insertItem(0, tr("vLLM's choice"), 0);
     m_blockSize->setToolTip(tr("vLLM --block-size (default 16). Page bytes per layer = 2 x B x "
                                "KV heads per GPU x head_dim x bytes"));
     f->addRow(tr("Block size"), m_blockSize);
@@ -338,13 +455,22 @@ QWidget* ScenarioPanel::buildPrefixGroup() {
     m_prefixRequests->setSpecialValueText(tr("all requests"));
     m_prefixRequests->setKeyboardTracking(false);
     m_prefixRequests->setToolTip(tr("N: requests that share one copy of the prefix"));
-    f->addRow(tr("Shared tokens"), m_prefixTokens);
-    f->addRow(tr("Shared by"), m_prefixRequests);
+    m_prefixInfo = new QLabel(m_prefixGroup);
+    m_prefixInfo->setObjectName(QStringLiteral("prefixInfo"));
+    m_prefixInfo->setWordWrap(true);
+    auto* shared = new QHBoxLayout;
+    m_prefixRow = shared;
+    shared->addWidget(m_prefixTokens, 1);
+    shared->addWidget(new QLabel(tr("by"), m_prefixGroup));
+    shared->addWidget(m_prefixRequests, 1);
+    f->addRow(tr("Shared"), shared);
+    f->addRow(m_prefixInfo);
     return m_prefixGroup;
 }
 
 QWidget* ScenarioPanel::buildWorkloadGroup() {
     auto* box = new QGroupBox(tr("Workload"));
+    box->setObjectName(QStringLiteral("workloadGroup"));
     auto* f = form(box);
     m_contextSlider = new QSlider(Qt::Horizontal, box);
     m_contextSlider->setObjectName(QStringLiteral("contextSlider"));
@@ -367,15 +493,16 @@ QWidget* ScenarioPanel::buildWorkloadGroup() {
     m_targetRequests->setRange(0, static_cast<int>(core::kMaxRequests));
     m_targetRequests->setSpecialValueText(tr("as many as fit"));
     m_targetRequests->setKeyboardTracking(false);
-    m_targetRequests->setToolTip(tr("Concurrency shown in the memory breakdown; beyond what fits, "
-                                    "the GPUs needed are computed"));
+    m_targetRequests->setToolTip(tr("--target-requests: the concurrent requests (users) the "
+                                    "deployment must hold, cluster-wide; the breakdown shows them "
+                                    "and, when they do not fit, the banner says what would"));
     auto* ctx = new QHBoxLayout;
     ctx->addWidget(m_contextSlider, 1);
     ctx->addWidget(m_context);
     m_context->setMinimumWidth(80);
     f->addRow(tr("Context"), ctx);
     f->addRow(tr("Max model len"), m_maxModelLen);
-    f->addRow(tr("Concurrency"), m_targetRequests);
+    f->addRow(tr("Target requests"), m_targetRequests);
     return box;
 }
 
@@ -383,6 +510,7 @@ void ScenarioPanel::connectEdits() {
     connect(m_picker, &ModelPicker::modelChosen, this, &ScenarioPanel::onModelChosen);
     connect(m_importButton, &QPushButton::clicked, this, &ScenarioPanel::importRequested);
     connect(m_resetModel, &QPushButton::clicked, this, [this] { onModelChosen(m_catalogModel); });
+    connect(m_geometryToggle, &QPushButton::toggled, m_geometry, &QWidget::setVisible);
     for (QSpinBox* s : {m_layers, m_qHeads, m_kvHeads, m_headDim})
         connect(s, &QSpinBox::valueChanged, this, &ScenarioPanel::onModelFieldEdited);
     connect(m_paramsB, &QDoubleSpinBox::valueChanged, this, &ScenarioPanel::onModelFieldEdited);
@@ -402,6 +530,32 @@ void ScenarioPanel::connectEdits() {
             }));
     connect(m_gpuCount, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.hardware.gpuCount = m_gpuCount->value(); }));
+    connect(m_pp, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.hardware.pipelineParallel = m_pp->value(); }));
+    connect(m_dp, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.hardware.dataParallel = m_dp->value(); }));
+    connect(m_dcp, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.hardware.decodeContextParallel = m_dcp->value(); }));
+    connect(m_ep, &QCheckBox::toggled, this,
+            edit([this] { m_scenario.hardware.expertParallel = m_ep->isChecked(); }));
+    connect(m_maxNumSeqs, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.engine.maxNumSeqs = m_maxNumSeqs->value(); }));
+    connect(m_asyncScheduling, &QCheckBox::toggled, this,
+            edit([this] { m_scenario.engine.asyncScheduling = m_asyncScheduling->isChecked(); }));
+    connect(m_disableHybrid, &QCheckBox::toggled, this, edit([this] {
+                m_scenario.engine.disableHybridKvCacheManager = m_disableHybrid->isChecked();
+            }));
+    connect(m_mambaMode, &QComboBox::currentIndexChanged, this, edit([this] {
+                m_scenario.engine.mambaCacheMode =
+                    static_cast<core::MambaCacheMode>(m_mambaMode->currentData().toInt());
+            }));
+    connect(m_overheadGiB, &QDoubleSpinBox::valueChanged, this, edit([this] {
+                m_scenario.hardware.overheadBytes = core::gibToBytes(m_overheadGiB->value());
+            }));
+    connect(m_activationEstimate, &QPushButton::clicked, this,
+            edit([this] { m_scenario.hardware.activationBytes.reset(); }));
+    connect(m_overheadEstimate, &QPushButton::clicked, this,
+            edit([this] { m_scenario.hardware.overheadBytes.reset(); }));
     connect(m_memUtil, &QDoubleSpinBox::valueChanged, this,
             edit([this] { m_scenario.hardware.memoryUtilization = m_memUtil->value(); }));
     connect(m_weightDtype, &QComboBox::currentIndexChanged, this, edit([this] {
@@ -548,8 +702,21 @@ void ScenarioPanel::onModelFieldEdited() {
     commit();
 }
 
+void ScenarioPanel::setContext(std::int64_t tokens) {
+    if (tokens <= 0 || tokens == m_scenario.workload.context)
+        return;
+    m_scenario.workload.context = tokens;
+    {
+        const QScopedValueRollback guard(m_updating, true);
+        m_context->setValue(static_cast<int>(std::min<std::int64_t>(tokens, m_context->maximum())));
+        m_contextSlider->setValue(sliderPositionFor(tokens));
+    }
+    commit();
+}
+
 void ScenarioPanel::setScenario(const core::Scenario& s) {
     m_scenario = s;
+    m_picker->clearSearch(); // New and Open start from a clean search
     // The picker shows the catalog entry of this id; a model not in the catalog (imported or
     // from a file) is added under "Imported".
     const QString id = qs(s.model.id);
@@ -580,14 +747,18 @@ bool ScenarioPanel::importConfig(const QString& path) {
         emit errorOccurred(tr("Import config.json"), qs(result.error().message));
         return false;
     }
-    core::ModelSpec m = std::move(result).value();
+    return importModel(std::move(result).value(), path);
+}
+
+bool ScenarioPanel::importModel(core::ModelSpec m, const QString& source) {
     if (auto problem = m.validate()) {
         emit errorOccurred(tr("Import config.json"),
-                           tr("%1 is not usable: %2").arg(path, qs(*problem)));
+                           tr("%1 is not usable: %2").arg(source, qs(*problem)));
         return false;
     }
     if (m.family.empty())
         m.family = "Imported";
+    m_picker->clearSearch();
     {
         const QScopedValueRollback guard(m_updating, true);
         m_picker->addImported(m);
@@ -614,8 +785,18 @@ void ScenarioPanel::showModel() {
     QString info = qs(m.geometrySummary()).toHtmlEscaped();
     if (edited)
         info = tr("<b>%1 (edited), what-if:</b> ").arg(qs(m.name).toHtmlEscaped()) + info;
+    // The picker already shows the heads and head_dim; the line says what it does not: a
+    // what-if, or a mix of layer kinds.
+    const QString mix = qs(m.layerMixSummary());
+    const bool mixed = m.countLayers(core::LayerKind::Full) != m.numLayers();
+    if (mixed && !edited)
+        info = mix.toHtmlEscaped();
+    else if (mixed)
+        info += QStringLiteral("; ") + mix.toHtmlEscaped();
     m_modelInfo->setText(info);
-    m_modelInfo->setToolTip(m.notes.empty() ? QString() : qs(m.notes));
+    m_modelInfo->setVisible(edited || mixed);
+    m_modelInfo->setToolTip(qs(m.geometrySummary()) +
+                            (m.notes.empty() ? QString() : QStringLiteral("\n") + qs(m.notes)));
 
     // GQA choices: divisors of the q heads between 1 and q heads.
     m_gqaGroups->clear();
@@ -634,12 +815,17 @@ void ScenarioPanel::showScenario() {
     showModel();
     setComboData(m_gpu, qs(s.hardware.gpu.id));
     m_gpuCount->setValue(s.hardware.gpuCount);
+    m_pp->setValue(s.hardware.pipelineParallel);
+    m_dp->setValue(s.hardware.dataParallel);
+    m_dcp->setValue(s.hardware.decodeContextParallel);
+    m_ep->setChecked(s.hardware.expertParallel);
     m_memUtil->setValue(s.hardware.memoryUtilization);
     setComboData(m_weightDtype,
                  s.hardware.weightDtype ? static_cast<int>(*s.hardware.weightDtype) : -1);
-    // The reserve in use: the user's, or KV Ledger's estimate.
-    m_activationGiB->setValue(core::bytesToGiB(
-        s.hardware.activationBytes.value_or(core::computeLedger(s).activationBytes)));
+    m_maxNumSeqs->setValue(static_cast<int>(s.engine.maxNumSeqs));
+    m_asyncScheduling->setChecked(s.engine.asyncScheduling);
+    m_disableHybrid->setChecked(s.engine.disableHybridKvCacheManager);
+    setComboData(m_mambaMode, static_cast<int>(s.engine.mambaCacheMode));
 
     m_attentionGroup->setChecked(s.levers.attention.enabled);
     setComboData(m_attentionMode, static_cast<int>(s.levers.attention.mode));
@@ -665,24 +851,119 @@ void ScenarioPanel::showScenario() {
 }
 
 void ScenarioPanel::updateEnabledStates() {
+    const QScopedValueRollback guard(m_updating, true);
+    const core::Scenario& s = m_scenario;
+    const core::ModelSpec& m = s.model;
     const auto mode = static_cast<core::AttentionMode>(m_attentionMode->currentData().toInt());
     m_gqaGroups->setEnabled(mode == core::AttentionMode::Gqa && m_attentionGroup->isChecked());
-    const auto& f = m_scenario.levers.quant.format;
+    const auto& f = s.levers.quant.format;
     const bool grouped = f.granularity == core::Granularity::PerGroup ||
                          f.granularity == core::Granularity::KPerChannelVPerToken;
     const bool on = m_quantGroup->isChecked();
+    const bool scaled = core::isQuantized(f.dtype);
+    // Scales stored in the pages (per token-head, per group, KIVI) have a type and, for
+    // integers, a zero point; FP8's fp32 scale per tensor (or per head) lives outside the
+    // pages and has neither.
+    const bool inPage = scaled && (f.granularity == core::Granularity::PerTokenHead ||
+                                   f.granularity == core::Granularity::PerGroup ||
+                                   f.granularity == core::Granularity::KPerChannelVPerToken);
+    m_granularity->setEnabled(scaled && on);
     m_groupSize->setEnabled(grouped && on);
-    const bool scaled = core::isQuantized(f.dtype) && on;
-    m_granularity->setEnabled(scaled);
-    m_scaleType->setEnabled(scaled);
-    m_zeroPoint->setEnabled(scaled);
-    const int dim = formatDim(m_scenario.model);
+    m_scaleType->setEnabled(inPage && on);
+    m_zeroPoint->setEnabled(inPage && core::isInteger(f.dtype) && on);
+    const int dim = formatDim(m);
     if (dim > 0 && !core::validate(f, dim)) {
         const double bits = 8.0 * double(core::kvBytesPerTokenPerHead(f, dim)) / (2.0 * dim);
-        m_formatInfo->setText(tr("%1: %2 bits per element with scales")
-                                  .arg(qs(core::formatLabel(f)))
-                                  .arg(bits, 0, 'f', 2));
+        m_formatInfo->setText(
+            tr("%1: %2 bits/element").arg(qs(core::formatLabel(f))).arg(bits, 0, 'f', 2));
     }
+    // A lever that is off folds to its title; its rows that do not apply to the format hide.
+    auto rows = [](QGroupBox* g) { return static_cast<QFormLayout*>(g->layout()); };
+    const bool att = m_attentionGroup->isChecked();
+    rows(m_attentionGroup)->setRowVisible(m_attentionMode, att);
+    rows(m_attentionGroup)->setRowVisible(m_gqaGroups, att);
+    rows(m_quantGroup)->setRowVisible(m_kvDtype, on);
+    rows(m_quantGroup)->setRowVisible(m_granularity, on && scaled);
+    rows(m_quantGroup)->setRowVisible(m_groupSize, on && grouped);
+    rows(m_quantGroup)->setRowVisible(m_scalesRow, on && inPage);
+    rows(m_quantGroup)->setRowVisible(m_formatInfo, on);
+    rows(m_pagingGroup)->setRowVisible(m_blockSize, m_pagingGroup->isChecked());
+    rows(m_prefixGroup)->setRowVisible(m_prefixRow, m_prefixGroup->isChecked());
+    // Prefix sharing lives in paged blocks: nothing to share without paging.
+    m_prefixGroup->setEnabled(s.levers.paging.enabled);
+    m_prefixGroup->setToolTip(s.levers.paging.enabled
+                                  ? m_prefixGroup->property("leverTip").toString()
+                                  : tr("Prefix sharing needs paging (lever 3)"));
+    // Layout controls that apply to this model only.
+    m_ep->setVisible(m.isMoe() || s.hardware.expertParallel);
+    m_pp->setMaximum(std::max(1, m.numLayers()));
+    const int tp = std::max(1, s.hardware.gpuCount);
+    const int copies = m.isMla() ? tp : std::max(1, tp / std::max(1, m.kvHeads));
+    m_dcp->setEnabled(copies > 1 || s.hardware.decodeContextParallel > 1);
+    const bool windows =
+        m.countLayers(core::LayerKind::Sliding) > 0 || m.countLayers(core::LayerKind::Chunked) > 0;
+    m_disableHybrid->setVisible(windows || s.engine.disableHybridKvCacheManager);
+    const bool state = m.countLayers(core::LayerKind::State) > 0;
+    m_mambaMode->setVisible(state);
+    m_mambaLabel->setVisible(state);
+    if (!s.validate()) {
+        const core::BlockSizes b = core::resolveBlockSizes(s);
+        m_blockSize->setItemText(
+            0, b.forced ? tr("vLLM's choice: %1 (%2)").arg(b.attention).arg(qs(b.backend))
+                        : tr("vLLM's choice: %1 tokens").arg(b.attention));
+    }
+    // max_num_seqs 0 is vLLM's default for the GPU: say which.
+    core::Scenario defaults = s;
+    defaults.engine.maxNumSeqs = 0;
+    m_maxNumSeqs->setSpecialValueText(
+        tr("vLLM default (%1)").arg(thousandsQ(core::effectiveMaxNumSeqs(defaults))));
+    showReserves();
+    showPrefixInfo();
+}
+
+void ScenarioPanel::showReserves() {
+    const QScopedValueRollback guard(m_updating, true);
+    const core::Scenario& s = m_scenario;
+    // The reserves in use: the user's, or KV Ledger's estimate (which follows TP, the batch
+    // budget and the model), labelled as one.
+    const bool valid = !s.validate();
+    const core::LedgerResult r = valid ? core::computeLedger(s) : core::LedgerResult{};
+    const bool actSet = s.hardware.activationBytes.has_value();
+    const bool ovhSet = s.hardware.overheadBytes.has_value();
+    if (actSet || valid)
+        m_activationGiB->setValue(
+            core::bytesToGiB(s.hardware.activationBytes.value_or(r.activationBytes)));
+    if (ovhSet || valid)
+        m_overheadGiB->setValue(
+            core::bytesToGiB(s.hardware.overheadBytes.value_or(r.overheadBytes)));
+    m_activationGiB->setSuffix(actSet ? tr(" GiB") : tr(" GiB (estimated)"));
+    m_overheadGiB->setSuffix(ovhSet ? tr(" GiB") : tr(" GiB (estimated)"));
+    m_activationEstimate->setEnabled(actSet);
+    m_overheadEstimate->setEnabled(ovhSet);
+}
+
+void ScenarioPanel::showPrefixInfo() {
+    const core::Scenario& s = m_scenario;
+    const auto& p = s.levers.prefix;
+    QString text;
+    if (p.enabled && s.levers.paging.enabled) {
+        if (p.sharingRequests == 1)
+            text = tr("Shared by one request: nothing is shared, nothing saved");
+        else if (p.sharedTokens <= 0)
+            text = tr("No shared tokens: nothing saved");
+        else if (!s.validate()) {
+            const core::LedgerResult r = core::computeLedger(s);
+            if (r.sharedBytesPerRequestPerGpu > 0)
+                text =
+                    tr("Each request after the first saves %1 per GPU")
+                        .arg(formatBytesQ(r.sharedBytesPerRequestPerGpu, core::UnitSystem::Binary));
+            else
+                text = tr("Shorter than one block: nothing saved (full blocks only)");
+        }
+    }
+    m_prefixInfo->setText(text);
+    static_cast<QFormLayout*>(m_prefixGroup->layout())
+        ->setRowVisible(m_prefixInfo, !text.isEmpty());
 }
 
 bool ScenarioPanel::modelEdited() const {
@@ -698,15 +979,20 @@ void ScenarioPanel::commit() {
     std::optional<std::string> problem;
     const int dim = formatDim(m_scenario.model);
     if (m_scenario.levers.quant.enabled)
-        problem = core::validate(m_scenario.levers.quant.format, dim);
+        if (auto e = core::validate(m_scenario.levers.quant.format, dim))
+            problem = "kv format: " + *e;
     if (!problem)
         problem = m_scenario.validate();
+    // A layout vLLM would refuse (TP that does not divide the heads, DCP beyond the copies,
+    // EP without experts) is not a scenario either: vLLM would not start.
+    if (!problem)
+        if (auto st = core::checkLayout(m_scenario.model, core::layoutOf(m_scenario)); !st)
+            problem = "layout " + core::layoutLabel(core::layoutOf(m_scenario)) + ": " +
+                      st.error().message;
     m_validation = problem ? qs(*problem) : QString();
-    m_problem->setVisible(problem.has_value());
     if (problem) {
-        m_problem->setText(
-            QStringLiteral("<b>%1</b> %2").arg(tr("Not computed:"), m_validation.toHtmlEscaped()));
-        return; // the charts keep the last valid scenario
+        emit scenarioInvalid(m_scenario, m_validation); // the views show the error
+        return;
     }
     emit scenarioChanged(m_scenario);
 }

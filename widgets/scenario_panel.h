@@ -1,7 +1,10 @@
 #pragma once
-// The scenario panel: model (picker, config.json import, editable geometry for what-ifs),
-// hardware (GPU, TP, memory utilization, weights, reserves), the four KV levers as checkable
-// groups and the workload. Every edit updates the scenario and emits scenarioChanged at once.
+// The scenario panel: the workload first (context slider, max model length, target), the model
+// (picker, config.json import, a folded editor of its geometry for what-ifs), the deployment
+// (GPU, TP x PP x DP, EP for MoE models, DCP, memory utilization, weights), the four KV levers
+// as checkable groups, and vLLM's engine options with the reserves (estimated until edited).
+// Controls that do not apply to the scenario are hidden or disabled. Every edit updates the
+// scenario and emits scenarioChanged at once, or scenarioInvalid when it is not valid input.
 
 #include "core/scenario.h"
 
@@ -12,6 +15,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QGroupBox;
 class QLabel;
+class QLayout;
 class QPushButton;
 class QSlider;
 class QSpinBox;
@@ -32,6 +36,11 @@ public:
     // Reads a HuggingFace config.json, adds it to the picker and selects it. On failure emits
     // errorOccurred and returns false; the scenario is unchanged.
     bool importConfig(const QString& path);
+    // Adds a model (a config.json read elsewhere: Open from Hugging Face) to the picker under
+    // "Imported" and selects it; false (errorOccurred) when it does not validate.
+    bool importModel(core::ModelSpec model, const QString& source);
+    // Moves the context (the slider and the spin box follow) and commits.
+    void setContext(std::int64_t tokens);
     QString validationMessage() const; // the current input problem, or empty
     // The model's geometry differs from the picked catalog (or imported) entry: a what-if.
     // The panel shows "(edited)"; the model's name in the scenario stays as it was.
@@ -39,8 +48,15 @@ public:
 
     ModelPicker* modelPicker() const { return m_picker; }
 
+    // The model-field editor is folded away until asked for (the workload comes first).
+    void setGeometryEditorShown(bool shown);
+    bool geometryEditorShown() const;
+
 signals:
     void scenarioChanged(const kvl::core::Scenario& scenario);
+    // The edited scenario is not valid input, or a layout vLLM refuses (core::checkLayout):
+    // one line naming the field. The views then show the error, not the last numbers.
+    void scenarioInvalid(const kvl::core::Scenario& scenario, const QString& message);
     void errorOccurred(const QString& title, const QString& message);
     void importRequested(); // the "Import config.json..." button (the window opens the dialog)
 
@@ -52,7 +68,10 @@ private:
     QWidget* buildPagingGroup();
     QWidget* buildPrefixGroup();
     QWidget* buildWorkloadGroup();
+    QWidget* buildEngineGroup();
     void connectEdits();
+    void showReserves(); // the reserves in use: the user's, or the estimate (labelled)
+    void showPrefixInfo();
 
     void showScenario(); // scenario -> controls (signals blocked)
     void showModel();    // the model fields and the attention choices
@@ -75,6 +94,8 @@ private:
     QPushButton* m_importButton = nullptr;
     QLabel* m_modelInfo = nullptr;
     QPushButton* m_resetModel = nullptr;
+    QPushButton* m_geometryToggle = nullptr;
+    QWidget* m_geometry = nullptr;
     QSpinBox* m_layers = nullptr;
     QSpinBox* m_qHeads = nullptr;
     QSpinBox* m_kvHeads = nullptr;
@@ -83,10 +104,23 @@ private:
     TokenSpinBox* m_maxContext = nullptr;
 
     QComboBox* m_gpu = nullptr;
-    QSpinBox* m_gpuCount = nullptr;
+    QSpinBox* m_gpuCount = nullptr; // TP
+    QSpinBox* m_pp = nullptr;
+    QSpinBox* m_dp = nullptr;
+    QSpinBox* m_dcp = nullptr;
+    QCheckBox* m_ep = nullptr;
     QDoubleSpinBox* m_memUtil = nullptr;
     QComboBox* m_weightDtype = nullptr;
+
+    QSpinBox* m_maxNumSeqs = nullptr;
+    QCheckBox* m_asyncScheduling = nullptr;
+    QCheckBox* m_disableHybrid = nullptr;
+    QComboBox* m_mambaMode = nullptr;
+    QLabel* m_mambaLabel = nullptr;
     QDoubleSpinBox* m_activationGiB = nullptr;
+    QDoubleSpinBox* m_overheadGiB = nullptr;
+    QPushButton* m_activationEstimate = nullptr;
+    QPushButton* m_overheadEstimate = nullptr;
 
     QGroupBox* m_attentionGroup = nullptr;
     QComboBox* m_attentionMode = nullptr;
@@ -99,6 +133,7 @@ private:
     QComboBox* m_scaleType = nullptr;
     QCheckBox* m_zeroPoint = nullptr;
     QLabel* m_formatInfo = nullptr;
+    QLayout* m_scalesRow = nullptr;
 
     QGroupBox* m_pagingGroup = nullptr;
     QComboBox* m_blockSize = nullptr;
@@ -106,12 +141,13 @@ private:
     QGroupBox* m_prefixGroup = nullptr;
     TokenSpinBox* m_prefixTokens = nullptr;
     QSpinBox* m_prefixRequests = nullptr;
+    QLabel* m_prefixInfo = nullptr;
+    QLayout* m_prefixRow = nullptr;
 
     QSlider* m_contextSlider = nullptr;
     TokenSpinBox* m_context = nullptr;
     TokenSpinBox* m_maxModelLen = nullptr;
     QSpinBox* m_targetRequests = nullptr;
-    QLabel* m_problem = nullptr;
 };
 
 } // namespace kvl::widgets

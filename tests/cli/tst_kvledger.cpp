@@ -236,7 +236,10 @@ void TestKvledger::exportWrites() {
     QVERIFY(r.out.startsWith(QStringLiteral("wrote ") + path));
     QFile f(path);
     QVERIFY(f.open(QIODevice::ReadOnly));
-    QVERIFY(f.readAll().startsWith("series,context_tokens,"));
+    // '#' lines giving the scenario first (issue 13), then the CSV.
+    const QByteArray csv = f.readAll();
+    QVERIFY(csv.startsWith("# Llama-3-8B · 1 x H100 SXM 80GB (TP 1)"));
+    QVERIFY(csv.contains("\nseries,context_tokens,"));
 }
 
 QTEST_GUILESS_MAIN(TestKvledger)

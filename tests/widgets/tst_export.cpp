@@ -1,5 +1,7 @@
-// Exports: every chart to PNG / PDF / SVG / CSV with valid headers and exact CSV rows, PNG scale,
-// the two-page review report, and the headless `export` / `--screenshot` commands. On a full
+// Exports: every chart to PNG / PDF / SVG / CSV with valid headers and exact CSV rows, the
+// ladder as an image too, the caption line every image carries and the '#' scenario lines every
+// CSV starts with, PNG scale, the two-page review report, and the headless `export` /
+// `--screenshot` commands. On a full
 // disk every save and export fails with a message naming the file and leaves the previous
 // file byte for byte as it was.
 
@@ -14,10 +16,12 @@
 
 #include "widgets/curve_chart.h"
 #include "widgets/ladder_model.h"
+#include "widgets/status_text.h"
 
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
 
+#include <QDate>
 #include <QFile>
 #include <QImage>
 #include <QRegularExpression>
@@ -51,8 +55,35 @@ int pdfPages(const QByteArray& pdf) {
     return static_cast<int>(QString::fromLatin1(pdf).count(page));
 }
 
-// The CSV rows of the "Current" series equal core's sweep, exactly.
-void verifyCurveCsv(const QByteArray& csv, const core::Scenario& s, bool memory) {
+// The '#' lines a CSV export starts with (the scenario), and the CSV after them.
+QStringList csvCommentLines(const QByteArray& csv) {
+    QStringList out;
+    for (const QString& line : QString::fromUtf8(csv).split(QLatin1Char('\n'))) {
+        if (!line.startsWith(QLatin1Char('#')))
+            break;
+        out << line;
+    }
+    return out;
+}
+QByteArray csvBody(const QByteArray& csv) {
+    const int n = int(csvCommentLines(csv).size());
+    QByteArray body = csv;
+    for (int i = 0; i < n; ++i)
+        body = body.mid(body.indexOf('\n') + 1);
+    return body;
+}
+
+// The CSV rows of the "Current" series equal core's sweep, exactly; the scenario comes first,
+// in '#' lines naming the model.
+void verifyCurveCsv(const QByteArray& file, const core::Scenario& s, bool memory) {
+    const QStringList comments = csvCommentLines(file);
+    QVERIFY2(comments.size() >= 4, file.left(400).constData());
+    QVERIFY(comments[0].startsWith(QStringLiteral("# ") + QString::fromStdString(s.model.name)));
+    QVERIFY2(comments.join('\n').contains(
+                 QStringLiteral("context %1")
+                     .arg(QString::fromStdString(core::withThousands(s.workload.context)))),
+             qPrintable(comments.join('\n')));
+    const QByteArray csv = csvBody(file);
     const core::SweepResult sweep = core::computeSweep(s);
     const core::Curve& cur = sweep.curves.back();
     QVERIFY(cur.isCurrent);
@@ -92,6 +123,7 @@ private slots:
     void chartFiles_data();
     void chartFiles();
     void pngScale();
+    void captionOnImages();
     void reviewReport();
     void headlessExport_data();
     void headlessExport();
@@ -141,7 +173,9 @@ void TestExport::chartFiles_data() {
         for (const char* suffix : {"png", "pdf", "svg", "csv"})
             QTest::addRow("%s %s", chart, suffix)
                 << QString::fromLatin1(chart) << QString::fromLatin1(suffix);
-    QTest::addRow("ladder csv") << QStringLiteral("ladder") << QStringLiteral("csv");
+    for (const char* suffix : {"png", "pdf", "svg", "csv"})
+        QTest::addRow("ladder %s", suffix)
+            << QStringLiteral("ladder") << QString::fromLatin1(suffix);
 }
 
 void TestExport::chartFiles() {
@@ -165,20 +199,38 @@ void TestExport::chartFiles() {
         QVERIFY(bytes.startsWith("<?xml"));
         QVERIFY(bytes.contains("<svg"));
         QVERIFY(bytes.contains("</svg>"));
-        QVERIFY(bytes.contains("<path") || bytes.contains("<polyline")); // vector, not an image
+        if (chart == QLatin1String("ladder"))
+            QVERIFY(bytes.contains(m_window->ladderModel()
+                                       ->index(0, widgets::LadderModel::StepColumn)
+                                       .data()
+                                       .toString()
+                                       .left(8)
+                                       .toUtf8()));
+        else
+            QVERIFY(bytes.contains("<path") || bytes.contains("<polyline")); // vector
         QVERIFY(!bytes.contains("<image"));
+        // The caption: the model, the GPUs and layout, the KV format, context and date.
+        const QString caption = m_window->memoryChart()->caption();
+        QVERIFY(caption.startsWith(QStringLiteral("Llama-3-8B · 1 x H100 SXM 80GB (TP 1) · KV ")));
+        QVERIFY(caption.contains(QDate::currentDate().toString(Qt::ISODate)));
+        QVERIFY2(bytes.contains(QStringLiteral("1 x H100 SXM 80GB (TP 1)").toUtf8()),
+                 "no caption in the SVG");
     } else if (chart == QLatin1String("memory") || chart == QLatin1String("concurrency")) {
         verifyCurveCsv(bytes, m_window->scenario(), chart == QLatin1String("memory"));
         QVERIFY(bytes.contains("\"Pinned reference\","));
     } else if (chart == QLatin1String("breakdown")) {
-        QVERIFY(bytes.startsWith("row,segment,bytes_per_gpu\n"));
+        QVERIFY(csvCommentLines(bytes).size() >= 4);
+        QVERIFY(csvBody(bytes).startsWith("row,segment,bytes_per_gpu\n"));
         const auto r = core::computeLedger(m_window->scenario());
         QVERIFY(bytes.contains(
             QStringLiteral("current,\"Weights\",%1\n").arg(r.weightsBytesPerGpu).toUtf8()));
         QVERIFY(bytes.contains(QByteArray(
             QByteArray(",") + QByteArray::number(qint64(r.kvBytesAtMaxRequests)) + "\n")));
     } else {
-        QCOMPARE(QString::fromUtf8(bytes), m_window->ladderModel()->csv());
+        const QStringList comments =
+            widgets::csvComments(m_window->snapshot(), m_window->scope(), QDate::currentDate());
+        QCOMPARE(csvCommentLines(bytes), comments);
+        QCOMPARE(QString::fromUtf8(csvBody(bytes)), m_window->ladderModel()->csv());
     }
 }
 
@@ -191,8 +243,47 @@ void TestExport::pngScale() {
     QVERIFY(!m_window->exportChart(QStringLiteral("memory"),
                                    m_dir.filePath(QStringLiteral("x.bmp")), 1.0, {}, &error));
     QVERIFY(error.contains(QStringLiteral("bmp")));
-    QVERIFY(!m_window->exportChart(QStringLiteral("ladder"),
-                                   m_dir.filePath(QStringLiteral("x.png")), 1.0, {}, &error));
+    // A CSV-only table refuses an image (the ladder draws one since issue 13: see below).
+    QVERIFY(!m_window->exportChart(QStringLiteral("probe"), m_dir.filePath(QStringLiteral("x.png")),
+                                   1.0, {}, &error));
+    QVERIFY(error.contains(QStringLiteral(".csv")));
+    // The ladder at its own size, 2x: at least 1800 pixels wide, every row drawn.
+    const QString ladder = m_dir.filePath(QStringLiteral("ladder-2x.png"));
+    QVERIFY2(m_window->exportChart(QStringLiteral("ladder"), ladder, 2.0, {}, &error),
+             qPrintable(error));
+    QImage table(ladder);
+    QVERIFY(table.width() >= 1800);
+    QVERIFY(table.height() > 2 * 7 * QFontMetrics(m_window->font()).height());
+}
+
+void TestExport::captionOnImages() {
+    // A chart exported at 900 x 520, 2x (kvledger export's default size): 1800 pixels wide,
+    // with the caption line drawn in its bottom strip.
+    const QString path = m_dir.filePath(QStringLiteral("captioned.png"));
+    widgets::ChartWidget* chart = m_window->memoryChart();
+    QVERIFY(!chart->caption().isEmpty());
+    QVERIFY(m_window->exportChart(QStringLiteral("memory"), path, 2.0, app::kDefaultChartSize));
+    const QImage with(path);
+    QCOMPARE(with.size(), QSize(1800, 1040));
+    const QString caption = chart->caption();
+    chart->setCaption(QString());
+    const QString bare = m_dir.filePath(QStringLiteral("bare.png"));
+    QVERIFY(m_window->exportChart(QStringLiteral("memory"), bare, 2.0, app::kDefaultChartSize));
+    chart->setCaption(caption);
+    const QImage without(bare);
+    // The bottom 24 px (12 at 1x) differ: the caption is there and nowhere in the bare one.
+    auto inked = [](const QImage& img) {
+        int n = 0;
+        const QRgb bg = img.pixel(2, img.height() - 2);
+        for (int y = img.height() - 24; y < img.height(); ++y)
+            for (int x = 0; x < img.width(); ++x)
+                n += img.pixel(x, y) != bg ? 1 : 0;
+        return n;
+    };
+    QVERIFY2(inked(with) > 200, qPrintable(QString::number(inked(with))));
+    QVERIFY(inked(with) > inked(without));
+    QCOMPARE(caption,
+             widgets::exportCaption(m_window->snapshot(), m_window->scope(), QDate::currentDate()));
 }
 
 void TestExport::reviewReport() {
@@ -257,7 +348,8 @@ void TestExport::headlessExport() {
     } else if (out.endsWith(QLatin1String(".pdf"))) {
         QCOMPARE(pdfPages(bytes), 2);
     } else {
-        QVERIFY(bytes.startsWith("step,applied,"));
+        QVERIFY(csvCommentLines(bytes).size() >= 4);
+        QVERIFY(csvBody(bytes).startsWith("step,applied,"));
     }
 }
 
@@ -333,7 +425,7 @@ void TestExport::everyRegistryChartExports() {
             exported += ok ? 1 : 0;
         }
     }
-    QCOMPARE(exported, 3 * 4 + 1); // memory, concurrency, breakdown in 4 formats; ladder CSV
+    QCOMPARE(exported, 4 * 4); // memory, concurrency, breakdown and the ladder, in 4 formats
 }
 
 void TestExport::verifyRejectsIncompleteFiles_data() {

@@ -5,6 +5,7 @@
 #include "full_disk.h"
 #include "main_window.h"
 #include "test_helpers.h"
+#include "theme.h"
 
 #include "widgets/breakdown_chart.h"
 #include "widgets/chart_widget.h"
@@ -13,7 +14,9 @@
 #include "widgets/model_picker.h"
 #include "widgets/scenario_panel.h"
 #include "widgets/token_spin_box.h"
+#include "widgets/warnings_banner.h"
 
+#include "core/engine.h"
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
@@ -22,18 +25,23 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
+#include <QDialog>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBrowser>
 #include <QToolButton>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -95,6 +103,15 @@ void verifyPlotted(const widgets::CurveChart* chart, const core::Scenario& s) {
     QVERIFY(matched >= 2); // at least the baseline and the current scenario
 }
 
+// The model's geometry editor is folded by default (the workload comes first): open it as a
+// user would, with its button.
+void showGeometry(QWidget* w) {
+    auto* toggle = child<QPushButton>(w, "geometryToggle");
+    if (!toggle->isChecked())
+        QTest::mouseClick(toggle, Qt::LeftButton);
+    QVERIFY(child<QWidget>(w, "geometryEditor")->isVisible());
+}
+
 } // namespace
 
 class TestMainWindow : public QObject {
@@ -120,7 +137,7 @@ private slots:
     void unitsToggle();
     void modelSearch();
     void settingsRememberLastScenario();
-    void invalidInputKeepsLastScenario();
+    void invalidInputShowsTheError();
     void breakdownTooltip();
     void tokenParsing_data();
     void tokenParsing();
@@ -132,6 +149,21 @@ private slots:
     void openSpecialFiles_data();
     void openSpecialFiles();
     void saveOnFullDisk();
+    void bannerItems_data();
+    void bannerItems();
+    void capDrawnOnConcurrencyChart();
+    void scopeToggle_data();
+    void scopeToggle();
+    void layoutAndEngineControls();
+    void reservesShowTheEstimate();
+    void controlsThatDoNotApply();
+    void clickMovesContext();
+    void unsavedChangesPrompt();
+    void themeMenu();
+    void helpDialogs();
+    void modelSearchTokens_data();
+    void modelSearchTokens();
+    void searchClearsOnNewAndImport();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -273,11 +305,13 @@ void TestMainWindow::leverChangesSeries_data() {
     }) << Expect([](core::Scenario& s) { s.hardware.weightDtype = core::WeightDtype::Int4; })
                                   << true;
     QTest::addRow("what-if 4 KV heads") << Action([=](QWidget* w) {
+        showGeometry(w);
         typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("4"));
     }) << Expect([](core::Scenario& s) {
         s.model.kvHeads = 4; // the name stays: "edited" is the panel's state, not the model's
     }) << true;
     QTest::addRow("what-if 40 layers") << Action([=](QWidget* w) {
+        showGeometry(w);
         typeInto(child<QSpinBox>(w, "layersSpin"), QStringLiteral("40"));
     }) << Expect([](core::Scenario& s) { s.model = core::withLayerCount(s.model, 40); })
                                        << true;
@@ -344,12 +378,12 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> 128 KiB/token | "
-                          "512 MiB @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 128 "
+                          "KiB/token, 512 MiB/request @4K | ");
     QTest::addRow("first launch, GB")
         << true
-        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> 131.07 KB/token | "
-                          "536.87 MB @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 131.07 "
+                          "KB/token, 536.87 MB/request @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -359,7 +393,7 @@ void TestMainWindow::statusLine() {
         QTest::mouseClick(child<QToolButton>(m_window.get(), "unitsButton"), Qt::LeftButton);
     const core::LedgerResult r = core::computeLedger(app::firstLaunchScenario());
     const QString expected =
-        prefix + QStringLiteral("%1 requests on H100 SXM 80GB")
+        prefix + QStringLiteral("%1 requests per replica on 1 x H100 SXM 80GB (TP 1)")
                      .arg(QString::fromStdString(core::withThousands(r.maxRequestsAtContext)));
     QCOMPARE(m_window->summaryText(), expected);
     QCOMPARE(child<QLabel>(m_window.get(), "summaryLabel")->text(), expected);
@@ -462,6 +496,7 @@ void TestMainWindow::scenarioRoundTrip() {
     test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("100000"));
+    showGeometry(w);
     test::typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("2"));
     const std::string saved = json(w->scenario());
     const QString path = m_dir.filePath(QStringLiteral("round.kvl.json"));
@@ -651,6 +686,7 @@ void TestMainWindow::settingsRememberLastScenario() {
                        m_dir.filePath(QStringLiteral("settings")));
     QSettings().clear();
     core::Scenario s = app::firstLaunchScenario();
+    s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E5M2);
     s.workload.context = 12345;
     {
@@ -660,6 +696,9 @@ void TestMainWindow::settingsRememberLastScenario() {
         QVERIFY(QTest::qWaitForWindowExposed(&first));
         first.setScenario(s);
         first.setUnits(core::UnitSystem::Decimal);
+        // Saved, so that closing does not ask about unsaved changes (dialogs are on here).
+        QVERIFY(first.saveScenarioFile(m_dir.filePath(QStringLiteral("remember.kvl.json"))));
+        QVERIFY(!first.wouldPromptToSave());
         first.close(); // saves window state, units and the last scenario
     }
     MainWindow second;
@@ -668,30 +707,49 @@ void TestMainWindow::settingsRememberLastScenario() {
     QSettings().clear();
 }
 
-void TestMainWindow::invalidInputKeepsLastScenario() {
+void TestMainWindow::invalidInputShowsTheError() {
+    // Issue 13: input that is not valid used to leave the last curves on the charts while the
+    // banner said "No warnings". Now every view shows the error instead.
     MainWindow* w = m_window.get();
     test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
-    const std::string valid = json(w->scenario());
     core::KvFormat bad = w->scenario().levers.quant.format;
     bad.groupSize = 100;
     QVERIFY2(core::validate(bad, 128).has_value(), "core accepts G=100 for head_dim 128");
-    const auto plotted = w->memoryChart()->seriesValues(
-        w->memoryChart()->seriesIndex(widgets::CurveChart::currentSeriesName()));
+    const QString why =
+        QStringLiteral("kv format: ") + QString::fromStdString(*core::validate(bad, 128));
     QSignalSpy spy(w, &MainWindow::recomputed);
     test::typeInto(child<QSpinBox>(w, "groupSizeSpin"), QStringLiteral("100"));
-    QCOMPARE(spy.count(), 0);
-    QVERIFY(!w->panel()->validationMessage().isEmpty());
-    QVERIFY(child<QLabel>(w, "problemLabel")->isVisible());
-    QCOMPARE(json(w->snapshot().scenario), valid); // the charts keep the last valid scenario
-    QCOMPARE(w->memoryChart()->seriesValues(
-                 w->memoryChart()->seriesIndex(widgets::CurveChart::currentSeriesName())),
-             plotted);
-    test::typeInto(child<QSpinBox>(w, "groupSizeSpin"), QStringLiteral("64"));
     QCOMPARE(spy.count(), 1);
+    QCOMPARE(w->panel()->validationMessage(), why);
+    QVERIFY(w->snapshot().invalid);
+    QCOMPARE(w->snapshot().scenario.levers.quant.format.groupSize, 100);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    for (const widgets::CurveChart* c : {w->memoryChart(), w->concurrencyChart()}) {
+        QCOMPARE(c->seriesCount(), 0); // no stale curves
+        QVERIFY2(c->placeholderText().simplified() == QStringLiteral("Not computed: ") + why,
+                 qPrintable(c->placeholderText()));
+        QVERIFY(c->cursorText().isEmpty());
+    }
+    QCOMPARE(w->ladderModel()->rowCount(), 0);
+    QCOMPARE(w->banner()->items().size(), std::size_t{1});
+    QCOMPARE(w->banner()->items()[0].kind, QStringLiteral("invalid"));
+    QCOMPARE(w->banner()->items()[0].severity, widgets::Severity::Error);
+    QVERIFY(w->banner()->itemLabel(0)->text().contains(why.toHtmlEscaped()));
+    QCOMPARE(w->summaryText(), QStringLiteral("Not computed: ") + why);
+    QVERIFY(w->vllmCommandText().startsWith(QStringLiteral("# not computed")));
+    // Nothing invalid is saved (it would not open again).
+    QVERIFY(!w->saveScenarioFile(m_dir.filePath(QStringLiteral("invalid.kvl.json"))));
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("invalid.kvl.json"))));
+    test::typeInto(child<QSpinBox>(w, "groupSizeSpin"), QStringLiteral("64"));
+    QCOMPARE(spy.count(), 2);
     QVERIFY(w->panel()->validationMessage().isEmpty());
-    QVERIFY(!child<QLabel>(w, "problemLabel")->isVisible());
+    QVERIFY(!w->snapshot().invalid);
     QCOMPARE(w->scenario().levers.quant.format.groupSize, 64);
+    verifyPlotted(w->memoryChart(), w->scenario());
+    QCOMPARE(w->ladderModel()->rowCount(), 5);
+    QVERIFY(w->banner()->items().empty() ||
+            w->banner()->items()[0].kind != QLatin1String("invalid"));
 }
 
 void TestMainWindow::breakdownTooltip() {
@@ -741,6 +799,7 @@ void TestMainWindow::editedIsTheViewsState() {
     MainWindow* w = m_window.get();
     const std::string name = w->scenario().model.name;
     QVERIFY(!w->panel()->modelEdited());
+    showGeometry(w);
     test::typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("4"));
     QCOMPARE(w->scenario().model.kvHeads, 4);
     // The panel says "edited"; the data keeps the model's name.
@@ -935,6 +994,626 @@ void TestMainWindow::saveOnFullDisk() {
     QVERIFY(w->isWindowModified());
     QVERIFY(w->currentFile().isEmpty());
     QVERIFY(w->recentFiles().isEmpty());
+}
+
+// ---- issue 13 / issue 10: banner, scope, layout and engine controls, desktop habits ----
+
+namespace {
+
+core::ModelSpec moeModel() {
+    core::ModelSpec m = *io::findModel("llama-3-8b");
+    m.id = "test-moe";
+    m.name = "Test-MoE";
+    m.numExperts = 8;
+    m.expertsPerToken = 2;
+    m.moeIntermediateSize = 14336;
+    return m;
+}
+
+core::ModelSpec hybridModel() {
+    core::ModelSpec m = *io::findModel("llama-3-8b");
+    m.id = "test-hybrid";
+    m.name = "Test-Hybrid";
+    core::StateSpec st;
+    st.kind = core::StateKind::Mamba2;
+    st.intermediateSize = 8192;
+    st.numHeads = 128;
+    st.headDim = 64;
+    st.nGroups = 8;
+    st.stateSize = 128;
+    st.convKernel = 4;
+    st.chunkSize = 256;
+    m.state = st;
+    for (std::size_t i = 0; i < m.layers.size(); ++i)
+        if (i % 4 != 3)
+            m.layers[i].kind = core::LayerKind::State;
+    return m;
+}
+
+const core::ModelSpec* firstModel(bool (*pred)(const core::ModelSpec&)) {
+    for (const auto& m : io::builtinModels())
+        if (pred(m))
+            return &m;
+    return nullptr;
+}
+
+// A check box toggles where its indicator is, not in the empty width of a form row.
+void clickCheck(QCheckBox* box) {
+    QTest::mouseClick(box, Qt::LeftButton, Qt::NoModifier, QPoint(6, box->height() / 2));
+}
+
+QStringList kinds(const std::vector<widgets::BannerItem>& items) {
+    QStringList out;
+    for (const auto& it : items)
+        out << it.kind;
+    return out;
+}
+
+} // namespace
+
+void TestMainWindow::bannerItems_data() {
+    QTest::addColumn<Expect>("edit");
+    QTest::addColumn<QStringList>("kinds");
+    QTest::addRow("first launch") << Expect([](core::Scenario&) {}) << QStringList{};
+    QTest::addRow("target missed")
+        << Expect([](core::Scenario& s) { s.workload.targetRequests = 5000; })
+        << QStringList{"target"};
+    QTest::addRow("max_num_seqs caps")
+        << Expect([](core::Scenario& s) { s.workload.context = 256; })
+        << QStringList{"max-num-seqs"};
+    QTest::addRow("context beyond the model")
+        << Expect([](core::Scenario& s) { s.workload.context = 16384; }) << QStringList{"context"};
+    QTest::addRow("vLLM refuses max_model_len")
+        << Expect([](core::Scenario& s) { s.workload.maxModelLen = 1 << 20; })
+        << QStringList{"refused"};
+    QTest::addRow("weights leave nothing")
+        << Expect([](core::Scenario& s) { s.hardware.memoryUtilization = 0.15; })
+        << QStringList{"refused"};
+    QTest::addRow("not in vLLM") << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
+        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
+    }) << QStringList{"format"};
+    QTest::addRow("most severe first") << Expect([](core::Scenario& s) {
+        s.workload.context = 512;
+        s.workload.maxModelLen = 256;
+        s.workload.targetRequests = 20000;
+        s.levers.quant.enabled = true;
+        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
+    }) << QStringList{"target", "max-num-seqs", "context", "format"};
+}
+
+void TestMainWindow::bannerItems() {
+    QFETCH(Expect, edit);
+    QFETCH(QStringList, kinds);
+    core::Scenario s = app::firstLaunchScenario();
+    edit(s);
+    m_window->setScenario(s);
+    const auto& items = m_window->banner()->items();
+    QCOMPARE(::kinds(items).mid(0, kinds.size()), kinds);
+    // Notes may follow; nothing of another kind does.
+    for (const auto& it :
+         items.size() > std::size_t(kinds.size())
+             ? std::vector<widgets::BannerItem>(items.begin() + kinds.size(), items.end())
+             : std::vector<widgets::BannerItem>{})
+        QCOMPARE(it.kind, QStringLiteral("note"));
+    for (std::size_t i = 1; i < items.size(); ++i)
+        QVERIFY(int(items[i - 1].severity) <= int(items[i].severity));
+    const core::LedgerResult r = core::computeLedger(s);
+    if (items.empty()) {
+        QCOMPARE(m_window->banner()->plainText(), widgets::WarningsBanner::noWarningsText());
+        QVERIFY(m_window->banner()->itemLabel(0)->text().startsWith(QStringLiteral("No warnings")));
+        return;
+    }
+    const widgets::BannerItem& first = items.front();
+    QCOMPARE(m_window->banner()->itemLabel(0)->text(), first.html());
+    QCOMPARE(m_window->warningText().section(QLatin1Char('\n'), 0, 0), first.plain());
+    if (first.kind == QLatin1String("target")) {
+        const std::int64_t cap = core::effectiveMaxNumSeqs(s);
+        const auto fit = std::min(r.maxRequestsAtContext, cap);
+        const core::GpusNeeded need = core::computeGpusNeeded(s, s.workload.targetRequests);
+        QCOMPARE(first.severity, widgets::Severity::Error);
+        QVERIFY2(
+            first.text.startsWith(
+                QStringLiteral("%1 requests at %2 on 1 x H100 SXM 80GB (TP 1): %3 fit")
+                    .arg(QString::fromStdString(core::withThousands(s.workload.targetRequests)),
+                         QString::fromStdString(core::formatTokens(s.workload.context)),
+                         QString::fromStdString(core::withThousands(fit)))),
+            qPrintable(first.text));
+        const QString answer =
+            need.gpus > 0 ? QStringLiteral("; needs %1 x H100 SXM 80GB as %2")
+                                .arg(need.gpus)
+                                .arg(QString::fromStdString(core::layoutLabel(need.layout)))
+                          : QStringLiteral("; no layout of 64 GPUs or fewer holds them (%1)")
+                                .arg(QString::fromStdString(need.note));
+        QVERIFY2(first.text.endsWith(answer), qPrintable(first.text + " | " + answer));
+    } else if (first.kind == QLatin1String("max-num-seqs")) {
+        QCOMPARE(first.text,
+                 QStringLiteral("vLLM runs at most 1,024 requests per replica (vLLM's default on "
+                                "H100 SXM 80GB); %1 fit in memory at 256. Raise --max-num-seqs "
+                                "to use the memory.")
+                     .arg(QString::fromStdString(core::withThousands(r.maxRequestsAtContext))));
+        QVERIFY(r.maxRequestsAtContext > 1024);
+    } else if (first.kind == QLatin1String("refused")) {
+        QVERIFY(r.refused);
+        QCOMPARE(first.title, QStringLiteral("vLLM would refuse to start"));
+        QVERIFY(!first.text.startsWith(QStringLiteral("vLLM refuses")));
+        if (r.estimatedMaxModelLen > 0)
+            QVERIFY2(first.text.contains(QStringLiteral("the estimated maximum model length is %1")
+                                             .arg(r.estimatedMaxModelLen)),
+                     qPrintable(first.text));
+    } else if (first.kind == QLatin1String("context")) {
+        QCOMPARE(first.text, QString::fromStdString(r.warnings.front()));
+    } else if (first.kind == QLatin1String("format")) {
+        QVERIFY(first.text.startsWith(QStringLiteral("vLLM has no --kv-cache-dtype for INT4")));
+        QVERIFY(m_window->summaryText().contains(QStringLiteral("(not in vLLM)")));
+    }
+}
+
+void TestMainWindow::capDrawnOnConcurrencyChart() {
+    MainWindow* w = m_window.get();
+    widgets::CurveChart* c = w->concurrencyChart();
+    // At the first launch's 4K the curves pass 1,024 requests at short contexts.
+    QCOMPARE(c->capValue(), 1024.0);
+    QCOMPARE(c->capLabel(), QStringLiteral("max_num_seqs 1,024 per replica, vLLM's default"));
+    QCOMPARE(w->memoryChart()->capValue(), 0.0);
+    test::typeInto(child<QSpinBox>(w, "maxNumSeqsSpin"), QStringLiteral("64"));
+    QCOMPARE(w->scenario().engine.maxNumSeqs, 64);
+    QCOMPARE(c->capValue(), 64.0);
+    QCOMPARE(c->capLabel(), QStringLiteral("max_num_seqs 64 per replica"));
+    QVERIFY(w->vllmCommandText().contains(QStringLiteral("--max-num-seqs 64")));
+    test::typeInto(child<QSpinBox>(w, "dpSpin"), QStringLiteral("2"));
+    w->setScope(widgets::FigureScope::Cluster);
+    QCOMPARE(c->capValue(), 128.0);
+    QCOMPARE(c->capLabel(), QStringLiteral("max_num_seqs 128 (cluster)"));
+    // A cap above every curve changes nothing and is not drawn.
+    test::typeInto(child<QSpinBox>(w, "maxNumSeqsSpin"), QStringLiteral("10000000"));
+    QCOMPARE(c->capValue(), 0.0);
+}
+
+void TestMainWindow::scopeToggle_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("dp");
+    QTest::addRow("TP 1") << 1 << 1 << 1;
+    QTest::addRow("TP 2 x DP 3") << 2 << 1 << 3;
+    QTest::addRow("TP 4 x PP 2") << 4 << 2 << 1;
+    QTest::addRow("TP 16: KV heads replicated") << 16 << 1 << 2;
+}
+
+void TestMainWindow::scopeToggle() {
+    QFETCH(int, tp);
+    QFETCH(int, pp);
+    QFETCH(int, dp);
+    MainWindow* w = m_window.get();
+    core::Scenario s = app::firstLaunchScenario();
+    s.hardware.gpuCount = tp;
+    s.hardware.pipelineParallel = pp;
+    s.hardware.dataParallel = dp;
+    s.levers.prefix.enabled = false;
+    w->setScenario(s);
+    QVERIFY2(!w->snapshot().invalid, qPrintable(w->panel()->validationMessage()));
+    const core::LedgerResult r = core::computeLedger(s);
+    QCOMPARE(child<QToolButton>(w, "scopeButton")->text(), QStringLiteral("Figures: per GPU"));
+    const std::int64_t gpus[] = {1, std::int64_t(tp) * pp, std::int64_t(tp) * pp * dp};
+    const std::int64_t replicas[] = {1, 1, dp};
+    const char* labels[] = {"per GPU", "per replica", "cluster"};
+    for (int i = 0; i < 3; ++i) {
+        if (i > 0)
+            QTest::mouseClick(child<QToolButton>(w, "scopeButton"), Qt::LeftButton);
+        QCOMPARE(int(w->scope()), i);
+        QCOMPARE(int(w->view().scope), i);
+        const QString label = QLatin1String(labels[i]);
+        QCOMPARE(child<QToolButton>(w, "scopeButton")->text(), QStringLiteral("Figures: ") + label);
+        // The memory chart: bytes per GPU times the GPUs of the scope, exactly.
+        const auto* mem = w->memoryChart();
+        const QVector<double> v =
+            mem->seriesValues(mem->seriesIndex(widgets::CurveChart::currentSeriesName()));
+        const core::SweepResult sweep = core::computeSweep(s);
+        QCOMPARE(v.size(), qsizetype(sweep.contexts.size()));
+        for (qsizetype k = 0; k < v.size(); ++k)
+            QCOMPARE(v[k],
+                     sweep.curves.back().bytesPerRequestPerGpu[std::size_t(k)] * double(gpus[i]));
+        QVERIFY(mem->title().contains(label));
+        // Requests are per replica, the cluster's DP times that.
+        const auto* conc = w->concurrencyChart();
+        const QVector<double> c =
+            conc->seriesValues(conc->seriesIndex(widgets::CurveChart::currentSeriesName()));
+        QCOMPARE(c.value(0), sweep.curves.back().maxRequests[0] * double(replicas[i]));
+        // KV per token x context = KV per request in the same scope (4K is 256 whole blocks).
+        const std::int64_t perToken = widgets::scopeBytes(r.kvBytesPerTokenPerGpu, s, w->scope());
+        const std::int64_t perRequest =
+            widgets::scopeBytes(r.kvBytesPerRequestPerGpu, s, w->scope());
+        QCOMPARE(perToken * s.workload.context, perRequest);
+        QCOMPARE(perRequest, r.kvBytesPerRequestPerGpu * gpus[i]);
+        const QString expected =
+            QStringLiteral(" -> %1: %2/token, %3/request @4K | ")
+                .arg(label, widgets::formatBytesQ(perToken, core::UnitSystem::Binary),
+                     widgets::formatBytesQ(perRequest, core::UnitSystem::Binary));
+        QVERIFY2(w->summaryText().contains(expected), qPrintable(w->summaryText()));
+        QVERIFY2(w->summaryText().contains(QStringLiteral("%1 requests %2 on %3 x H100 SXM 80GB")
+                                               .arg(QString::fromStdString(core::withThousands(
+                                                        r.maxRequestsAtContext * replicas[i])),
+                                                    i == 2 ? QStringLiteral("in the cluster")
+                                                           : QStringLiteral("per replica"))
+                                               .arg(tp * pp * dp)),
+                 qPrintable(w->summaryText()));
+        QVERIFY(w->memoryChart()->caption().contains(QStringLiteral("figures ") + label));
+    }
+    QTest::mouseClick(child<QToolButton>(w, "scopeButton"), Qt::LeftButton);
+    QCOMPARE(w->scope(), widgets::FigureScope::PerGpu); // round and round
+}
+
+void TestMainWindow::layoutAndEngineControls() {
+    MainWindow* w = m_window.get();
+    widgets::ScenarioPanel* p = w->panel();
+    test::typeInto(child<QSpinBox>(w, "ppSpin"), QStringLiteral("2"));
+    QCOMPARE(w->scenario().hardware.pipelineParallel, 2);
+    QCOMPARE(w->snapshot().ledger.pipelineStages, 2);
+    QVERIFY(w->vllmCommandText().contains(QStringLiteral("--pipeline-parallel-size 2")));
+    test::typeInto(child<QSpinBox>(w, "dpSpin"), QStringLiteral("4"));
+    QCOMPARE(w->scenario().hardware.dataParallel, 4);
+    QVERIFY(w->vllmCommandText().contains(QStringLiteral("--data-parallel-size 4")));
+    // EP only for MoE models; DCP only where TP keeps copies of the KV cache.
+    QVERIFY(!child<QCheckBox>(w, "epCheck")->isVisible());
+    QVERIFY(!child<QSpinBox>(w, "dcpSpin")->isEnabled());
+    test::typeInto(child<QSpinBox>(w, "gpuCountSpin"), QStringLiteral("16"));
+    QVERIFY(child<QSpinBox>(w, "dcpSpin")->isEnabled()); // 8 KV heads on 16 GPUs: 2 copies
+    test::typeInto(child<QSpinBox>(w, "dcpSpin"), QStringLiteral("2"));
+    QCOMPARE(w->scenario().hardware.decodeContextParallel, 2);
+    QVERIFY2(!w->snapshot().invalid, qPrintable(w->panel()->validationMessage()));
+    test::typeInto(child<QSpinBox>(w, "dcpSpin"), QStringLiteral("4"));
+    QVERIFY(w->snapshot().invalid);
+    QVERIFY2(p->validationMessage().contains(QStringLiteral("decode context parallel 4 exceeds")),
+             qPrintable(p->validationMessage()));
+    test::typeInto(child<QSpinBox>(w, "dcpSpin"), QStringLiteral("1"));
+    test::typeInto(child<QSpinBox>(w, "gpuCountSpin"), QStringLiteral("3"));
+    QCOMPARE(p->validationMessage(),
+             QStringLiteral("layout TP 3 x PP 2 x DP 4: tensor parallel 3 does not divide the 32 "
+                            "attention heads"));
+    QCOMPARE(w->banner()->items().at(0).kind, QStringLiteral("invalid"));
+    test::typeInto(child<QSpinBox>(w, "gpuCountSpin"), QStringLiteral("1"));
+    QVERIFY(!w->snapshot().invalid);
+    core::Scenario s = w->scenario();
+    s.model = moeModel();
+    QVERIFY(s.model.isMoe());
+    w->setScenario(s);
+    QVERIFY(child<QCheckBox>(w, "epCheck")->isVisible());
+    clickCheck(child<QCheckBox>(w, "epCheck"));
+    QVERIFY(w->scenario().hardware.expertParallel);
+
+    // Engine options: vLLM's default named, async scheduling, the hybrid manager and Mamba
+    // cache mode only where they apply.
+    QCOMPARE(child<QSpinBox>(w, "maxNumSeqsSpin")->specialValueText(),
+             QStringLiteral("vLLM default (%1)")
+                 .arg(QString::fromStdString(core::withThousands(core::effectiveMaxNumSeqs(s)))));
+    QCOMPARE(child<QSpinBox>(w, "maxNumSeqsSpin")->text(),
+             child<QSpinBox>(w, "maxNumSeqsSpin")->specialValueText());
+    clickCheck(child<QCheckBox>(w, "asyncSchedulingCheck"));
+    QVERIFY(!w->scenario().engine.asyncScheduling);
+    QVERIFY(w->vllmCommandText().contains(QStringLiteral("--no-async-scheduling")));
+    QVERIFY(!child<QComboBox>(w, "mambaCacheModeCombo")->isVisible());
+    const core::ModelSpec* sliding = firstModel([](const core::ModelSpec& m) {
+        return m.countLayers(core::LayerKind::Sliding) > 0 &&
+               m.countLayers(core::LayerKind::Full) > 0; // a hybrid of windows and full layers
+    });
+    QVERIFY(sliding);
+    s = app::firstLaunchScenario();
+    QVERIFY(!child<QCheckBox>(w, "disableHybridCheck")->isVisible() ||
+            w->scenario().model.countLayers(core::LayerKind::Sliding) > 0);
+    s.model = *sliding;
+    w->setScenario(s);
+    QVERIFY(child<QCheckBox>(w, "disableHybridCheck")->isVisible());
+    clickCheck(child<QCheckBox>(w, "disableHybridCheck"));
+    QVERIFY(w->scenario().engine.disableHybridKvCacheManager);
+    QVERIFY(w->snapshot().ledger.hybridKvCacheManagerDisabled);
+    s = app::firstLaunchScenario();
+    s.model = hybridModel();
+    QVERIFY2(!s.model.validate(), s.model.validate().value_or("").c_str());
+    w->setScenario(s);
+    QVERIFY2(!w->snapshot().invalid, qPrintable(p->validationMessage()));
+    QVERIFY(child<QComboBox>(w, "mambaCacheModeCombo")->isVisible());
+    QVERIFY(test::selectComboData(child<QComboBox>(w, "mambaCacheModeCombo"),
+                                  int(core::MambaCacheMode::All)));
+    QCOMPARE(w->scenario().engine.mambaCacheMode, core::MambaCacheMode::All);
+}
+
+void TestMainWindow::reservesShowTheEstimate() {
+    MainWindow* w = m_window.get();
+    auto* act = child<QDoubleSpinBox>(w, "activationSpin");
+    auto* ovh = child<QDoubleSpinBox>(w, "overheadSpin");
+    const core::LedgerResult r = core::computeLedger(w->scenario());
+    QVERIFY(r.reservesEstimated);
+    QCOMPARE(act->suffix(), QStringLiteral(" GiB (estimated)"));
+    QCOMPARE(ovh->suffix(), QStringLiteral(" GiB (estimated)"));
+    QCOMPARE(act->value(), std::round(core::bytesToGiB(r.activationBytes) * 100) / 100);
+    QCOMPARE(ovh->value(), std::round(core::bytesToGiB(r.overheadBytes) * 100) / 100);
+    QVERIFY(!child<QPushButton>(w, "activationEstimateButton")->isEnabled());
+    // The estimate follows the layout (TP changes the activation peak and NCCL's memory).
+    test::typeInto(child<QSpinBox>(w, "gpuCountSpin"), QStringLiteral("8"));
+    const core::LedgerResult r8 = core::computeLedger(w->scenario());
+    QCOMPARE(act->value(), std::round(core::bytesToGiB(r8.activationBytes) * 100) / 100);
+    QCOMPARE(ovh->value(), std::round(core::bytesToGiB(r8.overheadBytes) * 100) / 100);
+    test::typeInto(act, QStringLiteral("5"));
+    QCOMPARE(w->scenario().hardware.activationBytes,
+             std::optional<std::int64_t>(core::gibToBytes(5)));
+    QCOMPARE(act->suffix(), QStringLiteral(" GiB"));
+    QCOMPARE(ovh->suffix(), QStringLiteral(" GiB (estimated)"));
+    QVERIFY(child<QPushButton>(w, "activationEstimateButton")->isEnabled());
+    QCOMPARE(w->snapshot().ledger.activationBytes, core::gibToBytes(5));
+    QTest::mouseClick(child<QPushButton>(w, "activationEstimateButton"), Qt::LeftButton);
+    QVERIFY(!w->scenario().hardware.activationBytes);
+    QCOMPARE(act->suffix(), QStringLiteral(" GiB (estimated)"));
+    QCOMPARE(w->snapshot().ledger.activationBytes, r8.activationBytes);
+}
+
+void TestMainWindow::controlsThatDoNotApply() {
+    MainWindow* w = m_window.get();
+    auto* zero = child<QCheckBox>(w, "zeroPointCheck");
+    auto* scale = child<QComboBox>(w, "scaleTypeCombo");
+    auto* group = child<QSpinBox>(w, "groupSizeSpin");
+    // Off at first launch (the model's BF16), the format's rows fold away with the lever.
+    QVERIFY(!w->scenario().levers.quant.enabled);
+    QVERIFY(!zero->isVisibleTo(w));
+    // Turned on it is FP8: one fp32 scale per tensor outside the pages.
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
+    QCOMPARE(w->scenario().levers.quant.format.dtype, core::KvDtype::Fp8E4M3);
+    QVERIFY(!zero->isEnabled());
+    QVERIFY(!scale->isEnabled());
+    QVERIFY(!group->isEnabled());
+    QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int8)));
+    QVERIFY(zero->isEnabled()); // per token-head scales are in the pages, with a type
+    QVERIFY(scale->isEnabled());
+    QVERIFY(!group->isEnabled());
+    QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
+    QVERIFY(group->isEnabled());
+    // Prefix sharing: what it saves, nothing with one request, and nothing without paging.
+    auto* info = child<QLabel>(w, "prefixInfo");
+    const core::LedgerResult r = core::computeLedger(w->scenario());
+    QVERIFY(r.sharedBytesPerRequestPerGpu > 0);
+    QCOMPARE(info->text(), QStringLiteral("Each request after the first saves %1 per GPU")
+                               .arg(widgets::formatBytesQ(r.sharedBytesPerRequestPerGpu,
+                                                          core::UnitSystem::Binary)));
+    test::typeInto(child<QSpinBox>(w, "prefixRequestsSpin"), QStringLiteral("1"));
+    QCOMPARE(info->text(),
+             QStringLiteral("Shared by one request: nothing is shared, nothing saved"));
+    QVERIFY(!info->text().contains(QStringLiteral("saves")));
+    // One request per copy stores its own prefix: as many fit as without sharing.
+    core::Scenario unshared = w->scenario();
+    unshared.levers.prefix.enabled = false;
+    QCOMPARE(w->snapshot().ledger.maxRequestsAtContext,
+             core::computeLedger(unshared).maxRequestsAtContext);
+    test::setGroupChecked(child<QGroupBox>(w, "pagingGroup"), false);
+    QVERIFY(!child<QGroupBox>(w, "prefixGroup")->isEnabled());
+    QVERIFY(!child<QComboBox>(w, "blockSizeCombo")->isEnabled());
+    QVERIFY(info->isHidden());
+    test::setGroupChecked(child<QGroupBox>(w, "pagingGroup"), true);
+    QVERIFY(child<QGroupBox>(w, "prefixGroup")->isEnabled());
+}
+
+void TestMainWindow::clickMovesContext() {
+    MainWindow* w = m_window.get();
+    for (widgets::CurveChart* chart : {w->memoryChart(), w->concurrencyChart()}) {
+        QTRY_COMPARE(w->pendingReplots(), 0);
+        const int series = chart->seriesIndex(widgets::CurveChart::currentSeriesName());
+        const QVector<double> keys = chart->seriesKeys(series);
+        const int at16k = int(keys.indexOf(1024.0));
+        const int at64k = int(keys.indexOf(2048.0));
+        QVERIFY(at16k >= 0 && at64k >= 0);
+        const QPoint p16 = chart->seriesPointPosition(series, at16k);
+        QCOMPARE(chart->contextAt(p16), std::int64_t{1024});
+        QWidget* target = chart->childAt(p16);
+        QVERIFY(target);
+        QTest::mousePress(target, Qt::LeftButton, Qt::NoModifier, target->mapFrom(chart, p16));
+        QCOMPARE(w->scenario().workload.context, std::int64_t{1024});
+        QCOMPARE(child<QSpinBox>(w, "contextSpin")->value(), 1024);
+        QCOMPARE(child<QSlider>(w, "contextSlider")->value(), widgets::sliderPositionFor(1024));
+        QTRY_COMPARE(w->pendingReplots(), 0);
+        // Dragging with the button held follows the mouse.
+        const QPoint p64 = chart->seriesPointPosition(series, at64k);
+        QMouseEvent move(QEvent::MouseMove, target->mapFrom(chart, p64),
+                         target->mapToGlobal(target->mapFrom(chart, p64)), Qt::NoButton,
+                         Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(target, &move);
+        QCOMPARE(w->scenario().workload.context, std::int64_t{2048});
+        QTest::mouseRelease(target, Qt::LeftButton, Qt::NoModifier, target->mapFrom(chart, p64));
+        // Without the button, moving only shows tooltips.
+        QMouseEvent hover(QEvent::MouseMove, target->mapFrom(chart, p16),
+                          target->mapToGlobal(target->mapFrom(chart, p16)), Qt::NoButton,
+                          Qt::NoButton, Qt::NoModifier);
+        QApplication::sendEvent(target, &hover);
+        QCOMPARE(w->scenario().workload.context, std::int64_t{2048});
+        QCOMPARE(chart->contextAt(QPoint(1, 1)), std::int64_t{0}); // outside the plot
+        w->panel()->setContext(4096);
+    }
+}
+
+void TestMainWindow::unsavedChangesPrompt() {
+    MainWindow* w = m_window.get();
+    QVERIFY(!w->wouldPromptToSave()); // the first launch is not a change
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("8192"));
+    QVERIFY(w->wouldPromptToSave());
+    QVERIFY(w->isWindowModified());
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("4096"));
+    QVERIFY(!w->wouldPromptToSave()); // back to what it was: nothing to save
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("8192"));
+    const QString path = m_dir.filePath(QStringLiteral("prompt.kvl.json"));
+    QVERIFY(w->saveScenarioFile(path));
+    QVERIFY(!w->wouldPromptToSave());
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("2048"));
+    QVERIFY(w->wouldPromptToSave());
+    QVERIFY(w->openScenarioFile(path));
+    QVERIFY(!w->wouldPromptToSave());
+    QCOMPARE(w->scenario().workload.context, std::int64_t{8192});
+    // New (dialogs off: no question) starts clean from the default scenario.
+    test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("2048"));
+    QAction* newAct = nullptr;
+    for (QAction* a : w->findChildren<QAction*>())
+        if (a->shortcut() == QKeySequence(QKeySequence::New))
+            newAct = a;
+    QVERIFY(newAct);
+    newAct->trigger();
+    QVERIFY(!w->wouldPromptToSave());
+    QCOMPARE(json(w->scenario()), json(app::firstLaunchScenario()));
+    QVERIFY(w->currentFile().isEmpty());
+}
+
+void TestMainWindow::themeMenu() {
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope,
+                       m_dir.filePath(QStringLiteral("theme-settings")));
+    QSettings().clear();
+    const QPalette original = QApplication::palette();
+    auto themeAction = [](MainWindow& w, const char* name) {
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->data().toString() == QLatin1String(name))
+                return a;
+        qFatal("no theme action %s", name);
+        return static_cast<QAction*>(nullptr);
+    };
+    {
+        MainWindow first;
+        first.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&first));
+        QVERIFY(themeAction(first, "system")->isChecked());
+        themeAction(first, "dark")->trigger();
+        QCOMPARE(app::currentTheme(), app::Theme::Dark);
+        QVERIFY(QApplication::palette().color(QPalette::Base).lightness() < 100);
+        QTRY_COMPARE(first.pendingReplots(), 0);
+        // The charts follow (they re-colour on the palette change).
+        QTRY_VERIFY(QColor(first.memoryChart()->grab().toImage().pixel(3, 3)).lightness() < 100);
+        QCOMPARE(QSettings().value(QStringLiteral("theme")).toString(), QStringLiteral("dark"));
+        first.close();
+    }
+    {
+        MainWindow second; // remembered
+        QCOMPARE(app::currentTheme(), app::Theme::Dark);
+        QVERIFY(themeAction(second, "dark")->isChecked());
+        themeAction(second, "light")->trigger();
+        QVERIFY(QApplication::palette().color(QPalette::Base).lightness() > 200);
+        themeAction(second, "system")->trigger();
+        QCOMPARE(app::currentTheme(), app::Theme::System);
+        QCOMPARE(QApplication::palette().color(QPalette::Base), original.color(QPalette::Base));
+        second.close();
+    }
+    QSettings().clear();
+}
+
+void TestMainWindow::helpDialogs() {
+    MainWindow* w = m_window.get();
+    QDialog* f = w->showFormulas();
+    QVERIFY(f->isVisible());
+    const QString formulas = child<QTextBrowser>(f, "formulaTable")->toPlainText();
+    for (const char* text : {"max(1, KV heads / TP)", "2 x layers x KV heads x head_dim x bytes",
+                             "num_gpu_blocks = floor(pool / bytes per block)", "max_num_seqs",
+                             "per replica = per GPU x TP x PP"})
+        QVERIFY2(formulas.contains(QLatin1String(text)), text);
+    f->close();
+    const auto keys = w->shortcuts();
+    auto has = [&](const QString& what, const QKeySequence& seq) {
+        return keys.contains({what, seq.toString(QKeySequence::NativeText)});
+    };
+    QVERIFY(has(QStringLiteral("Save Scenario"), QKeySequence::Save));
+    QVERIFY(has(QStringLiteral("Open from Hugging Face"),
+                QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_H)));
+    QVERIFY(has(QStringLiteral("Formulas"), QKeySequence::HelpContents));
+    QVERIFY(has(QStringLiteral("Keyboard Shortcuts"), QKeySequence(Qt::CTRL | Qt::Key_Slash)));
+    QVERIFY(has(QStringLiteral("Per GPU"), QKeySequence(Qt::CTRL | Qt::Key_1)));
+    QDialog* k = w->showShortcuts();
+    const QString listed = child<QTextBrowser>(k, "shortcutsTable")->toPlainText();
+    for (const auto& [what, seq] : keys) {
+        QVERIFY2(listed.contains(what), qPrintable(what));
+        QVERIFY2(listed.contains(seq), qPrintable(seq));
+    }
+    k->close();
+}
+
+void TestMainWindow::modelSearchTokens_data() {
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<QStringList>("expected");
+    auto ids = [](auto pred) {
+        QStringList out;
+        for (const auto& m : io::builtinModels())
+            if (pred(m))
+                out << QString::fromStdString(m.id);
+        return out;
+    };
+    auto nameHas = [](const core::ModelSpec& m, const char* a) {
+        return QString::fromStdString(m.name + " " + m.id)
+            .contains(QLatin1String(a), Qt::CaseInsensitive);
+    };
+    const QStringList llama70 =
+        ids([&](const core::ModelSpec& m) { return nameHas(m, "llama") && nameHas(m, "70"); });
+    QVERIFY(llama70.size() >= 2);
+    QTest::addRow("llama 70") << "llama 70" << llama70;
+    QTest::addRow("70 llama (any order)") << "70 llama" << llama70;
+    QTest::addRow("LLAMA 70 (any case)") << "LLAMA 70" << llama70;
+    QTest::addRow("mla") << "mla" << ids([](const core::ModelSpec& m) { return m.isMla(); });
+    QTest::addRow("sliding") << "sliding" << ids([](const core::ModelSpec& m) {
+        return m.countLayers(core::LayerKind::Sliding) > 0;
+    });
+    // The catalog has no expert counts today: an imported MoE model (listed first) is found.
+    QTest::addRow("moe") << "moe" << (QStringList{"test-moe"} + ids([](const core::ModelSpec& m) {
+                                          return m.isMoe();
+                                      }));
+    // Hybrids: some layers keep a recurrent state, the others attend (imported one first).
+    auto hybrid = [](const core::ModelSpec& m, std::initializer_list<core::StateKind> kinds) {
+        const int state = m.countLayers(core::LayerKind::State);
+        return state > 0 && state < m.numLayers() && m.state &&
+               std::find(kinds.begin(), kinds.end(), m.state->kind) != kinds.end();
+    };
+    using core::StateKind;
+    const QStringList mambaHybrids = ids([&](const core::ModelSpec& m) {
+        return hybrid(m, {StateKind::Mamba1, StateKind::Mamba2});
+    });
+    const QStringList gdnHybrids =
+        ids([&](const core::ModelSpec& m) { return hybrid(m, {StateKind::GatedDeltaNet}); });
+    QVERIFY(mambaHybrids.contains(QStringLiteral("nemotron-h-56b")));
+    QVERIFY(gdnHybrids.contains(QStringLiteral("qwen3-next-80b-a3b")));
+    QTest::addRow("hybrid") << "hybrid"
+                            << (QStringList{"test-hybrid"} + ids([&](const auto& m) {
+                                    return hybrid(m,
+                                                  {StateKind::Mamba1, StateKind::Mamba2,
+                                                   StateKind::GatedDeltaNet, StateKind::ShortConv});
+                                }));
+    QTest::addRow("mamba hybrid") << "mamba hybrid" << (QStringList{"test-hybrid"} + mambaHybrids);
+    QTest::addRow("gated delta net") << "gdn" << gdnHybrids;
+    QTest::addRow("family: qwen 3") << "qwen 3" << ids([&](const core::ModelSpec& m) {
+        return QString::fromStdString(m.name + " " + m.id + " " + m.family + " " + m.hfRepo)
+                   .contains(QLatin1String("qwen"), Qt::CaseInsensitive) &&
+               QString::fromStdString(m.name + " " + m.id + " " + m.family + " " + m.hfRepo)
+                   .contains(QLatin1Char('3'));
+    });
+    QTest::addRow("nothing") << "zzz llama" << QStringList{};
+}
+
+void TestMainWindow::modelSearchTokens() {
+    QFETCH(QString, query);
+    QFETCH(QStringList, expected);
+    QVERIFY(!expected.isEmpty() || query.startsWith(QLatin1String("zzz")));
+    widgets::ModelPicker* picker = m_window->panel()->modelPicker();
+    picker->addImported(moeModel());
+    picker->addImported(hybridModel());
+    QCOMPARE(picker->matchingIds(query), expected);
+    QCOMPARE(picker->chooseBySearch(query), !expected.isEmpty());
+    if (!expected.isEmpty())
+        QCOMPARE(QString::fromStdString(m_window->scenario().model.id), expected.first());
+}
+
+void TestMainWindow::searchClearsOnNewAndImport() {
+    auto* search = m_window->panel()->modelPicker()->searchField();
+    search->setText(QStringLiteral("llama 70"));
+    for (QAction* a : m_window->findChildren<QAction*>())
+        if (a->shortcut() == QKeySequence(QKeySequence::New))
+            a->trigger();
+    QVERIFY(search->text().isEmpty());
+    search->setText(QStringLiteral("mla"));
+    const QString path = m_dir.filePath(QStringLiteral("search-config.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16,
+                "num_key_value_heads": 4, "num_hidden_layers": 20, "max_position_embeddings": 4096})");
+    f.close();
+    QVERIFY(m_window->panel()->importConfig(path));
+    QVERIFY(search->text().isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,0 +1,301 @@
+// The window at laptop and desktop sizes (1366 x 768, 1440 x 900, 1600 x 1000), checked
+// geometrically: the five ladder rows show, step names fit or elide with the full name in the
+// tooltip, chart titles are not clipped, the context slider and the prefix controls are on
+// screen without scrolling, legends never cover a plotted point, an empty chart's placeholder
+// fits in the plot, and the banner's items are not cut off. A screenshot of each size is
+// written beside the test binary (layout-WxH.png) to look at.
+
+#include "main_window.h"
+
+#include "widgets/breakdown_chart.h"
+#include "widgets/chart_widget.h"
+#include "widgets/curve_chart.h"
+#include "widgets/ladder_model.h"
+#include "widgets/scenario_panel.h"
+#include "widgets/warnings_banner.h"
+
+#include "core/io/catalog.h"
+
+#include <QCoreApplication>
+#include <QDialog>
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTest>
+#include <QToolButton>
+
+#include <memory>
+
+using namespace kvl;
+using app::MainWindow;
+
+namespace {
+
+template <class T> T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(QLatin1String(name));
+    if (!c)
+        qFatal("no child %s", name);
+    return c;
+}
+
+// `w`'s rectangle in `ancestor`'s coordinates.
+QRect rectIn(const QWidget* w, const QWidget* ancestor) {
+    return QRect(w->mapTo(ancestor, QPoint(0, 0)), w->size());
+}
+
+// Every point of every plotted series of `chart` lies outside its legend, and the legend lies
+// outside the plot area (it can cover nothing the chart draws later either).
+void verifyLegendClear(const widgets::ChartWidget* chart) {
+    const QRect legend = chart->legendRect();
+    QVERIFY2(!legend.isEmpty(), qPrintable(chart->objectName()));
+    QVERIFY2(chart->rect().contains(legend), qPrintable(chart->objectName()));
+    QVERIFY2(!legend.intersects(chart->plotAreaRect()), qPrintable(chart->objectName()));
+    int points = 0;
+    for (int s = 0; s < chart->seriesCount(); ++s)
+        for (int p = 0; p < chart->seriesKeys(s).size(); ++p) {
+            const QPoint at = chart->seriesPointPosition(s, p);
+            QVERIFY2(!legend.contains(at),
+                     qPrintable(QStringLiteral("%1: %2 point %3")
+                                    .arg(chart->objectName(), chart->seriesName(s))
+                                    .arg(p)));
+            ++points;
+        }
+    QVERIFY(points > 20);
+}
+
+void verifyTitleFits(const widgets::ChartWidget* chart) {
+    const QRect r = chart->titleRect();
+    QVERIFY2(chart->rect().contains(r), qPrintable(chart->objectName()));
+    const QFontMetrics fm(chart->titleFont());
+    const QStringList lines = chart->shownTitle().split(QLatin1Char('\n'));
+    for (const QString& line : lines)
+        QVERIFY2(fm.horizontalAdvance(line) <= r.width(),
+                 qPrintable(QStringLiteral("%1: \"%2\" is %3 px in %4")
+                                .arg(chart->objectName(), line)
+                                .arg(fm.horizontalAdvance(line))
+                                .arg(r.width())));
+    QVERIFY2(r.height() >= int(lines.size()) * fm.height(), qPrintable(chart->objectName()));
+    // Nothing of the title is lost to the wrapping.
+    QCOMPARE(chart->shownTitle().split(QRegularExpression(QStringLiteral("\\s+"))).join(' '),
+             chart->title().split(QRegularExpression(QStringLiteral("\\s+"))).join(' '));
+}
+
+} // namespace
+
+class TestLayout : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void windowAtSize_data();
+    void windowAtSize();
+    void placeholderNotClipped_data();
+    void placeholderNotClipped();
+    void longBannerOpensPopup();
+
+private:
+    void open(QSize size);
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestLayout::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+}
+
+void TestLayout::init() {
+    MainWindow::Options o;
+    o.useSettings = false;
+    o.showDialogs = false;
+    m_window = std::make_unique<MainWindow>(o);
+}
+
+void TestLayout::cleanup() {
+    m_window.reset();
+}
+
+void TestLayout::open(QSize size) {
+    m_window->resize(size);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    QCOMPARE(m_window->size(), size);
+    QTRY_COMPARE(m_window->pendingReplots(), 0);
+    QCoreApplication::processEvents();
+}
+
+void TestLayout::windowAtSize_data() {
+    QTest::addColumn<QSize>("size");
+    QTest::addRow("1366x768") << QSize(1366, 768);
+    QTest::addRow("1440x900") << QSize(1440, 900);
+    QTest::addRow("1600x1000") << QSize(1600, 1000);
+}
+
+void TestLayout::windowAtSize() {
+    QFETCH(QSize, size);
+    open(size);
+    MainWindow* w = m_window.get();
+
+    // The ladder: all five steps on screen, each name fits or elides with a tooltip.
+    QTableView* ladder = w->ladderView();
+    QVERIFY(ladder->isVisible());
+    QVERIFY(w->rect().contains(rectIn(ladder, w)));
+    const auto* model = w->ladderModel();
+    QCOMPARE(model->rowCount(), 5);
+    const int stepWidth = ladder->columnWidth(widgets::LadderModel::StepColumn);
+    for (int row = 0; row < 5; ++row) {
+        const QModelIndex index = model->index(row, widgets::LadderModel::StepColumn);
+        const QRect cell = ladder->visualRect(index);
+        QVERIFY2(ladder->viewport()->rect().contains(cell),
+                 qPrintable(QStringLiteral("row %1 at %2,%3 %4x%5 outside the viewport %6x%7")
+                                .arg(row)
+                                .arg(cell.x())
+                                .arg(cell.y())
+                                .arg(cell.width())
+                                .arg(cell.height())
+                                .arg(ladder->viewport()->width())
+                                .arg(ladder->viewport()->height())));
+        const QString text = index.data().toString();
+        QFont f = ladder->font();
+        if (index.data(Qt::FontRole).canConvert<QFont>())
+            f = index.data(Qt::FontRole).value<QFont>();
+        const int needed = QFontMetrics(f).horizontalAdvance(text) + 8; // cell margins
+        const bool fits = needed <= stepWidth;
+        QVERIFY2(fits || index.data(Qt::ToolTipRole).toString().contains(text),
+                 qPrintable(QStringLiteral("\"%1\" is elided without a tooltip").arg(text)));
+    }
+
+    // Chart titles are whole: wrapped, never clipped.
+    verifyTitleFits(w->breakdownChart());
+    verifyTitleFits(w->memoryChart());
+    verifyTitleFits(w->concurrencyChart());
+
+    // The context slider and the prefix controls are on screen with the panel unscrolled.
+    auto* scroll = qobject_cast<QScrollArea*>(w->panel()->parentWidget()->parentWidget());
+    QVERIFY(scroll);
+    QCOMPARE(scroll->verticalScrollBar()->value(), 0);
+    QVERIFY(!w->panel()->geometryEditorShown()); // folded by default
+    QWidget* viewport = scroll->viewport();
+    for (const char* name : {"contextSlider", "contextSpin", "prefixGroup", "prefixTokensSpin",
+                             "prefixRequestsSpin", "targetRequestsSpin"}) {
+        QWidget* c = child<QWidget>(w->panel(), name);
+        QVERIFY2(c->isVisible(), name);
+        QVERIFY2(viewport->rect().contains(rectIn(c, viewport)),
+                 qPrintable(QStringLiteral("%1 at y %2..%3, the viewport is %4 high")
+                                .arg(QLatin1String(name))
+                                .arg(rectIn(c, viewport).top())
+                                .arg(rectIn(c, viewport).bottom())
+                                .arg(viewport->height())));
+    }
+
+    // Legends sit outside the plots and cover no point.
+    verifyLegendClear(w->memoryChart());
+    verifyLegendClear(w->concurrencyChart());
+
+    // The banner's items show whole.
+    widgets::WarningsBanner* banner = w->banner();
+    QVERIFY(banner->isVisible());
+    QVERIFY(w->rect().contains(rectIn(banner, w)));
+    for (int i = 0; i < banner->shownCount(); ++i) {
+        QLabel* l = banner->itemLabel(i);
+        QVERIFY(l->isVisible());
+        QVERIFY2(l->height() >= l->heightForWidth(l->width()), qPrintable(l->text()));
+    }
+
+    // The status line names the scope, and the scope button is in reach.
+    QVERIFY(w->summaryText().contains(QStringLiteral("per GPU")));
+    QToolButton* scopeButton = child<QToolButton>(w, "scopeButton");
+    QVERIFY(scopeButton->isVisible());
+    QVERIFY(w->rect().contains(rectIn(scopeButton, w)));
+
+    const QString shot = QCoreApplication::applicationDirPath() +
+                         QStringLiteral("/layout-%1x%2.png").arg(size.width()).arg(size.height());
+    QVERIFY(w->grab().save(shot, "PNG"));
+    qInfo("screenshot: %s", qPrintable(shot));
+}
+
+void TestLayout::placeholderNotClipped_data() {
+    QTest::addColumn<QString>("what");
+    QTest::addRow("invalid layout (TP 3)") << QStringLiteral("tp3");
+    QTest::addRow("nothing fits (405B on one GPU)") << QStringLiteral("nofit");
+}
+
+void TestLayout::placeholderNotClipped() {
+    QFETCH(QString, what);
+    open(QSize(1366, 768));
+    MainWindow* w = m_window.get();
+    core::Scenario s = w->scenario();
+    QString expected;
+    if (what == QLatin1String("tp3")) {
+        s.hardware.gpuCount = 3;
+        expected = QStringLiteral("Not computed: layout TP 3: tensor parallel 3 does not divide "
+                                  "the 32 attention heads");
+    } else {
+        const core::ModelSpec* big = nullptr;
+        for (const auto& m : io::builtinModels())
+            if (!big || m.params > big->params)
+                big = &m;
+        s.model = *big;
+        expected = QStringLiteral("No request fits at any context");
+    }
+    w->setScenario(s);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    QCoreApplication::processEvents();
+    for (widgets::CurveChart* c : {w->memoryChart(), w->concurrencyChart()}) {
+        if (what == QLatin1String("nofit") && c == w->memoryChart())
+            continue; // the memory curves still plot: one request's bytes exist
+        if (what == QLatin1String("tp3"))
+            QCOMPARE(c->seriesCount(), 0); // not the last valid scenario's curves
+        const QString text = c->placeholderText();
+        QVERIFY2(text.simplified().startsWith(expected), qPrintable(text));
+        const QRect r = c->placeholderRect();
+        QVERIFY(!r.isEmpty());
+        QVERIFY2(c->plotAreaRect().contains(r),
+                 qPrintable(QStringLiteral("%1: placeholder %2x%3 in a plot of %4x%5")
+                                .arg(c->objectName())
+                                .arg(r.width())
+                                .arg(r.height())
+                                .arg(c->plotAreaRect().width())
+                                .arg(c->plotAreaRect().height())));
+    }
+}
+
+void TestLayout::longBannerOpensPopup() {
+    open(QSize(1366, 768));
+    MainWindow* w = m_window.get();
+    // Target missed, max_num_seqs, the context beyond the model and a format vLLM has not: four
+    // items, more than the three rows the banner has.
+    core::Scenario s = w->scenario();
+    s.workload.context = 512;
+    s.workload.maxModelLen = 256;
+    s.workload.targetRequests = 100000;
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
+    w->setScenario(s);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    widgets::WarningsBanner* banner = w->banner();
+    const int n = static_cast<int>(banner->items().size());
+    QVERIFY2(n > widgets::WarningsBanner::kInlineItems, qPrintable(banner->plainText()));
+    QCOMPARE(banner->shownCount(), widgets::WarningsBanner::kInlineItems);
+    QToolButton* all = banner->showAllButton();
+    QVERIFY(all->isVisible());
+    QCOMPARE(all->text(), QStringLiteral("Show all %1...").arg(n));
+    QVERIFY(w->rect().contains(rectIn(all, w)));
+    QTest::mouseClick(all, Qt::LeftButton);
+    QDialog* popup = banner->popup();
+    QVERIFY(popup);
+    QTRY_VERIFY(popup->isVisible());
+    const QString text = child<QLabel>(popup, "bannerPopupText")->text();
+    for (const auto& it : banner->items())
+        QVERIFY2(text.contains(it.text.toHtmlEscaped()), qPrintable(it.text));
+    popup->close();
+}
+
+QTEST_MAIN(TestLayout)
+#include "tst_layout.moc"
