@@ -27,6 +27,8 @@ class CurveChart;
 class LadderModel;
 class ScenarioPanel;
 class ProbePanel;
+class DeploymentPanel; // U1: the Deployment tab
+class SpeedPanel;      // U1: the Speed tab
 } // namespace kvl::widgets
 
 namespace kvl::app {
@@ -60,6 +62,9 @@ public:
     widgets::LadderModel* ladderModel() const { return m_ladderModel; }
     QTableView* ladderView() const { return m_ladderView; }
     widgets::ProbePanel* probePanel() const { return m_probePanel; }
+    // U1: the Speed and Deployment tabs.
+    widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
+    widgets::DeploymentPanel* deploymentPanel() const { return m_deploymentPanel; }
     QTabWidget* tabs() const { return m_tabs; }
     void showMeasuredTab();
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
@@ -148,6 +153,8 @@ private:
     QSplitter* m_bottomSplitter = nullptr;
     QTabWidget* m_tabs = nullptr;
     widgets::ProbePanel* m_probePanel = nullptr;
+    widgets::SpeedPanel* m_speedPanel = nullptr;           // U1
+    widgets::DeploymentPanel* m_deploymentPanel = nullptr; // U1
     QLabel* m_summary = nullptr;
     QLabel* m_warnings = nullptr;
     QLabel* m_referenceLabel = nullptr;

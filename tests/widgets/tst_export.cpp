@@ -201,7 +201,8 @@ void TestExport::reviewReport() {
     QVERIFY2(m_window->exportReport(path, &error), qPrintable(error));
     const QByteArray pdf = readAll(path);
     QVERIFY(pdf.startsWith("%PDF-"));
-    QCOMPARE(pdfPages(pdf), 2);
+    // Verdict, scenario and curves; breakdown, ladder and command; plan, Speed, assumptions.
+    QCOMPARE(pdfPages(pdf), 3);
     // The charts keep the screen colours after printing in light colours.
     QTRY_COMPARE(m_window->pendingReplots(), 0);
 }
@@ -255,7 +256,7 @@ void TestExport::headlessExport() {
     } else if (out.endsWith(QLatin1String(".svg"))) {
         QVERIFY(bytes.contains("<svg"));
     } else if (out.endsWith(QLatin1String(".pdf"))) {
-        QCOMPARE(pdfPages(bytes), 2);
+        QCOMPARE(pdfPages(bytes), 3); // as reviewReport: the Speed and plan page is the third
     } else {
         QVERIFY(bytes.startsWith("step,applied,"));
     }
@@ -333,7 +334,9 @@ void TestExport::everyRegistryChartExports() {
             exported += ok ? 1 : 0;
         }
     }
-    QCOMPARE(exported, 3 * 4 + 1); // memory, concurrency, breakdown in 4 formats; ladder CSV
+    // memory, concurrency, breakdown, speed-concurrency, speed-context, gpus-needed in 4
+    // formats; the ladder and plan CSVs.
+    QCOMPARE(exported, 6 * 4 + 2);
 }
 
 void TestExport::verifyRejectsIncompleteFiles_data() {
