@@ -34,7 +34,7 @@ class SpeedPanel;      // U1: the Speed tab
 namespace kvl::app {
 
 // The scenario a first launch shows: kvledger's default (Llama-3-8B on an H100 80GB, 4K
-// requests, FP8 KV and a 2K shared prefix on top of vLLM's defaults), one vLLM runs as printed.
+// requests, a 2K shared prefix on top of vLLM's defaults), one vLLM runs as printed.
 core::Scenario firstLaunchScenario();
 
 class MainWindow : public QMainWindow {

@@ -49,7 +49,7 @@ Run run(const QStringList& args) {
 }
 
 // The rows below were worked by hand in the model's own dtype without a shared prefix; the
-// default scenario has FP8 KV and a 2K prefix (defaultIsWhatVllmRuns checks it), so they say so.
+// default scenario has a 2K shared prefix (defaultIsWhatVllmRuns checks it), so they say so.
 QStringList plain(QStringList args) {
     if (!args.contains(QStringLiteral("--kv-dtype")))
         args << QStringLiteral("--kv-dtype") << QStringLiteral("auto");
@@ -614,9 +614,11 @@ void TestCli::speedFields_data() {
     // FP8 halves it (17.18 GB).
     QTest::addRow("fp8") << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "0"}
                          << 32.0 * 8192 * 65536;
-    // The default scenario: FP8 and a 2K prefix read once per step, not once per request.
-    QTest::addRow("default: fp8 + 2K shared prefix")
-        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 65536;
+    // The default scenario: BF16 and a 2K prefix read once per step, not once per request.
+    QTest::addRow("default: bf16 + 2K shared prefix")
+        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 131072;
+    QTest::addRow("fp8 + 2K shared prefix")
+        << QStringList{"--kv-dtype", "fp8"} << (32.0 * (8192 - 2048) + 2048) * 65536;
 }
 
 void TestCli::speedFields() {
@@ -642,11 +644,12 @@ void TestCli::speedFields() {
 }
 
 void TestCli::defaultIsWhatVllmRuns() {
-    // Issue 13: the default scenario is one vLLM runs as printed (FP8 KV, a shared prefix),
-    // the same one the window's first launch shows.
+    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults and a
+    // shared prefix), the same one the window's first launch shows.
     const auto o = ledgerJson({});
-    QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 1));
-    QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype fp8")),
+    QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 2));
+    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(2048) * 131072);
+    QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype auto")),
              qPrintable(o.value("vllm_command").toString()));
     QVERIFY(!o.value("vllm_refused").toBool());
     QCOMPARE(o.value("context").toInteger(), qint64(4096));
