@@ -6,7 +6,9 @@
 #include "widgets/atomic_write.h"
 #include "widgets/chart_registry.h"
 #include "widgets/chart_widget.h"
+#include "widgets/deployment_panel.h"
 #include "widgets/probe_panel.h"
+#include "widgets/speed_panel.h"
 
 #include <QApplication>
 #include <QBuffer>
@@ -14,6 +16,7 @@
 #include <QImage>
 #include <QPalette>
 #include <QPixmap>
+#include <QTabWidget>
 #include <QWindow>
 
 #include <optional>
@@ -115,6 +118,12 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     }
     if (o.value("tab") == "measured")
         w.showMeasuredTab();
+    else if (o.value("tab") == "speed")
+        w.tabs()->setCurrentWidget(w.speedPanel());
+    else if (o.value("tab") == "deployment") {
+        w.tabs()->setCurrentWidget(w.deploymentPanel());
+        w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"
+    }
     if (o.value("theme") == "dark") {
         // A dark Fusion palette, applied after the window exists: the charts re-colour on
         // PaletteChange as they do when the desktop theme switches.
