@@ -5,9 +5,11 @@
 #include <qcustomplot.h>
 
 #include <QApplication>
+#include <QFontMetricsF>
 #include <QPalette>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace kvl::widgets {
@@ -273,7 +275,12 @@ QString PlanTableModel::csv() const {
 GpusNeededChart::GpusNeededChart(QWidget* parent) : ChartWidget(parent) {
     setTitle(tr("GPUs needed per GPU kind"));
     QCustomPlot* p = plot();
-    p->xAxis->setLabel(tr("GPUs (cluster: TP × PP × DP)"));
+    p->xAxis->setLabel(tr("GPUs, cluster (TP×PP×DP)"));
+    // Whole GPUs: integer steps, as many ticks as the width holds (fitRange).
+    auto ticks = QSharedPointer<QCPAxisTickerFixed>(new QCPAxisTickerFixed);
+    ticks->setTickStep(1);
+    ticks->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    p->xAxis->setTicker(ticks);
     p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerText));
     p->yAxis->grid()->setVisible(false);
     p->yAxis->setRangeReversed(true); // the best at the top
@@ -340,6 +347,7 @@ void GpusNeededChart::rebuild() {
     // The hatched bars of kinds that fit nothing reach past every fitting bar: "more than
     // the planner tried".
     const double noFitLength = std::max<double>(maxFit * 1.15, std::min(m_maxGpus, 8));
+    m_noFitLength = noFitLength;
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     for (std::size_t i = 0; i < m_barList.size(); ++i) {
@@ -370,14 +378,39 @@ void GpusNeededChart::rebuild() {
     m_noFit->setData(noKeys, noValues, true);
     const double n = std::max<double>(1, double(m_barList.size()));
     p->yAxis->setRange(-0.6, n - 0.4);
-    // Room on the right for the "12 · TP 4 × PP 3" labels.
-    p->xAxis->setRange(0, std::max(noFitLength, maxFit * 1.45 + 1));
+    fitRange();
     m_emptyLabel->setVisible(m_barList.empty());
     if (m_plan)
         setTitle(m_users > 0 ? tr("GPUs needed per GPU kind: %1 users × %2 tokens")
                                    .arg(thousandsQ(m_users), formatTokensQ(m_context))
                              : tr("GPUs needed per GPU kind"));
     requestReplot();
+}
+
+void GpusNeededChart::resizeEvent(QResizeEvent* event) {
+    ChartWidget::resizeEvent(event);
+    fitRange();
+    requestReplot();
+}
+
+void GpusNeededChart::fitRange() {
+    // Room on the right of each bar for its "12 · TP 4 × PP 3" label, in pixels of the plot as
+    // it is now: a bar of g GPUs ends at g / max of the axis width, its label must end inside
+    // it, so max >= g x width / (width - label). A fixed factor clipped labels at 1366 px.
+    QCustomPlot* p = plot();
+    const double width = std::max(1, p->axisRect()->width());
+    double upper = std::max(m_noFitLength, 1.0);
+    for (std::size_t i = 0; i < m_barList.size() && i < m_labels.size(); ++i) {
+        const Bar& b = m_barList[i];
+        if (!b.fits)
+            continue;
+        const double label =
+            QFontMetricsF(m_labels[i]->font()).horizontalAdvance(m_labels[i]->text()) + 10;
+        const double free = std::max(width - label, 0.25 * width);
+        upper = std::max(upper, b.gpus * width / free);
+    }
+    p->xAxis->setRange(0, std::ceil(upper));
+    p->xAxis->ticker()->setTickCount(std::clamp(static_cast<int>(width / 45), 2, 8));
 }
 
 QString GpusNeededChart::tooltipAt(const QPoint& pos) const {

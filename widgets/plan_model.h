@@ -85,11 +85,14 @@ public:
 
 protected:
     void applyColors() override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void rebuild();
+    void fitRange(); // the x range that keeps every bar's label inside the plot
     std::shared_ptr<const core::PlanResult> m_plan;
     std::int64_t m_users = 0, m_context = 0;
+    double m_noFitLength = 8;
     int m_maxGpus = 64;
     std::vector<Bar> m_barList;
     QCPBars* m_fit = nullptr;

@@ -77,8 +77,11 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     for (QCPItemText* t : {m_memoryText, m_seqsText}) {
         t->position->setTypeX(QCPItemPosition::ptPlotCoords);
         t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        // Along the line, on its right, reading upwards: every curve ends at or left of the
+        // nearer line, so no curve crosses the labels, nor do they cross each other.
+        t->setRotation(-90);
         t->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-        t->setPadding(QMargins(0, 1, 4, 1));
+        t->setPadding(QMargins(0, 3, 4, 1));
         t->setFont(small);
         t->setClipToAxisRect(true);
     }

@@ -182,8 +182,7 @@ void TestSpeedChart::handComputedStep() {
         QVERIFY(chart->seriesName(cur).startsWith(QStringLiteral("Current")));
         const QVector<double> keys = chart->seriesKeys(cur);
         // Concurrency view: its last point is batch 32; context view: the point at 8,192.
-        const qsizetype at =
-            v == SpeedView::Concurrency ? keys.size() - 1 : keys.indexOf(8192.0);
+        const qsizetype at = v == SpeedView::Concurrency ? keys.size() - 1 : keys.indexOf(8192.0);
         QVERIFY(at >= 0);
         QCOMPARE(keys[at], v == SpeedView::Concurrency ? 32.0 : 8192.0);
         if (v == SpeedView::Concurrency) {
