@@ -3,7 +3,12 @@
 #include "axis_tickers_p.h"
 #include "chart_text_p.h"
 
+#include "core/kv_cache.h"
+
 #include <QFontMetrics>
+#include <QList>
+#include <QPair>
+#include <QStringList>
 
 #include <algorithm>
 #include <cmath>
@@ -82,6 +87,47 @@ std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     out.push_back({QObject::tr("Free for KV"), std::max<std::int64_t>(0, budget - used - kvFit)});
     out.push_back({QObject::tr("Not requested (1 - utilization)"),
                    std::max<std::int64_t>(0, r.gpuMemoryBytes - std::max(budget, used))});
+    return out;
+}
+
+QString layerMixText(const core::LedgerResult& r, core::UnitSystem units) {
+    const core::LayerMix& m = r.layerMix;
+    QStringList kinds;
+    const int total = m.full + m.sliding + m.chunked + m.mla + m.state + m.none;
+    for (const auto& [n, name] : {std::pair{m.full, "full"}, std::pair{m.sliding, "sliding"},
+                                  std::pair{m.chunked, "chunked"}, std::pair{m.mla, "MLA"},
+                                  std::pair{m.state, "state"}, std::pair{m.none, "no KV"}})
+        if (n > 0)
+            kinds << QStringLiteral("%1 %2").arg(n).arg(QLatin1String(name));
+    QString out = QObject::tr("%1 layers: %2").arg(total).arg(kinds.join(QStringLiteral(", ")));
+    if (r.kvCacheGroups.empty())
+        return out;
+    QList<QPair<int, QString>> groups;
+    for (const core::KvCacheGroupUsage& g : r.kvCacheGroups) {
+        QString t = QStringLiteral("%1 ×%2").arg(qs(core::specTypeName(g.type))).arg(g.layers);
+        if (g.window > 0)
+            t += QObject::tr(" (window %1)").arg(thousandsQ(g.window));
+        if (g.paddingSlots > 0)
+            t += QObject::tr(" +%1 padding").arg(g.paddingSlots);
+        // Equal groups (a hybrid's layers[i::n] split) are counted, not repeated.
+        if (!groups.isEmpty() && groups.back().second == t)
+            ++groups.back().first;
+        else
+            groups.append({1, t});
+    }
+    QStringList shown;
+    int count = 0;
+    for (const auto& [n, t] : groups) {
+        shown << (n > 1 ? QStringLiteral("%1 × %2").arg(n).arg(t) : t);
+        count += n;
+    }
+    out += (count == 1 ? QObject::tr(" · 1 KV cache group: ")
+                       : QObject::tr(" · %1 KV cache groups: ").arg(count)) +
+           shown.join(QStringLiteral(", "));
+    if (r.blockSize > 0 && r.bytesPerBlock > 0)
+        out += QObject::tr(" · block %1 tokens, %2")
+                   .arg(r.blockSize)
+                   .arg(formatBytesQ(r.bytesPerBlock, units, 2));
     return out;
 }
 
@@ -274,7 +320,7 @@ void BreakdownChart::rebuild() {
                            .arg(qs(core::layoutLabel(m_snapshot->gpusNeeded->layout))
                                     .replace(QStringLiteral(" x "), QStringLiteral(" × ")));
     }
-    m_verdict = verdict;
+    m_verdict = verdict + QLatin1Char('\n') + layerMixText(r, units());
     fitText();
     requestReplot();
 }

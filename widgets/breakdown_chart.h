@@ -42,6 +42,11 @@ struct BreakdownParts {
 };
 BreakdownParts breakdownParts(const LedgerSnapshot& snap, std::int64_t requests);
 
+// "32 layers: 32 full · 1 KV cache group: full_attention ×32 · block 16 tokens, 2.00 MiB" (per
+// GPU): the layer mix and vLLM v1's KV cache groups (core/ledger.h), as the breakdown shows
+// them under its bar. Kinds with no layer are left out; a group's window is named.
+QString layerMixText(const core::LedgerResult& r, core::UnitSystem units);
+
 class BreakdownChart : public ChartWidget {
     Q_OBJECT
 public:
@@ -50,6 +55,7 @@ public:
     void setView(const LedgerView& view);
 
     std::vector<BreakdownSegment> segments(bool reference = false) const;
+    // The verdict, then the layer mix and KV cache groups line (layerMixText).
     QString verdict() const { return m_verdict; } // "KV (31 requests) is 3.2x the weights"
     QString csv() const override;
     QString tooltipAt(const QPoint& pos) const override;

@@ -1,9 +1,11 @@
 // The lever-ladder table model: QAbstractItemModelTester on every update, exact values per
 // step, the reference delta column and the CSV.
 
+#include "widgets/breakdown_chart.h"
 #include "widgets/ladder_model.h"
 
 #include "core/engine.h"
+#include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 #include "core/ledger.h"
@@ -33,6 +35,8 @@ core::Scenario scenario(bool quant, bool paging, bool prefix, core::AttentionMod
 class TestLadderModel : public QObject {
     Q_OBJECT
 private slots:
+    void breakdownLayerMix_data();
+    void breakdownLayerMix();
     void values_data();
     void values();
     void referenceDelta();
@@ -355,6 +359,37 @@ void TestLadderModel::notInVllm() {
         QCOMPARE(text.endsWith(QStringLiteral(" · not in vLLM")), !expected);
         QCOMPARE(text.startsWith(QString::fromStdString(st.label)), true);
     }
+}
+
+void TestLadderModel::breakdownLayerMix_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("expected");
+    // Llama-3-8B, BF16, paged 16: one group of its 32 full layers; a block is 16 tokens x
+    // 2 x 8 KV heads x 128 x 2 bytes x 32 layers = 2 MiB.
+    QTest::addRow("Llama-3-8B") << "llama-3-8b"
+                                << "32 layers: 32 full · 1 KV cache group: full_attention ×32 · "
+                                   "block 16 tokens, 2 MiB";
+    // Gemma-3-12B: 48 layers, every sixth full (sliding_window_pattern 6): 40 sliding, 8 full.
+    // vLLM's grouping: group size = the smallest per-type count, 8; the 40 sliding layers make
+    // five groups of 8 (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
+    // A block: 8 layers x 16 tokens x 2 x 8 KV heads x 256 x 2 bytes = 1 MiB.
+    QTest::addRow("Gemma-3-12B")
+        << "gemma-3-12b"
+        << "48 layers: 8 full, 40 sliding · 6 KV cache groups: 5 × sliding_window ×8 (window "
+           "1,024), full_attention ×8 · block 16 tokens, 1 MiB";
+}
+
+void TestLadderModel::breakdownLayerMix() {
+    QFETCH(QString, model);
+    QFETCH(QString, expected);
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel(model.toStdString());
+    const auto view = widgets::makeLedgerView(s);
+    const QString text = widgets::layerMixText(view.snapshot->ledger, core::UnitSystem::Binary);
+    QCOMPARE(text, expected);
+    widgets::BreakdownChart chart;
+    chart.setView(view);
+    QVERIFY(chart.verdict().endsWith(QLatin1Char('\n') + expected));
 }
 
 QTEST_MAIN(TestLadderModel)
