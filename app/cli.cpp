@@ -176,11 +176,12 @@ const std::vector<AppOption>& appOptions() {
                             ? Status{}
                             : Status{bad("expected gpus or throughput, got '" + v + "'")};
              }},
-            {"tab", "T", "the tab shown: ledger or measured (default ledger)",
+            {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
              [](const std::string& v) -> Status {
-                 return v == "ledger" || v == "measured"
+                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
                             ? Status{}
-                            : Status{bad("expected ledger or measured, got '" + v + "'")};
+                            : Status{bad("expected ledger, measured, speed or deployment, got '" +
+                                         v + "'")};
              }},
             {"theme", "T", "light or dark (default light)",
              [](const std::string& v) -> Status {

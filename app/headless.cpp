@@ -7,13 +7,16 @@
 #include "widgets/atomic_write.h"
 #include "widgets/chart_registry.h"
 #include "widgets/chart_widget.h"
+#include "widgets/deployment_panel.h"
 #include "widgets/probe_panel.h"
+#include "widgets/speed_panel.h"
 
 #include <QApplication>
 #include <QBuffer>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QPixmap>
+#include <QTabWidget>
 #include <QWindow>
 
 #include <optional>
@@ -115,6 +118,12 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     }
     if (o.value("tab") == "measured")
         w.showMeasuredTab();
+    else if (o.value("tab") == "speed")
+        w.tabs()->setCurrentWidget(w.speedPanel());
+    else if (o.value("tab") == "deployment") {
+        w.tabs()->setCurrentWidget(w.deploymentPanel());
+        w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"
+    }
     if (o.value("theme") == "dark") {
         // The window's View > Theme > Dark, applied after the window exists: the charts
         // re-colour on PaletteChange as they do when the desktop theme switches.

@@ -8,15 +8,18 @@
 #include "widgets/breakdown_chart.h"
 #include "widgets/chart_registry.h"
 #include "widgets/curve_chart.h"
+#include "widgets/deployment_panel.h"
 #include "widgets/hf_hub.h"
 #include "widgets/ladder_model.h"
 #include "widgets/model_picker.h"
+#include "widgets/plan_model.h"
 #include "widgets/probe_charts.h"
 #include "widgets/probe_overlay.h"
 #include "widgets/probe_panel.h"
 #include "widgets/probe_results_model.h"
 #include "widgets/report.h"
 #include "widgets/scenario_panel.h"
+#include "widgets/speed_panel.h"
 #include "widgets/status_text.h"
 #include "widgets/table_export.h"
 #include "widgets/vllm_command.h"
@@ -104,6 +107,20 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     connect(this, &MainWindow::snapshotChanged, m_probePanel, &widgets::ProbePanel::setView);
     connect(this, &MainWindow::snapshotChanged, m_breakdownChart,
             &widgets::BreakdownChart::setView);
+    // --- U1: the Speed and Deployment tabs follow the snapshot; probe results calibrate the
+    // speed model; the planner's chosen layout becomes the scenario. ---
+    connect(this, &MainWindow::snapshotChanged, m_speedPanel, &widgets::SpeedPanel::setView);
+    connect(this, &MainWindow::snapshotChanged, m_deploymentPanel,
+            &widgets::DeploymentPanel::setView);
+    connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
+            [this](const probe::ProbeReport& report) {
+                const auto c = widgets::calibrationFromReport(report, io::builtinGpus());
+                m_speedPanel->setCalibration(c);
+                m_ladderModel->setSpeedAssumptions(c.assumptions);
+            });
+    connect(m_deploymentPanel, &widgets::DeploymentPanel::applyRequested, this,
+            &MainWindow::setScenario);
+    // --- end U1 ---
     for (widgets::CurveChart* c : findChildren<widgets::CurveChart*>()) {
         connect(this, &MainWindow::snapshotChanged, c, &widgets::CurveChart::setView);
         connect(m_probePanel, &widgets::ProbePanel::reportChanged, c,
@@ -217,6 +234,18 @@ void MainWindow::buildUi() {
                                 "predicts them (measured points overlaid)"));
     m_tabs->setTabToolTip(1, tr("Run the real KV store and paged-attention kernels, or open a GPU "
                                 "machine's results: memory, speed and quality per KV format"));
+    // --- U1: the Speed and Deployment tabs ---
+    m_speedPanel = new widgets::SpeedPanel;
+    m_speedPanel->setObjectName(QStringLiteral("speedPanel"));
+    m_tabs->setTabToolTip(m_tabs->addTab(m_speedPanel, tr("&Speed: predicted")),
+                          tr("Decode speed vs concurrency and context per ladder step: an "
+                             "estimate, calibrated by probe results when loaded"));
+    m_deploymentPanel = new widgets::DeploymentPanel;
+    m_deploymentPanel->setObjectName(QStringLiteral("deploymentPanel"));
+    m_tabs->setTabToolTip(m_tabs->addTab(m_deploymentPanel, tr("&Deployment")),
+                          tr("N users at a context: the fewest GPUs of each kind and the "
+                             "TP x PP x DP layout vLLM runs"));
+    // --- end U1 ---
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -726,6 +755,10 @@ QString MainWindow::tableCsv(const QString& name) const {
         return widgets::withCsvComments(
             m_ladderModel->csv(),
             widgets::csvComments(*m_view.snapshot, m_view.scope, QDate::currentDate()));
+    if (name == QLatin1String("plan")) {
+        m_deploymentPanel->planNow();
+        return m_deploymentPanel->model()->csv();
+    }
     if (name == QLatin1String("probe"))
         return m_probePanel->model()->csv();
     return {};
@@ -746,6 +779,8 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         return fail(tr("The %1 exports to %2, not \"%3\"")
                         .arg(widgets::chartTitle(*spec).toLower(),
                              widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
+    if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
+        m_deploymentPanel->planNow();
     Status written;
     if (spec->create) {
         written = chart(name)->exportTo(path, scale, size);
@@ -780,6 +815,13 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
     in.units = m_view.units;
+    // the predicted Speed chart, its calibration and the Deployment tab's plan.
+    in.predictedSpeedChart = m_speedPanel->concurrencyChart();
+    in.calibration = m_speedPanel->calibration();
+    if (m_deploymentPanel->resultIsCurrent()) {
+        in.plan = m_deploymentPanel->result();
+        in.planUsers = m_deploymentPanel->resultRequest().users;
+    }
     if (m_probePanel->hasResults()) {
         in.probe = m_probePanel->model();
         in.qualityChart = m_probePanel->qualityChart();

@@ -36,6 +36,8 @@ class ScenarioPanel;
 class ProbePanel;
 class WarningsBanner;
 struct HfFetchResult;
+class DeploymentPanel; // the Deployment tab
+class SpeedPanel;      // the Speed tab
 } // namespace kvl::widgets
 
 namespace kvl::app {
@@ -69,6 +71,9 @@ public:
     widgets::LadderModel* ladderModel() const { return m_ladderModel; }
     QTableView* ladderView() const { return m_ladderView; }
     widgets::ProbePanel* probePanel() const { return m_probePanel; }
+    // the Speed and Deployment tabs.
+    widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
+    widgets::DeploymentPanel* deploymentPanel() const { return m_deploymentPanel; }
     QTabWidget* tabs() const { return m_tabs; }
     void showMeasuredTab();
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
@@ -184,6 +189,8 @@ private:
     QSplitter* m_bottomSplitter = nullptr;
     QTabWidget* m_tabs = nullptr;
     widgets::ProbePanel* m_probePanel = nullptr;
+    widgets::SpeedPanel* m_speedPanel = nullptr;
+    widgets::DeploymentPanel* m_deploymentPanel = nullptr;
     QLabel* m_summary = nullptr;
     widgets::WarningsBanner* m_banner = nullptr;
     QLabel* m_referenceLabel = nullptr;

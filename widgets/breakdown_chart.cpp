@@ -1,21 +1,87 @@
 #include "breakdown_chart.h"
 
 #include "axis_tickers_p.h"
+#include "chart_text_p.h"
+
+#include "core/kv_cache.h"
+
+#include <QFontMetrics>
+#include <QList>
+#include <QPair>
+#include <QStringList>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kvl::widgets {
 
+namespace {
+std::int64_t satMulBytes(std::int64_t a, std::int64_t b) {
+    if (a <= 0 || b <= 0)
+        return 0;
+    if (a > std::numeric_limits<std::int64_t>::max() / b)
+        return std::numeric_limits<std::int64_t>::max();
+    return a * b;
+}
+std::int64_t satAddBytes(std::int64_t a, std::int64_t b) {
+    return a > std::numeric_limits<std::int64_t>::max() - b
+               ? std::numeric_limits<std::int64_t>::max()
+               : a + b;
+}
+} // namespace
+
+BreakdownParts breakdownParts(const LedgerSnapshot& snap, std::int64_t requests) {
+    BreakdownParts out;
+    const core::LedgerResult& r = snap.ledger;
+    const core::Scenario& s = snap.scenario;
+    out.total = core::kvBytesForRequests(s, requests);
+    if (requests <= 0 || out.total <= 0)
+        return out;
+    if (r.blockSize == 0 || r.kvCacheGroups.empty()) {
+        // Unpaged: each request keeps its own state beside its KV; nothing is padded.
+        out.state = std::min(out.total, satMulBytes(r.stateBytesPerRequest, requests));
+        return out;
+    }
+    // Paged: a group's blocks for `requests` requests (a shared prefix's full blocks once per
+    // sharing group, as the ledger counts them), each block holding real pages and padding.
+    const bool sharing = s.levers.prefix.enabled && s.levers.paging.enabled;
+    const std::int64_t per = s.levers.prefix.sharingRequests;
+    const std::int64_t groups = sharing && per > 0 ? (requests + per - 1) / per : 1;
+    for (const core::KvCacheGroupUsage& g : r.kvCacheGroups) {
+        const std::int64_t shared = std::min(g.sharedBlocksAtContext, g.blocksAtContext);
+        const std::int64_t blocks =
+            satMulBytes(requests, g.blocksAtContext) -
+            satMulBytes(std::max<std::int64_t>(0, requests - std::min(requests, groups)), shared);
+        const std::int64_t real =
+            g.uniformType ? g.pageBytes : satMulBytes(g.layers, g.realPageBytes);
+        const std::int64_t waste = std::max<std::int64_t>(0, r.bytesPerBlock - real);
+        out.padding = satAddBytes(out.padding, satMulBytes(blocks, waste));
+        if (g.type == core::SpecType::Mamba)
+            out.state =
+                satAddBytes(out.state, satMulBytes(blocks, std::min(real, r.bytesPerBlock)));
+    }
+    out.state = std::min(out.state, out.total);
+    out.padding = std::min(out.padding, out.total - out.state);
+    return out;
+}
+
 std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     const core::LedgerResult& r = snap.ledger;
-    const std::int64_t kv = core::kvBytesForRequests(snap.scenario, snap.requests);
+    const BreakdownParts parts = breakdownParts(snap, snap.requests);
+    const std::int64_t kv = parts.total;
     const std::int64_t used = r.weightsBytesPerGpu + r.activationBytes + r.overheadBytes;
     const std::int64_t budget = r.kvMemoryOverridden ? used + r.availableKvBytes : r.requestedBytes;
     const std::int64_t kvFit = std::min(kv, std::max<std::int64_t>(0, budget - used));
+    // What fits is filled state first, then padding, then the attention KV; the rest is over.
+    const std::int64_t state = std::min(parts.state, kvFit);
+    const std::int64_t padding = std::min(parts.padding, kvFit - state);
     std::vector<BreakdownSegment> out;
     out.push_back({QObject::tr("Weights"), r.weightsBytesPerGpu});
-    out.push_back({QObject::tr("KV cache (%1 requests)").arg(thousandsQ(snap.requests)), kvFit});
+    out.push_back({QObject::tr("KV cache (%1 requests)").arg(thousandsQ(snap.requests)),
+                   kvFit - state - padding});
+    out.push_back({QObject::tr("Mamba / linear-attention state"), state});
+    out.push_back({QObject::tr("Block padding"), padding});
     out.push_back({QObject::tr("KV over budget"), std::max<std::int64_t>(0, kv - kvFit)});
     out.push_back({QObject::tr("Activations + overhead"), r.activationBytes + r.overheadBytes});
     out.push_back({QObject::tr("Free for KV"), std::max<std::int64_t>(0, budget - used - kvFit)});
@@ -24,8 +90,49 @@ std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     return out;
 }
 
+QString layerMixText(const core::LedgerResult& r, core::UnitSystem units) {
+    const core::LayerMix& m = r.layerMix;
+    QStringList kinds;
+    const int total = m.full + m.sliding + m.chunked + m.mla + m.state + m.none;
+    for (const auto& [n, name] : {std::pair{m.full, "full"}, std::pair{m.sliding, "sliding"},
+                                  std::pair{m.chunked, "chunked"}, std::pair{m.mla, "MLA"},
+                                  std::pair{m.state, "state"}, std::pair{m.none, "no KV"}})
+        if (n > 0)
+            kinds << QStringLiteral("%1 %2").arg(n).arg(QLatin1String(name));
+    QString out = QObject::tr("%1 layers: %2").arg(total).arg(kinds.join(QStringLiteral(", ")));
+    if (r.kvCacheGroups.empty())
+        return out;
+    QList<QPair<int, QString>> groups;
+    for (const core::KvCacheGroupUsage& g : r.kvCacheGroups) {
+        QString t = QStringLiteral("%1 ×%2").arg(qs(core::specTypeName(g.type))).arg(g.layers);
+        if (g.window > 0)
+            t += QObject::tr(" (window %1)").arg(thousandsQ(g.window));
+        if (g.paddingSlots > 0)
+            t += QObject::tr(" +%1 padding").arg(g.paddingSlots);
+        // Equal groups (a hybrid's layers[i::n] split) are counted, not repeated.
+        if (!groups.isEmpty() && groups.back().second == t)
+            ++groups.back().first;
+        else
+            groups.append({1, t});
+    }
+    QStringList shown;
+    int count = 0;
+    for (const auto& [n, t] : groups) {
+        shown << (n > 1 ? QStringLiteral("%1 × %2").arg(n).arg(t) : t);
+        count += n;
+    }
+    out += (count == 1 ? QObject::tr(" · 1 KV cache group: ")
+                       : QObject::tr(" · %1 KV cache groups: ").arg(count)) +
+           shown.join(QStringLiteral(", "));
+    if (r.blockSize > 0 && r.bytesPerBlock > 0)
+        out += QObject::tr(" · block %1 tokens, %2")
+                   .arg(r.blockSize)
+                   .arg(formatBytesQ(r.bytesPerBlock, units, 2));
+    return out;
+}
+
 BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
-    setTitle(tr("Memory per GPU at the current point"));
+    setTitle(tr("Memory per GPU"));
     QCustomPlot* p = plot();
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteLinearTicker(units())));
     p->xAxis->setLabel(tr("Memory per GPU"));
@@ -43,7 +150,8 @@ BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
     small.setPointSizeF(small.pointSizeF() * 0.85);
     p->legend->setFont(small);
     p->legend->setMargins(QMargins(4, 2, 4, 2));
-    for (int i = 0; i < 6; ++i) {
+    p->legend->setIconSize(18, 10); // two columns of entries fit a 1366 x 768 window
+    for (int i = 0; i < kSegments; ++i) {
         auto* bars = new QCPBars(p->yAxis, p->xAxis);
         bars->setWidth(0.55);
         bars->setStackingGap(0);
@@ -51,34 +159,76 @@ BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
             bars->moveAbove(m_bars.back());
         m_bars.push_back(bars);
     }
-    m_verdictItem = new QCPItemText(p);
-    m_verdictItem->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_verdictItem->position->setCoords(0.5, 0.02);
-    m_verdictItem->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    m_verdictItem->setFont(small);
+    // The verdict sits under the title, where it never covers a bar.
+    p->plotLayout()->insertRow(1);
+    m_verdictItem = new QCPTextElement(p, QString(), small);
+    m_verdictItem->setMargins(QMargins(4, 0, 4, 4));
+    p->plotLayout()->addElement(1, 0, m_verdictItem);
+    p->plotLayout()->setRowStretchFactor(1, 0.001);
     applyColors();
 }
 
 void BreakdownChart::applyColors() {
     styleAxes();
     const ChartColors& c = colors();
-    const QColor fills[] = {c.weights, c.kv, c.overflow, c.activations, c.free, c.reserved};
+    // State in the +quantization step's hue; padding hatched in the KV colour: bytes vLLM
+    // allocates that hold nothing.
+    const QBrush fills[kSegments] = {QBrush(c.weights),  QBrush(c.kv),
+                                     QBrush(c.steps[2]), QBrush(c.kv, Qt::BDiagPattern),
+                                     QBrush(c.overflow), QBrush(c.activations),
+                                     QBrush(c.free),     QBrush(c.reserved)};
     for (std::size_t i = 0; i < m_bars.size(); ++i) {
         m_bars[i]->setBrush(fills[i]);
-        m_bars[i]->setPen(QPen(c.background, 1));
+        m_bars[i]->setPen(QPen(i == 3 ? c.kv : c.background, 1));
     }
-    m_verdictItem->setColor(c.foreground);
+    m_verdictItem->setTextColor(c.foreground);
     requestReplot();
+}
+
+void BreakdownChart::updateTitle() {
+    // The longest title that fits the chart's width: the title is never clipped.
+    QStringList candidates;
+    if (m_snapshot) {
+        const core::Scenario& s = m_snapshot->scenario;
+        const QString point = tr("%1 requests × %2 tokens")
+                                  .arg(thousandsQ(m_snapshot->requests),
+                                       formatTokensQ(m_snapshot->ledger.contextTokens));
+        const std::int64_t gpus = gpusPerReplica(s) * replicaCount(s);
+        if (gpus > 1)
+            candidates << tr("Memory per GPU (1 of %1: %2) at %3")
+                              .arg(gpus)
+                              .arg(qs(core::layoutLabel(core::layoutOf(s)))
+                                       .replace(QStringLiteral(" x "), QStringLiteral(" × ")),
+                                   point);
+        candidates << tr("Memory per GPU at %1").arg(point);
+    }
+    candidates << tr("Memory per GPU");
+    const QFont f(font().family(), -1, QFont::Bold);
+    const QFontMetrics fm(f);
+    const int room = std::max(120, width() - 16);
+    for (const QString& t : candidates)
+        if (fm.horizontalAdvance(t) <= room || t == candidates.back()) {
+            if (t != title())
+                setTitle(t);
+            break;
+        }
 }
 
 void BreakdownChart::resizeEvent(QResizeEvent* event) {
     ChartWidget::resizeEvent(event);
-    const int columns = width() < 620 ? 2 : 3;
-    if (plot()->legend->wrap() != columns) {
-        plot()->legend->setWrap(columns);
-        plot()->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-        requestReplot();
-    }
+    updateTitle();
+    fitText();
+    requestReplot();
+}
+
+void BreakdownChart::fitText() {
+    // The verdict and the legend fit the chart's width: nothing is clipped at 1366 x 768.
+    const int w = std::max(160, width() - 16);
+    m_verdictItem->setText(wrapToWidth(m_verdict, QFontMetrics(m_verdictItem->font()), w));
+    QCPLegend* legend = plot()->legend;
+    const int columns = legendColumnsFor(legend, std::max(160, width() - 16), 3);
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true); // re-flows the entries
 }
 
 void BreakdownChart::unitsChanged() {
@@ -128,8 +278,10 @@ void BreakdownChart::rebuild() {
         }
         m_bars[i]->setData(keys, values, true);
         QString name = cur[i].name;
-        if (i == 1)
+        if (i == kKv)
             name = tr("KV cache (%1 requests)").arg(thousandsQ(m_snapshot->requests));
+        else if (i == kNotRequested)
+            name = tr("Not requested"); // the tooltip says: 1 - utilization
         m_bars[i]->setName(name);
     }
     // The legend lists the segments present, in bar order.
@@ -137,13 +289,13 @@ void BreakdownChart::rebuild() {
     for (std::size_t i = 0; i < m_bars.size(); ++i)
         if (cur[i].bytes > 0 || (!ref.empty() && ref[i].bytes > 0))
             m_bars[i]->addToLegend();
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
     for (const auto& seg : cur)
         total += double(seg.bytes);
     double refTotal = 0;
     for (const auto& seg : ref)
         refTotal += double(seg.bytes);
     p->xAxis->setRange(0, std::max(total, refTotal) * 1.02);
+    updateTitle();
 
     const core::LedgerResult& r = m_snapshot->ledger;
     const std::int64_t kv = core::kvBytesForRequests(m_snapshot->scenario, m_snapshot->requests);
@@ -158,16 +310,18 @@ void BreakdownChart::rebuild() {
         verdict = tr("Weights (%1) outweigh the KV cache for %2 requests (%3)")
                       .arg(formatBytesQ(w, units()), thousandsQ(m_snapshot->requests),
                            formatBytesQ(kv, units()));
-    if (cur[2].bytes > 0) {
-        verdict += QLatin1Char('\n') +
-                   tr("%1 over the memory for KV").arg(formatBytesQ(cur[2].bytes, units()));
+    if (cur[kOverBudget].bytes > 0) {
+        verdict +=
+            QLatin1Char('\n') +
+            tr("%1 over the memory for KV").arg(formatBytesQ(cur[kOverBudget].bytes, units()));
         if (m_snapshot->gpusNeeded && m_snapshot->gpusNeeded->gpus > 0)
-            verdict += tr(": needs %1 GPUs (TP %2)")
+            verdict += tr(": needs %1 GPUs (%2)")
                            .arg(m_snapshot->gpusNeeded->gpus)
-                           .arg(m_snapshot->gpusNeeded->tensorParallel);
+                           .arg(qs(core::layoutLabel(m_snapshot->gpusNeeded->layout))
+                                    .replace(QStringLiteral(" x "), QStringLiteral(" × ")));
     }
-    m_verdict = verdict;
-    m_verdictItem->setText(verdict);
+    m_verdict = verdict + QLatin1Char('\n') + layerMixText(r, units());
+    fitText();
     requestReplot();
 }
 

@@ -2,7 +2,9 @@
 
 #include "breakdown_chart.h"
 #include "curve_chart.h"
+#include "plan_model.h"
 #include "probe_charts.h"
+#include "speed_chart.h"
 
 #include <QCoreApplication>
 #include <QFileInfo>
@@ -19,13 +21,24 @@ constexpr ExportFormats kAll =
 constexpr ExportFormats kCsv = ExportFormat::Csv;
 
 // Ledger charts first, then the tables and charts of probe results (the menu's sections).
-const std::array<ChartSpec, 7> kCharts{{
+const std::array<ChartSpec, 11> kCharts{{
     {"memory", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Memory chart"), kAll, false,
      [](QWidget* p) -> ChartWidget* { return new CurveChart(CurveKind::Memory, p); }},
     {"concurrency", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Concurrency chart"), kAll, false,
      [](QWidget* p) -> ChartWidget* { return new CurveChart(CurveKind::Concurrency, p); }},
     {"breakdown", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Breakdown chart"), kAll, false,
      [](QWidget* p) -> ChartWidget* { return new BreakdownChart(p); }},
+    {"speed-concurrency",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Speed vs c&oncurrency chart (predicted)"), kAll,
+     false,
+     [](QWidget* p) -> ChartWidget* { return new PredictedSpeedChart(SpeedView::Concurrency, p); }},
+    {"speed-context",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Speed vs conte&xt chart (predicted)"), kAll, false,
+     [](QWidget* p) -> ChartWidget* { return new PredictedSpeedChart(SpeedView::Context, p); }},
+    {"gpus-needed", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&GPUs needed chart"), kAll, false,
+     [](QWidget* p) -> ChartWidget* { return new GpusNeededChart(p); }},
+    {"plan", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Deployment &plan table"), kCsv, false,
+     nullptr},
     {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll, false, nullptr},
     {"quality", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true,
      [](QWidget* p) -> ChartWidget* { return new QualityChart(p); }},

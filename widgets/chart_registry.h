@@ -40,7 +40,7 @@ QString chartObjectName(const ChartSpec& spec); // "memoryChart"
 QString chartMenuTitle(const ChartSpec& spec);  // translated, with its mnemonic
 QString chartTitle(const ChartSpec& spec);      // translated, without the mnemonic
 
-// "memory, concurrency, breakdown, ladder, quality, speed or probe"
+// "memory, concurrency, breakdown, speed-concurrency, ..., quality, speed or probe"
 QString chartNames();
 // ".png|.pdf|.svg|.csv"
 QString formatSuffixes(ExportFormats formats);

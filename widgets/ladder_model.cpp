@@ -1,5 +1,7 @@
 #include "ladder_model.h"
 
+#include "core/engine.h"
+
 #include <QApplication>
 #include <QFont>
 #include <QPalette>
@@ -22,17 +24,82 @@ void LadderModel::refresh(bool structureChanged) {
 void LadderModel::setView(const LedgerView& view) {
     const bool shape = !m_snapshot != !view.snapshot || !m_reference != !view.reference ||
                        (m_snapshot && m_snapshot->ladder.size() != view.snapshot->ladder.size());
+    const bool speed = view.snapshot != m_snapshot;
     const bool cells = shape || view.snapshot != m_snapshot || view.reference != m_reference ||
-                       view.units != m_units;
+                       view.units != m_units || view.scope != m_scope;
     if (shape)
         beginResetModel();
     m_snapshot = view.snapshot;
     m_reference = view.reference;
     m_units = view.units;
-    if (shape)
+    m_scope = view.scope;
+    if (speed)
+        recomputeSpeed();
+    if (shape) {
         endResetModel();
-    else if (cells)
+    } else if (cells) {
         refresh(false);
+        emit headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
+    }
+}
+
+void LadderModel::setSpeedAssumptions(const core::SpeedAssumptions& assumptions) {
+    m_speedAssumptions = assumptions;
+    recomputeSpeed();
+    if (rowCount() > 0)
+        emit dataChanged(index(0, StepMsColumn), index(rowCount() - 1, TokensPerUserColumn));
+}
+
+void LadderModel::recomputeSpeed() {
+    m_speed.clear();
+    if (!m_snapshot)
+        return;
+    // Each step at its own concurrency: the scenario's when set, else as many as that step
+    // fits (what the step buys in users is what it is quoted at).
+    for (const core::LadderStep& st : m_snapshot->ladder) {
+        RowSpeed r;
+        r.concurrency = chosenConcurrency(st.scenario, st.result);
+        if (r.concurrency > 0)
+            r.step = core::decodeStep(st.scenario, r.concurrency, st.scenario.workload.context,
+                                      m_speedAssumptions);
+        r.inVllm = core::vllmCacheDtype(st.scenario).has_value();
+        m_speed.push_back(r);
+    }
+}
+
+std::int64_t LadderModel::rowConcurrency(int row) const {
+    return m_speed.at(static_cast<std::size_t>(row)).concurrency;
+}
+
+const core::DecodeStep& LadderModel::rowSpeed(int row) const {
+    return m_speed.at(static_cast<std::size_t>(row)).step;
+}
+
+bool LadderModel::rowInVllm(int row) const {
+    return m_speed.at(static_cast<std::size_t>(row)).inVllm;
+}
+
+QString LadderModel::scopeText() const {
+    return scopeLabel(m_scope);
+}
+
+QString LadderModel::requestScopeText() const {
+    // Every GPU of a replica serves every request: requests are per replica or the cluster's.
+    return m_scope == FigureScope::Cluster ? scopeLabel(FigureScope::Cluster)
+                                           : scopeLabel(FigureScope::PerReplica);
+}
+
+std::int64_t LadderModel::bytes(int row, int column) const {
+    const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
+    const core::LedgerResult& r = st.result;
+    switch (column) {
+    case BytesPerTokenColumn:
+        return scopeBytes(r.kvBytesPerTokenPerGpu, st.scenario, m_scope);
+    case BytesPerRequestColumn:
+        return scopeBytes(r.kvBytesPerRequestPerGpu, st.scenario, m_scope);
+    default:
+        return 0;
+    }
 }
 
 int LadderModel::rowCount(const QModelIndex& parent) const {
@@ -60,17 +127,21 @@ QVariant LadderModel::headerData(int section, Qt::Orientation orientation, int r
         case StepColumn:
             return tr("Lever step");
         case BytesPerTokenColumn:
-            return tr("KV / token");
+            return tr("KV / token\n(%1)").arg(scopeText());
         case BytesPerRequestColumn:
-            return tr("KV / request @%1").arg(ctx);
+            return tr("KV / request @%1\n(%2)").arg(ctx, scopeText());
         case SavingColumn:
-            return tr("vs baseline");
+            return tr("vs\nbaseline");
         case RequestsColumn:
-            return tr("Requests @%1").arg(ctx);
+            return tr("Requests @%1\n(%2)").arg(ctx, requestScopeText());
         case VllmConcurrencyColumn:
-            return tr("vLLM conc. @%1").arg(mml);
+            return tr("vLLM conc.\n@%1").arg(mml);
+        case StepMsColumn:
+            return tr("ms / step\n@ requests");
+        case TokensPerUserColumn:
+            return tr("tokens/s\nper user");
         case DeltaColumn:
-            return tr("Δ vs reference");
+            return tr("Δ vs\nreference");
         default:
             return {};
         }
@@ -80,11 +151,14 @@ QVariant LadderModel::headerData(int section, Qt::Orientation orientation, int r
         case StepColumn:
             return tr("Each step adds one lever of the scenario to the previous step");
         case BytesPerTokenColumn:
-            return tr("Whole model: 2 x layers x KV heads x head_dim x bytes per element, plus "
-                      "scales (vLLM docs: Quantized KV Cache)");
+            return tr("2 x layers x KV heads x head_dim x bytes per element, plus scales (vLLM "
+                      "docs: Quantized KV Cache), %1: a GPU holds its TP share of the KV heads "
+                      "(replicated when TP exceeds them) and its PP stage's layers")
+                .arg(scopeText());
         case BytesPerRequestColumn:
-            return tr("KV bytes one request of the context holds, all GPUs together; without "
-                      "paging a request reserves the max model length");
+            return tr("KV bytes one request of the context holds, %1 (whole blocks); without "
+                      "paging a request reserves the max model length")
+                .arg(scopeText());
         case SavingColumn:
             return tr("KV per request relative to the baseline step");
         case RequestsColumn:
@@ -92,6 +166,12 @@ QVariant LadderModel::headerData(int section, Qt::Orientation orientation, int r
         case VllmConcurrencyColumn:
             return tr("vLLM's \"Maximum concurrency for M tokens per request\": "
                       "num_gpu_blocks / ceil(M / block_size), M = max model length");
+        case StepMsColumn:
+            return tr("Predicted decode step of a replica (an estimate, core/speed.h) at the "
+                      "context and the row's concurrency: the scenario's, or as many requests as "
+                      "the step fits (memory and max_num_seqs)");
+        case TokensPerUserColumn:
+            return tr("Output tokens per second each running request gets: 1000 / ms per step");
         case DeltaColumn:
             return tr("Requests at the context, this scenario minus the pinned reference");
         default:
@@ -105,13 +185,14 @@ QString LadderModel::text(int row, int column) const {
     const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
     const core::LedgerResult& r = st.result;
     const core::LedgerResult& base = m_snapshot->ladder.front().result;
+    const RowSpeed& sp = m_speed[static_cast<std::size_t>(row)];
     switch (column) {
     case StepColumn:
-        return qs(st.label);
+        // vLLM has no such KV format: the row's figures are the ledger's, not a vLLM run's.
+        return sp.inVllm ? qs(st.label) : tr("%1 · not in vLLM").arg(qs(st.label));
     case BytesPerTokenColumn:
-        return formatBytesQ(r.kvBytesPerToken, m_units, 2);
     case BytesPerRequestColumn:
-        return formatBytesQ(r.kvBytesPerRequest, m_units, 2);
+        return formatBytesQ(bytes(row, column), m_units, 2);
     case SavingColumn: {
         if (row == 0 || r.kvBytesPerRequest <= 0)
             return tr("1x");
@@ -119,9 +200,19 @@ QString LadderModel::text(int row, int column) const {
         return tr("%1x less").arg(ratio, 0, 'f', ratio < 10 ? 2 : 1);
     }
     case RequestsColumn:
-        return thousandsQ(r.maxRequestsAtContext);
+        return thousandsQ(scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
     case VllmConcurrencyColumn:
         return QStringLiteral("%1x").arg(r.maxConcurrency, 0, 'f', 2);
+    case StepMsColumn:
+        if (sp.concurrency <= 0 || !(sp.step.stepMs > 0))
+            return QStringLiteral("-");
+        return tr("%1 @%2").arg(QString::number(sp.step.stepMs, 'f', 1),
+                                thousandsQ(sp.concurrency));
+    case TokensPerUserColumn:
+        if (sp.concurrency <= 0 || !(sp.step.stepMs > 0))
+            return QStringLiteral("-");
+        return QString::number(sp.step.tokensPerSecondPerUser, 'f',
+                               sp.step.tokensPerSecondPerUser < 100 ? 1 : 0);
     case DeltaColumn: {
         if (!m_reference || static_cast<std::size_t>(row) >= m_reference->ladder.size())
             return {};
@@ -182,11 +273,31 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
         case VllmConcurrencyColumn:
             return tr("%1 GPU blocks, %2 tokens in the KV cache")
                 .arg(thousandsQ(r.numGpuBlocks), thousandsQ(r.gpuKvCacheTokens));
-        case StepColumn:
-            return st.applied ? qs(st.label)
-                              : tr("%1: this lever is off in the scenario, the step repeats the "
-                                   "previous one")
-                                    .arg(qs(st.label));
+        case StepMsColumn:
+        case TokensPerUserColumn: {
+            const RowSpeed& sp = m_speed[static_cast<std::size_t>(row)];
+            if (sp.concurrency <= 0)
+                return tr("No request of the context fits");
+            return tr("%1 running requests x %2 tokens: %3 ms per step (%4), %5 tokens/s per "
+                      "user, %6 tokens/s cluster; an estimate%7")
+                .arg(thousandsQ(sp.concurrency), formatTokensQ(r.contextTokens),
+                     QString::number(sp.step.stepMs, 'f', 2), qs(core::regimeName(sp.step.regime)),
+                     QString::number(sp.step.tokensPerSecondPerUser, 'f', 1),
+                     QString::number(sp.step.clusterTokensPerSecond, 'f', 0),
+                     sp.step.calibrated ? tr(", attention calibrated by the probe") : QString());
+        }
+        case StepColumn: {
+            const QString vllm = m_speed[static_cast<std::size_t>(row)].inVllm
+                                     ? QString()
+                                     : tr("\nvLLM has no --kv-cache-dtype for %1: not in vLLM")
+                                           .arg(qs(core::shortLabel(r.kv.format)));
+            const QString label =
+                st.applied ? qs(st.label)
+                           : tr("%1: this lever is off in the scenario, the step repeats the "
+                                "previous one")
+                                 .arg(qs(st.label));
+            return QString(label + vllm);
+        }
         default:
             return st.applied ? QVariant()
                               : tr("This lever is off in the scenario: the step "
@@ -197,11 +308,15 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
         const core::LedgerResult& r = st.result;
         switch (col) {
         case BytesPerTokenColumn:
-            return QVariant::fromValue<qint64>(r.kvBytesPerToken);
         case BytesPerRequestColumn:
-            return QVariant::fromValue<qint64>(r.kvBytesPerRequest);
+            return QVariant::fromValue<qint64>(bytes(row, col));
         case RequestsColumn:
-            return QVariant::fromValue<qint64>(r.maxRequestsAtContext);
+            return QVariant::fromValue<qint64>(
+                scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
+        case StepMsColumn:
+            return m_speed[static_cast<std::size_t>(row)].step.stepMs;
+        case TokensPerUserColumn:
+            return m_speed[static_cast<std::size_t>(row)].step.tokensPerSecondPerUser;
         case VllmConcurrencyColumn:
             return QVariant::fromValue<qint64>(std::llround(r.maxConcurrency * 100));
         case DeltaColumn:
@@ -222,8 +337,15 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
 }
 
 QString LadderModel::csv() const {
-    QString out = QStringLiteral(
-        "step,applied,kv_bytes_per_token,kv_bytes_per_request,max_requests,vllm_max_concurrency");
+    // Column names carry the scope, as the headers do.
+    QString scope = scopeText().toLower();
+    scope.replace(QLatin1Char(' '), QLatin1Char('_'));
+    QString requestScope = requestScopeText().toLower();
+    requestScope.replace(QLatin1Char(' '), QLatin1Char('_'));
+    QString out = QStringLiteral("step,applied,kv_bytes_per_token_%1,kv_bytes_per_request_%1,"
+                                 "max_requests_%2,vllm_max_concurrency,concurrency,"
+                                 "decode_step_ms,tokens_per_s_per_user,vllm_kv_cache_dtype")
+                      .arg(scope, requestScope);
     if (m_reference)
         out += QStringLiteral(",delta_requests_vs_reference");
     out += QLatin1Char('\n');
@@ -232,12 +354,17 @@ QString LadderModel::csv() const {
         const core::LedgerResult& r = st.result;
         QString label = qs(st.label);
         label.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+        const RowSpeed& sp = m_speed[static_cast<std::size_t>(row)];
         out += QLatin1Char('"') + label + QStringLiteral("\",") +
                (st.applied ? QStringLiteral("1") : QStringLiteral("0")) + QLatin1Char(',') +
-               QString::number(r.kvBytesPerToken) + QLatin1Char(',') +
-               QString::number(r.kvBytesPerRequest) + QLatin1Char(',') +
-               QString::number(r.maxRequestsAtContext) + QLatin1Char(',') +
-               QString::number(r.maxConcurrency, 'f', 2);
+               QString::number(bytes(row, BytesPerTokenColumn)) + QLatin1Char(',') +
+               QString::number(bytes(row, BytesPerRequestColumn)) + QLatin1Char(',') +
+               QString::number(scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope)) +
+               QLatin1Char(',') + QString::number(r.maxConcurrency, 'f', 2) + QLatin1Char(',') +
+               QString::number(sp.concurrency) + QLatin1Char(',') +
+               QString::number(sp.step.stepMs, 'f', 3) + QLatin1Char(',') +
+               QString::number(sp.step.tokensPerSecondPerUser, 'f', 3) + QLatin1Char(',') +
+               qs(core::vllmCacheDtype(st.scenario).value_or("not in vLLM"));
         if (m_reference)
             out +=
                 QLatin1Char(',') +
@@ -253,7 +380,10 @@ QString LadderModel::html() const {
     QString out = QStringLiteral("<table cellspacing=0 cellpadding=3 border=1 width=100%><tr>");
     for (int c = 0; c < columnCount(); ++c)
         out += QStringLiteral("<th>%1</th>")
-                   .arg(headerData(c, Qt::Horizontal).toString().toHtmlEscaped());
+                   .arg(headerData(c, Qt::Horizontal)
+                            .toString()
+                            .toHtmlEscaped()
+                            .replace(QLatin1Char('\n'), QStringLiteral("<br>")));
     out += QStringLiteral("</tr>");
     for (int r = 0; r < rowCount(); ++r) {
         const bool bold = r + 1 == rowCount();

@@ -1,9 +1,14 @@
 #pragma once
 // The lever ladder as a live table: baseline -> +attention -> +quantization -> +paging ->
-// +prefix, with bytes per token, per request, the savings and the concurrency each step buys,
-// and a delta column against the pinned reference.
+// +prefix, with bytes per token, per request (in the view's scope: per GPU, per replica or the
+// cluster, named in the headers), the savings, the concurrency each step buys, the predicted
+// decode step and per-user speed at that concurrency, "not in vLLM" where a step's KV format
+// has no vLLM equivalent, and a delta column against the pinned reference.
 
+#include "calibration.h"
 #include "ledger_view_state.h"
+
+#include "core/speed.h"
 
 #include <QAbstractTableModel>
 
@@ -21,9 +26,12 @@ public:
         SavingColumn,
         RequestsColumn,
         VllmConcurrencyColumn,
-        DeltaColumn, // only while a reference is pinned
+        StepMsColumn,        // predicted decode step at the row's concurrency
+        TokensPerUserColumn, // 1000 / step ms
+        DeltaColumn,         // only while a reference is pinned
     };
-    // The exact number behind a cell (bytes, requests; concurrency x100) as qint64.
+    // The exact number behind a cell (bytes, requests; concurrency x100) as qint64; the speed
+    // columns as double.
     static constexpr int ExactValueRole = Qt::UserRole + 1;
     static constexpr int AppliedRole = Qt::UserRole + 2;
 
@@ -34,6 +42,13 @@ public:
     // resets the model (the delta column appears or goes).
     void setView(const LedgerView& view);
     bool hasReference() const { return m_reference != nullptr; }
+    // The speed model's assumptions (the probe's calibration); recomputes the speed columns.
+    void setSpeedAssumptions(const core::SpeedAssumptions& assumptions);
+    // The concurrency and decode step of a row (computed once per snapshot, not per paint).
+    std::int64_t rowConcurrency(int row) const;
+    const core::DecodeStep& rowSpeed(int row) const;
+    // Whether vLLM can run the row's KV format (core::vllmCacheDtype).
+    bool rowInVllm(int row) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -48,10 +63,22 @@ public:
 private:
     QString text(int row, int column) const;
     void refresh(bool structureChanged);
+    void recomputeSpeed();
+    std::int64_t bytes(int row, int column) const; // the scoped bytes of a byte column
+    QString scopeText() const;
+    QString requestScopeText() const;
 
     std::shared_ptr<const LedgerSnapshot> m_snapshot;
     std::shared_ptr<const LedgerSnapshot> m_reference;
     core::UnitSystem m_units = core::UnitSystem::Binary;
+    FigureScope m_scope = FigureScope::PerGpu;
+    core::SpeedAssumptions m_speedAssumptions;
+    struct RowSpeed {
+        std::int64_t concurrency = 0;
+        core::DecodeStep step;
+        bool inVllm = true;
+    };
+    std::vector<RowSpeed> m_speed;
 };
 
 } // namespace kvl::widgets

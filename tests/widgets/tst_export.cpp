@@ -292,7 +292,8 @@ void TestExport::reviewReport() {
     QVERIFY2(m_window->exportReport(path, &error), qPrintable(error));
     const QByteArray pdf = readAll(path);
     QVERIFY(pdf.startsWith("%PDF-"));
-    QCOMPARE(pdfPages(pdf), 2);
+    // Verdict, scenario and curves; breakdown, ladder and command; plan, Speed, assumptions.
+    QCOMPARE(pdfPages(pdf), 3);
     // The charts keep the screen colours after printing in light colours.
     QTRY_COMPARE(m_window->pendingReplots(), 0);
 }
@@ -346,7 +347,7 @@ void TestExport::headlessExport() {
     } else if (out.endsWith(QLatin1String(".svg"))) {
         QVERIFY(bytes.contains("<svg"));
     } else if (out.endsWith(QLatin1String(".pdf"))) {
-        QCOMPARE(pdfPages(bytes), 2);
+        QCOMPARE(pdfPages(bytes), 3); // as reviewReport: the Speed and plan page is the third
     } else {
         QVERIFY(csvCommentLines(bytes).size() >= 4);
         QVERIFY(csvBody(bytes).startsWith("step,applied,"));
@@ -425,7 +426,9 @@ void TestExport::everyRegistryChartExports() {
             exported += ok ? 1 : 0;
         }
     }
-    QCOMPARE(exported, 4 * 4); // memory, concurrency, breakdown and the ladder, in 4 formats
+    // memory, concurrency, breakdown, speed-concurrency, speed-context, gpus-needed and the
+    // ladder in 4 formats; the plan as CSV.
+    QCOMPARE(exported, 7 * 4 + 1);
 }
 
 void TestExport::verifyRejectsIncompleteFiles_data() {

@@ -1,11 +1,15 @@
 // The lever-ladder table model: QAbstractItemModelTester on every update, exact values per
 // step, the reference delta column and the CSV.
 
+#include "widgets/breakdown_chart.h"
 #include "widgets/ladder_model.h"
 
+#include "core/engine.h"
+#include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 #include "core/ledger.h"
+#include "core/speed.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
@@ -31,12 +35,20 @@ core::Scenario scenario(bool quant, bool paging, bool prefix, core::AttentionMod
 class TestLadderModel : public QObject {
     Q_OBJECT
 private slots:
+    void breakdownLayerMix_data();
+    void breakdownLayerMix();
     void values_data();
     void values();
     void referenceDelta();
     void unitsAndCsv();
     void figureScope_data();
     void figureScope();
+    void scopedColumns_data();
+    void scopedColumns();
+    void speedColumns_data();
+    void speedColumns();
+    void notInVllm_data();
+    void notInVllm();
 };
 
 void TestLadderModel::values_data() {
@@ -105,7 +117,7 @@ void TestLadderModel::values() {
     QCOMPARE(changed.count(), 1);
     QCOMPARE(reset.count(), 0);
     QCOMPARE(model.headerData(widgets::LadderModel::RequestsColumn, Qt::Horizontal).toString(),
-             QStringLiteral("Requests @4K"));
+             QStringLiteral("Requests @4K\n(per replica)"));
 }
 
 void TestLadderModel::referenceDelta() {
@@ -146,8 +158,11 @@ void TestLadderModel::unitsAndCsv() {
                 .endsWith(QStringLiteral(" KB")));
     const QStringList lines = model.csv().trimmed().split(QLatin1Char('\n'));
     QCOMPARE(lines.size(), 6);
-    QCOMPARE(lines[0], QStringLiteral("step,applied,kv_bytes_per_token,kv_bytes_per_request,max_"
-                                      "requests,vllm_max_concurrency"));
+    // The column names carry the scope (per GPU by default), as the headers do.
+    QCOMPARE(lines[0], QStringLiteral("step,applied,kv_bytes_per_token_per_gpu,kv_bytes_per_"
+                                      "request_per_gpu,max_requests_per_replica,vllm_max_"
+                                      "concurrency,concurrency,decode_step_ms,tokens_per_s_per_"
+                                      "user,vllm_kv_cache_dtype"));
     const auto ladder = core::computeLadder(s);
     for (int i = 0; i < 5; ++i) {
         const QStringList f = lines[i + 1].split(QLatin1Char(','));
@@ -159,7 +174,6 @@ void TestLadderModel::unitsAndCsv() {
     QVERIFY(model.html().contains(QStringLiteral("<table")));
 }
 
-QTEST_MAIN(TestLadderModel)
 void TestLadderModel::figureScope_data() {
     QTest::addColumn<int>("tp");
     QTest::addColumn<int>("pp");
@@ -200,4 +214,183 @@ void TestLadderModel::figureScope() {
                  std::numeric_limits<std::int64_t>::max());
 }
 
+void TestLadderModel::scopedColumns_data() {
+    QTest::addColumn<int>("scope");
+    QTest::addColumn<QString>("label");
+    QTest::addColumn<QString>("requestLabel");
+    QTest::addRow("per GPU") << int(widgets::FigureScope::PerGpu) << "per GPU"
+                             << "per replica";
+    QTest::addRow("per replica") << int(widgets::FigureScope::PerReplica) << "per replica"
+                                 << "per replica";
+    QTest::addRow("cluster") << int(widgets::FigureScope::Cluster) << "cluster"
+                             << "cluster";
+}
+
+void TestLadderModel::scopedColumns() {
+    // Llama-3-8B on TP 2 x PP 2 x DP 3: a GPU holds half the KV heads of half the layers.
+    QFETCH(int, scope);
+    QFETCH(QString, label);
+    QFETCH(QString, requestLabel);
+    core::Scenario s = scenario(true, true, false, core::AttentionMode::Native);
+    s.hardware.gpuCount = 2;
+    s.hardware.pipelineParallel = 2;
+    s.hardware.dataParallel = 3;
+    auto view = widgets::makeLedgerView(s);
+    view.scope = static_cast<widgets::FigureScope>(scope);
+    widgets::LadderModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setView(view);
+    const auto ladder = core::computeLadder(s);
+    const std::int64_t gpus = scope == 0 ? 1 : scope == 1 ? 4 : 12;
+    const std::int64_t replicas = scope == 2 ? 3 : 1;
+    for (int row = 0; row < model.rowCount(); ++row) {
+        const auto& r = ladder[static_cast<std::size_t>(row)].result;
+        QCOMPARE(model
+                     .data(model.index(row, widgets::LadderModel::BytesPerTokenColumn),
+                           widgets::LadderModel::ExactValueRole)
+                     .toLongLong(),
+                 r.kvBytesPerTokenPerGpu * gpus);
+        QCOMPARE(model
+                     .data(model.index(row, widgets::LadderModel::BytesPerRequestColumn),
+                           widgets::LadderModel::ExactValueRole)
+                     .toLongLong(),
+                 r.kvBytesPerRequestPerGpu * gpus);
+        QCOMPARE(model
+                     .data(model.index(row, widgets::LadderModel::RequestsColumn),
+                           widgets::LadderModel::ExactValueRole)
+                     .toLongLong(),
+                 r.maxRequestsAtContext * replicas);
+    }
+    // 8 KV heads / TP 2 x 16 of 32 layers x 128 x 2 (K, V) x 1 byte + scales, per GPU.
+    QVERIFY(ladder[2].result.kvBytesPerTokenPerGpu * 4 <= ladder[2].result.kvBytesPerToken * 2);
+    QVERIFY(model.headerData(widgets::LadderModel::BytesPerTokenColumn, Qt::Horizontal)
+                .toString()
+                .endsWith(QStringLiteral("(%1)").arg(label)));
+    QVERIFY(model.headerData(widgets::LadderModel::BytesPerRequestColumn, Qt::Horizontal)
+                .toString()
+                .endsWith(QStringLiteral("(%1)").arg(label)));
+    QVERIFY(model.headerData(widgets::LadderModel::RequestsColumn, Qt::Horizontal)
+                .toString()
+                .endsWith(QStringLiteral("(%1)").arg(requestLabel)));
+    QString csvLabel = label.toLower();
+    csvLabel.replace(QLatin1Char(' '), QLatin1Char('_'));
+    QVERIFY(model.csv().startsWith(
+        QStringLiteral("step,applied,kv_bytes_per_token_%1,").arg(csvLabel)));
+}
+
+void TestLadderModel::speedColumns_data() {
+    QTest::addColumn<qint64>("context");
+    QTest::addColumn<qint64>("concurrency"); // 0 = as many as each step fits
+    QTest::addRow("32K, as many as fit") << qint64(32768) << qint64(0);
+    QTest::addRow("8K x 32") << qint64(8192) << qint64(32);
+    QTest::addRow("256, max_num_seqs caps") << qint64(256) << qint64(0);
+}
+
+void TestLadderModel::speedColumns() {
+    QFETCH(qint64, context);
+    QFETCH(qint64, concurrency);
+    core::Scenario s = scenario(true, true, true, core::AttentionMode::Native);
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    s.workload.context = context;
+    s.workload.concurrency = concurrency;
+    widgets::LadderModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setView(widgets::makeLedgerView(s));
+    QCOMPARE(model.columnCount(), int(widgets::LadderModel::DeltaColumn));
+    const auto ladder = core::computeLadder(s);
+    for (int row = 0; row < model.rowCount(); ++row) {
+        const auto& st = ladder[static_cast<std::size_t>(row)];
+        // Each step at the scenario's concurrency, else as many as it fits (max_num_seqs too).
+        const std::int64_t fits =
+            std::min(st.result.maxRequestsAtContext, core::effectiveMaxNumSeqs(st.scenario));
+        const std::int64_t b = concurrency > 0 ? concurrency : fits;
+        QCOMPARE(model.rowConcurrency(row), b);
+        QVERIFY(b > 0);
+        const core::DecodeStep d = core::decodeStep(st.scenario, b, context);
+        QCOMPARE(model
+                     .data(model.index(row, widgets::LadderModel::StepMsColumn),
+                           widgets::LadderModel::ExactValueRole)
+                     .toDouble(),
+                 d.stepMs);
+        QCOMPARE(model
+                     .data(model.index(row, widgets::LadderModel::TokensPerUserColumn),
+                           widgets::LadderModel::ExactValueRole)
+                     .toDouble(),
+                 1000.0 / d.stepMs);
+        QCOMPARE(model.data(model.index(row, widgets::LadderModel::StepMsColumn)).toString(),
+                 QStringLiteral("%1 @%2").arg(QString::number(d.stepMs, 'f', 1),
+                                              QString::fromStdString(core::withThousands(b))));
+        if (concurrency == 0 && context == 256 && row >= int(core::LadderStepId::Paging))
+            QCOMPARE(b, qint64(1024)); // vLLM's default max_num_seqs on an H100
+    }
+    QVERIFY(model.csv()
+                .split(QLatin1Char('\n'))
+                .value(1)
+                .contains(QString::number(ladder[0].result.maxRequestsAtContext)));
+}
+
+void TestLadderModel::notInVllm_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<bool>("inVllm");
+    QTest::addRow("FP8") << int(core::KvDtype::Fp8E4M3) << true;
+    QTest::addRow("INT8 per token-head") << int(core::KvDtype::Int8) << true;
+    QTest::addRow("INT4 g128") << int(core::KvDtype::Int4) << false;
+    QTest::addRow("INT2 KIVI") << int(core::KvDtype::Int2) << false;
+}
+
+void TestLadderModel::notInVllm() {
+    QFETCH(int, dtype);
+    QFETCH(bool, inVllm);
+    core::Scenario s = scenario(true, true, true, core::AttentionMode::Native);
+    s.levers.quant.format = core::KvFormat::defaultFor(static_cast<core::KvDtype>(dtype));
+    widgets::LadderModel model;
+    model.setView(widgets::makeLedgerView(s));
+    const auto ladder = core::computeLadder(s);
+    for (int row = 0; row < model.rowCount(); ++row) {
+        const auto& st = ladder[static_cast<std::size_t>(row)];
+        // The baseline and +GQA steps are 16-bit (vLLM "auto"); from +quantization on, the
+        // format of the lever.
+        const bool quantized = row >= int(core::LadderStepId::Quantization);
+        const bool expected = quantized ? inVllm : true;
+        QCOMPARE(core::vllmCacheDtype(st.scenario).has_value(), expected);
+        QCOMPARE(model.rowInVllm(row), expected);
+        const QString text =
+            model.data(model.index(row, widgets::LadderModel::StepColumn)).toString();
+        QCOMPARE(text.endsWith(QStringLiteral(" · not in vLLM")), !expected);
+        QCOMPARE(text.startsWith(QString::fromStdString(st.label)), true);
+    }
+}
+
+void TestLadderModel::breakdownLayerMix_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("expected");
+    // Llama-3-8B, BF16, paged 16: one group of its 32 full layers; a block is 16 tokens x
+    // 2 x 8 KV heads x 128 x 2 bytes x 32 layers = 2 MiB.
+    QTest::addRow("Llama-3-8B") << "llama-3-8b"
+                                << "32 layers: 32 full · 1 KV cache group: full_attention ×32 · "
+                                   "block 16 tokens, 2 MiB";
+    // Gemma-3-12B: 48 layers, every sixth full (sliding_window_pattern 6): 40 sliding, 8 full.
+    // vLLM's grouping: group size = the smallest per-type count, 8; the 40 sliding layers make
+    // five groups of 8 (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
+    // A block: 8 layers x 16 tokens x 2 x 8 KV heads x 256 x 2 bytes = 1 MiB.
+    QTest::addRow("Gemma-3-12B")
+        << "gemma-3-12b"
+        << "48 layers: 8 full, 40 sliding · 6 KV cache groups: 5 × sliding_window ×8 (window "
+           "1,024), full_attention ×8 · block 16 tokens, 1 MiB";
+}
+
+void TestLadderModel::breakdownLayerMix() {
+    QFETCH(QString, model);
+    QFETCH(QString, expected);
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel(model.toStdString());
+    const auto view = widgets::makeLedgerView(s);
+    const QString text = widgets::layerMixText(view.snapshot->ledger, core::UnitSystem::Binary);
+    QCOMPARE(text, expected);
+    widgets::BreakdownChart chart;
+    chart.setView(view);
+    QVERIFY(chart.verdict().endsWith(QLatin1Char('\n') + expected));
+}
+
+QTEST_MAIN(TestLadderModel)
 #include "tst_ladder_model.moc"

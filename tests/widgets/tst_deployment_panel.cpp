@@ -1,0 +1,344 @@
+// The Deployment tab: the planner's best layout per GPU kind in a sortable table and a bar
+// chart, computed on a worker thread (stale results dropped, cancel), and Apply handing the
+// chosen GPU and layout to the window's scenario.
+
+#include "app/main_window.h"
+#include "widgets/deployment_panel.h"
+#include "widgets/plan_model.h"
+
+#include "core/io/catalog.h"
+#include "core/io/scenario_file.h"
+#include "core/planner.h"
+
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTest>
+
+#include "test_helpers.h"
+
+using namespace kvl;
+using widgets::DeploymentPanel;
+using widgets::PlanTableModel;
+
+namespace {
+
+// The issue's example: Llama-3.1-70B, 50 users at 32K, on H100s.
+core::Scenario llama70b() {
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel("llama-3.1-70b");
+    s.hardware.gpu = *io::findGpu("h100-80gb");
+    s.hardware.gpuCount = 4;
+    s.workload.context = 32768;
+    s.workload.maxModelLen = 0;
+    s.workload.targetRequests = 50;
+    s.levers.quant.enabled = false;
+    s.levers.prefix.enabled = false;
+    return s;
+}
+
+core::PlanRequest request(const core::Scenario& s, std::vector<core::GpuSpec> gpus,
+                          std::int64_t users = 50) {
+    core::PlanRequest r;
+    r.base = s;
+    r.users = users;
+    r.context = s.workload.context;
+    r.gpus = std::move(gpus);
+    return r;
+}
+
+QString cell(const DeploymentPanel& p, int proxyRow, int column) {
+    return p.proxy()->index(proxyRow, column).data().toString();
+}
+
+int proxyRowOf(const DeploymentPanel& p, const QString& gpuId) {
+    for (int r = 0; r < p.proxy()->rowCount(); ++r)
+        if (p.proxy()->index(r, 0).data(PlanTableModel::GpuIdRole).toString() == gpuId)
+            return r;
+    return -1;
+}
+
+} // namespace
+
+class TestDeploymentPanel : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void plansLikeThePlanner_data();
+    void plansLikeThePlanner();
+    void sortsByGpus();
+    void chartHasOneBarPerKind();
+    void staleResultDiscarded();
+    void cancel();
+    void fieldsFollowTheScenario();
+    void replansOnLeverChangeOnly();
+    void applySetsTheWindowScenario();
+};
+
+void TestDeploymentPanel::initTestCase() {
+    QVERIFY(io::findGpu("h100-80gb"));
+}
+
+void TestDeploymentPanel::plansLikeThePlanner_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<qint64>("context");
+    QTest::addColumn<qint64>("users");
+    QTest::addColumn<QString>("gpu");
+    QTest::addRow("llama-3.1-70b 32K x 50 on h100")
+        << "llama-3.1-70b" << qint64(32768) << qint64(50) << "h100-80gb";
+    QTest::addRow("llama-3.1-70b 8K x 10 on a100-40gb")
+        << "llama-3.1-70b" << qint64(8192) << qint64(10) << "a100-40gb";
+    QTest::addRow("llama-3.1-8b 128K x 64 on h200")
+        << "llama-3.1-8b" << qint64(131072) << qint64(64) << "h200";
+}
+
+void TestDeploymentPanel::plansLikeThePlanner() {
+    QFETCH(QString, model);
+    QFETCH(qint64, context);
+    QFETCH(qint64, users);
+    QFETCH(QString, gpu);
+    core::Scenario s = llama70b();
+    s.model = *io::findModel(model.toStdString());
+    s.workload.context = context;
+    s.workload.targetRequests = users;
+    DeploymentPanel panel;
+    panel.setView(widgets::makeLedgerView(s));
+    panel.setGpuKinds({gpu});
+    QCOMPARE(panel.planRequest().users, users);
+    QCOMPARE(panel.planRequest().context, context);
+    panel.planNow();
+    QVERIFY(panel.resultIsCurrent());
+    QCOMPARE(panel.proxy()->rowCount(), 1);
+    // `kvledger plan`'s answer, computed here on its own.
+    const auto plan = core::planDeployments(request(s, {*io::findGpu(gpu.toStdString())}, users));
+    QCOMPARE(int(plan.gpus.size()), 1);
+    const core::GpuPlan& g = plan.gpus.front();
+    QVERIFY2(g.fits, g.reason.c_str());
+    const core::Deployment& best = g.layouts.front();
+    QCOMPARE(cell(panel, 0, PlanTableModel::GpuColumn), QString::fromStdString(g.gpu.name));
+    QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("yes"));
+    QCOMPARE(cell(panel, 0, PlanTableModel::GpusColumn), QString::number(best.layout.gpus()));
+    QString layout = QStringLiteral("TP %1 × PP %2 × DP %3")
+                         .arg(best.layout.tp)
+                         .arg(best.layout.pp)
+                         .arg(best.layout.dp);
+    if (best.layout.ep)
+        layout += QStringLiteral(" + EP");
+    if (best.layout.dcp > 1)
+        layout += QStringLiteral(" + DCP %1").arg(best.layout.dcp);
+    QCOMPARE(cell(panel, 0, PlanTableModel::LayoutColumn), layout);
+    QCOMPARE(panel.proxy()
+                 ->index(0, PlanTableModel::ClusterRequestsColumn)
+                 .data(PlanTableModel::SortRole)
+                 .toLongLong(),
+             best.clusterRequests);
+    QVERIFY(best.clusterRequests >= users);
+    if (model == QLatin1String("llama-3.1-70b") && context == 32768)
+        QVERIFY(best.layout.gpus() <= 12); // issue 10: 12 GPUs or fewer
+    // The best plan's vllm serve command names its layout.
+    QVERIFY(panel.commandText().contains(
+        QStringLiteral("--tensor-parallel-size %1").arg(best.layout.tp)));
+}
+
+void TestDeploymentPanel::sortsByGpus() {
+    DeploymentPanel panel;
+    const core::Scenario s = llama70b();
+    panel.setView(widgets::makeLedgerView(s));
+    panel.setMaxGpus(8);
+    panel.planNow();
+    const auto& gpus = io::builtinGpus();
+    QCOMPARE(panel.proxy()->rowCount(), int(gpus.size()));
+    auto req = request(s, gpus);
+    req.maxGpus = 8;
+    const auto plan = core::planDeployments(req);
+    // Ascending by GPUs: fitting kinds by count, the kinds that fit nothing last.
+    panel.table()->sortByColumn(PlanTableModel::GpusColumn, Qt::AscendingOrder);
+    int fitting = 0;
+    for (const auto& g : plan.gpus)
+        fitting += g.fits ? 1 : 0;
+    QVERIFY(fitting > 0 && fitting < int(gpus.size())); // eight L4s hold no 70B in BF16
+    qint64 last = 0;
+    for (int r = 0; r < panel.proxy()->rowCount(); ++r) {
+        const qint64 v = panel.proxy()
+                             ->index(r, PlanTableModel::GpusColumn)
+                             .data(PlanTableModel::SortRole)
+                             .toLongLong();
+        QVERIFY(v >= last);
+        last = v;
+        QCOMPARE(cell(panel, r, PlanTableModel::FitsColumn) == QLatin1String("yes"), r < fitting);
+    }
+    // The top row is the planner's overall best.
+    const auto order = plan.bestFirst();
+    QCOMPARE(cell(panel, 0, PlanTableModel::GpusColumn),
+             QString::number(order.front()->layouts.front().layout.gpus()));
+    // Descending: the largest fitting count right after the kinds that fit nothing.
+    panel.table()->sortByColumn(PlanTableModel::GpusColumn, Qt::DescendingOrder);
+    QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("no"));
+    QCOMPARE(cell(panel, panel.proxy()->rowCount() - 1, PlanTableModel::FitsColumn),
+             QStringLiteral("yes"));
+    // A kind that fits nothing says why, with the memory it would need.
+    const int l4 = proxyRowOf(panel, QStringLiteral("l4"));
+    QVERIFY(l4 >= 0);
+    QVERIFY(!cell(panel, l4, PlanTableModel::ReasonColumn).isEmpty());
+}
+
+void TestDeploymentPanel::chartHasOneBarPerKind() {
+    DeploymentPanel panel;
+    const core::Scenario s = llama70b();
+    panel.setView(widgets::makeLedgerView(s));
+    panel.setGpuKinds({"h100-80gb", "h200", "l4", "a100-80gb"});
+    panel.setMaxGpus(8);
+    panel.planNow();
+    const auto& bars = panel.chart()->bars();
+    QCOMPARE(int(bars.size()), 4);
+    // The kinds in catalog order, as the tab lists them (ties in GPUs keep that order).
+    std::vector<core::GpuSpec> kinds;
+    for (const auto& g : io::builtinGpus())
+        if (g.id == "h100-80gb" || g.id == "h200" || g.id == "l4" || g.id == "a100-80gb")
+            kinds.push_back(g);
+    auto req = request(s, kinds);
+    req.maxGpus = 8;
+    const auto plan = core::planDeployments(req);
+    const auto order = plan.bestFirst();
+    for (std::size_t i = 0; i < bars.size(); ++i) {
+        QCOMPARE(bars[i].gpuId, QString::fromStdString(order[i]->gpu.id));
+        QCOMPARE(bars[i].fits, order[i]->fits);
+        QCOMPARE(bars[i].gpus, order[i]->fits ? order[i]->layouts.front().layout.gpus() : 0);
+    }
+    QVERIFY(!bars.back().fits); // L4: does not fit, drawn last and hatched
+    QVERIFY(panel.chart()->csv().contains(QStringLiteral("\"l4\",\"L4 24GB\",0,0")));
+    QCOMPARE(bars.back().gpuId, QStringLiteral("l4"));
+}
+
+void TestDeploymentPanel::staleResultDiscarded() {
+    DeploymentPanel panel;
+    panel.setView(widgets::makeLedgerView(llama70b()));
+    panel.setGpuKinds({"h100-80gb", "h200"});
+    QSignalSpy finished(&panel, &DeploymentPanel::planFinished);
+    const quint64 first = panel.startPlan();
+    panel.setUsers(10);
+    const quint64 second = panel.startPlan();
+    QVERIFY(second > first);
+    QVERIFY(panel.isPlanning());
+    QVERIFY(finished.wait(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(panel.discardedResults(), 1, 20000);
+    QCOMPARE(finished.count(), 1);
+    QVERIFY(!panel.isPlanning());
+    // What is shown answers the newer request only.
+    QCOMPARE(panel.resultRequest().users, qint64(10));
+    QCOMPARE(panel.generation(), second);
+    QVERIFY(panel.resultIsCurrent());
+    QVERIFY(panel.statusText().startsWith(QStringLiteral("10 users")));
+}
+
+void TestDeploymentPanel::cancel() {
+    DeploymentPanel panel;
+    panel.setView(widgets::makeLedgerView(llama70b()));
+    QSignalSpy finished(&panel, &DeploymentPanel::planFinished);
+    panel.startPlan();
+    QVERIFY(panel.isPlanning());
+    QVERIFY(panel.findChild<QPushButton*>(QStringLiteral("planCancelButton"))->isEnabled());
+    QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("planCancelButton")),
+                      Qt::LeftButton);
+    QVERIFY(!panel.isPlanning());
+    QCOMPARE(finished.count(), 1);
+    QVERIFY(panel.statusText().contains(QStringLiteral("cancelled")));
+    // The worker's late answer is dropped.
+    QTRY_COMPARE_WITH_TIMEOUT(panel.discardedResults(), 1, 20000);
+    QVERIFY(!panel.result());
+    QCOMPARE(finished.count(), 1);
+}
+
+void TestDeploymentPanel::fieldsFollowTheScenario() {
+    DeploymentPanel panel;
+    core::Scenario s = llama70b();
+    panel.setView(widgets::makeLedgerView(s));
+    auto* users = panel.findChild<QSpinBox*>(QStringLiteral("planUsersSpin"));
+    auto* context = panel.findChild<QSpinBox*>(QStringLiteral("planContextSpin"));
+    QCOMPARE(users->value(), 50);
+    QCOMPARE(context->value(), 32768);
+    // The user's own number stays while the scenario's target does not move...
+    test::typeInto(users, QStringLiteral("20"));
+    QCOMPARE(panel.planRequest().users, qint64(20));
+    s.levers.quant.enabled = true;
+    panel.setView(widgets::makeLedgerView(s));
+    QCOMPARE(users->value(), 20);
+    // ...and follows it when it does.
+    s.workload.targetRequests = 64;
+    s.workload.context = 8192;
+    panel.setView(widgets::makeLedgerView(s));
+    QCOMPARE(users->value(), 64);
+    QCOMPARE(context->value(), 8192);
+    // No target: the concurrency, else what fits now.
+    s.workload.targetRequests = 0;
+    s.workload.concurrency = 7;
+    panel.setView(widgets::makeLedgerView(s));
+    QCOMPARE(users->value(), 7);
+}
+
+void TestDeploymentPanel::replansOnLeverChangeOnly() {
+    DeploymentPanel panel;
+    core::Scenario s = llama70b();
+    panel.setGpuKinds({"h100-80gb"});
+    QSignalSpy finished(&panel, &DeploymentPanel::planFinished);
+    panel.setView(widgets::makeLedgerView(s));
+    QVERIFY(finished.wait(20000)); // the first view plans (debounced)
+    QVERIFY(panel.resultIsCurrent());
+    const quint64 gen = panel.generation();
+    // Another GPU or layout in the scenario: the plan searches those, nothing to redo.
+    s.hardware.gpu = *io::findGpu("h200");
+    s.hardware.pipelineParallel = 2;
+    panel.setView(widgets::makeLedgerView(s));
+    QTest::qWait(600);
+    QCOMPARE(panel.generation(), gen);
+    // A lever: re-planned, once, after the pause.
+    s.levers.quant.enabled = true;
+    panel.setView(widgets::makeLedgerView(s));
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    panel.setView(widgets::makeLedgerView(s));
+    QVERIFY(!panel.resultIsCurrent());
+    QVERIFY(finished.wait(20000));
+    QTRY_VERIFY(panel.resultIsCurrent());
+    QCOMPARE(panel.generation(), gen + 1);
+    QCOMPARE(panel.resultRequest().base.levers.quant.format.dtype, core::KvDtype::Fp8E4M3);
+}
+
+void TestDeploymentPanel::applySetsTheWindowScenario() {
+    app::MainWindow::Options o;
+    o.useSettings = false;
+    o.showDialogs = false;
+    app::MainWindow w(o);
+    w.setScenario(llama70b());
+    DeploymentPanel* panel = w.deploymentPanel();
+    QVERIFY(panel);
+    panel->setGpuKinds({"h100-80gb", "h200"});
+    panel->planNow();
+    const auto plan = core::planDeployments(
+        request(llama70b(), {*io::findGpu("h100-80gb"), *io::findGpu("h200")}));
+    for (const char* id : {"h200", "h100-80gb"}) {
+        const core::GpuPlan* g = nullptr;
+        for (const auto& p : plan.gpus)
+            if (p.gpu.id == id)
+                g = &p;
+        QVERIFY(g && g->fits);
+        QVERIFY(panel->selectGpu(QString::fromLatin1(id)));
+        QTest::mouseClick(panel->findChild<QPushButton*>(QStringLiteral("planApplyButton")),
+                          Qt::LeftButton);
+        const core::Scenario& s = w.scenario();
+        const core::Layout& best = g->layouts.front().layout;
+        QCOMPARE(QString::fromStdString(s.hardware.gpu.id), QString::fromLatin1(id));
+        QCOMPARE(s.hardware.gpuCount, best.tp);
+        QCOMPARE(s.hardware.pipelineParallel, best.pp);
+        QCOMPARE(s.hardware.dataParallel, best.dp);
+        QCOMPARE(s.hardware.expertParallel, best.ep);
+        QCOMPARE(s.workload.maxModelLen, qint64(32768));
+        QCOMPARE(s.workload.targetRequests, qint64(50));
+        // The window now holds the users on that layout.
+        QVERIFY(w.snapshot().ledger.maxRequestsAtContext * s.hardware.dataParallel >= 50);
+    }
+}
+
+QTEST_MAIN(TestDeploymentPanel)
+#include "tst_deployment_panel.moc"
