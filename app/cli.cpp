@@ -3,12 +3,16 @@
 #include "widgets/chart_registry.h"
 #include "widgets/chart_widget.h"
 
+#include "core/engine.h"
 #include "core/io/catalog.h"
 #include "core/io/json.h"
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
+#include "core/planner.h"
+#include "core/speed.h"
 #include "core/units.h"
+#include "core/vllm_command.h"
 
 #include <QCommandLineOption>
 #include <QCommandLineParser>
@@ -16,6 +20,7 @@
 #include <QStringList>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +91,16 @@ Status fileName(const std::string& v) {
     return {};
 }
 
+Status positiveInt(const std::string& v, std::int64_t hi) {
+    std::int64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+        return bad("expected a whole number, got '" + v + "'");
+    if (n < 1 || n > hi)
+        return bad("must be between 1 and " + std::to_string(hi) + ", got " + v);
+    return {};
+}
+
 std::string sizeText(QSize s) {
     return std::to_string(s.width()) + "x" + std::to_string(s.height());
 }
@@ -143,6 +158,24 @@ const std::vector<AppOption>& appOptions() {
             {"probe-results", "FILE",
              "measured points from kvprobe bench --json or kvprobe run --json", fileName},
             {"screenshot", "FILE.png", "the PNG of the whole window to write", fileName},
+            {"users", "N", "concurrent requests to hold, each of --context tokens",
+             [](const std::string& v) -> Status { return positiveInt(v, core::kMaxRequests); }},
+            {"all-gpus", "",
+             "try every GPU of the catalog (else each --gpu given, or the "
+             "scenario's)"},
+            {"max-gpus", "N", "the most GPUs a plan may use (default 64)",
+             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+            {"gpus-per-node", "N",
+             "GPUs in one node: a layout whose TP x PP fits in one ranks first (default 8)",
+             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+            {"rank", "R",
+             "order the layouts of the fewest GPUs by gpus (capacity) or throughput (default "
+             "gpus)",
+             [](const std::string& v) -> Status {
+                 return v == "gpus" || v == "throughput"
+                            ? Status{}
+                            : Status{bad("expected gpus or throughput, got '" + v + "'")};
+             }},
             {"tab", "T", "the tab shown: ledger or measured (default ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured"
@@ -190,6 +223,12 @@ const std::vector<CommandSpec>& commands() {
          "the KV ledger of one scenario: bytes per token and request, the pool, vLLM's blocks "
          "and concurrency, the lever ladder",
          {"json", "units"},
+         true},
+        {"plan",
+         {"plan --users N [--gpu ID ...|--all-gpus] [options]"},
+         "the deployment planner: for each GPU kind, the fewest GPUs and the TP x PP x DP "
+         "layouts vLLM accepts that hold N users at --context, best first",
+         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "json", "units"},
          true},
         {"models", {"models [--json]"}, "the model catalog (resources/models.json)", {"json"}},
         {"gpus", {"gpus [--json]"}, "the GPU catalog (resources/gpus.json)", {"json"}},
@@ -346,6 +385,9 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
         if (auto problem = s->validate())
             return bad(*problem);
         inv.scenario = *s;
+        if (c.name == "plan")
+            for (const QString& g : p.values(QStringLiteral("gpu")))
+                inv.gpus.push_back(g.toStdString());
     }
     return inv;
 }
@@ -474,6 +516,85 @@ double round2(double v) {
     return std::round(v * 100.0) / 100.0;
 }
 
+Json layoutJson(const core::Layout& l) {
+    return {{"tp", l.tp},
+            {"pp", l.pp},
+            {"dp", l.dp},
+            {"ep", l.ep},
+            {"dcp", l.dcp},
+            {"gpus", l.gpus()},
+            {"label", core::layoutLabel(l)}};
+}
+
+// vLLM v1's accounting: the layer mix, the KV cache groups over one pool, the log line.
+void addV1Json(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
+    const auto& m = r.layerMix;
+    o["layer_mix"] = {{"full", m.full}, {"sliding", m.sliding}, {"chunked", m.chunked},
+                      {"mla", m.mla},   {"state", m.state},     {"none", m.none}};
+    Json groups = Json::array();
+    for (const auto& g : r.kvCacheGroups) {
+        Json go = {{"kind", std::string(core::specTypeName(g.type))},
+                   {"layers", g.layers},
+                   {"padding_slots", g.paddingSlots},
+                   {"uniform_type", g.uniformType},
+                   {"block_size", g.blockSize},
+                   {"page_bytes", g.pageBytes},
+                   {"real_page_bytes", g.realPageBytes},
+                   {"admission_blocks", g.admissionBlocks},
+                   {"blocks_at_context", g.blocksAtContext},
+                   {"shared_blocks_at_context", g.sharedBlocksAtContext}};
+        if (g.window > 0)
+            go["window"] = g.window;
+        groups.push_back(std::move(go));
+    }
+    o["kv_cache_groups"] = std::move(groups);
+    o["bytes_per_block"] = r.bytesPerBlock;
+    o["blocks_per_request"] = r.blocksPerRequest;
+    o["blocks_per_request_at_context"] = r.blocksPerRequestAtContext;
+    o["gpu_kv_cache_tokens_legacy"] = r.gpuKvCacheTokensLegacy;
+    o["estimated_max_model_len"] = r.estimatedMaxModelLen;
+    o["state_bytes_per_request"] = r.stateBytesPerRequest;
+    o["padding_bytes_per_request"] = r.paddingBytesPerRequest;
+    o["in_flight_tokens"] = r.inFlightTokens;
+    o["hybrid_kv_cache_manager_disabled"] = r.hybridKvCacheManagerDisabled;
+    o["capacity_log_line"] = r.capacityLogLine;
+    o["attention_backend"] = r.blockSize > 0 ? core::resolveBlockSizes(s).backend : std::string();
+    o["layout"] = layoutJson(core::layoutOf(s));
+    o["max_num_seqs"] = core::effectiveMaxNumSeqs(s);
+    o["max_num_batched_tokens"] = core::effectiveMaxNumBatchedTokens(s);
+    o["max_running_requests"] = std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s));
+    o["reserves_estimated"] = r.reservesEstimated;
+    Json notes = Json::array();
+    for (const auto& n : r.notes)
+        notes.push_back(n);
+    o["vllm_notes"] = std::move(notes);
+}
+
+// The decode speed at the concurrency asked for (or as many requests as run) and the context.
+std::int64_t speedBatch(const core::Scenario& s, const core::LedgerResult& r) {
+    if (s.workload.concurrency > 0)
+        return s.workload.concurrency;
+    return std::max<std::int64_t>(1,
+                                  std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s)));
+}
+
+void addSpeedJson(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
+    const core::SpeedAssumptions a;
+    const std::int64_t batch = speedBatch(s, r);
+    const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context, a);
+    o["concurrency"] = batch;
+    o["decode_step_ms"] = d.stepMs;
+    o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
+    o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
+    o["ttft_ms_estimate"] = core::prefillMsEstimate(s, s.workload.context, a);
+    o["regime"] = std::string(core::regimeName(d.regime));
+    o["speed_assumptions"] = {{"eta_mem", a.memoryEfficiency},
+                              {"eta_flops", a.flopsEfficiency},
+                              {"fixed_step_ms", a.fixedStepMs},
+                              {"bandwidth_gbs", s.hardware.gpu.bandwidthGBs},
+                              {"peak_tflops", core::peakTflops(s)}};
+}
+
 Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
                 const std::vector<core::LadderStep>& ladder) {
     Json o = Json::object();
@@ -525,10 +646,15 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
         groups.emplace_back(std::move(go));
     }
     put("layer_groups", std::move(groups));
+    addV1Json(o, s, r);
+    addSpeedJson(o, s, r);
     if (s.workload.targetRequests > 0) {
         const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
         put("target_requests", s.workload.targetRequests);
         put("gpus_needed", need.gpus);
+        put("gpus_needed_layout", need.gpus > 0 ? Json(layoutJson(need.layout)) : Json());
+        put("gpus_needed_pooled", need.pooledGpus);
+        put("gpus_needed_note", need.note);
         put("gpus_needed_tensor_parallel", need.tensorParallel);
         put("target_weights_bytes", need.weightsBytes);
         put("target_kv_bytes", need.kvBytes);
@@ -552,6 +678,8 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
         warnings.emplace_back(w);
     put("warnings", std::move(warnings));
     put("error", r.error.empty() ? Json() : Json(r.error));
+    put("vllm_refused", r.refused);
+    put("vllm_command", core::vllmServeCommand(s).text());
     return o;
 }
 
@@ -602,10 +730,38 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
         row("GPU blocks", withThousands(r.numGpuBlocks));
     row("Requests of " + withThousands(r.contextTokens) + " that fit",
         withThousands(r.maxRequestsAtContext));
-    out << "\n  vLLM would log:\n";
-    out << "    GPU KV cache size: " << withThousands(r.gpuKvCacheTokens) << " tokens\n";
-    out << "    Maximum concurrency for " << withThousands(r.maxModelLen)
-        << " tokens per request: " << fixed2(r.maxConcurrency) << "x\n";
+    if (!r.kvCacheGroups.empty()) {
+        out << "\n  KV cache groups (vLLM v1, one pool of " << withThousands(r.numGpuBlocks)
+            << " blocks of " << bytes(r.bytesPerBlock) << "):\n";
+        for (const auto& g : r.kvCacheGroups)
+            out << "    " << std::left << std::setw(24)
+                << std::string(core::specTypeName(g.type)) +
+                       (g.window > 0 ? " " + withThousands(g.window) : std::string())
+                << std::right << std::setw(4) << g.layers << " layers"
+                << (g.paddingSlots > 0 ? " + " + std::to_string(g.paddingSlots) + " padding"
+                                       : std::string())
+                << ", block " << g.blockSize << ", " << withThousands(g.admissionBlocks)
+                << " blocks per max-length request\n";
+    }
+    if (r.blockSize > 0 && !r.capacityLogLine.empty()) {
+        out << "\n  vLLM would log:\n    " << r.capacityLogLine << "\n";
+        out << "    (older vLLM: GPU KV cache size " << withThousands(r.gpuKvCacheTokensLegacy)
+            << " tokens)\n";
+    } else {
+        out << "\n  Contiguous reservation (not vLLM): " << withThousands(r.gpuKvCacheTokens)
+            << " tokens, " << fixed2(r.maxConcurrency) << "x at max model length\n";
+    }
+    {
+        const std::int64_t batch = speedBatch(s, r);
+        const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
+        if (d.stepMs > 0)
+            out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)
+                << "): " << withThousands(batch) << " requests x "
+                << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
+                << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
+                << fixed(d.clusterTokensPerSecond, 0) << " tokens/s per replica x DP ("
+                << core::regimeName(d.regime) << ")\n";
+    }
     if (s.workload.targetRequests > 0) {
         const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
         out << "\n  " << withThousands(s.workload.targetRequests) << " requests x "
@@ -614,13 +770,15 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
             << formatBytes(need.kvBytes, core::UnitSystem::Decimal) << " = "
             << formatBytes(need.totalBytes, core::UnitSystem::Decimal) << " -> ";
         if (need.gpus > 0)
-            out << need.gpus << " x " << printable(s.hardware.gpu.name) << " (pooled memory)"
-                << (need.tensorParallel > 0
-                        ? "; vLLM tensor parallel " + std::to_string(need.tensorParallel)
+            out << need.gpus << " x " << printable(s.hardware.gpu.name) << " as "
+                << core::layoutLabel(need.layout) << " (vLLM)"
+                << (need.pooledGpus > 0 && need.pooledGpus != need.gpus
+                        ? "; pooled memory alone would say " + std::to_string(need.pooledGpus)
                         : std::string())
                 << "\n";
         else
-            out << "does not fit in " << core::kMaxGpus << " GPUs\n";
+            out << "no layout of " << core::kMaxPlanGpus
+                << " GPUs or fewer: " << printable(need.note) << "\n";
     }
     out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens\n";
     out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(14) << "KV/token"
@@ -706,13 +864,142 @@ int runGpus(const Invocation& inv, std::ostream& out) {
     return 0;
 }
 
-int runLedger(const Invocation& inv, std::ostream& out) {
+int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {
+    // A block size the user asked for must be one vLLM takes (the window shows it as a
+    // what-if; the command line refuses it).
+    if (inv.scenario.levers.paging.enabled && inv.scenario.levers.paging.blockSize > 0)
+        if (const auto bs = core::resolveBlockSizes(inv.scenario); !bs.error.empty()) {
+            err << "kvledger ledger: --block-size: " << printable(bs.error) << "\n";
+            return 2;
+        }
     const auto r = core::computeLedger(inv.scenario);
     const auto ladder = core::computeLadder(inv.scenario);
     if (inv.has("json"))
         out << io::dumpJson(ledgerJson(inv.scenario, r, ladder)) << "\n";
     else
         printTable(out, inv.scenario, r, ladder, inv.units);
+    return 0;
+}
+
+Json deploymentJson(const core::Deployment& d) {
+    Json o = layoutJson(d.layout);
+    o["fits"] = d.fits;
+    o["requests_per_replica"] = d.requestsPerReplica;
+    o["requests_memory_holds"] = d.requestsMemoryHolds;
+    o["max_num_seqs"] = d.maxNumSeqs;
+    o["capped_by_max_num_seqs"] = d.cappedByMaxNumSeqs;
+    o["cluster_requests"] = d.clusterRequests;
+    o["kv_bytes_per_gpu"] = d.kvBytesPerGpu;
+    o["kv_pool_bytes_per_gpu"] = d.kvPoolBytesPerGpu;
+    o["weights_bytes_per_gpu"] = d.weightsBytesPerGpu;
+    o["headroom_bytes_per_gpu"] = d.headroomBytesPerGpu;
+    o["within_one_node"] = d.withinOneNode;
+    o["decode_step_ms"] = d.decodeStepMs;
+    o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
+    o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
+    o["ttft_ms_estimate"] = core::prefillMsEstimate(d.scenario, d.scenario.workload.context);
+    o["regime"] = std::string(core::regimeName(
+        core::decodeStep(d.scenario, std::max<std::int64_t>(1, d.requestsPerReplica),
+                         d.scenario.workload.context)
+            .regime));
+    o["reason"] = d.reason;
+    o["vllm_command"] = core::vllmServeCommand(d.scenario).text();
+    return o;
+}
+
+int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
+    if (!inv.has("users")) {
+        err << "kvledger plan: --users: missing (the concurrent requests to hold)\n";
+        return 2;
+    }
+    core::PlanRequest req;
+    req.base = inv.scenario;
+    req.users = std::stoll(inv.value("users"));
+    req.context = inv.scenario.workload.context;
+    req.maxGpus = inv.has("max-gpus") ? std::stoi(inv.value("max-gpus")) : 64;
+    req.gpusPerNode = inv.has("gpus-per-node") ? std::stoi(inv.value("gpus-per-node")) : 8;
+    req.rank =
+        inv.value("rank") == "throughput" ? core::PlanRank::Throughput : core::PlanRank::Gpus;
+    if (inv.has("all-gpus")) {
+        req.gpus = io::builtinGpus();
+    } else if (!inv.gpus.empty()) {
+        for (const auto& id : inv.gpus) {
+            const core::GpuSpec* g = io::findGpu(id);
+            if (!g) {
+                err << "kvledger plan: --gpu: unknown GPU '" << printable(id)
+                    << "' (kvledger gpus lists them)\n";
+                return 2;
+            }
+            req.gpus.push_back(*g);
+        }
+    } else {
+        req.gpus = {inv.scenario.hardware.gpu};
+    }
+    const core::PlanResult plan = core::planDeployments(req);
+    const auto order = plan.bestFirst();
+    if (inv.has("json")) {
+        Json plans = Json::array();
+        for (const core::GpuPlan* g : order) {
+            Json o = g->fits ? deploymentJson(g->layouts.front()) : Json::object();
+            o["gpu"] = g->gpu.id;
+            o["gpu_name"] = g->gpu.name;
+            o["fits"] = g->fits;
+            if (!g->fits) {
+                o["gpus"] = 0;
+                o["reason"] = g->reason;
+                o["memory_needed_bytes_per_gpu"] = g->memoryNeededBytes;
+            }
+            Json alternatives = Json::array();
+            for (std::size_t i = 1; i < g->layouts.size(); ++i)
+                alternatives.push_back(deploymentJson(g->layouts[i]));
+            o["alternatives"] = std::move(alternatives);
+            plans.push_back(std::move(o));
+        }
+        Json doc = {
+            {"model", inv.scenario.model.id},
+            {"users", req.users},
+            {"context", req.context},
+            {"kv_dtype", core::vllmCacheDtype(inv.scenario)
+                             .value_or(core::shortLabel(core::storedKvFormat(inv.scenario)))},
+            {"max_gpus", req.maxGpus},
+            {"plans", std::move(plans)}};
+        out << io::dumpJson(doc) << "\n";
+        return 0;
+    }
+    const core::UnitSystem u = inv.units;
+    out << withThousands(req.users) << " users x " << withThousands(req.context) << " tokens of "
+        << printable(inv.scenario.model.name) << ", KV "
+        << core::shortLabel(core::storedKvFormat(inv.scenario)) << " (per GPU figures)\n\n";
+    out << "  " << std::left << std::setw(20) << "GPU" << std::right << std::setw(6) << "GPUs"
+        << "  " << std::left << std::setw(22) << "layout" << std::right << std::setw(10)
+        << "per repl." << std::setw(9) << "cluster" << std::setw(12) << "KV/GPU" << std::setw(12)
+        << "weights/GPU" << std::setw(12) << "headroom" << std::setw(12) << "tok/s/user"
+        << "\n";
+    for (const core::GpuPlan* g : order) {
+        out << "  " << std::left << std::setw(20) << printable(g->gpu.id);
+        if (!g->fits) {
+            out << "     -  " << printable(g->reason) << "\n";
+            continue;
+        }
+        const core::Deployment& d = g->layouts.front();
+        out << std::right << std::setw(6) << d.layout.gpus() << "  " << std::left << std::setw(22)
+            << core::layoutLabel(d.layout) << std::right << std::setw(10)
+            << withThousands(d.requestsPerReplica) << std::setw(9)
+            << withThousands(d.clusterRequests) << std::setw(12) << formatBytes(d.kvBytesPerGpu, u)
+            << std::setw(12) << formatBytes(d.weightsBytesPerGpu, u) << std::setw(12)
+            << formatBytes(d.headroomBytesPerGpu, u) << std::setw(12)
+            << fixed(d.tokensPerSecondPerUser, 1) << "\n";
+        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i)
+            out << "  " << std::setw(28) << ""
+                << "or " << core::layoutLabel(g->layouts[i].layout) << "\n";
+    }
+    if (!order.empty() && order.front()->fits) {
+        out << "\n  The best plan, for vLLM:\n";
+        std::istringstream lines(
+            core::vllmServeCommand(order.front()->layouts.front().scenario).text());
+        for (std::string line; std::getline(lines, line);)
+            out << "    " << line << "\n";
+    }
     return 0;
 }
 
@@ -743,7 +1030,7 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
 #endif
         return 0;
     }
-    if (first != "ledger" && first != "models" && first != "gpus") {
+    if (first != "ledger" && first != "plan" && first != "models" && first != "gpus") {
         handled = false;
         return 0;
     }
@@ -758,7 +1045,9 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
         return 0;
     }
     if (first == "ledger")
-        return runLedger(*inv, out);
+        return runLedger(*inv, out, err);
+    if (first == "plan")
+        return runPlan(*inv, out, err);
     if (first == "models")
         return runModels(*inv, out);
     return runGpus(*inv, out);

@@ -29,6 +29,7 @@ struct Invocation {
     std::map<std::string, std::string, std::less<>> options; // the command's own options given,
                                                              // name -> value ("" for a flag)
     std::vector<std::string> positional;                     // the window's FILE
+    std::vector<std::string> gpus;                           // plan: every --gpu given, in order
 
     bool has(std::string_view name) const { return options.find(name) != options.end(); }
     std::string value(std::string_view name) const; // "" when not given
@@ -58,8 +59,8 @@ Result<Invocation> parseWindowArguments(const QStringList& arguments);
 // text output cannot move the cursor or ring the terminal.
 std::string printable(std::string_view text);
 
-// Runs `kvledger <command> args...` when args[0] is ledger, models, gpus, help, --help or
-// --version. Returns the exit code (0 ok, 2 bad input); handled = false for other commands.
+// Runs `kvledger <command> args...` when args[0] is ledger, plan, models, gpus, help, --help
+// or --version. Returns the exit code (0 ok, 2 bad input); handled = false for other commands.
 int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                  bool& handled);
 

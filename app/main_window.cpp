@@ -61,18 +61,10 @@ const char* kScenarioFilter = QT_TRANSLATE_NOOP(
     "MainWindow", "KV Ledger scenario (*.kvl.json);;JSON (*.json);;All files (*)");
 } // namespace
 
-// What a new user sees: the default scenario (Llama-3-8B on an H100, 4K requests under the
-// model's 8K maximum) with every lever's effect visible on the ladder.
+// What a new user sees is kvledger's default scenario (io::defaultScenario): the same one the
+// CLI computes without options, so the window and `kvledger ledger` agree on first sight.
 core::Scenario firstLaunchScenario() {
-    core::Scenario s = io::defaultScenario();
-    s.levers.quant.enabled = true;
-    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
-    s.levers.paging.enabled = true;
-    s.levers.paging.blockSize = 16;
-    s.levers.prefix.enabled = true;
-    s.levers.prefix.sharedTokens = 2048;
-    s.levers.prefix.sharingRequests = 0;
-    return s;
+    return io::defaultScenario();
 }
 
 MainWindow::MainWindow() : MainWindow(Options{}) {}

@@ -31,8 +31,8 @@ class ProbePanel;
 
 namespace kvl::app {
 
-// The scenario a first launch shows: Llama-3-8B on an H100 80GB at 32K context with INT8 KV
-// and a 2K shared prefix on top of vLLM's defaults (paging 16), so every ladder step shows.
+// The scenario a first launch shows: kvledger's default (Llama-3-8B on an H100 80GB, 4K
+// requests, a 2K shared prefix on top of vLLM's defaults), one vLLM runs as printed.
 core::Scenario firstLaunchScenario();
 
 class MainWindow : public QMainWindow {

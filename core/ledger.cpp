@@ -988,10 +988,6 @@ CapacityModel::CapacityModel(const Scenario& s)
     m_invalid = s.validate().value_or("");
 }
 
-void CapacityModel::setGpu(const GpuSpec& gpu) {
-    m_scenario.hardware.gpu = gpu;
-}
-
 CapacityModel::~CapacityModel() = default;
 
 ReplicaCapacity CapacityModel::evaluate(int pp, int dp, bool ep) {

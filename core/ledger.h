@@ -175,9 +175,6 @@ public:
     CapacityModel& operator=(const CapacityModel&) = delete;
     // The scenario with these PP, DP and EP (each PP's stages are built once and kept).
     ReplicaCapacity evaluate(int pp, int dp, bool ep);
-    // Another GPU of the same kind for vLLM (compute capability, scheduler defaults): only the
-    // memory differs, so the geometry and the stages are kept.
-    void setGpu(const GpuSpec& gpu);
     // Bytes per GPU that `count` requests take in the last evaluated layout (prefix shared).
     std::int64_t kvBytesForRequests(std::int64_t count) const;
     // What one request of `context` tokens keeps in its pages on the limiting stage's GPUs,

@@ -6,8 +6,8 @@
 namespace kvl::core {
 
 namespace {
-constexpr std::array<std::string_view, 6> kWeightNames{"fp32", "fp16", "bf16",
-                                                       "fp8",  "int8", "int4"};
+constexpr std::array<std::string_view, 7> kWeightNames{"fp32", "fp16", "bf16", "fp8",
+                                                       "int8", "int4", "fp4"};
 
 std::string num(std::int64_t v) {
     return std::to_string(v);

@@ -2,11 +2,11 @@
 
 #include "engine.h"
 #include "ledger.h"
+#include "speed.h"
 #include "units.h"
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <memory>
 
 namespace kvl::core {
@@ -63,6 +63,15 @@ void fillDeployment(Deployment& d, const ReplicaCapacity& c, CapacityModel& mode
     const std::int64_t onReplica = std::min(ceilDiv(users, d.layout.dp), d.requestsPerReplica);
     d.kvBytesPerGpu = model.kvBytesForRequests(onReplica);
     d.headroomBytesPerGpu = std::max<std::int64_t>(0, d.kvPoolBytesPerGpu - d.kvBytesPerGpu);
+    // Speed at the users' concurrency: the busiest replica's step.
+    if (d.fits) {
+        const DecodeStep step = decodeStep(d.scenario, std::max<std::int64_t>(1, onReplica),
+                                           d.scenario.workload.context);
+        d.decodeStepMs = step.stepMs;
+        d.tokensPerSecondPerUser = step.tokensPerSecondPerUser;
+        d.clusterTokensPerSecond =
+            step.tokensPerSecondPerUser * static_cast<double>(std::min(users, d.clusterRequests));
+    }
     if (!d.fits)
         d.reason = withThousands(d.clusterRequests) + " of " + withThousands(users) + " users fit" +
                    (d.cappedByMaxNumSeqs
@@ -90,39 +99,7 @@ bool better(const Deployment& a, const Deployment& b, PlanRank rank) {
     return a.layout.tp < b.layout.tp;
 }
 
-// Capacity models shared by GPU kinds that vLLM treats alike (the same compute capability
-// major, vendor and scheduler defaults): only their memory differs.
-struct ModelCache {
-    struct Entry {
-        int major = 0;
-        bool amd = false;
-        SchedulerDefaults defaults;
-        std::map<std::pair<int, int>, std::unique_ptr<CapacityModel>> byTpDcp;
-    };
-    std::vector<Entry> entries;
-    CapacityModel& get(const PlanRequest& req, const GpuSpec& gpu, int tp, int dcp) {
-        const int major = gpu.computeCapability / 10;
-        const bool amd = gpu.vendor == "AMD";
-        const SchedulerDefaults d = schedulerDefaults(gpu);
-        auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
-            return e.major == major && e.amd == amd &&
-                   e.defaults.maxNumBatchedTokens == d.maxNumBatchedTokens &&
-                   e.defaults.maxNumSeqs == d.maxNumSeqs;
-        });
-        if (it == entries.end()) {
-            entries.push_back(Entry{major, amd, d, {}});
-            it = entries.end() - 1;
-        }
-        auto& slot = it->byTpDcp[{tp, dcp}];
-        if (!slot)
-            slot = std::make_unique<CapacityModel>(
-                planScenario(req.base, gpu, Layout{tp, 1, 1, false, dcp}, req.context));
-        slot->setGpu(gpu);
-        return *slot;
-    }
-};
-
-GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu, ModelCache& cache) {
+GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
     GpuPlan gp;
     gp.gpu = gpu;
     const ModelSpec& m = req.base.model;
@@ -291,9 +268,8 @@ Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const La
 PlanResult planDeployments(const PlanRequest& request) {
     PlanResult out;
     out.gpus.reserve(request.gpus.size());
-    ModelCache cache;
     for (const auto& g : request.gpus)
-        out.gpus.push_back(planGpu(request, g, cache));
+        out.gpus.push_back(planGpu(request, g));
     return out;
 }
 

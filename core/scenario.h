@@ -22,7 +22,9 @@ struct AttentionLever {
 
 struct QuantLever {
     bool enabled = false; // off: the model's native dtype (vLLM "auto")
-    KvFormat format = KvFormat::defaultFor(KvDtype::Int8);
+    // What turning the lever on gives: FP8 per tensor, the quantized KV vLLM runs everywhere
+    // (--kv-cache-dtype fp8).
+    KvFormat format = KvFormat::defaultFor(KvDtype::Fp8E4M3);
     friend bool operator==(const QuantLever&, const QuantLever&) = default;
 };
 
@@ -87,7 +89,7 @@ struct Workload {
     // GPU. It sets the in-flight tokens of sliding and chunked layers.
     std::int64_t maxNumBatchedTokens = 0;
     std::int64_t targetRequests = 0; // for gpus_needed; 0 = not asked
-    std::int64_t concurrency = 0; // running requests for the speed estimate; 0 = as many as fit
+    std::int64_t concurrency = 0;    // running requests for the speed estimate; 0 = as many as fit
     friend bool operator==(const Workload&, const Workload&) = default;
 };
 

@@ -1,5 +1,7 @@
-// The CPU backend: host memory, threads over work items (ops.cpp), the steady clock.
+// The CPU backend: host memory, threads over work items (ops.cpp) running the vector kernels
+// this CPU supports (cpu_simd.h), the steady clock.
 #include "gpu_probe/backend.h"
+#include "gpu_probe/cpu_simd.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
@@ -143,7 +145,8 @@ std::vector<BackendInfo> listBackends() {
     cpu.name = "cpu";
     cpu.available = true;
     cpu.device = cpuModelName();
-    cpu.details = std::to_string(defaultThreads()) + " threads";
+    cpu.details = std::to_string(defaultThreads()) + " threads, " + cpuSimdName() +
+                  " kernels (KVL_CPU_SIMD=avx2|portable for a lower level)";
     cpu.memoryBytes = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
     out.push_back(cpu);
 #if KVL_PROBE_HAVE_CUDA

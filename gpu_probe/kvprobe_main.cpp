@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,9 @@ const OptionSpec kOptions[] = {
      "fewer cases: one per format and block size (check), fewer sizes (bench)"},
     {"--json", nullptr, kAllCommands, 0, kNoRange, kNoRangeHigh, nullptr,
      "print one JSON object (schema in gpu_probe/README.md)"},
+    {"--jsonl", "FILE", kBench, 0, kNoRange, kNoRangeHigh, nullptr,
+     "append each row to FILE as it finishes, one JSON object per line (the run document of "
+     "that row), so a run cut short keeps its rows"},
     {"--help", nullptr, kAllCommands, 0, kNoRange, kNoRangeHigh, nullptr, "this help"},
 };
 
@@ -391,24 +396,32 @@ int cmdRun(const Args& args) {
     return 0;
 }
 
+constexpr const char* kBenchHeader = "%-12s %5s %6s %12s %9s %8s %6s %10s %9s %7s %11s %7s\n";
+
+void printBenchHeader(std::FILE* out) {
+    std::fprintf(out, kBenchHeader, "format", "batch", "ctx", "pool", "store ms", "st GB/s", "st %",
+                 "attn ms", "att GB/s", "att %", "rel L2", "top-8");
+}
+
+void printBenchRow(std::FILE* out, const ProbeResult& row) {
+    if (!row.ok()) {
+        std::fprintf(out, "%-12s %5d %6lld  error: %s\n", row.formatLabel.c_str(), row.batch,
+                     (long long)row.context, row.error.message.c_str());
+        return;
+    }
+    std::fprintf(out, "%-12s %5d %6lld %12s %9.3f %8.1f %6.0f %10.3f %9.1f %7.0f %11.3e %7.3f\n",
+                 row.formatLabel.c_str(), row.batch, (long long)row.context,
+                 core::formatBytes(row.poolBytes, core::UnitSystem::Binary, 1).c_str(), row.storeMs,
+                 row.storeGBs, row.storePctOfCopy, row.attentionMs, row.attentionGBs,
+                 row.attentionPctOfCopy, row.relL2, row.top8);
+}
+
 void printBenchText(const ProbeReport& report) {
     std::printf("kvprobe bench on %s (%s); copy %.1f GB/s (read + write, median)\n",
                 report.backend.c_str(), report.device.c_str(), report.copyGBs);
-    std::printf("%-12s %5s %6s %12s %9s %8s %6s %10s %9s %7s %11s %7s\n", "format", "batch", "ctx",
-                "pool", "store ms", "st GB/s", "st %", "attn ms", "att GB/s", "att %", "rel L2",
-                "top-8");
-    for (const auto& row : report.rows) {
-        if (!row.ok()) {
-            std::printf("%-12s %5d %6lld  error: %s\n", row.formatLabel.c_str(), row.batch,
-                        (long long)row.context, row.error.message.c_str());
-            continue;
-        }
-        std::printf("%-12s %5d %6lld %12s %9.3f %8.1f %6.0f %10.3f %9.1f %7.0f %11.3e %7.3f\n",
-                    row.formatLabel.c_str(), row.batch, (long long)row.context,
-                    core::formatBytes(row.poolBytes, core::UnitSystem::Binary, 1).c_str(),
-                    row.storeMs, row.storeGBs, row.storePctOfCopy, row.attentionMs,
-                    row.attentionGBs, row.attentionPctOfCopy, row.relL2, row.top8);
-    }
+    printBenchHeader(stdout);
+    for (const auto& row : report.rows)
+        printBenchRow(stdout, row);
     std::printf(
         "\nquality vs context (attention rel L2 vs FP64 on unquantized K/V / top-8 agreement):\n");
     for (const auto& [label, points] : report.qualityVsContext) {
@@ -420,22 +433,100 @@ void printBenchText(const ProbeReport& report) {
     }
 }
 
+// One JSON document on one line: the writer's pretty layout with its line breaks and indents
+// removed (a raw line break never occurs inside a JSON string: the writer escapes it as \n).
+std::string oneLine(const std::string& document) {
+    std::string line;
+    line.reserve(document.size());
+    for (std::size_t i = 0; i < document.size(); ++i) {
+        if (document[i] == '\n') {
+            while (i + 1 < document.size() && document[i + 1] == ' ')
+                ++i;
+            continue;
+        }
+        line += document[i];
+    }
+    return line + '\n';
+}
+
+// --jsonl FILE: rows appended and flushed as they finish (not an atomic write: the point is
+// that a run killed by a timeout leaves every finished row in the file), each also printed as a
+// table row on stderr.
+class RowLog {
+public:
+    static Result<RowLog> open(const std::string& path) {
+        std::FILE* file = std::fopen(path.c_str(), "w");
+        if (!file)
+            return Error{ErrorCode::BadInput,
+                         "--jsonl " + path + ": cannot write: " + std::strerror(errno)};
+        return RowLog(file, path);
+    }
+    RowLog(RowLog&& other) noexcept : m_file(other.m_file), m_path(std::move(other.m_path)) {
+        other.m_file = nullptr;
+    }
+    RowLog(const RowLog&) = delete;
+    RowLog& operator=(const RowLog&) = delete;
+    ~RowLog() {
+        if (m_file)
+            std::fclose(m_file);
+    }
+    void write(const ProbeResult& row, std::size_t index, std::size_t total) {
+        const std::string line = oneLine(runJson(row));
+        if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() ||
+            std::fflush(m_file) != 0)
+            m_failed = true;
+        if (index == 0)
+            printBenchHeader(stderr);
+        std::fprintf(stderr, "[row %zu/%zu] ", index + 1, total);
+        printBenchRow(stderr, row);
+    }
+    // A write that failed (a full disk) is reported once, at the end.
+    Status status() const {
+        if (m_failed)
+            return Error{ErrorCode::Io, "--jsonl " + m_path + ": a write failed"};
+        return {};
+    }
+
+private:
+    RowLog(std::FILE* file, std::string path) : m_file(file), m_path(std::move(path)) {}
+    std::FILE* m_file = nullptr;
+    std::string m_path;
+    bool m_failed = false;
+};
+
 int cmdBench(const Args& args) {
     const SweepPlan plan = benchSweepPlan(args.get("--backend"), args.has("--quick"),
                                           std::uint64_t(args.integer("--seed")));
+    std::optional<RowLog> rowLog;
+    if (args.has("--jsonl")) {
+        auto opened = RowLog::open(args.get("--jsonl"));
+        if (!opened)
+            return fail(opened.error());
+        rowLog.emplace(std::move(*opened));
+    }
     int lastDecile = -1;
-    const ProbeReport report = runSweep(plan, [&](double percent, const std::string& stage) {
-        if (int(percent) / 10 != lastDecile) {
-            lastDecile = int(percent) / 10;
-            std::fprintf(stderr, "[%3.0f%%] %s\n", percent, stage.c_str());
-        }
-    });
+    const ProbeReport report = runSweep(
+        plan,
+        [&](double percent, const std::string& stage) {
+            if (int(percent) / 10 != lastDecile) {
+                lastDecile = int(percent) / 10;
+                std::fprintf(stderr, "[%3.0f%%] %s\n", percent, stage.c_str());
+            }
+        },
+        nullptr,
+        [&](const ProbeResult& row, std::size_t index, std::size_t total) {
+            if (rowLog)
+                rowLog->write(row, index, total);
+        });
     if (args.has("--json"))
         printJson(benchJson(report));
     else if (report.ok())
         printBenchText(report);
     if (!report.ok())
         return fail(report.error);
+    if (rowLog)
+        if (Status written = rowLog->status(); !written)
+            return fail(written.error());
     return report.okRows() == int(report.rows.size()) ? 0 : 1;
 }
 

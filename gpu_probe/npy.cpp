@@ -1,17 +1,17 @@
 #include "gpu_probe/npy.h"
 
+#include "core/io/files.h"
 #include "gpu_probe/kv_quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
+#include <new>
 #include <string_view>
 
 namespace kvl::probe {
 
 namespace {
-
-using Err = std::string;
 
 void skipSpaces(std::string_view h, std::size_t& i) {
     while (i < h.size() && (h[i] == ' ' || h[i] == '\t' || h[i] == '\n'))
@@ -31,32 +31,65 @@ bool parseQuoted(std::string_view h, std::size_t& i, std::string& out) {
     return true;
 }
 
-} // namespace
+Error bad(std::string message) {
+    return Error{ErrorCode::BadFile, std::move(message)};
+}
 
-std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size_t size) {
+// Where the header ends (magic, version, length field and the dictionary), from the file's first
+// bytes; at most 12 + 64 KiB.
+Result<std::size_t> headerEnd(const std::uint8_t* data, std::size_t size) {
     static const std::uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (!data || size < 10)
-        return Err("npy: file too short for a header (" + std::to_string(size) + " bytes)");
+        return bad("file too short for a header (" + std::to_string(size) + " bytes)");
     if (std::memcmp(data, magic, 6) != 0)
-        return Err("npy: bad magic (not a NumPy .npy file)");
+        return bad("bad magic (not a NumPy .npy file)");
     const int major = data[6];
-    std::size_t headerLen = 0, pos = 0;
-    if (major == 1) {
-        headerLen = std::size_t(data[8]) | (std::size_t(data[9]) << 8);
-        pos = 10;
-    } else if (major == 2 || major == 3) {
-        if (size < 12)
-            return Err("npy: file too short for a version 2 header");
-        headerLen = std::size_t(data[8]) | (std::size_t(data[9]) << 8) |
-                    (std::size_t(data[10]) << 16) | (std::size_t(data[11]) << 24);
-        pos = 12;
-    } else {
-        return Err("npy: unsupported format version " + std::to_string(major));
+    if (major == 1)
+        return 10 + (std::size_t(data[8]) | (std::size_t(data[9]) << 8));
+    if (major != 2 && major != 3)
+        return bad("unsupported format version " + std::to_string(major));
+    if (size < 12)
+        return bad("file too short for a version 2 header");
+    return 12 + (std::size_t(data[8]) | (std::size_t(data[9]) << 8) |
+                 (std::size_t(data[10]) << 16) | (std::size_t(data[11]) << 24));
+}
+
+// Little-endian fp16 / fp32 elements to float.
+void convertData(const std::uint8_t* p, std::size_t count, int item, float* out) {
+    for (std::size_t k = 0; k < count; ++k) {
+        if (item == 2) {
+            const std::uint16_t b = std::uint16_t(p[2 * k] | (p[2 * k + 1] << 8));
+            out[k] = halfToFloat(b);
+        } else {
+            const std::uint32_t b = std::uint32_t(p[4 * k]) | (std::uint32_t(p[4 * k + 1]) << 8) |
+                                    (std::uint32_t(p[4 * k + 2]) << 16) |
+                                    (std::uint32_t(p[4 * k + 3]) << 24);
+            out[k] = bitsToFloat(b);
+        }
     }
-    if (headerLen > 65536)
-        return Err("npy: header length " + std::to_string(headerLen) + " exceeds 64 KiB");
+}
+
+// The data section's size against what the header declares.
+Status checkDataBytes(const NpyHeader& header, std::size_t present) {
+    const std::size_t bytes = header.dataBytes();
+    if (present < bytes)
+        return bad("truncated data (" + std::to_string(bytes) + " bytes declared by the shape, " +
+                   std::to_string(present) + " present)");
+    if (present > bytes)
+        return bad(std::to_string(present - bytes) + " unexpected bytes after the data");
+    return {};
+}
+
+Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
+    auto end = headerEnd(data, size);
+    if (!end)
+        return end.error();
+    std::size_t pos = data[6] == 1 ? 10 : 12;
+    const std::size_t headerLen = *end - pos;
+    if (headerLen > kNpyMaxHeaderBytes)
+        return bad("header length " + std::to_string(headerLen) + " exceeds 64 KiB");
     if (headerLen > size - pos)
-        return Err("npy: truncated header (" + std::to_string(headerLen) + " bytes declared, " +
+        return bad("truncated header (" + std::to_string(headerLen) + " bytes declared, " +
                    std::to_string(size - pos) + " present)");
     const std::string_view h(reinterpret_cast<const char*>(data + pos), headerLen);
     pos += headerLen;
@@ -68,7 +101,7 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
     std::size_t i = 0;
     skipSpaces(h, i);
     if (i >= h.size() || h[i] != '{')
-        return Err("npy: header is not a dictionary");
+        return bad("header is not a dictionary");
     ++i;
     for (;;) {
         skipSpaces(h, i);
@@ -76,15 +109,15 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
             break;
         std::string key;
         if (!parseQuoted(h, i, key))
-            return Err("npy: malformed header key");
+            return bad("malformed header key");
         skipSpaces(h, i);
         if (i >= h.size() || h[i] != ':')
-            return Err("npy: expected ':' after '" + key + "'");
+            return bad("expected ':' after '" + key + "'");
         ++i;
         skipSpaces(h, i);
         if (key == "descr") {
             if (!parseQuoted(h, i, descr))
-                return Err("npy: 'descr' must be a string");
+                return bad("'descr' must be a string");
         } else if (key == "fortran_order") {
             if (h.substr(i, 4) == "True") {
                 fortran = 1;
@@ -93,11 +126,11 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
                 fortran = 0;
                 i += 5;
             } else {
-                return Err("npy: 'fortran_order' must be True or False");
+                return bad("'fortran_order' must be True or False");
             }
         } else if (key == "shape") {
             if (i >= h.size() || h[i] != '(')
-                return Err("npy: 'shape' must be a tuple");
+                return bad("'shape' must be a tuple");
             ++i;
             for (;;) {
                 skipSpaces(h, i);
@@ -106,15 +139,15 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
                     break;
                 }
                 if (i >= h.size() || h[i] < '0' || h[i] > '9')
-                    return Err("npy: 'shape' holds a non-integer");
+                    return bad("'shape' holds a non-integer");
                 std::int64_t v = 0;
                 while (i < h.size() && h[i] >= '0' && h[i] <= '9') {
                     if (v > (kNpyMaxElements * 16) / 10)
-                        return Err("npy: shape dimension too large");
+                        return bad("shape dimension too large");
                     v = v * 10 + (h[i++] - '0');
                 }
                 if (shape.size() >= 32)
-                    return Err("npy: too many dimensions");
+                    return bad("too many dimensions");
                 shape.push_back(v);
                 skipSpaces(h, i);
                 if (i < h.size() && h[i] == ',')
@@ -123,11 +156,11 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
                     ++i;
                     break;
                 } else
-                    return Err("npy: malformed 'shape' tuple");
+                    return bad("malformed 'shape' tuple");
             }
             haveShape = true;
         } else {
-            return Err("npy: unexpected header key '" + key + "'");
+            return bad("unexpected header key '" + key + "'");
         }
         skipSpaces(h, i);
         if (i < h.size() && h[i] == ',') {
@@ -136,89 +169,134 @@ std::variant<NpyArray, std::string> parseNpy(const std::uint8_t* data, std::size
         }
         if (i < h.size() && h[i] == '}')
             break;
-        return Err("npy: malformed header dictionary");
+        return bad("malformed header dictionary");
     }
     if (descr.empty())
-        return Err("npy: header lacks 'descr'");
+        return bad("header lacks 'descr'");
     if (fortran < 0)
-        return Err("npy: header lacks 'fortran_order'");
+        return bad("header lacks 'fortran_order'");
     if (!haveShape)
-        return Err("npy: header lacks 'shape'");
+        return bad("header lacks 'shape'");
     if (fortran == 1)
-        return Err("npy: Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+        return bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
     int item = 0;
     if (descr == "<f2" || descr == "f2")
         item = 2;
     else if (descr == "<f4" || descr == "f4")
         item = 4;
     else if (descr == ">f2" || descr == ">f4")
-        return Err("npy: big-endian data ('" + descr + "') is not supported");
+        return bad("big-endian data ('" + descr + "') is not supported");
     else
-        return Err("npy: dtype '" + descr + "' is not supported (use float16 or float32)");
+        return bad("dtype '" + descr + "' is not supported (use float16 or float32)");
     std::int64_t count = 1;
     for (std::int64_t d : shape) {
         if (d != 0 && count > kNpyMaxElements / d)
-            return Err("npy: shape claims more than 2^31 elements");
+            return bad("shape claims more than 2^31 elements");
         count *= d;
     }
     if (count > kNpyMaxElements)
-        return Err("npy: shape claims more than 2^31 elements");
-    const std::size_t bytes = std::size_t(count) * std::size_t(item);
-    if (size - pos < bytes)
-        return Err("npy: truncated data (" + std::to_string(bytes) +
-                   " bytes declared by the shape, " + std::to_string(size - pos) + " present)");
-    if (size - pos > bytes)
-        return Err("npy: " + std::to_string(size - pos - bytes) +
-                   " unexpected bytes after the data");
+        return bad("shape claims more than 2^31 elements");
+    NpyHeader header;
+    header.shape = shape;
+    header.itemBytes = item;
+    header.count = count;
+    header.dataOffset = pos;
+    return header;
+}
+
+} // namespace
+
+Result<NpyHeader> parseNpyHeader(const std::uint8_t* data, std::size_t size) {
+    auto header = parseHeader(data, size);
+    if (!header)
+        return header.error().prefixed("npy");
+    return header;
+}
+
+Result<NpyArray> parseNpy(const std::uint8_t* data, std::size_t size) {
+    auto header = parseNpyHeader(data, size);
+    if (!header)
+        return header.error();
+    if (Status fits = checkDataBytes(*header, size - header->dataOffset); !fits)
+        return fits.error().prefixed("npy");
     NpyArray a;
-    a.shape = shape;
-    a.itemBytes = item;
-    a.data.resize(std::size_t(count));
-    const std::uint8_t* p = data + pos;
-    for (std::size_t k = 0; k < std::size_t(count); ++k) {
-        if (item == 2) {
-            const std::uint16_t b = std::uint16_t(p[2 * k] | (p[2 * k + 1] << 8));
-            a.data[k] = halfToFloat(b);
-        } else {
-            const std::uint32_t b = std::uint32_t(p[4 * k]) | (std::uint32_t(p[4 * k + 1]) << 8) |
-                                    (std::uint32_t(p[4 * k + 2]) << 16) |
-                                    (std::uint32_t(p[4 * k + 3]) << 24);
-            a.data[k] = bitsToFloat(b);
-        }
+    a.shape = header->shape;
+    a.itemBytes = header->itemBytes;
+    a.data.resize(std::size_t(header->count));
+    convertData(data + header->dataOffset, a.data.size(), a.itemBytes, a.data.data());
+    return a;
+}
+
+Result<NpyArray> loadNpy(const std::string& path) {
+    auto file = io::RegularFile::open(path);
+    if (!file)
+        return file.error();
+    const std::size_t fileBytes = std::size_t(std::max<std::int64_t>(0, file->size()));
+    auto readExactly = [&](std::uint8_t* buffer, std::size_t n) -> Status {
+        auto got = file->read(buffer, n);
+        if (!got)
+            return got.error();
+        if (*got != n)
+            return Error{ErrorCode::Io, path + ": changed while it was read (it shrank)"};
+        return {};
+    };
+    // The fixed prefix, then the header it announces (at most 64 KiB), then the checks: nothing
+    // of the data is read, or allocated, before the header and the file's size agree.
+    std::vector<std::uint8_t> head(std::min<std::size_t>(fileBytes, 12));
+    if (Status got = readExactly(head.data(), head.size()); !got)
+        return got.error();
+    auto end = headerEnd(head.data(), head.size());
+    if (!end)
+        return end.error().prefixed(path);
+    const std::size_t wanted = std::min(std::min(*end, fileBytes), 12 + kNpyMaxHeaderBytes + 1);
+    if (wanted > head.size()) {
+        const std::size_t had = head.size();
+        head.resize(wanted);
+        if (Status got = readExactly(head.data() + had, wanted - had); !got)
+            return got.error();
+    }
+    auto header = parseHeader(head.data(), head.size());
+    if (!header)
+        return header.error().prefixed(path);
+    if (Status fits = checkDataBytes(*header, fileBytes - header->dataOffset); !fits)
+        return fits.error().prefixed(path);
+    NpyArray a;
+    a.shape = header->shape;
+    a.itemBytes = header->itemBytes;
+    try {
+        a.data.resize(std::size_t(header->count));
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::OutOfMemory, path + ": not enough memory for its " +
+                                                 std::to_string(header->count) + " elements"};
+    }
+    // The data in pieces of 1 MiB, converted as they arrive.
+    constexpr std::size_t kPiece = std::size_t(1) << 20;
+    std::vector<std::uint8_t> piece(std::min(kPiece, header->dataBytes()));
+    const std::size_t perPiece = kPiece / std::size_t(a.itemBytes);
+    for (std::size_t done = 0; done < a.data.size();) {
+        const std::size_t count = std::min(perPiece, a.data.size() - done);
+        if (Status got = readExactly(piece.data(), count * std::size_t(a.itemBytes)); !got)
+            return got.error();
+        convertData(piece.data(), count, a.itemBytes, a.data.data() + done);
+        done += count;
     }
     return a;
 }
 
-std::variant<NpyArray, std::string> loadNpy(const std::string& path) {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    if (!f)
-        return Err("npy: cannot open " + path);
-    const std::streamoff n = f.tellg();
-    if (n < 0 || n > (std::streamoff(1) << 34))
-        return Err("npy: " + path + " is too large");
-    std::vector<std::uint8_t> buf(static_cast<std::size_t>(n));
-    f.seekg(0);
-    if (n > 0 && !f.read(reinterpret_cast<char*>(buf.data()), n))
-        return Err("npy: cannot read " + path);
-    auto r = parseNpy(buf.data(), buf.size());
-    if (auto* e = std::get_if<std::string>(&r))
-        return Err(*e + " (" + path + ")");
-    return r;
-}
-
-std::string checkKvShape(const NpyArray& a, int kvHeads, int headDim, const std::string& what) {
+Status checkKvShape(const NpyArray& a, int kvHeads, int headDim, const std::string& what) {
     if (a.shape.size() != 3)
-        return what + ": expected shape [tokens, kv_heads, head_dim], got " +
-               std::to_string(a.shape.size()) + " dimensions";
+        return bad(what + ": expected shape [tokens, kv_heads, head_dim], got " +
+                   std::to_string(a.shape.size()) + " dimensions");
     if (a.shape[0] < 1)
-        return what + ": no tokens";
+        return bad(what + ": no tokens");
     if (a.shape[1] != kvHeads || a.shape[2] != headDim)
-        return what + ": shape [" + std::to_string(a.shape[0]) + ", " + std::to_string(a.shape[1]) +
-               ", " + std::to_string(a.shape[2]) + "] does not match the layer (kv_heads " +
-               std::to_string(kvHeads) + ", head_dim " + std::to_string(headDim) + ")";
+        return bad(what + ": shape [" + std::to_string(a.shape[0]) + ", " +
+                   std::to_string(a.shape[1]) + ", " + std::to_string(a.shape[2]) +
+                   "] does not match the layer (kv_heads " + std::to_string(kvHeads) +
+                   ", head_dim " + std::to_string(headDim) + ")");
     for (float x : a.data)
         if (!std::isfinite(x))
-            return what + ": holds NaN or infinity";
+            return bad(what + ": holds NaN or infinity");
     return {};
 }
 

@@ -1,10 +1,13 @@
 #include "gpu_probe/ops.h"
 
+#include "gpu_probe/cpu_simd.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -51,8 +54,9 @@ const Fp8Tables& fp8Tables() {
     return tables;
 }
 
-// The CPU hot loop's row decoder: the same values as dequantRow for the common layouts,
-// written as flat loops GCC vectorizes; everything else falls back to dequantRow.
+// The row decoder for the layouts the vector kernels do not read directly (cpu_simd.h's
+// kSimdGeneric: INT4 / INT2 groups, KIVI): the same values as dequantRow, written as flat loops
+// the compiler vectorizes; everything else falls back to dequantRow.
 void cpuDequantRow(const std::uint8_t* side, const SideLayout& layout, int token,
                    float* __restrict out) {
     const std::uint8_t* row = side + std::int64_t(token) * layout.dataBytes;
@@ -158,15 +162,6 @@ void quantizeRow(std::uint8_t* side, const SideLayout& layout, int token, const 
         break;
     }
     quantizeTokenVector(side, layout, token, values, outScale);
-}
-
-// Dot product with a reduction the compiler may reorder (vectorized via -fopenmp-simd).
-inline float dot(const float* __restrict left, const float* __restrict right, int count) {
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < count; ++c)
-        sum += left[c] * right[c];
-    return sum;
 }
 
 } // namespace
@@ -442,6 +437,19 @@ Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
 
 namespace {
 
+// The vector store of one side, when this CPU's kernels have one for its layout: fp16 codes,
+// and INT8 with one fp32 scale per token-head. Every other layout goes through kv_quant.h.
+SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) {
+    if (side.tokenGroup != 0 || side.dim % kernels.width != 0)
+        return nullptr;
+    if (side.codec == kCodecF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
+        return kernels.storeF16;
+    if (side.codec == kCodecIntSym && side.bits == 8 && side.group == side.dim &&
+        side.numGroups == 1 && side.scaleBytes == 4 && !side.hasZero && side.dataBytes == side.dim)
+        return kernels.storeI8;
+    return nullptr;
+}
+
 // Values (and non-KIVI keys): every token on its own, in chunks of 64 tokens.
 Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
     const PageLayout& layout = args.layout;
@@ -449,9 +457,24 @@ Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool
     const std::int64_t rowElems = std::int64_t(heads) * dim;
     constexpr std::int64_t kChunk = 64;
     const bool kivi = layout.k.tokenGroup > 0;
+    const bool bf16 = args.inputDtype == kInputBF16;
+    const SimdKernels& kernels = cpuSimd(dim);
+    const SimdStoreRow keyRow = vectorStoreRow(layout.k, kernels);
+    const SimdStoreRow valueRow = vectorStoreRow(layout.v, kernels);
     const std::int64_t chunks = (args.numTokens + kChunk - 1) / kChunk;
     return parallelFor(chunks, threads, cancel, [&](std::int64_t chunk) {
         std::vector<float> row(static_cast<std::size_t>(dim));
+        // One row of input bits into slot `offset` of a side: the vector path when it takes
+        // the row, else kv_quant.h's (a NaN or infinity, or a layout without a vector path).
+        auto storeRow = [&](SimdStoreRow vector, const std::uint16_t* in, std::uint8_t* side,
+                            const SideLayout& sideLayout, int offset, float outScale) {
+            if (vector &&
+                vector(in, bf16, side, dim, sideLayout.dataBytes, sideLayout.metaOffset, offset))
+                return;
+            for (int c = 0; c < dim; ++c)
+                row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
+            quantizeRow(side, sideLayout, offset, row.data(), outScale);
+        };
         const std::int64_t end = std::min(args.numTokens, (chunk + 1) * kChunk);
         for (std::int64_t t = chunk * kChunk; t < end; ++t) {
             const std::int64_t slot = args.slotMapping[t];
@@ -463,16 +486,11 @@ Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool
                 std::uint8_t* keySide = kSide(args.pool, layout, block, h);
                 const std::uint16_t* keyIn = args.k + t * rowElems + std::int64_t(h) * dim;
                 const std::uint16_t* valueIn = args.v + t * rowElems + std::int64_t(h) * dim;
-                if (!kivi) {
-                    for (int c = 0; c < dim; ++c)
-                        row[std::size_t(c)] = inputToFloat(keyIn[c], args.inputDtype);
-                    quantizeRow(keySide, layout.k, offset, row.data(),
-                                args.kScale ? args.kScale[h] : 1.0f);
-                }
-                for (int c = 0; c < dim; ++c)
-                    row[std::size_t(c)] = inputToFloat(valueIn[c], args.inputDtype);
-                quantizeRow(keySide + vSideOffset(layout), layout.v, offset, row.data(),
-                            args.vScale ? args.vScale[h] : 1.0f);
+                if (!kivi)
+                    storeRow(keyRow, keyIn, keySide, layout.k, offset,
+                             args.kScale ? args.kScale[h] : 1.0f);
+                storeRow(valueRow, valueIn, keySide + vSideOffset(layout), layout.v, offset,
+                         args.vScale ? args.vScale[h] : 1.0f);
             }
         }
     });
@@ -540,82 +558,74 @@ struct AttentionScratch {
           partial(expSum + std::int64_t(args.batch) * args.qHeads * args.maxPartitions) {}
 };
 
-// Pass 1: one work item per (request, KV head, partition), as one CTA would be on the GPU:
-// the GQA group's queries against the partition's tokens, online softmax in fp32.
-void attendPartition(const AttentionArgs& args, const AttentionScratch& scratch,
-                     std::int64_t item) {
+// How the vector kernels read a side (cpu_simd.h): directly for the layouts they decode, through
+// cpuDequantRow into a float tile otherwise.
+int simdRowKind(const SideLayout& side) {
+    if (side.tokenGroup != 0)
+        return kSimdGeneric;
+    switch (side.codec) {
+    case kCodecF32:
+        return side.group == 0 ? kSimdF32 : kSimdGeneric;
+    case kCodecF16:
+        return side.group == 0 ? kSimdF16 : kSimdGeneric;
+    case kCodecBF16:
+        return side.group == 0 ? kSimdBF16 : kSimdGeneric;
+    case kCodecE4M3:
+        return side.group == 0 ? kSimdE4M3 : kSimdGeneric;
+    case kCodecE5M2:
+        return side.group == 0 ? kSimdE5M2 : kSimdGeneric;
+    case kCodecIntSym:
+        return side.bits == 8 && side.group == side.dim && side.numGroups == 1 &&
+                       side.scaleBytes == 4 && !side.hasZero && side.dataBytes == side.dim
+                   ? kSimdI8
+                   : kSimdGeneric;
+    default:
+        return kSimdGeneric;
+    }
+}
+
+void decodeGenericRow(const std::uint8_t* side, const void* layout, int token, float* out) {
+    cpuDequantRow(side, *static_cast<const SideLayout*>(layout), token, out);
+}
+
+SimdSide simdSide(const SideLayout& side) {
+    SimdSide out{};
+    out.kind = simdRowKind(side);
+    out.dataBytes = side.dataBytes;
+    out.metaOffset = side.metaOffset;
+    out.decodeRow = decodeGenericRow;
+    out.layout = &side;
+    return out;
+}
+
+// Pass 1's arguments for the vector kernels: one work item per (request, KV head, partition),
+// as one CTA would be on the GPU.
+SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& scratch) {
     const PageLayout& layout = args.layout;
-    const int heads = layout.kvHeads, dim = layout.headDim, blockSize = layout.blockSize;
-    const int groupSize = args.qHeads / heads;
-    const int partitions = args.maxPartitions;
-    constexpr int kChunk = 32;
-    const int partition = int(item % partitions);
-    const int kvHead = int((item / partitions) % heads);
-    const int request = int(item / (std::int64_t(partitions) * heads));
-    const std::int64_t len = args.contextLens[request];
-    const std::int64_t begin = std::int64_t(partition) * kPartitionTokens;
-    if (begin >= len)
-        return;
-    const std::int64_t end = std::min(len, begin + kPartitionTokens);
-    const std::size_t groupElems = std::size_t(groupSize) * dim;
-    std::vector<float> queries(groupElems), acc(groupElems, 0.0f),
-        keyRow(static_cast<std::size_t>(dim));
-    std::vector<float> runningMax(std::size_t(groupSize), -INFINITY);
-    std::vector<float> runningSum(std::size_t(groupSize), 0.0f);
-    std::vector<float> logits(std::size_t(groupSize) * kChunk);
-    std::vector<float> valueRows(std::size_t(kChunk) * dim);
-    // Per-tensor / per-head K scale folds into the softmax scale (vLLM's k_scale in
-    // csrc/attention/attention_kernels.cuh).
-    const float queryScale = args.smScale * args.kScale[kvHead];
-    for (int g = 0; g < groupSize; ++g)
-        for (int c = 0; c < dim; ++c)
-            queries[std::size_t(g) * dim + c] =
-                args.q[(std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * dim + c] *
-                queryScale;
-    const std::int32_t* table = args.blockTables + std::int64_t(request) * args.maxBlocksPerSeq;
-    for (std::int64_t chunkBegin = begin; chunkBegin < end; chunkBegin += kChunk) {
-        const int count = int(std::min<std::int64_t>(kChunk, end - chunkBegin));
-        for (int i = 0; i < count; ++i) {
-            const std::int64_t token = chunkBegin + i;
-            const std::uint8_t* keySide =
-                kSide(args.pool, layout, table[token / blockSize], kvHead);
-            cpuDequantRow(keySide, layout.k, int(token % blockSize), keyRow.data());
-            cpuDequantRow(keySide + vSideOffset(layout), layout.v, int(token % blockSize),
-                          valueRows.data() + std::size_t(i) * dim);
-            for (int g = 0; g < groupSize; ++g)
-                logits[std::size_t(g) * kChunk + i] =
-                    dot(queries.data() + std::size_t(g) * dim, keyRow.data(), dim);
-        }
-        for (int g = 0; g < groupSize; ++g) {
-            const float* groupLogits = logits.data() + std::size_t(g) * kChunk;
-            float chunkMax = runningMax[std::size_t(g)];
-            for (int i = 0; i < count; ++i)
-                chunkMax = std::max(chunkMax, groupLogits[i]);
-            // exp(-inf) = 0 on the first chunk
-            const float correction = std::exp(runningMax[std::size_t(g)] - chunkMax);
-            float* groupAcc = acc.data() + std::size_t(g) * dim;
-            float sum = runningSum[std::size_t(g)] * correction;
-            for (int c = 0; c < dim; ++c)
-                groupAcc[c] *= correction;
-            for (int i = 0; i < count; ++i) {
-                const float weight = std::exp(groupLogits[i] - chunkMax);
-                sum += weight;
-                const float* valueRow = valueRows.data() + std::size_t(i) * dim;
-                for (int c = 0; c < dim; ++c)
-                    groupAcc[c] += weight * valueRow[c];
-            }
-            runningMax[std::size_t(g)] = chunkMax;
-            runningSum[std::size_t(g)] = sum;
-        }
-    }
-    for (int g = 0; g < groupSize; ++g) {
-        const std::int64_t index =
-            (std::int64_t(request) * args.qHeads + kvHead * groupSize + g) * partitions + partition;
-        scratch.maxLogit[index] = runningMax[std::size_t(g)];
-        scratch.expSum[index] = runningSum[std::size_t(g)];
-        std::copy(acc.begin() + std::ptrdiff_t(g) * dim, acc.begin() + std::ptrdiff_t(g + 1) * dim,
-                  scratch.partial + index * dim);
-    }
+    SimdAttention a{};
+    a.q = args.q;
+    a.qHeads = args.qHeads;
+    a.groupSize = args.qHeads / layout.kvHeads;
+    a.kvHeads = layout.kvHeads;
+    a.headDim = layout.headDim;
+    a.blockSize = layout.blockSize;
+    a.blockTables = args.blockTables;
+    a.maxBlocksPerSeq = args.maxBlocksPerSeq;
+    a.contextLens = args.contextLens;
+    a.pool = args.pool;
+    a.pageBytes = layout.pageBytes;
+    a.headStride = layout.headStride;
+    a.vSideOffset = vSideOffset(layout);
+    a.k = simdSide(layout.k);
+    a.v = simdSide(layout.v);
+    a.kScale = args.kScale;
+    a.smScale = args.smScale;
+    a.maxPartitions = args.maxPartitions;
+    a.partitionTokens = kPartitionTokens;
+    a.maxLogit = scratch.maxLogit;
+    a.expSum = scratch.expSum;
+    a.partial = scratch.partial;
+    return a;
 }
 
 // Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each partition by
@@ -657,9 +667,16 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
 Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
     const AttentionScratch scratch(args);
     const std::int64_t items = std::int64_t(args.batch) * args.layout.kvHeads * args.maxPartitions;
+    const SimdKernels& kernels = cpuSimd(args.layout.headDim);
+    const SimdAttention simd = simdAttention(args, scratch);
+    const std::size_t workspaceFloats = kernels.workspaceFloats(simd);
     if (Status pass1 =
             parallelFor(items, threads, cancel,
-                        [&](std::int64_t item) { attendPartition(args, scratch, item); });
+                        [&](std::int64_t item) {
+                            // uninitialized: the kernel writes before it reads
+                            const std::unique_ptr<float[]> workspace(new float[workspaceFloats]);
+                            kernels.attendItem(simd, item, workspace.get());
+                        });
         !pass1)
         return pass1;
     return parallelFor(std::int64_t(args.batch) * args.qHeads, threads, cancel,

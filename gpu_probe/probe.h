@@ -193,8 +193,11 @@ struct SweepPlan {
 // that finish in about a minute on two cores while the pools still exceed a last-level cache.
 SweepPlan benchSweepPlan(const std::string& backend, bool quick, std::uint64_t seed);
 // The report's command is "bench"; copyGBs is the median of the rows' copy measurements.
+// `onRow` sees each row as soon as it is measured (kvprobe bench --jsonl writes it out, so a
+// run cut short by a timeout keeps the rows it finished).
+using RowFn = std::function<void(const ProbeResult& row, std::size_t index, std::size_t total)>;
 ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress = {},
-                     const std::atomic<bool>* cancel = nullptr);
+                     const std::atomic<bool>* cancel = nullptr, const RowFn& onRow = {});
 
 // kvprobe check: every operation x format x layout against the FP64 references (check.cpp).
 struct CheckPlan {

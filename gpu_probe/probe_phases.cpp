@@ -110,18 +110,18 @@ Status loadRealKv(ProbeRun& run) {
     if (plan.kNpy.empty() || plan.vNpy.empty())
         return badInput("real K/V needs both --k-npy and --v-npy");
     auto keyFile = loadNpy(plan.kNpy);
-    if (auto* why = std::get_if<std::string>(&keyFile))
-        return Error{ErrorCode::BadFile, *why};
+    if (!keyFile)
+        return keyFile.error();
     auto valueFile = loadNpy(plan.vNpy);
-    if (auto* why = std::get_if<std::string>(&valueFile))
-        return Error{ErrorCode::BadFile, *why};
-    NpyArray& keys = std::get<NpyArray>(keyFile);
-    NpyArray& values = std::get<NpyArray>(valueFile);
+    if (!valueFile)
+        return valueFile.error();
+    NpyArray& keys = *keyFile;
+    NpyArray& values = *valueFile;
     const int heads = plan.model.kvHeads, dim = plan.model.headDim;
-    if (auto why = checkKvShape(keys, heads, dim, "K .npy"); !why.empty())
-        return Error{ErrorCode::BadFile, why};
-    if (auto why = checkKvShape(values, heads, dim, "V .npy"); !why.empty())
-        return Error{ErrorCode::BadFile, why};
+    if (Status fits = checkKvShape(keys, heads, dim, "K .npy"); !fits)
+        return fits.error();
+    if (Status fits = checkKvShape(values, heads, dim, "V .npy"); !fits)
+        return fits.error();
     if (keys.shape[0] != values.shape[0])
         return Error{ErrorCode::BadFile, "K and V .npy files hold different token counts"};
     const std::int64_t tokens = keys.shape[0];

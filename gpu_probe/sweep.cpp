@@ -83,7 +83,7 @@ double median(std::vector<double> values) {
 } // namespace
 
 ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress,
-                     const std::atomic<bool>* cancel) {
+                     const std::atomic<bool>* cancel, const RowFn& onRow) {
     ProbeReport report;
     report.command = "bench";
     report.backend = plan.backend;
@@ -138,6 +138,8 @@ ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress,
                 firstOfFormat = false;
                 if (result.ok() && result.copyGBs > 0)
                     copies.push_back(result.copyGBs);
+                if (onRow)
+                    onRow(result, done - 1, total);
                 report.rows.push_back(std::move(result));
             }
     }

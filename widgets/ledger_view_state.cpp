@@ -4,6 +4,9 @@
 
 #include <QStringList>
 
+#include <algorithm>
+#include <limits>
+
 namespace kvl::widgets {
 
 QString formatBytesQ(std::int64_t bytes, core::UnitSystem units, int decimals) {
@@ -44,6 +47,54 @@ LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units,
         v.reference = std::make_shared<const LedgerSnapshot>(computeSnapshot(*reference));
     v.units = units;
     return v;
+}
+
+std::int64_t gpusPerReplica(const core::Scenario& s) {
+    const std::int64_t tp = std::max(1, s.hardware.gpuCount);
+    const std::int64_t pp = std::max(1, s.hardware.pipelineParallel);
+    return tp * pp;
+}
+
+std::int64_t replicaCount(const core::Scenario& s) {
+    return std::max(1, s.hardware.dataParallel);
+}
+
+QString scopeLabel(FigureScope scope) {
+    switch (scope) {
+    case FigureScope::PerGpu:
+        return QStringLiteral("per GPU");
+    case FigureScope::PerReplica:
+        return QStringLiteral("per replica");
+    case FigureScope::Cluster:
+        return QStringLiteral("cluster");
+    }
+    return {};
+}
+
+namespace {
+std::int64_t saturatingMul(std::int64_t a, std::int64_t b) {
+    if (a <= 0 || b <= 0)
+        return 0;
+    if (a > std::numeric_limits<std::int64_t>::max() / b)
+        return std::numeric_limits<std::int64_t>::max();
+    return a * b;
+}
+} // namespace
+
+std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, FigureScope scope) {
+    switch (scope) {
+    case FigureScope::PerGpu:
+        return perGpuBytes;
+    case FigureScope::PerReplica:
+        return saturatingMul(perGpuBytes, gpusPerReplica(s));
+    case FigureScope::Cluster:
+        return saturatingMul(saturatingMul(perGpuBytes, gpusPerReplica(s)), replicaCount(s));
+    }
+    return perGpuBytes;
+}
+
+std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope) {
+    return scope == FigureScope::Cluster ? saturatingMul(perReplica, replicaCount(s)) : perReplica;
 }
 
 QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {

@@ -38,11 +38,29 @@ LedgerSnapshot computeSnapshot(const core::Scenario& s);
 
 // What the window shows, handed to every view in one signal (MainWindow::snapshotChanged).
 // The snapshots are shared and immutable: a view compares pointers to see what changed.
+// Which part of a deployment a figure covers. Memory is computed per GPU (what one vLLM worker
+// logs); a replica is TP x PP GPUs serving one copy of the model; the cluster is DP replicas.
+// Every axis, header and line names its scope with scopeLabel().
+enum class FigureScope : std::uint8_t { PerGpu, PerReplica, Cluster };
+
 struct LedgerView {
     std::shared_ptr<const LedgerSnapshot> snapshot;  // the current scenario; null before the first
     std::shared_ptr<const LedgerSnapshot> reference; // the pinned scenario; null when none
     core::UnitSystem units = core::UnitSystem::Binary;
+    FigureScope scope = FigureScope::PerGpu; // the scope of byte figures
 };
+
+// GPUs in one replica (TP x PP) and replicas in the cluster (DP), never below 1.
+std::int64_t gpusPerReplica(const core::Scenario& s);
+std::int64_t replicaCount(const core::Scenario& s);
+// "per GPU", "per replica", "cluster" (for axis titles and headers).
+QString scopeLabel(FigureScope scope);
+// Bytes held on every GPU alike (the KV pool, one request's share) scaled to the scope: one
+// GPU, the TP x PP GPUs of a replica, or every GPU of the cluster. Saturating.
+std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, FigureScope scope);
+// Requests (or tokens) held per replica, scaled to the cluster when asked; per GPU and per
+// replica read the same, since every GPU of a replica serves every request. Saturating.
+std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope);
 
 // A view of one scenario (and, optionally, a reference), for views used on their own.
 LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units = {},

@@ -1,10 +1,12 @@
 #include "catalog.h"
 
 #include "json_fields.h"
+#include "model_fields.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <set>
 
 namespace kvl::io {
@@ -47,29 +49,64 @@ std::string checkedId(const Field& entry, std::set<std::string>& seen) {
     return id;
 }
 
-// The cyclic layer pattern; absent, every layer is of the one kind the other fields imply.
-std::vector<core::LayerKind> layerPattern(const Field& entry, bool window, bool lora) {
-    const Field p = entry["layer_pattern"];
-    if (!p.present()) {
-        if (window && lora)
-            p.fail("missing (required when both sliding_window and kv_lora_rank are given)");
-        return {window ? core::LayerKind::Sliding
-                : lora ? core::LayerKind::Mla
-                       : core::LayerKind::Full};
-    }
-    const std::size_t n = p.size();
-    if (n == 0 || n > static_cast<std::size_t>(core::kMaxLayers))
-        p.fail("must be a non-empty array of \"full\", \"sliding\" or \"mla\", got " +
-               std::to_string(n) + " entries");
-    std::vector<core::LayerKind> pattern;
+std::vector<core::LayerKind> kindList(const Field& list, std::size_t maxEntries) {
+    const std::size_t n = list.size();
+    if (n == 0 || n > maxEntries)
+        list.fail("must be a non-empty array of layer kinds (full, sliding, chunked, mla, state, "
+                  "none), got " +
+                  std::to_string(n) + " entries");
+    std::vector<core::LayerKind> kinds;
     for (std::size_t i = 0; i < n; ++i) {
-        const Field e = p.at(i);
+        const Field e = list.at(i);
         const auto kind = e.isString() ? core::parseLayerKind(e.string()) : std::nullopt;
         if (!kind)
-            e.failOneOf({"full", "sliding", "mla"});
-        pattern.push_back(*kind);
+            e.failOneOf({"full", "sliding", "chunked", "mla", "state", "none"}); // layerKindName
+        kinds.push_back(*kind);
     }
-    return pattern;
+    return kinds;
+}
+
+// The kind of every layer: "layer_types" lists them all (Nemotron-H's irregular pattern),
+// "layer_pattern" is a cyclic pattern (Gemma-3's five sliding and one full); absent both,
+// every layer is of the one kind the other fields imply. `from` names the list for messages.
+std::vector<core::LayerKind> layerKinds(const Field& e, std::size_t layers, bool window, bool lora,
+                                        std::string& from) {
+    const Field pattern = e["layer_pattern"];
+    const Field types = e["layer_types"];
+    if (pattern.present() && types.present())
+        types.fail("is given together with layer_pattern; give one of them");
+    if (types.present()) {
+        from = "layer_types";
+        auto kinds = kindList(types, static_cast<std::size_t>(core::kMaxLayers));
+        if (kinds.size() != layers)
+            types.fail("has " + num(static_cast<std::int64_t>(kinds.size())) +
+                       " entries but num_layers is " + num(static_cast<std::int64_t>(layers)));
+        return kinds;
+    }
+    from = "layer_pattern";
+    if (!pattern.present()) {
+        if (window && lora)
+            pattern.fail("missing (required when both sliding_window and kv_lora_rank are given)");
+        const core::LayerKind k = window ? core::LayerKind::Sliding
+                                  : lora ? core::LayerKind::Mla
+                                         : core::LayerKind::Full;
+        return std::vector<core::LayerKind>(layers, k);
+    }
+    const auto cycle = kindList(pattern, static_cast<std::size_t>(core::kMaxLayers));
+    std::vector<core::LayerKind> kinds(layers);
+    for (std::size_t i = 0; i < layers; ++i)
+        kinds[i] = cycle[i % cycle.size()];
+    return kinds;
+}
+
+// A field that goes with a layer kind: missing when some layer is of the kind, refused when
+// none is.
+void pairKindAndField(const Field& field, bool given, bool used, const std::string& from,
+                      std::string_view kind) {
+    if (used && !given)
+        field.fail("missing (" + from + " has " + std::string(kind) + " layers)");
+    if (!used && given)
+        field.fail("is given but no layer in " + from + " is \"" + std::string(kind) + "\"");
 }
 
 core::ModelSpec modelFromCatalog(const Field& e, std::set<std::string>& seen) {
@@ -84,21 +121,15 @@ core::ModelSpec modelFromCatalog(const Field& e, std::set<std::string>& seen) {
     m.headDim = static_cast<int>(e["head_dim"].integer(1, core::kMaxHeadDim));
     m.hiddenSize = e["hidden_size"].integer(1, kMaxWidth);
     m.params = e["params"].integer(1, core::kMaxParams);
+    (void)e["params_source"].optString();
     m.maxContext = e["max_context"].integer(1, core::kMaxContext);
     m.notes = e["notes"].optString().value_or("");
-
-    const Field weight = e["weight_dtype"];
-    const auto wd = core::parseWeightDtype(weight.string());
-    if (!wd)
-        weight.failOneOf({"fp32", "fp16", "bf16", "fp8", "int8", "int4"});
-    m.weightDtype = *wd;
-    const Field kv = e["kv_dtype"];
-    const auto kd = core::parseDtype(kv.string());
-    if (!kd)
-        kv.fail("must be a KV dtype such as fp16 or bf16, got " + kv.describe());
-    m.nativeKvDtype = *kd;
+    m.weightDtype = readWeightDtype(e["weight_dtype"]);
+    m.nativeKvDtype = readKvDtype(e["kv_dtype"]);
+    readArchitecture(e, m);
 
     const auto window = e["sliding_window"].optInteger(1, core::kMaxContext);
+    const auto chunk = e["attention_chunk_size"].optInteger(1, core::kMaxContext);
     const auto lora = e["kv_lora_rank"].optInteger(1, core::kMaxHeadDim);
     const auto rope = e["qk_rope_head_dim"].optInteger(0, core::kMaxHeadDim);
     if (lora) {
@@ -108,24 +139,45 @@ core::ModelSpec modelFromCatalog(const Field& e, std::set<std::string>& seen) {
         m.qkRopeHeadDim = static_cast<int>(*rope);
     }
 
-    const auto pattern = layerPattern(e, window.has_value(), lora.has_value());
+    std::string from;
+    const auto kinds =
+        layerKinds(e, static_cast<std::size_t>(layers), window.has_value(), lora.has_value(), from);
     const auto has = [&](core::LayerKind k) {
-        return std::find(pattern.begin(), pattern.end(), k) != pattern.end();
+        return std::find(kinds.begin(), kinds.end(), k) != kinds.end();
     };
-    if (has(core::LayerKind::Sliding) && !window)
-        e["sliding_window"].fail("missing (layer_pattern has sliding layers)");
-    if (!has(core::LayerKind::Sliding) && window)
-        e["sliding_window"].fail("is given but no layer in layer_pattern is \"sliding\"");
-    if (has(core::LayerKind::Mla) && !lora)
-        e["kv_lora_rank"].fail("missing (layer_pattern has mla layers)");
-    if (!has(core::LayerKind::Mla) && lora)
-        e["kv_lora_rank"].fail("is given but no layer in layer_pattern is \"mla\"");
+    pairKindAndField(e["sliding_window"], window.has_value(), has(core::LayerKind::Sliding), from,
+                     "sliding");
+    pairKindAndField(e["attention_chunk_size"], chunk.has_value(), has(core::LayerKind::Chunked),
+                     from, "chunked");
+    pairKindAndField(e["kv_lora_rank"], lora.has_value(), has(core::LayerKind::Mla), from, "mla");
+    const Field state = e["state"];
+    pairKindAndField(state, state.present(), has(core::LayerKind::State), from, "state");
+    if (state.present())
+        m.state = readStateSpec(state);
+
+    // Gemma-4's full layers: their own KV heads and head size (num_global_key_value_heads,
+    // global_head_dim). Stored as per-layer overrides, 0 where equal to the model's.
+    const Field fullKv = e["full_layer_kv_heads"];
+    const Field fullHead = e["full_layer_head_dim"];
+    const int kvOverride = static_cast<int>(fullKv.optInteger(1, core::kMaxHeads).value_or(0));
+    const int headOverride =
+        static_cast<int>(fullHead.optInteger(1, core::kMaxHeadDim).value_or(0));
+    if ((kvOverride > 0 || headOverride > 0) && !has(core::LayerKind::Full))
+        (kvOverride > 0 ? fullKv : fullHead)
+            .fail("is given but no layer in " + from + " is \"full\"");
 
     m.layers.resize(static_cast<std::size_t>(layers));
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
-        m.layers[i].kind = pattern[i % pattern.size()];
-        if (m.layers[i].kind == core::LayerKind::Sliding)
-            m.layers[i].window = *window;
+        auto& l = m.layers[i];
+        l.kind = kinds[i];
+        if (l.kind == core::LayerKind::Sliding)
+            l.window = *window;
+        if (l.kind == core::LayerKind::Chunked)
+            l.window = *chunk;
+        if (l.kind == core::LayerKind::Full) {
+            l.kvHeads = kvOverride != m.kvHeads ? kvOverride : 0;
+            l.headDim = headOverride != m.headDim ? headOverride : 0;
+        }
     }
     if (auto problem = m.validate())
         e.fail(*problem);
@@ -141,6 +193,11 @@ core::GpuSpec gpuFromCatalog(const Field& e, std::set<std::string>& seen) {
     (void)e["memory_source"].optString();
     g.bandwidthGBs = e["bandwidth_gbs"].numberAbove(0, 1e7);
     g.memoryType = e["memory_type"].nonEmptyString();
+    // 0 where unknown or not NVIDIA; the TFLOP/s are dense (no 2:4 sparsity), 0 = none.
+    g.computeCapability = static_cast<int>(e["compute_capability"].optInteger(0, 1000).value_or(0));
+    g.bf16Tflops = e["bf16_tflops"].optNumber(0, 1e6).value_or(0);
+    g.fp8Tflops = e["fp8_tflops"].optNumber(0, 1e6).value_or(0);
+    g.source = e["source"].optString().value_or("");
     return g;
 }
 

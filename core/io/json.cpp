@@ -1,9 +1,13 @@
 #include "json.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,13 +89,96 @@ std::string explanation(std::string what) {
     return what;
 }
 
+// The non-finite tokens Python's json module writes (json.dumps(float("inf")) is Infinity) and
+// the marker strings they become before nlohmann's lexer, which has no such literals, sees
+// them. A marker decodes to a string that starts with a NUL character, which a JSON text can
+// only spell as the escape \u0000, so no ordinary config value is mistaken for one; the
+// builder turns each marker back into the double it stands for.
+struct NonFiniteToken {
+    std::string_view token;  // as in the file
+    std::string_view marker; // the JSON string literal it is replaced by
+    std::string_view decoded;
+    double value;
+};
+const std::array<NonFiniteToken, 3>& nonFiniteTokens() {
+    static const std::array<NonFiniteToken, 3> tokens{{
+        {"-Infinity", R"("\u0000kvl:-inf")", std::string_view("\0kvl:-inf", 9),
+         -std::numeric_limits<double>::infinity()},
+        {"Infinity", R"("\u0000kvl:+inf")", std::string_view("\0kvl:+inf", 9),
+         std::numeric_limits<double>::infinity()},
+        {"NaN", R"("\u0000kvl:nan")", std::string_view("\0kvl:nan", 8),
+         std::numeric_limits<double>::quiet_NaN()},
+    }};
+    return tokens;
+}
+
+// The document with every NaN / Infinity / -Infinity outside strings replaced by its marker,
+// and where, so that an error position in the rewritten text is reported in the original.
+// (nlohmann offers no hook for extra literals: its lexer rejects them before any SAX call.)
+class NonFiniteRewrite {
+public:
+    explicit NonFiniteRewrite(std::string_view original) {
+        bool inString = false;
+        for (std::size_t i = 0; i < original.size(); ++i) {
+            const char c = original[i];
+            if (inString) {
+                if (c == '\\' && i + 1 < original.size()) {
+                    m_text += c;
+                    m_text += original[++i];
+                    continue;
+                }
+                inString = c != '"';
+                m_text += c;
+                continue;
+            }
+            if (c == '"') {
+                inString = true;
+                m_text += c;
+                continue;
+            }
+            bool replaced = false;
+            for (const auto& t : nonFiniteTokens()) {
+                if (original.substr(i, t.token.size()) == t.token) {
+                    m_replacements.push_back({m_text.size(), t.marker.size(), i, t.token.size()});
+                    m_text += t.marker;
+                    i += t.token.size() - 1;
+                    replaced = true;
+                    break;
+                }
+            }
+            if (!replaced)
+                m_text += c;
+        }
+    }
+    const std::string& text() const { return m_text; }
+    // A byte count in text() as a byte count in the original document.
+    std::size_t original(std::size_t pos) const {
+        std::size_t shift = 0;
+        for (const auto& r : m_replacements) {
+            if (pos <= r.at)
+                break;
+            if (pos < r.at + r.markerSize)
+                return r.originalAt + std::min(pos - r.at, r.tokenSize);
+            shift += r.markerSize - r.tokenSize;
+        }
+        return pos - shift;
+    }
+
+private:
+    struct Replacement {
+        std::size_t at, markerSize, originalAt, tokenSize;
+    };
+    std::string m_text;
+    std::vector<Replacement> m_replacements;
+};
+
 // Builds the document like nlohmann's own DOM parser, and stops the parse (by returning false)
 // as soon as a limit is exceeded or a member name repeats. nlohmann's parse() cannot be
 // stopped early (its callback can only drop values), hence this handler.
 class BoundedDomBuilder : public nlohmann::json_sax<json> {
 public:
-    BoundedDomBuilder(json& root, const std::size_t* consumed)
-        : m_root(root), m_consumed(consumed) {}
+    BoundedDomBuilder(json& root, const std::size_t* consumed, bool nonFinite)
+        : m_root(root), m_consumed(consumed), m_nonFinite(nonFinite) {}
 
     bool null() override { return add(nullptr); }
     bool boolean(bool v) override { return add(v); }
@@ -102,11 +189,17 @@ public:
             return stop("number out of range");
         return add(v);
     }
-    bool string(string_t& v) override { return add(std::move(v)); }
+    bool string(string_t& v) override {
+        if (const NonFiniteToken* t = marker(v))
+            return add(t->value);
+        return add(std::move(v));
+    }
     bool binary(binary_t&) override { return stop("binary values are not JSON"); }
 
     bool start_object(std::size_t) override { return open(json::value_t::object); }
     bool key(string_t& k) override {
+        if (marker(k)) // {Infinity: 1} is no more valid than in strict JSON
+            return stop("syntax error while parsing object key - invalid literal");
         auto& members = m_stack.back()->get_ref<json::object_t&>();
         auto [it, inserted] = members.emplace(k, nullptr);
         // Duplicate names are legal JSON but ambiguous (RFC 8259 section 4: the result is
@@ -141,9 +234,19 @@ private:
     const std::size_t* m_consumed;
     std::vector<json*> m_stack; // the open arrays and objects, innermost last
     json* m_member = nullptr;   // where the value after an object key goes
+    bool m_nonFinite = false;   // NonFiniteRewrite markers stand for NaN / Infinity
     std::size_t m_values = 0;
     std::string m_error;
     std::size_t m_position = 0;
+
+    const NonFiniteToken* marker(const string_t& v) const {
+        if (!m_nonFinite || v.empty() || v[0] != '\0')
+            return nullptr;
+        for (const auto& t : nonFiniteTokens())
+            if (v == t.decoded)
+                return &t;
+        return nullptr;
+    }
 
     bool stop(std::string why) {
         m_error = std::move(why);
@@ -220,7 +323,8 @@ std::string quoteText(std::string_view text) {
     return out;
 }
 
-Result<nlohmann::json> parseJson(std::string_view text, std::string_view source) {
+Result<nlohmann::json> parseJson(std::string_view text, std::string_view source,
+                                 JsonSyntax syntax) {
     const std::string src(source);
     if (text.size() > kMaxJsonBytes)
         return Error{ErrorCode::BadFile, src + ": is larger than " + kMaxFileBytesText + " (" +
@@ -230,16 +334,23 @@ Result<nlohmann::json> parseJson(std::string_view text, std::string_view source)
         return Error{ErrorCode::BadFile, src + ": not valid JSON: " + lineColumn(text, nul + 1) +
                                              ": NUL byte (JSON text cannot contain one)"};
     try {
+        const bool nonFinite = syntax == JsonSyntax::NonFinite;
+        std::optional<NonFiniteRewrite> rewrite;
+        std::string_view parsed = text;
+        if (nonFinite) {
+            rewrite.emplace(text);
+            parsed = rewrite->text();
+        }
         json root;
         std::size_t consumed = 0;
-        BoundedDomBuilder builder(root, &consumed);
-        const CountingIterator first(text.data(), &consumed);
-        const CountingIterator last(text.data() + text.size(), &consumed);
+        BoundedDomBuilder builder(root, &consumed, nonFinite);
+        const CountingIterator first(parsed.data(), &consumed);
+        const CountingIterator last(parsed.data() + parsed.size(), &consumed);
         if (json::sax_parse(first, last, &builder))
             return root;
+        const std::size_t at = rewrite ? rewrite->original(builder.position()) : builder.position();
         return Error{ErrorCode::BadFile,
-                     src + ": not valid JSON: " + lineColumn(text, builder.position()) + ": " +
-                         builder.error()};
+                     src + ": not valid JSON: " + lineColumn(text, at) + ": " + builder.error()};
     } catch (const std::bad_alloc&) {
         return Error{ErrorCode::OutOfMemory, src + ": out of memory while parsing"};
     } catch (const std::exception& e) {

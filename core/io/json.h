@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace kvl::io {
@@ -27,12 +28,21 @@ inline constexpr std::size_t kMaxJsonBytes = static_cast<std::size_t>(kMaxFileBy
 inline constexpr int kMaxJsonDepth = 256;
 inline constexpr std::size_t kMaxJsonValues = std::size_t{1} << 20;
 
+// Which JSON a reader takes. Strict is RFC 8259 (scenario files, catalogs, results). NonFinite
+// also takes the tokens NaN, Infinity and -Infinity outside strings, which Python's json module
+// writes for float('nan') / float('inf') and which HuggingFace ships in some config.json files
+// (Nemotron-H's "time_step_limit": [0.0, Infinity]); they are read as the double NaN / +inf /
+// -inf, which every numeric read of json_fields.h refuses, naming the field. For config.json
+// only.
+enum class JsonSyntax : std::uint8_t { Strict, NonFinite };
+
 // Parses one JSON document. Errors (BadFile) read "<source>: not valid JSON: line 3,
 // column 8: syntax error while parsing value - unexpected ','; ..." (nlohmann's explanation,
 // its byte position turned into line and column), or name the limit that was exceeded.
-// Never throws. Refuses NaN/Infinity, trailing text, duplicate member names, NUL bytes, invalid
-// UTF-8 and numbers beyond a double's range.
-Result<nlohmann::json> parseJson(std::string_view text, std::string_view source);
+// Never throws. Refuses NaN/Infinity (unless `syntax` is NonFinite), trailing text, duplicate
+// member names, NUL bytes, invalid UTF-8 and numbers beyond a double's range.
+Result<nlohmann::json> parseJson(std::string_view text, std::string_view source,
+                                 JsonSyntax syntax = JsonSyntax::Strict);
 
 // Shortest text that reads back as the same double ("0.1", "1e+300"); "null" for NaN and
 // infinities. For messages.

@@ -67,9 +67,16 @@ std::string Field::describe() const {
         return "null";
     case nlohmann::json::value_t::boolean:
         return m_value->get<bool>() ? "true" : "false";
+    case nlohmann::json::value_t::number_float: {
+        const double d = m_value->get<double>();
+        if (std::isnan(d))
+            return "NaN";
+        if (std::isinf(d))
+            return d > 0 ? "Infinity" : "-Infinity";
+        return dumpJson(*m_value, -1);
+    }
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float:
         return dumpJson(*m_value, -1);
     case nlohmann::json::value_t::string:
         return "string " + quoteText(m_value->get_ref<const std::string&>());
@@ -95,7 +102,7 @@ std::int64_t Field::checkedInteger(std::int64_t lo, std::int64_t hi) const {
     } else if (v.is_number_float()) {
         // 1e3 or 4096.0 is an integer written as a float; 32.5 is not.
         const double d = v.get<double>();
-        if (std::trunc(d) != d)
+        if (!std::isfinite(d) || std::trunc(d) != d)
             failExpected("an integer");
         if (!(d >= -kTwoPow53 && d <= kTwoPow53))
             failRange(std::to_string(lo), std::to_string(hi));
@@ -112,6 +119,8 @@ double Field::checkedNumber(double lo, double hi, bool openLow) const {
     if (!m_value->is_number())
         failExpected("a number");
     const double d = m_value->get<double>();
+    if (!std::isfinite(d))
+        failExpected("a finite number");
     if (openLow ? !(d > lo && d <= hi) : !(d >= lo && d <= hi)) {
         if (openLow)
             fail("must be above " + formatNumber(lo) + " and at most " + formatNumber(hi) +
@@ -194,10 +203,11 @@ std::optional<bool> Field::optBoolean() const {
     return boolean();
 }
 
-Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_view file) {
+Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_view file,
+                                           JsonSyntax syntax) {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
         return Error{ErrorCode::BadFile, std::string(file) + ": empty file"};
-    auto doc = parseJson(text, file);
+    auto doc = parseJson(text, file, syntax);
     if (doc && !doc->is_object()) {
         const nlohmann::json& top = doc.value();
         return Error{ErrorCode::BadFile, std::string(file) +

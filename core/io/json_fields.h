@@ -8,7 +8,10 @@
 //   s.kvl.json: levers.paging: missing
 //
 // Integers stay exact int64 (a float with a fraction, or one beyond 2^53, is not taken for an
-// integer); every number read is range-checked.
+// integer); every number read is range-checked, and NaN / Infinity (which only the NonFinite
+// syntax of json.h lets in) are refused by every numeric read:
+//
+//   config.json: rope_scaling.factor: expected a finite number, got Infinity
 //
 // Reads throw FieldError, which only `guarded` catches: a reader is a straight sequence of
 // field reads instead of an error check after each, and nothing is thrown past its API, which
@@ -101,7 +104,8 @@ private:
 
 // Parses a document whose top level must be an object: "<file>: empty file", parse and limit
 // errors (parseJson), "<file>: expected an object at the top level, got an array".
-Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_view file);
+Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_view file,
+                                           JsonSyntax syntax = JsonSyntax::Strict);
 
 // Runs `body` (returning T or Result<T>), turning a FieldError into its Error and anything
 // else thrown into OutOfMemory / Internal naming `file`: nothing escapes a reader.
@@ -121,8 +125,9 @@ template <class T, class F> Result<T> guarded(std::string_view file, F&& body) {
 
 // parseObjectDocument, then `body(Field root)` under `guarded`.
 template <class T, class F>
-Result<T> readDocument(std::string_view text, std::string_view file, F&& body) {
-    auto doc = parseObjectDocument(text, file);
+Result<T> readDocument(std::string_view text, std::string_view file, F&& body,
+                       JsonSyntax syntax = JsonSyntax::Strict) {
+    auto doc = parseObjectDocument(text, file, syntax);
     if (!doc)
         return doc.error();
     return guarded<T>(file, [&]() -> Result<T> { return body(Field(doc.value(), file)); });

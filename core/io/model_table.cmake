@@ -2,7 +2,9 @@
 # model catalog (resources/models.json) read with CMake's string(JSON ...), so that kvprobe
 # needs no JSON reader: the GPU machine has CMake, nvcc and a compiler, and no JSON library.
 # The full build parses the same file with nlohmann-json, and tst_io checks that both agree
-# on every model. Editing models.json re-runs the configure step (CMAKE_CONFIGURE_DEPENDS).
+# on every model's KV geometry (layer kinds and windows, heads, per-layer overrides, MLA, the
+# Mamba state). The MoE and width fields, the source and the notes are left out: kvprobe does
+# not use them. Editing models.json re-runs the configure step (CMAKE_CONFIGURE_DEPENDS).
 
 function(kvl_cxx_string out value) # the value as a C++ string literal
   string(REPLACE "\\" "\\\\" value "${value}")
@@ -37,23 +39,34 @@ function(kvl_generate_model_table models_json out_cpp)
       kvl_cxx_string(s_${key} "${v}")
     endforeach()
     foreach(key num_layers num_q_heads num_kv_heads head_dim hidden_size params max_context
-            sliding_window kv_lora_rank qk_rope_head_dim)
+            sliding_window attention_chunk_size kv_lora_rank qk_rope_head_dim qk_nope_head_dim
+            head_dim_v full_layer_kv_heads full_layer_head_dim)
       string(JSON v ERROR_VARIABLE err GET "${entry}" ${key})
       if(err)
-        if(key MATCHES "^(sliding_window|kv_lora_rank|qk_rope_head_dim)$")
-          set(v 0)
-        else()
+        if(key MATCHES "^(num_layers|num_q_heads|num_kv_heads|head_dim|hidden_size|params|max_context)$")
           message(FATAL_ERROR "${models_json}: models[${i}].${key}: missing")
         endif()
+        set(v 0)
       endif()
       if(NOT v MATCHES "^[0-9]+$")
         message(FATAL_ERROR "${models_json}: models[${i}].${key}: expected an integer, got ${v}")
       endif()
       set(n_${key} ${v})
     endforeach()
-    # The cyclic layer pattern, "sliding,full"; absent, the one kind the other fields imply
-    # (as catalog.cpp reads it).
-    string(JSON pattern_len ERROR_VARIABLE err LENGTH "${entry}" layer_pattern)
+    string(JSON v ERROR_VARIABLE err GET "${entry}" sparse_mla)
+    if(NOT err AND v)
+      set(b_sparse_mla true)
+    else()
+      set(b_sparse_mla false)
+    endif()
+    # The layer kinds, comma separated: layer_types (every layer) or the cyclic layer_pattern;
+    # absent both, the one kind the other fields imply (as catalog.cpp reads it).
+    set(list_key layer_types)
+    string(JSON pattern_len ERROR_VARIABLE err LENGTH "${entry}" layer_types)
+    if(err)
+      set(list_key layer_pattern)
+      string(JSON pattern_len ERROR_VARIABLE err LENGTH "${entry}" layer_pattern)
+    endif()
     if(err)
       if(NOT n_sliding_window EQUAL 0)
         set(pattern "sliding")
@@ -66,7 +79,7 @@ function(kvl_generate_model_table models_json out_cpp)
       set(pattern "")
       math(EXPR pattern_last "${pattern_len} - 1")
       foreach(k RANGE ${pattern_last})
-        string(JSON kind GET "${entry}" layer_pattern ${k})
+        string(JSON kind GET "${entry}" ${list_key} ${k})
         if(pattern STREQUAL "")
           set(pattern "${kind}")
         else()
@@ -75,9 +88,46 @@ function(kvl_generate_model_table models_json out_cpp)
       endforeach()
     endif()
     kvl_cxx_string(s_pattern "${pattern}")
+    # The Mamba / linear-attention state: kind, numbers (absent 0, n_groups 1) and dtypes.
+    string(JSON state ERROR_VARIABLE err GET "${entry}" state)
+    set(s_state_kind "\"\"")
+    set(state_numbers "")
+    set(s_conv_dtype "\"\"")
+    set(s_ssm_dtype "\"\"")
+    if(NOT err)
+      string(JSON v GET "${state}" kind)
+      kvl_cxx_string(s_state_kind "${v}")
+      foreach(key intermediate_size num_heads head_dim n_groups state_size conv_kernel chunk_size
+              num_key_heads num_value_heads key_head_dim value_head_dim)
+        string(JSON v ERROR_VARIABLE err GET "${state}" ${key})
+        if(err)
+          if(key STREQUAL "n_groups")
+            set(v 1)
+          else()
+            set(v 0)
+          endif()
+        endif()
+        if(NOT v MATCHES "^[0-9]+$")
+          message(FATAL_ERROR "${models_json}: models[${i}].state.${key}: expected an integer, got ${v}")
+        endif()
+        string(APPEND state_numbers "${v}, ")
+      endforeach()
+      foreach(key conv_dtype ssm_dtype)
+        string(JSON v ERROR_VARIABLE err GET "${state}" ${key})
+        if(err OR v STREQUAL "null")
+          set(v "")
+        endif()
+        kvl_cxx_string(s_${key} "${v}")
+      endforeach()
+    else()
+      set(state_numbers "0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, ")
+    endif()
     string(APPEND rows "    {${s_id}, ${s_name}, ${s_family}, ${s_hf_repo}, ${n_num_layers}, "
-                       "${s_pattern}, ${n_sliding_window}, ${n_num_q_heads}, ${n_num_kv_heads}, "
-                       "${n_head_dim}, ${n_kv_lora_rank}, ${n_qk_rope_head_dim}, "
+                       "${s_pattern}, ${n_sliding_window}, ${n_attention_chunk_size}, "
+                       "${n_num_q_heads}, ${n_num_kv_heads}, ${n_head_dim}, ${n_head_dim_v}, "
+                       "${n_full_layer_kv_heads}, ${n_full_layer_head_dim}, ${n_kv_lora_rank}, "
+                       "${n_qk_rope_head_dim}, ${n_qk_nope_head_dim}, ${b_sparse_mla}, "
+                       "${s_state_kind}, ${state_numbers}${s_conv_dtype}, ${s_ssm_dtype}, "
                        "${n_hidden_size}, ${n_params}, ${n_max_context}, ${s_weight_dtype}, "
                        "${s_kv_dtype}},\n")
   endforeach()

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace kvl::io {
 
@@ -38,8 +39,11 @@ Result<core::ModelSpec> modelFromRow(const ModelRow& row) {
     m.qHeads = row.qHeads;
     m.kvHeads = row.kvHeads;
     m.headDim = row.headDim;
+    m.headDimV = row.headDimV;
     m.kvLoraRank = row.kvLoraRank;
     m.qkRopeHeadDim = row.qkRopeHeadDim;
+    m.qkNopeHeadDim = row.qkNopeHeadDim;
+    m.sparseMla = row.sparseMla;
     m.hiddenSize = row.hiddenSize;
     m.params = row.params;
     m.maxContext = row.maxContext;
@@ -49,6 +53,34 @@ Result<core::ModelSpec> modelFromRow(const ModelRow& row) {
         return Error{ErrorCode::BadFile, where + "unknown dtype"};
     m.weightDtype = *weight;
     m.nativeKvDtype = *kv;
+    if (!row.stateKind.empty()) {
+        const auto kind = core::parseStateKind(row.stateKind);
+        if (!kind)
+            return Error{ErrorCode::BadFile, where + "unknown state kind"};
+        core::StateSpec st;
+        st.kind = *kind;
+        st.intermediateSize = row.stateIntermediate;
+        st.numHeads = row.stateHeads;
+        st.headDim = row.stateHeadDim;
+        st.nGroups = row.stateGroups;
+        st.stateSize = row.stateSize;
+        st.convKernel = row.stateConvKernel;
+        st.chunkSize = row.stateChunkSize;
+        st.numKeyHeads = row.stateKeyHeads;
+        st.numValueHeads = row.stateValueHeads;
+        st.keyHeadDim = row.stateKeyHeadDim;
+        st.valueHeadDim = row.stateValueHeadDim;
+        for (const auto& [text, dtype] : {std::pair{row.stateConvDtype, &st.convDtype},
+                                          std::pair{row.stateSsmDtype, &st.ssmDtype}}) {
+            if (text.empty())
+                continue;
+            const auto d = core::parseDtype(text);
+            if (!d)
+                return Error{ErrorCode::BadFile, where + "unknown state dtype"};
+            *dtype = *d;
+        }
+        m.state = st;
+    }
     std::vector<core::LayerSpec> pattern;
     for (std::size_t start = 0; start <= row.layerPattern.size();) {
         const std::size_t comma =
@@ -58,7 +90,13 @@ Result<core::ModelSpec> modelFromRow(const ModelRow& row) {
             return Error{ErrorCode::BadFile, where + "unknown layer kind in layer_pattern"};
         core::LayerSpec l;
         l.kind = *kind;
-        l.window = *kind == core::LayerKind::Sliding ? row.slidingWindow : 0;
+        l.window = *kind == core::LayerKind::Sliding   ? row.slidingWindow
+                   : *kind == core::LayerKind::Chunked ? row.chunkSize
+                                                       : 0;
+        if (*kind == core::LayerKind::Full) { // 0 where equal to the model's (as catalog.cpp)
+            l.kvHeads = row.fullLayerKvHeads != row.kvHeads ? row.fullLayerKvHeads : 0;
+            l.headDim = row.fullLayerHeadDim != row.headDim ? row.fullLayerHeadDim : 0;
+        }
         pattern.push_back(l);
         start = comma + 1;
     }

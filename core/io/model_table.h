@@ -2,8 +2,8 @@
 // The model catalog without a JSON reader: resources/models.json as a C++ table generated at
 // configure time (model_table.cmake, CMake's string(JSON)), for kvprobe, which builds on a GPU
 // machine that has no JSON library. The explorer reads the same file with nlohmann-json
-// (catalog.h); a test checks that both give the same models. The table leaves out the notes
-// (display text kvprobe does not print).
+// (catalog.h); a test checks that both give the same KV geometry. The table leaves out the
+// notes, the source and the MoE / width numbers, which kvprobe does not use.
 
 #include "core/model.h"
 #include "core/result.h"
@@ -16,13 +16,24 @@
 
 namespace kvl::io {
 
-// One models.json entry, as written there.
+// One models.json entry's KV geometry, as written there (0 / "" where absent).
 struct ModelRow {
     std::string_view id, name, family, hfRepo;
     int numLayers;
-    std::string_view layerPattern; // the cyclic layer_pattern, comma separated: "sliding,full"
-    std::int64_t slidingWindow;    // 0: none
-    int qHeads, kvHeads, headDim, kvLoraRank, qkRopeHeadDim;
+    // layer_types (one kind per layer) or the cyclic layer_pattern, comma separated:
+    // "sliding,full", "state,none,state,full"
+    std::string_view layerPattern;
+    std::int64_t slidingWindow; // 0: none
+    std::int64_t chunkSize;     // attention_chunk_size; 0: none
+    int qHeads, kvHeads, headDim, headDimV;
+    int fullLayerKvHeads, fullLayerHeadDim; // Gemma-4's full layers; 0: the model's
+    int kvLoraRank, qkRopeHeadDim, qkNopeHeadDim;
+    bool sparseMla;
+    std::string_view stateKind; // "mamba2", "gated_delta_net", ...; "": no state
+    std::int64_t stateIntermediate;
+    int stateHeads, stateHeadDim, stateGroups, stateSize, stateConvKernel, stateChunkSize;
+    int stateKeyHeads, stateValueHeads, stateKeyHeadDim, stateValueHeadDim;
+    std::string_view stateConvDtype, stateSsmDtype; // "": the model dtype
     std::int64_t hiddenSize, params, maxContext;
     std::string_view weightDtype, kvDtype; // "bf16", "fp8", ...
 };

@@ -3,6 +3,7 @@
 #include "files.h"
 #include "json.h"
 #include "json_fields.h"
+#include "model_fields.h"
 
 #include <array>
 
@@ -17,11 +18,28 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB, as core's va
 
 constexpr std::array<std::string_view, 4> kModeNames{"native", "mha", "gqa", "mqa"};
 constexpr std::array<std::string_view, 2> kScaleNames{"fp32", "fp16"};
+// core::MambaCacheMode, in order; vLLM's --mamba-cache-mode names, "auto" = vLLM's choice.
+constexpr std::array<std::string_view, 4> kMambaModeNames{"auto", "none", "align", "all"};
 
-// `sharedWindow` receives the one window of all sliding layers (0: none, or they differ and
-// each entry carries its own).
-Out layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
-    // Smallest period p with layers[i] == layers[i % p]: Gemma-3's 62 layers are 6 entries.
+// The window every sliding layer of `m` has in common, and the chunk every chunked layer has
+// (0: no such layer, or they differ and each entry carries its own).
+std::int64_t sharedWindowOf(const core::ModelSpec& m, core::LayerKind kind) {
+    std::int64_t shared = 0;
+    for (const auto& l : m.layers) {
+        if (l.kind != kind)
+            continue;
+        if (shared != 0 && shared != l.window)
+            return 0;
+        shared = l.window;
+    }
+    return shared;
+}
+
+// Smallest period p with layers[i] == layers[i % p] (Gemma-3's 62 layers are 6 entries), each
+// entry a plain kind name, or {"kind", "window", "kv_heads", "head_dim", "head_dim_v"} where
+// the layer has its own window or attention geometry.
+Out layerPatternToJson(const core::ModelSpec& m, std::int64_t slidingWindow,
+                       std::int64_t chunkSize) {
     const auto& layers = m.layers;
     std::size_t period = layers.size();
     for (std::size_t p = 1; p < layers.size(); ++p) {
@@ -33,30 +51,28 @@ Out layerPatternToJson(const core::ModelSpec& m, std::int64_t& sharedWindow) {
             break;
         }
     }
-    // Plain names plus one sliding_window when every sliding layer shares it (the catalog's
-    // form); otherwise one object per entry so any per-layer window survives.
-    bool plain = true;
-    for (std::size_t i = 0; i < period; ++i) {
-        const auto& l = layers[i];
-        if (l.kind == core::LayerKind::Sliding) {
-            if (sharedWindow != 0 && sharedWindow != l.window)
-                plain = false;
-            sharedWindow = l.window;
-        } else if (l.window != 0) {
-            plain = false;
-        }
-    }
     Out out = Out::array();
     for (std::size_t i = 0; i < period; ++i) {
         const auto& l = layers[i];
-        if (plain)
-            out.push_back(std::string(core::layerKindName(l.kind)));
-        else
-            out.push_back(
-                Out{{"kind", std::string(core::layerKindName(l.kind))}, {"window", l.window}});
+        const std::int64_t shared = l.kind == core::LayerKind::Sliding   ? slidingWindow
+                                    : l.kind == core::LayerKind::Chunked ? chunkSize
+                                                                         : 0;
+        const bool plain = l.window == shared && (shared != 0 || l.window == 0) && l.kvHeads == 0 &&
+                           l.headDim == 0 && l.headDimV == 0;
+        const std::string kind(core::layerKindName(l.kind));
+        if (plain) {
+            out.push_back(kind);
+            continue;
+        }
+        Out e = {{"kind", kind}, {"window", l.window}};
+        if (l.kvHeads != 0)
+            e["kv_heads"] = l.kvHeads;
+        if (l.headDim != 0)
+            e["head_dim"] = l.headDim;
+        if (l.headDimV != 0)
+            e["head_dim_v"] = l.headDimV;
+        out.push_back(std::move(e));
     }
-    if (!plain)
-        sharedWindow = 0;
     return out;
 }
 
@@ -66,16 +82,21 @@ Out modelToJson(const core::ModelSpec& m) {
     j["name"] = m.name;
     j["family"] = m.family;
     j["num_layers"] = m.numLayers();
-    std::int64_t window = 0;
-    j["layer_pattern"] = layerPatternToJson(m, window);
+    const std::int64_t window = sharedWindowOf(m, core::LayerKind::Sliding);
+    const std::int64_t chunk = sharedWindowOf(m, core::LayerKind::Chunked);
+    j["layer_pattern"] = layerPatternToJson(m, window, chunk);
     if (window > 0)
         j["sliding_window"] = window;
+    if (chunk > 0)
+        j["attention_chunk_size"] = chunk;
     j["num_q_heads"] = m.qHeads;
     j["num_kv_heads"] = m.kvHeads;
     j["head_dim"] = m.headDim;
     j["kv_lora_rank"] = m.kvLoraRank;
     j["qk_rope_head_dim"] = m.qkRopeHeadDim;
     j["hidden_size"] = m.hiddenSize;
+    writeArchitecture(j, m);
+    j["state"] = m.state ? writeStateSpec(*m.state) : Out(nullptr);
     j["params"] = m.params;
     j["weight_dtype"] = std::string(core::weightDtypeName(m.weightDtype));
     j["kv_dtype"] = std::string(core::dtypeName(m.nativeKvDtype));
@@ -92,7 +113,11 @@ Out gpuToJson(const core::GpuSpec& g) {
             {"vendor", g.vendor},
             {"memory_bytes", g.memoryBytes},
             {"bandwidth_gbs", g.bandwidthGBs},
-            {"memory_type", g.memoryType}};
+            {"memory_type", g.memoryType},
+            {"compute_capability", g.computeCapability},
+            {"bf16_tflops", g.bf16Tflops},
+            {"fp8_tflops", g.fp8Tflops},
+            {"source", g.source}};
 }
 
 Out formatToJson(const core::KvFormat& f) {
@@ -119,6 +144,10 @@ Out leversToJson(const core::Levers& l) {
 Out hardwareToJson(const core::Hardware& h) {
     Out j = Out::object();
     j["gpu_count"] = h.gpuCount;
+    j["pipeline_parallel"] = h.pipelineParallel;
+    j["data_parallel"] = h.dataParallel;
+    j["expert_parallel"] = h.expertParallel;
+    j["decode_context_parallel"] = h.decodeContextParallel;
     j["memory_utilization"] = h.memoryUtilization;
     j["activation_bytes"] = h.activationBytes ? Out(*h.activationBytes) : Out(nullptr);
     j["overhead_bytes"] = h.overheadBytes ? Out(*h.overheadBytes) : Out(nullptr);
@@ -132,7 +161,19 @@ Out workloadToJson(const core::Workload& w) {
     return {{"context", w.context},
             {"max_model_len", w.maxModelLen},
             {"max_num_batched_tokens", w.maxNumBatchedTokens},
-            {"target_requests", w.targetRequests}};
+            {"target_requests", w.targetRequests},
+            {"concurrency", w.concurrency}};
+}
+
+Out engineToJson(const core::EngineOptions& e) {
+    return {{"disable_hybrid_kv_cache_manager", e.disableHybridKvCacheManager},
+            {"async_scheduling", e.asyncScheduling},
+            {"max_num_seqs", e.maxNumSeqs},
+            {"mamba_cache_mode",
+             std::string(kMambaModeNames[static_cast<std::size_t>(e.mambaCacheMode)])},
+            {"mamba_ssm_cache_dtype", e.mambaSsmCacheDtype
+                                          ? Out(std::string(core::dtypeName(*e.mambaSsmCacheDtype)))
+                                          : Out(nullptr)}};
 }
 
 // --- reading --------------------------------------------------------------------------------
@@ -176,6 +217,7 @@ std::vector<core::LayerSpec> layerPatternFromJson(const Field& m) {
         p.fail("must be a non-empty array of at most " + std::to_string(core::kMaxLayers) +
                " entries, got " + std::to_string(n));
     const auto window = m["sliding_window"].optInteger(1, core::kMaxContext);
+    const auto chunk = m["attention_chunk_size"].optInteger(1, core::kMaxContext);
     std::vector<core::LayerSpec> pattern;
     for (std::size_t i = 0; i < n; ++i) {
         const Field e = p.at(i);
@@ -184,17 +226,25 @@ std::vector<core::LayerSpec> layerPatternFromJson(const Field& m) {
         if (e.isObject()) {
             kindField = e["kind"];
             l.window = e["window"].optInteger(0, core::kMaxContext).value_or(0);
+            readInt(e["kv_heads"], l.kvHeads, 0, core::kMaxHeads);
+            readInt(e["head_dim"], l.headDim, 0, core::kMaxHeadDim);
+            readInt(e["head_dim_v"], l.headDimV, 0, core::kMaxHeadDim);
         } else if (!e.isString()) {
             e.failExpected("a layer kind (a string or {\"kind\", \"window\"})");
         }
         const auto kind = core::parseLayerKind(kindField.string());
         if (!kind)
-            kindField.failOneOf({"full", "sliding", "mla"});
+            kindField.failOneOf({"full", "sliding", "chunked", "mla", "state", "none"});
         l.kind = *kind;
         if (l.kind == core::LayerKind::Sliding && e.isString()) {
             if (!window)
                 m["sliding_window"].fail("missing (layer_pattern has sliding layers)");
             l.window = *window;
+        }
+        if (l.kind == core::LayerKind::Chunked && e.isString()) {
+            if (!chunk)
+                m["attention_chunk_size"].fail("missing (layer_pattern has chunked layers)");
+            l.window = *chunk;
         }
         pattern.push_back(l);
     }
@@ -217,18 +267,13 @@ core::ModelSpec modelFromJson(const Field& j) {
     m.qkRopeHeadDim =
         static_cast<int>(j["qk_rope_head_dim"].optInteger(0, core::kMaxHeadDim).value_or(0));
     m.hiddenSize = j["hidden_size"].optInteger(0, std::int64_t{1} << 30).value_or(0);
+    readArchitecture(j, m);
+    if (const Field st = j["state"]; st.present())
+        m.state = readStateSpec(st);
     m.params = j["params"].integer(0, core::kMaxParams);
     m.maxContext = j["max_context"].integer(1, core::kMaxContext);
-    const Field wd = j["weight_dtype"];
-    const auto weight = core::parseWeightDtype(wd.string());
-    if (!weight)
-        wd.failOneOf({"fp32", "fp16", "bf16", "fp8", "int8", "int4"});
-    m.weightDtype = *weight;
-    const Field kd = j["kv_dtype"];
-    const auto kv = core::parseDtype(kd.string());
-    if (!kv)
-        kd.fail("must be a KV dtype such as fp16 or bf16, got " + kd.describe());
-    m.nativeKvDtype = *kv;
+    m.weightDtype = readWeightDtype(j["weight_dtype"]);
+    m.nativeKvDtype = readKvDtype(j["kv_dtype"]);
 
     const auto pattern = layerPatternFromJson(j);
     m.layers.resize(static_cast<std::size_t>(layers));
@@ -245,6 +290,21 @@ core::GpuSpec gpuFromJson(const Field& j) {
     g.memoryBytes = j["memory_bytes"].integer(1, kMaxBytes);
     g.bandwidthGBs = j["bandwidth_gbs"].number(0, 1e7);
     g.memoryType = j["memory_type"].optString().value_or("");
+    // Version 1 files have no compute capability or TFLOP/s: a catalog GPU takes the
+    // catalog's (vLLM's backend choice depends on the compute capability).
+    if (!j["compute_capability"].exists()) {
+        if (const core::GpuSpec* known = findGpu(g.id)) {
+            g.computeCapability = known->computeCapability;
+            g.bf16Tflops = known->bf16Tflops;
+            g.fp8Tflops = known->fp8Tflops;
+            g.source = known->source;
+        }
+        return g;
+    }
+    readInt(j["compute_capability"], g.computeCapability, 0, 1000);
+    g.bf16Tflops = j["bf16_tflops"].optNumber(0, 1e6).value_or(0);
+    g.fp8Tflops = j["fp8_tflops"].optNumber(0, 1e6).value_or(0);
+    g.source = j["source"].optString().value_or("");
     return g;
 }
 
@@ -294,6 +354,10 @@ void hardwareFromJson(const Field& j, core::Hardware& h) {
     if (!j.present())
         return;
     readInt(j["gpu_count"], h.gpuCount, 1, 4096);
+    readInt(j["pipeline_parallel"], h.pipelineParallel, 1, 4096);
+    readInt(j["data_parallel"], h.dataParallel, 1, 4096);
+    readBool(j["expert_parallel"], h.expertParallel);
+    readInt(j["decode_context_parallel"], h.decodeContextParallel, 1, 4096);
     if (const Field u = j["memory_utilization"]; u.exists())
         h.memoryUtilization = u.numberAbove(0, 1);
     // null (or absent) = KV Ledger's estimate
@@ -306,7 +370,8 @@ void hardwareFromJson(const Field& j, core::Hardware& h) {
     if (const Field v = j["weight_dtype"]; v.present()) {
         const auto d = v.isString() ? core::parseWeightDtype(v.string()) : std::nullopt;
         if (!d)
-            v.fail("must be null or one of fp32, fp16, bf16, fp8, int8, int4, got " + v.describe());
+            v.fail("must be null or one of fp32, fp16, bf16, fp8, int8, int4, fp4, got " +
+                   v.describe());
         h.weightDtype = *d;
     }
 }
@@ -317,7 +382,25 @@ core::Workload workloadFromJson(const Field& j) {
     readInt(j["max_model_len"], w.maxModelLen, 0, core::kMaxContext);
     readInt(j["max_num_batched_tokens"], w.maxNumBatchedTokens, 0, core::kMaxContext);
     readInt(j["target_requests"], w.targetRequests, 0, core::kMaxRequests);
+    readInt(j["concurrency"], w.concurrency, 0, core::kMaxRequests); // 0 = as many as fit
     return w;
+}
+
+core::EngineOptions engineFromJson(const Field& j) {
+    core::EngineOptions e;
+    readBool(j["disable_hybrid_kv_cache_manager"], e.disableHybridKvCacheManager);
+    readBool(j["async_scheduling"], e.asyncScheduling);
+    readInt(j["max_num_seqs"], e.maxNumSeqs, 0, core::kMaxRequests); // 0 = vLLM's default
+    e.mambaCacheMode = static_cast<core::MambaCacheMode>(readName(
+        j["mamba_cache_mode"], kMambaModeNames, static_cast<std::size_t>(e.mambaCacheMode)));
+    if (const Field d = j["mamba_ssm_cache_dtype"]; d.present()) {
+        const auto dt = d.isString() ? core::parseDtype(d.string()) : std::nullopt;
+        if (!dt || (*dt != core::KvDtype::Fp32 && *dt != core::KvDtype::Fp16 &&
+                    *dt != core::KvDtype::Bf16))
+            d.fail("must be null (auto) or one of fp32, fp16, bf16, got " + d.describe());
+        e.mambaSsmCacheDtype = *dt;
+    }
+    return e;
 }
 
 core::Scenario scenarioFrom(const Field& doc) {
@@ -334,6 +417,7 @@ core::Scenario scenarioFrom(const Field& doc) {
     s.levers = leversFromJson(section(doc, "levers"));
     hardwareFromJson(section(doc, "hardware"), s.hardware);
     s.workload = workloadFromJson(section(doc, "workload"));
+    s.engine = engineFromJson(section(doc, "engine"));
     if (auto problem = s.validate())
         doc.fail(*problem);
     return s;
@@ -349,6 +433,7 @@ std::string scenarioToJson(const core::Scenario& s) {
     doc["levers"] = leversToJson(s.levers);
     doc["hardware"] = hardwareToJson(s.hardware);
     doc["workload"] = workloadToJson(s.workload);
+    doc["engine"] = engineToJson(s.engine);
     return dumpJson(doc, 2) + "\n";
 }
 
@@ -369,10 +454,15 @@ core::Scenario defaultScenario() {
         s.model = *m;
     if (const auto* g = findGpu("h100-80gb"))
         s.hardware.gpu = *g;
-    // Everything else is the structs' defaults: vLLM's (auto KV dtype, paging with the block
-    // size vLLM picks, utilization 0.92, TP 1, reserves estimated); a 4K context under
-    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), where paging visibly pays
-    // against contiguous reservation.
+    // The scenario both kvledger's CLI and the window's first launch show, one vLLM runs as
+    // printed: vLLM's defaults (KV in the model's dtype, `--kv-cache-dtype auto`; paging with the
+    // block size vLLM picks; utilization 0.92; TP 1; reserves estimated), a 4K context under
+    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), and a 2K system prompt every
+    // request shares (prefix caching is on by default in vLLM v1), so the sharing lever shows.
+    // vLLM's own figures (GPU KV cache size, maximum concurrency) do not depend on the prefix.
+    s.levers.prefix.enabled = true;
+    s.levers.prefix.sharedTokens = 2048;
+    s.levers.prefix.sharingRequests = 0;
     return s;
 }
 

@@ -12,6 +12,10 @@
 
 namespace kvl::io {
 
+// Still 1: every field added since (the layout, engine options, the GPU's compute capability,
+// chunked / state / none layers, per-layer heads, the state spec, MLA and MoE numbers) is
+// optional with its old default, so version-1 files load as before, and no field changed its
+// meaning. A reader that predates them refuses the new layer kinds by name.
 inline constexpr int kScenarioFileVersion = 1;
 
 std::string scenarioToJson(const core::Scenario& s);

@@ -48,6 +48,16 @@ Run run(const QStringList& args) {
     return r;
 }
 
+// The rows below were worked by hand in the model's own dtype without a shared prefix; the
+// default scenario has a 2K shared prefix (defaultIsWhatVllmRuns checks it), so they say so.
+QStringList plain(QStringList args) {
+    if (!args.contains(QStringLiteral("--kv-dtype")))
+        args << QStringLiteral("--kv-dtype") << QStringLiteral("auto");
+    if (!args.contains(QStringLiteral("--prefix-tokens")))
+        args << QStringLiteral("--prefix-tokens") << QStringLiteral("0");
+    return args;
+}
+
 QJsonObject ledgerJson(QStringList args) {
     args.prepend(QStringLiteral("ledger"));
     args.append(QStringLiteral("--json"));
@@ -102,6 +112,16 @@ private slots:
     void windowArguments_data();
     void windowArguments();
     void readmeAgreesWithHelp();
+    void v1Fields();
+    void refusalIsAResult();
+    void blockSizeVllmRefuses();
+    void speedFields_data();
+    void speedFields();
+    void defaultIsWhatVllmRuns();
+    void planLlama70b();
+    void planJsonShape();
+    void planBadInput_data();
+    void planBadInput();
 };
 
 void TestCli::doneWhen() {
@@ -169,7 +189,7 @@ void TestCli::values() {
     QFETCH(QStringList, args);
     QFETCH(QString, field);
     QFETCH(qint64, expected);
-    const auto o = ledgerJson(args);
+    const auto o = ledgerJson(plain(args));
     QVERIFY2(o.contains(field), qPrintable(field));
     QCOMPARE(o.value(field).toInteger(), expected);
 }
@@ -305,8 +325,8 @@ void TestCli::catalogs() {
 }
 
 void TestCli::table() {
-    const Run r = run({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000",
-                       "--kv-memory-gib", "51.38"});
+    const Run r = run(plain({"ledger", "--model", "llama-3.1-8b", "--max-model-len", "16000",
+                             "--kv-memory-gib", "51.38"}));
     QCOMPARE(r.rc, 0);
     QVERIFY2(r.out.contains(QLatin1String("GPU KV cache size: 420,896 tokens")), qPrintable(r.out));
     QVERIFY(
@@ -534,6 +554,166 @@ void TestCli::windowArguments() {
     else
         QVERIFY2(QString::fromStdString(r.error().message).contains(error),
                  r.error().message.c_str());
+}
+
+void TestCli::v1Fields() {
+    // Gemma-2-9B: 21 sliding (4096) + 21 full layers -> two KV cache groups.
+    const auto o = ledgerJson({"--model", "gemma-2-9b", "--kv-memory-gib", "20"});
+    const auto mix = o.value("layer_mix").toObject();
+    QCOMPARE(mix.value("sliding").toInt() + mix.value("full").toInt(), 42);
+    const auto groups = o.value("kv_cache_groups").toArray();
+    QCOMPARE(groups.size(), 2);
+    qint64 blocks = 0;
+    for (const auto& g : groups)
+        blocks += g.toObject().value("admission_blocks").toInteger();
+    QCOMPARE(o.value("blocks_per_request").toInteger(), blocks);
+    const qint64 numBlocks = o.value("num_gpu_blocks").toInteger();
+    QCOMPARE(numBlocks, qint64(20) * (1 << 30) / o.value("bytes_per_block").toInteger());
+    // tokens = int(num_blocks / blocks_per_request x max_model_len), as vLLM main logs it.
+    const qint64 maxLen = o.value("max_model_len").toInteger();
+    QCOMPARE(o.value("gpu_kv_cache_tokens").toInteger(),
+             qint64(double(numBlocks) / double(blocks) * double(maxLen)));
+    QCOMPARE(o.value("gpu_kv_cache_tokens_legacy").toInteger(), numBlocks / 2 * 16);
+    for (const char* k : {"estimated_max_model_len", "state_bytes_per_request", "in_flight_tokens",
+                          "capacity_log_line", "layout", "max_num_seqs", "vllm_command"})
+        QVERIFY2(o.contains(QLatin1String(k)), k);
+    QVERIFY(
+        o.value("capacity_log_line").toString().startsWith(QStringLiteral("GPU KV cache size: ")));
+}
+
+void TestCli::refusalIsAResult() {
+    // vLLM refuses to start when one max_model_len request does not fit: a result, exit 0,
+    // with vLLM's own estimate.
+    const Run r =
+        run(plain({"ledger", "--model", "llama-3.1-8b", "--kv-memory-gib", "10", "--json"}));
+    QCOMPARE(r.rc, 0);
+    const auto o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY(o.value("vllm_refused").toBool());
+    QVERIFY(
+        o.value("error").toString().contains(QStringLiteral("estimated maximum model length is")));
+    QCOMPARE(o.value("estimated_max_model_len").toInteger(), qint64(81904));
+}
+
+void TestCli::blockSizeVllmRefuses() {
+    const Run r = run({"ledger", "--block-size", "8"});
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.startsWith(QStringLiteral("kvledger ledger: --block-size: vLLM has no attention "
+                                             "backend for --block-size 8")),
+             qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+    QCOMPARE(run({"ledger", "--block-size", "32"}).rc, 0);
+}
+
+void TestCli::speedFields_data() {
+    QTest::addColumn<QStringList>("extra");
+    QTest::addColumn<double>("kvBytesPerStep");
+    // Llama-3.1-8B: 32 layers x 8 KV heads x 128 x K and V = 131072 B/token in BF16.
+    // BF16 without a prefix: 32 requests x 8192 tokens (issue 11's 34.36 GB).
+    QTest::addRow("bf16") << QStringList{"--kv-dtype", "auto", "--prefix-tokens", "0"}
+                          << 32.0 * 8192 * 131072;
+    // FP8 halves it (17.18 GB).
+    QTest::addRow("fp8") << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "0"}
+                         << 32.0 * 8192 * 65536;
+    // The default scenario: BF16 and a 2K prefix read once per step, not once per request.
+    QTest::addRow("default: bf16 + 2K shared prefix")
+        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 131072;
+    QTest::addRow("fp8 + 2K shared prefix")
+        << QStringList{"--kv-dtype", "fp8"} << (32.0 * (8192 - 2048) + 2048) * 65536;
+}
+
+void TestCli::speedFields() {
+    // Issue 11's done-when: decode_step_ms is the formula with its stated eta.
+    QFETCH(QStringList, extra);
+    QFETCH(double, kvBytesPerStep);
+    const auto o = ledgerJson(QStringList{"--model", "llama-3.1-8b", "--gpu", "h100-80gb",
+                                          "--context", "8192", "--concurrency", "32"} +
+                              extra);
+    const auto a = o.value("speed_assumptions").toObject();
+    const double eta = a.value("eta_mem").toDouble();
+    const double bw = a.value("bandwidth_gbs").toDouble();
+    QCOMPARE(eta, 0.8);
+    QCOMPARE(bw, 3350.0);
+    // 16.06 GB of BF16 weights + the KV of the row, at 3350 GB/s x 0.8.
+    const double bytes = 2.0 * 8'030'261'248.0 + kvBytesPerStep;
+    QVERIFY2(std::abs(o.value("decode_step_ms").toDouble() - bytes / (bw * 1e9 * eta) * 1e3) < 1e-6,
+             qPrintable(QString::number(o.value("decode_step_ms").toDouble(), 'f', 9)));
+    QCOMPARE(o.value("regime").toString(), QStringLiteral("memory-bound"));
+    QCOMPARE(o.value("concurrency").toInteger(), qint64(32));
+    QVERIFY(std::abs(o.value("cluster_tokens_per_s").toDouble() -
+                     32 * o.value("tokens_per_s_per_user").toDouble()) < 1e-6);
+}
+
+void TestCli::defaultIsWhatVllmRuns() {
+    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults and a
+    // shared prefix), the same one the window's first launch shows.
+    const auto o = ledgerJson({});
+    QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 2));
+    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(2048) * 131072);
+    QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype auto")),
+             qPrintable(o.value("vllm_command").toString()));
+    QVERIFY(!o.value("vllm_refused").toBool());
+    QCOMPARE(o.value("context").toInteger(), qint64(4096));
+}
+
+void TestCli::planLlama70b() {
+    // Issue 10's done-when.
+    const Run r = run({"plan", "--model", "llama-3.1-70b", "--context", "32768", "--users", "50",
+                       "--gpu", "h100-80gb", "--json"});
+    QCOMPARE(r.rc, 0);
+    const auto doc = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const auto plans = doc.value("plans").toArray();
+    QCOMPARE(plans.size(), 1);
+    const auto p = plans.first().toObject();
+    QVERIFY(p.value("fits").toBool());
+    QCOMPARE(p.value("gpu").toString(), QStringLiteral("h100-80gb"));
+    QVERIFY(p.value("gpus").toInt() <= 12);
+    QCOMPARE(p.value("gpus").toInt(),
+             p.value("tp").toInt() * p.value("pp").toInt() * p.value("dp").toInt());
+    QCOMPARE(64 % p.value("tp").toInt(), 0); // vLLM: TP divides the attention heads
+    QVERIFY(p.value("cluster_requests").toInteger() >= 50);
+    const QString cmd = p.value("vllm_command").toString();
+    QVERIFY(cmd.contains(QStringLiteral("--tensor-parallel-size %1").arg(p.value("tp").toInt())));
+    QVERIFY(cmd.contains(QStringLiteral("--max-model-len 32768")));
+}
+
+void TestCli::planJsonShape() {
+    const Run r = run({"plan", "--model", "llama-3.1-70b", "--context", "8192", "--users", "10",
+                       "--gpu", "h100-80gb", "--gpu", "a10g", "--json"});
+    QCOMPARE(r.rc, 0);
+    const auto plans = QJsonDocument::fromJson(r.out.toUtf8()).object().value("plans").toArray();
+    QCOMPARE(plans.size(), 2);
+    for (const auto& v : plans) {
+        const auto p = v.toObject();
+        for (const char* k : {"gpu", "gpus", "fits", "alternatives"})
+            QVERIFY2(p.contains(QLatin1String(k)), k);
+        if (p.value("fits").toBool())
+            for (const char* k : {"tp", "pp", "dp", "ep", "dcp", "requests_per_replica",
+                                  "cluster_requests", "kv_bytes_per_gpu", "weights_bytes_per_gpu"})
+                QVERIFY2(p.contains(QLatin1String(k)), k);
+    }
+    // Best first: the kinds that fit, by GPU count.
+    QVERIFY(plans.first().toObject().value("fits").toBool());
+}
+
+void TestCli::planBadInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    QTest::addRow("no users") << QStringList{"plan"} << "--users: missing";
+    QTest::addRow("zero users") << QStringList{"plan", "--users", "0"}
+                                << "--users: must be between 1";
+    QTest::addRow("unknown gpu") << QStringList{"plan", "--users", "4", "--gpu", "h999"}
+                                 << "unknown GPU 'h999'";
+    QTest::addRow("bad rank") << QStringList{"plan", "--users", "4", "--rank", "speed"}
+                              << "--rank: expected gpus or throughput";
+}
+
+void TestCli::planBadInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    const Run r = run(args);
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
 }
 
 void TestCli::readmeAgreesWithHelp() {

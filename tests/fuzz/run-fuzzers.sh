@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with Debian's clang (ASan + UBSan) and runs each for a bounded
-# time on a copy of its corpus in tests/fuzz/corpus/<target>. New crashes land in build-fuzz/.
-# usage: tests/fuzz/run-fuzzers.sh [SECONDS_PER_TARGET]   (default 60)
+# Builds the libFuzzer targets with Debian's clang (ASan + UBSan). Each target first replays
+# every file of its corpus in tests/fuzz/corpus/<target> once (a regression test: any crash,
+# leak or timeout fails), then fuzzes for a bounded time on a copy of that corpus. New crashes
+# land in build-fuzz/. CI (.ci/run) runs it.
+# usage: tests/fuzz/run-fuzzers.sh [SECONDS_PER_TARGET]   (default 60; 0 = replay only)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
@@ -13,7 +15,13 @@ status=0
 for t in build-fuzz/tests/fuzz/fuzz_*; do
   name=$(basename "$t"); corpus=tests/fuzz/corpus/${name#fuzz_}
   work=build-fuzz/corpus-$name; rm -rf "$work"; mkdir -p "$work"; cp -r "$corpus"/. "$work"/ 2>/dev/null || true
-  echo "== $name: ${secs}s, seed corpus $(ls "$corpus" 2>/dev/null | wc -l) files"
+  [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "!! $name has no corpus in $corpus"; status=1; continue; }
+  echo "== $name: replaying $(ls "$corpus" | wc -l) corpus files"
+  if ! (cd build-fuzz && "../$t" -timeout=10 -rss_limit_mb=2048 "$(realpath "../$corpus")"/* >replay-$name.log 2>&1); then
+    echo "!! $name failed on its own corpus:"; tail -20 "build-fuzz/replay-$name.log"; status=1; continue
+  fi
+  [ "$secs" -gt 0 ] || continue
+  echo "== $name: fuzzing ${secs}s"
   if ! (cd build-fuzz && "../$t" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
          -print_final_stats=1 "../$work" 2>&1 | grep -E "^(stat::number_of_executed_units|stat::new_units_added|==.*ERROR|SUMMARY)|Done"); then
     :

@@ -3,6 +3,7 @@
 #include "core/io/json.h"
 #include "core/ledger.h"
 #include "gpu_probe/block_manager.h"
+#include "gpu_probe/cpu_simd.h"
 #include "gpu_probe/kv_quant.h"
 #include "gpu_probe/npy.h"
 #include "gpu_probe/ops.h"
@@ -14,11 +15,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -451,13 +457,15 @@ private slots:
         for (bool f16 : {true, false}) {
             const auto bytes = encodeNpy({3, 2, 4}, x, f16);
             auto r = parseNpy(bytes.data(), bytes.size());
-            QVERIFY2(std::holds_alternative<NpyArray>(r),
-                     std::get_if<std::string>(&r) ? std::get<std::string>(r).c_str() : "");
-            const NpyArray& a = std::get<NpyArray>(r);
+            QVERIFY2(r.ok(), r ? "" : r.error().message.c_str());
+            const NpyArray& a = *r;
             QCOMPARE(a.shape, (std::vector<std::int64_t>{3, 2, 4}));
             QCOMPARE(a.data, x);
-            QVERIFY(checkKvShape(a, 2, 4, "K").empty());
-            QVERIFY(checkKvShape(a, 8, 4, "K").find("does not match") != std::string::npos);
+            QVERIFY(checkKvShape(a, 2, 4, "K").ok());
+            const Status mismatch = checkKvShape(a, 8, 4, "K");
+            QVERIFY(!mismatch.ok());
+            QCOMPARE(mismatch.error().code, ErrorCode::BadFile);
+            QVERIFY(mismatch.error().message.find("does not match") != std::string::npos);
         }
     }
     void badNpy_data() {
@@ -514,16 +522,132 @@ private slots:
         QTest::addRow("header length beyond file")
             << QByteArray("\x93NUMPY\x01\x00\xff\xff{}", 12) << "truncated header";
     }
+    // Every malformed input gets the same one-line BadFile message in memory and from a file
+    // (where it names the file).
     void badNpy() {
         QFETCH(QByteArray, file);
         QFETCH(QString, expect);
         auto r = parseNpy(reinterpret_cast<const std::uint8_t*>(file.constData()),
                           std::size_t(file.size()));
-        QVERIFY(std::holds_alternative<std::string>(r));
-        QVERIFY2(
-            QString::fromStdString(std::get<std::string>(r)).contains(expect, Qt::CaseInsensitive),
-            std::get<std::string>(r).c_str());
+        QVERIFY(!r.ok());
+        QCOMPARE(r.error().code, ErrorCode::BadFile);
+        QVERIFY2(QString::fromStdString(r.error().message).contains(expect, Qt::CaseInsensitive),
+                 r.error().message.c_str());
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("bad.npy").toStdString();
+        std::ofstream(path, std::ios::binary).write(file.constData(), std::streamsize(file.size()));
+        auto loaded = loadNpy(path);
+        QVERIFY(!loaded.ok());
+        QCOMPARE(loaded.error().code, ErrorCode::BadFile);
+        const std::string message = loaded.error().message;
+        QCOMPARE(message.rfind(path + ": ", 0), std::size_t(0));
+        QVERIFY2(QString::fromStdString(message).contains(expect, Qt::CaseInsensitive),
+                 message.c_str());
+        QCOMPARE(message.find('\n'), std::string::npos);
     }
+
+    // From a file: the same array as in memory, also when the data spans many 1 MiB pieces.
+    void loadNpyMatchesParse_data() {
+        QTest::addColumn<bool>("float16");
+        QTest::addColumn<int>("tokens");
+        QTest::addRow("fp16, 3 pieces") << true << 1200;  // 1200 x 8 x 128 x 2 B = 2.4 MiB
+        QTest::addRow("fp32, 5 pieces") << false << 1200; // 4.7 MiB
+        QTest::addRow("fp16, one token") << true << 1;
+    }
+    void loadNpyMatchesParse() {
+        QFETCH(bool, float16);
+        QFETCH(int, tokens);
+        std::vector<float> x(std::size_t(tokens) * 8 * 128);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = float(int(i % 2001) - 1000) * 0.125f;
+        const auto bytes = encodeNpy({tokens, 8, 128}, x, float16);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("kv.npy").toStdString();
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+        auto loaded = loadNpy(path);
+        QVERIFY2(loaded.ok(), loaded ? "" : loaded.error().message.c_str());
+        QCOMPARE(loaded->shape, (std::vector<std::int64_t>{tokens, 8, 128}));
+        QCOMPARE(loaded->itemBytes, float16 ? 2 : 4);
+        QCOMPARE(loaded->data, x); // every value is exact in fp16
+    }
+
+    // A FIFO, a directory and a missing file are refused at once (a FIFO used to block in open).
+    void loadNpyRefusesSpecialFiles() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string fifo = dir.filePath("k.npy").toStdString();
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        auto pending = std::async(std::launch::async, [&] { return loadNpy(fifo); });
+        if (pending.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+            // unblock the reader so the test can end, then fail
+            const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+            if (writer >= 0)
+                ::close(writer);
+            pending.wait();
+            QFAIL("loadNpy blocked on a FIFO");
+        }
+        const auto fromFifo = pending.get();
+        QVERIFY(!fromFifo.ok());
+        QCOMPARE(fromFifo.error().code, ErrorCode::BadFile);
+        QVERIFY2(fromFifo.error().message.find("FIFO") != std::string::npos ||
+                     fromFifo.error().message.find("not a regular file") != std::string::npos,
+                 fromFifo.error().message.c_str());
+        const auto fromDirectory = loadNpy(dir.path().toStdString());
+        QVERIFY(!fromDirectory.ok());
+        QCOMPARE(fromDirectory.error().code, ErrorCode::BadFile);
+        const auto missing = loadNpy(dir.filePath("none.npy").toStdString());
+        QVERIFY(!missing.ok());
+        QCOMPARE(missing.error().code, ErrorCode::NotFound);
+    }
+
+    // The header is checked before the data is read or allocated: a 3 GB file that is not a .npy
+    // (sparse: it takes no disk) and a header that claims more data than the file holds each
+    // cost a few bytes of reading (the process's rchar in /proc/self/io) and no memory.
+    void loadNpyReadsOnlyTheHeaderOfBadFiles_data() {
+        QTest::addColumn<QByteArray>("head");
+        QTest::addColumn<QString>("expect");
+        QTest::addRow("3 GB, not a .npy") << QByteArray("PK\x03\x04 a zip, say") << "magic";
+        const auto claims = npyWithHeader(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 2), }\n", 0);
+        QTest::addRow("3 GB, header claims 8 GB")
+            << QByteArray(reinterpret_cast<const char*>(claims.data()), int(claims.size()))
+            << "truncated data";
+    }
+    void loadNpyReadsOnlyTheHeaderOfBadFiles() {
+        QFETCH(QByteArray, head);
+        QFETCH(QString, expect);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string path = dir.filePath("big.npy").toStdString();
+        {
+            std::ofstream out(path, std::ios::binary);
+            out.write(head.constData(), head.size());
+        }
+        QCOMPARE(::truncate(path.c_str(), off_t(3) << 30), 0);
+        auto readBytes = [] {
+            std::ifstream io("/proc/self/io");
+            std::string key;
+            long long value = 0;
+            while (io >> key >> value)
+                if (key == "rchar:")
+                    return value;
+            return -1LL;
+        };
+        const long long before = readBytes();
+        if (before < 0)
+            QSKIP("/proc/self/io is not readable here");
+        const auto loaded = loadNpy(path);
+        const long long read = readBytes() - before;
+        QVERIFY(!loaded.ok());
+        QCOMPARE(loaded.error().code, ErrorCode::BadFile);
+        QVERIFY2(QString::fromStdString(loaded.error().message).contains(expect),
+                 loaded.error().message.c_str());
+        QVERIFY2(read < 200 * 1024, qPrintable(QString("read %1 bytes").arg(read)));
+    }
+
     void npyShapeMismatchAndRealData() {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -796,6 +920,145 @@ private slots:
         const ProbeReport bad = runSweep(plan);
         QCOMPARE(bad.status, ProbeStatus::Failed);
         QCOMPARE(bad.error.code, ErrorCode::BadInput);
+    }
+
+    // ---- the CPU backend's vector kernels (cpu_simd.h), every level this CPU runs
+    void simdLevelsAndDispatch() {
+        QVERIFY(simdLevelCount() >= 1);
+        QCOMPARE(QString(simdLevel(simdLevelCount() - 1).name), QString("portable"));
+        QCOMPARE(QString(cpuSimdName()), QString(simdLevel(0).name));
+        QVERIFY(!testing::setSimdOverride("sse9"));
+        for (int i = 0; i < simdLevelCount(); ++i) {
+            const SimdKernels& level = simdLevel(i);
+            QVERIFY(testing::setSimdOverride(level.name));
+            QCOMPARE(QString(cpuSimd(128).name), QString(level.name));
+            // a width that does not divide head_dim falls to the next level down
+            QVERIFY(36 % cpuSimd(36).width == 0);
+            QCOMPARE(cpuSimd(36).width, 1);
+            QVERIFY(72 % cpuSimd(72).width == 0);
+        }
+        QVERIFY(testing::setSimdOverride(""));
+    }
+
+    // The vector store writes the same bytes as kv_quant.h's scalar quantizeTokenVector (the
+    // function the CUDA store is checked against) for every fp16 and bf16 bit pattern, zeros,
+    // subnormals, NaN and infinity rows, at every level.
+    void vectorStoreIsByteIdentical_data() {
+        QTest::addColumn<QString>("level");
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<bool>("bf16");
+        for (int i = 0; i < simdLevelCount(); ++i)
+            for (const char* format : {"fp16", "int8"})
+                for (bool bf16 : {false, true})
+                    QTest::addRow("%s %s %s-in", simdLevel(i).name, format, bf16 ? "bf16" : "fp16")
+                        << QString(simdLevel(i).name) << QString(format) << bf16;
+    }
+    void vectorStoreIsByteIdentical() {
+        QFETCH(QString, level);
+        QFETCH(QString, format);
+        QFETCH(bool, bf16);
+        QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
+        const int heads = 2, dim = 128, blockSize = 16;
+        const PageLayout layout =
+            makeLayout(fmt(format.toLatin1().constData()).format, dim, heads, blockSize).value();
+        // Rows: every 16-bit pattern in order (65536 / 128 = 512 rows, so NaN and infinity rows
+        // too), then a zero row, a negative-zero row, subnormals only, the largest finite
+        // values, and rows of values that differ in the last bit.
+        std::vector<std::uint16_t> bits;
+        for (std::uint32_t b = 0; b < 65536; ++b)
+            bits.push_back(std::uint16_t(b));
+        auto addRow = [&](auto valueOf) {
+            for (int c = 0; c < dim; ++c)
+                bits.push_back(valueOf(c));
+        };
+        addRow([](int) { return std::uint16_t(0x0000); });
+        addRow([](int) { return std::uint16_t(0x8000); });
+        addRow([](int c) { return std::uint16_t((c % 2 ? 0x8000 : 0) | (c + 1)); });
+        addRow([bf16](int c) {
+            return std::uint16_t((c % 2 ? 0x8000 : 0) | (bf16 ? 0x7f7f : 0x7bff));
+        });
+        addRow([](int c) { return std::uint16_t(0x3c00 + c); });
+        const std::int64_t tokens = std::int64_t(bits.size()) / (heads * dim);
+        std::vector<std::int64_t> slotMap(static_cast<std::size_t>(tokens)); // "slots": Qt's
+        for (std::int64_t t = 0; t < tokens; ++t)
+            slotMap[std::size_t(t)] = t;
+        const std::int64_t blocks = (tokens + blockSize - 1) / blockSize;
+        std::vector<std::uint8_t> pool(std::size_t(blocks * layout.pageBytes), 0xA5);
+        std::vector<std::uint8_t> expected = pool;
+        const std::vector<float> ones(std::size_t(heads), 1.0f);
+        StoreArgs args;
+        args.k = args.v = bits.data();
+        args.inputDtype = bf16 ? kInputBF16 : kInputF16;
+        args.numTokens = tokens;
+        args.slotMapping = slotMap.data();
+        args.pool = pool.data();
+        args.numBlocks = blocks;
+        args.layout = layout;
+        args.kScale = args.vScale = ones.data();
+        QVERIFY(cpuStore(args, 2).ok());
+        std::vector<float> row(static_cast<std::size_t>(dim));
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (int h = 0; h < heads; ++h) {
+                const std::uint16_t* in = bits.data() + (t * heads + h) * dim;
+                for (int c = 0; c < dim; ++c)
+                    row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
+                std::uint8_t* keySide = kSide(expected.data(), layout, t / blockSize, h);
+                const int offset = int(t % blockSize);
+                quantizeTokenVector(keySide, layout.k, offset, row.data(), 1.0f);
+                quantizeTokenVector(keySide + vSideOffset(layout), layout.v, offset, row.data(),
+                                    1.0f);
+            }
+        QVERIFY(testing::setSimdOverride(""));
+        for (std::size_t i = 0; i < pool.size(); ++i)
+            if (pool[i] != expected[i])
+                QFAIL(qPrintable(QString("byte %1 (page %2): %3, expected %4")
+                                     .arg(i)
+                                     .arg(std::int64_t(i) / layout.pageBytes)
+                                     .arg(pool[i])
+                                     .arg(expected[i])));
+    }
+
+    // Decode at every level and on each kernel path (direct decoders, INT8 in integers, the
+    // generic float tile, widths 16 / 8 / 1 through head_dim) against FP64 on the same pages.
+    void attentionOnEveryLevel_data() {
+        QTest::addColumn<QString>("level");
+        QTest::addColumn<QString>("format");
+        QTest::addColumn<int>("headDim");
+        QTest::addColumn<double>("bound"); // kernel vs FP64 on the same dequantized pages
+        const std::pair<const char*, int> cases[] = {{"fp16", 128},
+                                                     {"bf16", 128},
+                                                     {"fp32", 64},
+                                                     {"fp8_e4m3", 128},
+                                                     {"fp8_e5m2-per-head", 128},
+                                                     {"int8", 128},
+                                                     {"int8", 64},
+                                                     {"int8", 80},
+                                                     {"int4-g32", 128},
+                                                     {"int2-kivi", 128},
+                                                     {"fp16", 72},
+                                                     {"int8", 72},
+                                                     {"fp16", 36}};
+        for (int i = 0; i < simdLevelCount(); ++i)
+            for (auto [format, dim] : cases)
+                QTest::addRow("%s %s d%d", simdLevel(i).name, format, dim)
+                    << QString(simdLevel(i).name) << QString(format) << dim
+                    << (std::string(format) == "int8" ? 2e-4 : 1e-5);
+    }
+    void attentionOnEveryLevel() {
+        QFETCH(QString, level);
+        QFETCH(QString, format);
+        QFETCH(int, headDim);
+        QFETCH(double, bound);
+        QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
+        ProbePlan p = quickPlan(format.toLatin1().constData());
+        p.model = smallLayer(12, 3, headDim); // GQA 4: head blocks of 4
+        p.contexts = {517, 64, 1100};         // partial tiles, pages and partitions
+        p.prefixTokens = 64;
+        const ProbeResult r = runProbe(p);
+        QVERIFY(testing::setSimdOverride(""));
+        QVERIFY2(r.ok(), r.error.message.c_str());
+        QVERIFY2(r.storeCheck.ok(), r.storeCheck ? "" : r.storeCheck.error().message.c_str());
+        QVERIFY2(r.kernelVsRefRelL2 <= bound, qPrintable(QString::number(r.kernelVsRefRelL2)));
     }
 
     void codecMaxima() {

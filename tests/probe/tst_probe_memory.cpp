@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +60,17 @@ Peak measurePeak(const ProbePlan& plan) {
     if (pid == 0) {
         close(fds[0]);
         std::int64_t out[3] = {0, 0, 0};
+        // Pages touched are what the estimate counts. With transparent huge pages set to
+        // "always" (some CI kernels) the kernel backs each touched 4 KiB with 2 MiB, and the
+        // peak then measures the kernel's policy, not the probe: 0.66 GB for 0.50 GB touched
+        // was seen. prctl(2) PR_SET_THP_DISABLE turns that off for this child only.
+        prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        // glibc raises its mmap threshold each time a large mapped block is freed (mallopt(3),
+        // M_MMAP_THRESHOLD), and this child inherits whatever the earlier rows left. Above it,
+        // big buffers come from per-thread arenas, and how they fragment depends on thread
+        // timing: a CI run once measured 3.08 GB for 2.67 GB of buffers. A fixed threshold gives
+        // each large buffer its own mapping, so the figure is the probe's, not the allocator's.
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
         if (resetPeak()) {
             const std::int64_t before = statusBytes("VmRSS");
             const ProbeResult result = runProbe(plan);
@@ -107,8 +120,10 @@ private slots:
         QTest::addColumn<bool>("speed");
         QTest::addColumn<bool>("checkStore");
         // The case: estimated at 0.1 GB before, it peaked at 2.97 GB (the stream K/V).
-        QTest::addRow("int2-kivi B32 128 x 4096")
-            << "int2-kivi" << 32 << 128 << qint64(4096) << false << false;
+        // 32 requests rather than the 128 keep the row to seconds in CI; the stream K/V
+        // still outweighs the pages 8 to 1, which is what the row is about.
+        QTest::addRow("int2-kivi B32 32 x 4096")
+            << "int2-kivi" << 32 << 32 << qint64(4096) << false << false;
         QTest::addRow("fp16 B16 8 x 4096 with speed (copy yardstick)")
             << "fp16" << 16 << 8 << qint64(4096) << true << false;
         QTest::addRow("int8 B16 32 x 2048 quality only")

@@ -35,6 +35,8 @@ private slots:
     void values();
     void referenceDelta();
     void unitsAndCsv();
+    void figureScope_data();
+    void figureScope();
 };
 
 void TestLadderModel::values_data() {
@@ -158,4 +160,44 @@ void TestLadderModel::unitsAndCsv() {
 }
 
 QTEST_MAIN(TestLadderModel)
+void TestLadderModel::figureScope_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("dp");
+    QTest::addColumn<int>("scope");
+    QTest::addColumn<qint64>("bytes");
+    QTest::addColumn<qint64>("requests");
+    QTest::addColumn<QString>("label");
+    // 1000 bytes per GPU and 7 requests per replica, scaled to each scope.
+    QTest::addRow("per GPU, TP4") << 4 << 1 << 1 << 0 << qint64(1000) << qint64(7) << "per GPU";
+    QTest::addRow("replica TP4xPP2")
+        << 4 << 2 << 3 << 1 << qint64(8000) << qint64(7) << "per replica";
+    QTest::addRow("cluster TP4xPP2xDP3")
+        << 4 << 2 << 3 << 2 << qint64(24000) << qint64(21) << "cluster";
+    QTest::addRow("cluster of one GPU")
+        << 1 << 1 << 1 << 2 << qint64(1000) << qint64(7) << "cluster";
+}
+
+void TestLadderModel::figureScope() {
+    QFETCH(int, tp);
+    QFETCH(int, pp);
+    QFETCH(int, dp);
+    QFETCH(int, scope);
+    QFETCH(qint64, bytes);
+    QFETCH(qint64, requests);
+    QFETCH(QString, label);
+    core::Scenario s;
+    s.hardware.gpuCount = tp;
+    s.hardware.pipelineParallel = pp;
+    s.hardware.dataParallel = dp;
+    const auto sc = static_cast<widgets::FigureScope>(scope);
+    QCOMPARE(widgets::scopeBytes(1000, s, sc), bytes);
+    QCOMPARE(widgets::scopeRequests(7, s, sc), requests);
+    QCOMPARE(widgets::scopeLabel(sc), label);
+    // Saturates instead of wrapping.
+    if (sc == widgets::FigureScope::Cluster && tp * pp * dp > 1)
+        QCOMPARE(widgets::scopeBytes(std::numeric_limits<std::int64_t>::max() / 2, s, sc),
+                 std::numeric_limits<std::int64_t>::max());
+}
+
 #include "tst_ladder_model.moc"

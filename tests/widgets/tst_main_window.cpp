@@ -198,18 +198,26 @@ void TestMainWindow::leverChangesSeries_data() {
         s.levers.attention.enabled = true;
         s.levers.attention.mode = core::AttentionMode::Mqa;
     }) << true;
-    QTest::addRow("quantization off")
-        << Action([=](QWidget* w) { setGroupChecked(group("quantGroup")(w), false); })
-        << Expect([](core::Scenario& s) { s.levers.quant.enabled = false; }) << true;
-    QTest::addRow("kv fp8_e4m3") << Action([=](QWidget* w) {
-        QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Fp8E4M3)));
+    // Turning quantization on gives FP8, the format vLLM runs (--kv-cache-dtype fp8).
+    QTest::addRow("quantization on: fp8") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
     }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
     }) << true;
+    QTest::addRow("kv int8") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
+        QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int8)));
+    }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
+        s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+    }) << true;
     QTest::addRow("kv int4 group 64") << Action([=](QWidget* w) {
+        setGroupChecked(group("quantGroup")(w), true);
         QVERIFY(selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
         typeInto(child<QSpinBox>(w, "groupSizeSpin"), QStringLiteral("64"));
     }) << Expect([](core::Scenario& s) {
+        s.levers.quant.enabled = true;
         s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
         s.levers.quant.format.groupSize = 64;
     }) << true;
@@ -336,12 +344,12 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 264 "
-                          "MiB @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> 128 KiB/token | "
+                          "512 MiB @4K | ");
     QTest::addRow("first launch, GB")
         << true
-        << QStringLiteral("Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 67.58 KB/token | "
-                          "276.82 MB @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> 131.07 KB/token | "
+                          "536.87 MB @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -361,8 +369,21 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addColumn<Expect>("edit");
     QTest::addColumn<QStringList>("contains");
     QTest::addColumn<QStringList>("absent");
-    QTest::addRow("first launch: int8 per token-head is vLLM's int8_per_token_head")
+    QTest::addRow("first launch: vLLM's defaults")
         << Expect([](core::Scenario&) {})
+        << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
+                       "  --kv-cache-dtype auto \\\n",
+                       "  --enable-prefix-caching \\\n",
+                       "  --gpu-memory-utilization 0.92 \\\n",
+                       "  --max-model-len 8192 \\\n",
+                       "  --tensor-parallel-size 1\n"}
+        << QStringList{"not in vLLM", "--hf-overrides", "--block-size"};
+    QTest::addRow("int8 per token-head is vLLM's int8_per_token_head")
+        << Expect([](core::Scenario& s) {
+               s.levers.quant.enabled = true;
+               s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+               s.levers.paging.blockSize = 16;
+           })
         << QStringList{"vllm serve meta-llama/Meta-Llama-3-8B \\\n",
                        "  --kv-cache-dtype int8_per_token_head \\\n",
                        "  --block-size 16 \\\n",
@@ -373,6 +394,7 @@ void TestMainWindow::vllmCommand_data() {
         << QStringList{"not in vLLM", "--hf-overrides"};
     QTest::addRow("fp8 on two GPUs within the model's length")
         << Expect([](core::Scenario& s) {
+               s.levers.quant.enabled = true;
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
                s.hardware.gpuCount = 2;
                s.hardware.memoryUtilization = 0.85;
@@ -386,6 +408,7 @@ void TestMainWindow::vllmCommand_data() {
     QTest::addRow("no paging, int4, GQA-4")
         << Expect([](core::Scenario& s) {
                s.levers.paging.enabled = false;
+               s.levers.quant.enabled = true;
                s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
                s.levers.attention.enabled = true;
                s.levers.attention.mode = core::AttentionMode::Gqa;
@@ -436,6 +459,7 @@ void TestMainWindow::scenarioRoundTrip() {
     test::setGroupChecked(child<QGroupBox>(w, "attentionGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "attentionModeCombo"),
                                   int(core::AttentionMode::Mqa)));
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     test::typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("100000"));
     test::typeInto(child<QSpinBox>(w, "kvHeadsSpin"), QStringLiteral("2"));
@@ -505,8 +529,9 @@ void TestMainWindow::pinnedReference() {
     MainWindow* w = m_window.get();
     const core::Scenario pinned = w->scenario();
     w->pinReference();
-    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), false);
-    QVERIFY(!w->scenario().levers.quant.enabled);
+    // First launch keeps the model's BF16; pinning it and then turning FP8 on holds more.
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
+    QVERIFY(w->scenario().levers.quant.enabled);
     for (const widgets::CurveChart* chart : {w->memoryChart(), w->concurrencyChart()}) {
         const int ref = chart->seriesIndex(widgets::CurveChart::referenceSeriesName());
         QVERIFY(ref >= 0);
@@ -530,10 +555,10 @@ void TestMainWindow::pinnedReference() {
                      widgets::LadderModel::ExactValueRole)
                  .toLongLong(),
              now - then);
-    QVERIFY(now < then);
+    QVERIFY(now > then);
     QVERIFY(m->data(m->index(4, widgets::LadderModel::DeltaColumn))
                 .toString()
-                .startsWith(QLatin1Char('-')));
+                .startsWith(QLatin1Char('+')));
     QCOMPARE(w->breakdownChart()->segments(true).size(), std::size_t{6});
 
     w->clearReference();
@@ -645,6 +670,7 @@ void TestMainWindow::settingsRememberLastScenario() {
 
 void TestMainWindow::invalidInputKeepsLastScenario() {
     MainWindow* w = m_window.get();
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     const std::string valid = json(w->scenario());
     core::KvFormat bad = w->scenario().levers.quant.format;
@@ -764,6 +790,7 @@ void TestMainWindow::granularityRuleSharedWithCli() {
     QFETCH(QString, dtypeName);
     QFETCH(QString, granularityName);
     MainWindow* w = m_window.get();
+    test::setGroupChecked(child<QGroupBox>(w, "quantGroup"), true);
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), dtype));
     QVERIFY(test::selectComboData(child<QComboBox>(w, "granularityCombo"), granularity));
     const auto cli =

@@ -244,7 +244,9 @@ void TestProbePanel::workerNoProgressAfterCancel() {
     req.contexts = {8192};
     req.repeats = 50;
     QVERIFY(worker.start(req));
-    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toInt() >= 20, 30000);
+    // Mid-way: some progress, far from done (50 repeats). Not a fixed percentage: on a loaded
+    // machine the data generation alone can take tens of seconds.
+    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toInt() > 0, 120000);
     worker.cancel();
     QVERIFY(finished.wait(5000));
     QTest::qWait(300); // anything still queued would arrive now
@@ -372,7 +374,9 @@ void TestProbePanel::cancelWithinOneSecond() {
     QSignalSpy finished(panel(), &widgets::ProbePanel::runFinished);
     QVERIFY(panel()->run());
     // Past data generation, into the cancellable store / attention / timing loops.
-    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toInt() >= 20, 30000);
+    // Mid-way: some progress, far from done (50 repeats). Not a fixed percentage: on a loaded
+    // machine the data generation alone can take tens of seconds.
+    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toInt() > 0, 120000);
     QVERIFY(panel()->isRunning());
     QElapsedTimer t;
     t.start();

@@ -1,0 +1,114 @@
+#pragma once
+// The CPU backend's vector kernels: paged decode attention in the two-phase tile structure of a
+// GPU kernel (phase 1 gathers a tile's row addresses and scales and prefetches the next tile;
+// phase 2 decodes and dots), and the store's row quantizers. One kernel source
+// (cpu_simd_kernels.h) is compiled once per instruction set: AVX-512 and AVX2 + F16C + FMA in
+// their own translation units with their own -m flags (x86-64 only), and a portable version in
+// plain C++ for every other CPU. cpuSimd() picks the best one the CPU supports at run time.
+//
+// Only plain structs (trivial: no default member initializers, so no implicit constructor to
+// emit), function pointers and constant tables cross between the translation units. The ISA
+// units include nothing but this header and <immintrin.h>, and keep every function of their own
+// in an anonymous namespace: a C++ inline function or template they used from a shared header
+// could be emitted there with AVX-512 instructions and chosen by the linker for the whole
+// program, which would then die on a CPU without AVX-512 (the classic pitfall of per-file
+// -m flags). The cpu_simd_isolated test checks their objects define no such symbol.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvl::probe {
+
+// How the vector kernels read one side's rows: the codes as they are in the page, or (Generic)
+// rows that phase 1 dequantizes into a float tile through `decodeRow`.
+enum SimdRowKind : int {
+    kSimdGeneric = 0, // anything else: KIVI, INT4/INT2 groups, fp16-scaled INT8
+    kSimdF32,
+    kSimdF16,
+    kSimdBF16,
+    kSimdE4M3, // out-of-page scale (folded into the query / the output by the caller)
+    kSimdE5M2,
+    kSimdI8, // symmetric, one fp32 scale per token-head stored after the page's codes
+};
+
+// One side (K or V) of a KV head's slice of a page, as the kernels need it.
+struct SimdSide {
+    int kind;
+    int dataBytes;  // bytes of codes per token
+    int metaOffset; // kSimdI8: offset of the fp32 scales (one per token) from the side
+    // kSimdGeneric: dequantizes token `token` of the side at `side` into out[dim] (kv_quant.h's
+    // values, out-of-page scale not applied); `layout` is passed back as given.
+    void (*decodeRow)(const std::uint8_t* side, const void* layout, int token, float* out);
+    const void* layout;
+};
+
+// One work item of decode attention: (request, KV head, split-K partition), as one CTA.
+struct SimdAttention {
+    const float* q; // [batch, qHeads, headDim]
+    int qHeads;
+    int groupSize; // q heads per KV head
+    int kvHeads;
+    int headDim;
+    int blockSize;
+    const std::int32_t* blockTables;
+    int maxBlocksPerSeq;
+    const std::int32_t* contextLens;
+    const std::uint8_t* pool;
+    std::int64_t pageBytes;
+    std::int64_t headStride;
+    std::int64_t vSideOffset;
+    SimdSide k, v;
+    const float* kScale; // [kvHeads] out-of-page K scale (1 otherwise)
+    float smScale;
+    int maxPartitions;
+    int partitionTokens;
+    // split-K outputs, laid out as ops.cpp's AttentionScratch
+    float* maxLogit;
+    float* expSum;
+    float* partial;
+};
+
+// Quantizes one token-head row of fp16 / bf16 input bits into slot `slot` of a side. Returns
+// false, having written nothing, when it does not take the row (a NaN or infinity, whose
+// handling stays with kv_quant.h's scalar code): the caller then quantizes it that way.
+using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim,
+                              int dataBytes, int metaOffset, int slot);
+
+// The kernels of one instruction set.
+struct SimdKernels {
+    const char* name; // "avx512", "avx2", "portable"
+    int width;        // floats per vector; headDim must be a multiple of it
+    std::size_t (*workspaceFloats)(const SimdAttention& args);
+    // Runs work item `item` (= (request * kvHeads + head) * maxPartitions + partition);
+    // `workspace` holds workspaceFloats(args) floats.
+    void (*attendItem)(const SimdAttention& args, std::int64_t item, float* workspace);
+    SimdStoreRow storeF16; // fp16 codes (nullptr: not vectorized here)
+    SimdStoreRow storeI8;  // INT8 symmetric per token-head, fp32 scale
+};
+
+// Every instruction set this build has kernels for and this CPU runs, best first (at least the
+// portable one).
+int simdLevelCount();
+const SimdKernels& simdLevel(int index);
+// The kernels in use: the best level whose width divides headDim, starting from the level the
+// environment variable KVL_CPU_SIMD (avx512, avx2, portable) or setSimdOverride names.
+const SimdKernels& cpuSimd(int headDim);
+// The name of the best level this CPU runs ("avx512", ...), for `kvprobe info`.
+const char* cpuSimdName();
+
+namespace testing {
+// Forces a level by name for the next operations ("" restores the automatic choice); false
+// when this build or CPU has no such level.
+bool setSimdOverride(const char* name);
+} // namespace testing
+
+// Per-ISA tables, constant-initialized (defined in cpu_simd_*.cpp): reading one runs no code of
+// its instruction set.
+extern const SimdKernels kSimdPortable;  // 8 floats per vector, plain C++
+extern const SimdKernels kSimdPortable1; // 1 float: any headDim
+#if KVL_PROBE_HAVE_X86_SIMD
+extern const SimdKernels kSimdAvx2;
+extern const SimdKernels kSimdAvx512;
+#endif
+
+} // namespace kvl::probe

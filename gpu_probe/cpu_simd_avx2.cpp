@@ -1,0 +1,250 @@
+// The CPU kernels for AVX2 with F16C and FMA (x86-64 since Haswell / Zen): 8 floats per vector.
+// Compiled with those -m flags alone (gpu_probe/CMakeLists.txt), so everything here stays in an
+// anonymous namespace and uses nothing inline from a shared header (see cpu_simd.h).
+#include "gpu_probe/cpu_simd.h"
+
+#include <immintrin.h>
+
+namespace kvl::probe {
+
+namespace {
+
+struct Vec {
+    static constexpr int W = 8;
+    static constexpr int kAccumulators = 8;
+    __m256 v;
+    static Vec zero() { return {_mm256_setzero_ps()}; }
+    static Vec set1(float f) { return {_mm256_set1_ps(f)}; }
+    static Vec load(const float* p) { return {_mm256_loadu_ps(p)}; }
+    void store(float* p) const { _mm256_storeu_ps(p, v); }
+    static Vec fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+    static Vec max(Vec a, Vec b) { return {_mm256_max_ps(a.v, b.v)}; }
+    friend Vec operator+(Vec a, Vec b) { return {_mm256_add_ps(a.v, b.v)}; }
+    friend Vec operator-(Vec a, Vec b) { return {_mm256_sub_ps(a.v, b.v)}; }
+    friend Vec operator*(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
+    float hsum() const {
+        __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+        x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 0x55));
+        return _mm_cvtss_f32(x);
+    }
+    float hmax() const {
+        __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+        x = _mm_max_ss(x, _mm_shuffle_ps(x, x, 0x55));
+        return _mm_cvtss_f32(x);
+    }
+    float first() const { return _mm256_cvtss_f32(v); }
+};
+
+// e^x as in cpu_simd_avx512.cpp (Cephes' expf polynomial; why hand-written is said there).
+Vec expv(Vec x) {
+    const __m256 input = x.v;
+    __m256 t =
+        _mm256_min_ps(_mm256_max_ps(input, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.37626f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), t);
+    t = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), t);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(t, t), _mm256_add_ps(t, _mm256_set1_ps(1.0f)));
+    const __m256i exponent =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+    const __m256 underflow = _mm256_cmp_ps(input, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ);
+    return {_mm256_blendv_ps(result, _mm256_setzero_ps(), underflow)};
+}
+
+template <int N> void reduceN(const Vec (&s)[N], float* out) {
+    int i = 0;
+    for (; i + 4 <= N; i += 4) {
+        const __m256 ab = _mm256_hadd_ps(s[i].v, s[i + 1].v);
+        const __m256 cd = _mm256_hadd_ps(s[i + 2].v, s[i + 3].v);
+        const __m256 abcd = _mm256_hadd_ps(ab, cd); // [a b c d | a b c d] partial sums
+        _mm_storeu_ps(out + i,
+                      _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+    }
+    for (; i < N; ++i)
+        out[i] = s[i].hsum();
+}
+
+void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
+
+__m128i load8Bytes(const std::uint8_t* p) {
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+
+struct DecF32 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm256_loadu_ps(reinterpret_cast<const float*>(row) + c)};
+    }
+};
+struct DecF16 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)))};
+    }
+};
+struct DecBF16 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c));
+        return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16))};
+    }
+};
+struct DecI8 {
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(load8Bytes(row + c)))};
+    }
+    // Keys against int16 queries, 16 elements per step: the int8 codes widened to int16, then
+    // vpmaddwd (pairs of int16 products summed into int32, exactly) and an int32 add.
+    static constexpr bool kIntegerDot = true;
+    static constexpr bool kIntegerAccumulate = false;
+    static constexpr int kIntegerChunk = 16;
+    template <int NG, int NT, class TileT>
+    static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
+                              const float* q16Scale, float* logits);
+};
+struct DecE5M2 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(load8Bytes(row + c)), 8))};
+    }
+};
+// E4M3 through a half, as in cpu_simd_avx512.cpp.
+struct DecE4M3 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m128i wide = _mm_cvtepu8_epi16(load8Bytes(row + c));
+        const __m128i magnitude = _mm_and_si128(wide, _mm_set1_epi16(0x7f));
+        const __m128i sign = _mm_slli_epi16(_mm_and_si128(wide, _mm_set1_epi16(0x80)), 8);
+        const __m128i half = _mm_or_si128(sign, _mm_slli_epi16(magnitude, 7));
+        const __m256 value = _mm256_mul_ps(_mm256_cvtph_ps(half), _mm256_set1_ps(256.0f));
+        const __m256 nan = _mm256_castsi256_ps(
+            _mm256_cvtepi16_epi32(_mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7f))));
+        return {_mm256_blendv_ps(value, _mm256_set1_ps(__builtin_nanf("")), nan)};
+    }
+};
+
+#include "gpu_probe/cpu_simd_kernels.h"
+
+template <int NG, int NT, class TileT>
+void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
+                          const float* q16Scale, float* logits) {
+    __m256i sum[NG * NT];
+    for (int j = 0; j < NG * NT; ++j)
+        sum[j] = _mm256_setzero_si256();
+    for (int c = 0; c < dim; c += 16) {
+        __m256i query[NG];
+        for (int g = 0; g < NG; ++g)
+            query[g] = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(q16 + std::int64_t(g0 + g) * dim + c));
+        for (int t = 0; t < NT; ++t) {
+            const __m256i key = _mm256_cvtepi8_epi16(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile.k[i0 + t] + c)));
+            for (int g = 0; g < NG; ++g)
+                sum[g * NT + t] =
+                    _mm256_add_epi32(sum[g * NT + t], _mm256_madd_epi16(key, query[g]));
+        }
+    }
+    Vec sums[NG * NT];
+    for (int j = 0; j < NG * NT; ++j)
+        sums[j] = {_mm256_cvtepi32_ps(sum[j])};
+    float dots[NG * NT];
+    reduceN<NG * NT>(sums, dots);
+    for (int g = 0; g < NG; ++g)
+        for (int t = 0; t < NT; ++t)
+            logits[(g0 + g) * kTile + i0 + t] = dots[g * NT + t] * q16Scale[g0 + g];
+}
+
+// As storeF16 in cpu_simd_avx512.cpp.
+bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+              int, int slot) {
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    const __m128i magnitudeMask = _mm_set1_epi16(0x7fff);
+    const __m128i nanBelow = _mm_set1_epi16(bf16Input ? 0x7f80 : 0x7c00);
+    __m128i anyNan = _mm_setzero_si128();
+    for (int c = 0; c < dim; c += 8) {
+        const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c));
+        anyNan =
+            _mm_or_si128(anyNan, _mm_cmpgt_epi16(_mm_and_si128(bits, magnitudeMask), nanBelow));
+    }
+    if (_mm_movemask_epi8(anyNan))
+        return false;
+    for (int c = 0; c < dim; c += 8) {
+        const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c));
+        __m128i out = bits;
+        if (bf16Input)
+            out = _mm256_cvtps_ph(
+                _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)),
+                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * c), out);
+    }
+    return true;
+}
+
+__m256 inputRow(const std::uint16_t* in, bool bf16Input, int c) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c));
+    if (bf16Input)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    return _mm256_cvtph_ps(bits);
+}
+
+// As storeI8 in cpu_simd_avx512.cpp (the same bytes as kv_quant.h's quantizeTokenVector).
+bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+             int metaOffset, int slot) {
+    __m256i largest = _mm256_setzero_si256();
+    for (int c = 0; c < dim; c += 8)
+        largest = _mm256_max_epi32(largest,
+                                   _mm256_and_si256(_mm256_castps_si256(inputRow(in, bf16Input, c)),
+                                                    _mm256_set1_epi32(0x7fffffff)));
+    __m128i folded =
+        _mm_max_epi32(_mm256_castsi256_si128(largest), _mm256_extracti128_si256(largest, 1));
+    folded = _mm_max_epi32(folded, _mm_shuffle_epi32(folded, 0x4E));
+    folded = _mm_max_epi32(folded, _mm_shuffle_epi32(folded, 0xB1));
+    const int amaxBits = _mm_cvtsi128_si32(folded);
+    if (amaxBits >= 0x7f800000) // infinity or NaN
+        return false;
+    float amax;
+    __builtin_memcpy(&amax, &amaxBits, 4);
+    const float scale = amax / 127.0f;
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    __builtin_memcpy(side + metaOffset + std::int64_t(slot) * 4, &scale, 4);
+    if (!(scale > 0.0f)) {
+        for (int c = 0; c < dim; c += 8)
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c), _mm_setzero_si128());
+        return true;
+    }
+    const __m256 divisor = _mm256_set1_ps(scale);
+    const __m256 low = _mm256_set1_ps(-127.0f), high = _mm256_set1_ps(127.0f);
+    for (int c = 0; c < dim; c += 8) {
+        __m256 q = _mm256_round_ps(_mm256_div_ps(inputRow(in, bf16Input, c), divisor),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm256_min_ps(_mm256_max_ps(q, low), high);
+        const __m256i codes = _mm256_cvtps_epi32(q);
+        const __m128i words =
+            _mm_packs_epi32(_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c), _mm_packs_epi16(words, words));
+    }
+    return true;
+}
+
+} // namespace
+
+extern const SimdKernels kSimdAvx2 = {"avx2",     Vec::W,   workspaceFloats,
+                                      attendItem, storeF16, storeI8};
+
+} // namespace kvl::probe

@@ -1,0 +1,347 @@
+// The CPU kernels for AVX-512 (F, BW, VL, DQ, VNNI) with F16C and FMA: 16 floats per vector.
+// Compiled with those -m flags alone (gpu_probe/CMakeLists.txt), so everything here stays in an
+// anonymous namespace and uses nothing inline from a shared header (see cpu_simd.h).
+#include "gpu_probe/cpu_simd.h"
+
+#include <immintrin.h>
+
+namespace kvl::probe {
+
+namespace {
+
+struct Vec {
+    static constexpr int W = 16;
+    static constexpr int kAccumulators = 16;
+    __m512 v;
+    static Vec zero() { return {_mm512_setzero_ps()}; }
+    static Vec set1(float f) { return {_mm512_set1_ps(f)}; }
+    static Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
+    void store(float* p) const { _mm512_storeu_ps(p, v); }
+    static Vec fma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+    static Vec max(Vec a, Vec b) { return {_mm512_max_ps(a.v, b.v)}; }
+    friend Vec operator+(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
+    friend Vec operator-(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
+    friend Vec operator*(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
+    float hsum() const { return _mm512_reduce_add_ps(v); }
+    float hmax() const { return _mm512_reduce_max_ps(v); }
+    float first() const { return _mm512_cvtss_f32(v); }
+};
+
+// e^x: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes' degree-6 polynomial for expf
+// (S. L. Moshier, Cephes Math Library, expf.c), 2^n put into the exponent; about 2 ulp, far
+// inside the kernel's 1e-3 budget. Hand-written because glibc's vector expf (libmvec) is only
+// reachable through -ffast-math, which this project never uses (the store's bytes must match
+// the GPU's exactly).
+Vec expv(Vec x) {
+    const __m512 input = x.v;
+    __m512 t =
+        _mm512_min_ps(_mm512_max_ps(input, _mm512_set1_ps(-87.33654f)), _mm512_set1_ps(88.37626f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), t);
+    t = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), t);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(t, t), _mm512_add_ps(t, _mm512_set1_ps(1.0f)));
+    const __m512i exponent =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    const __m512 result = _mm512_mul_ps(p, _mm512_castsi512_ps(exponent));
+    const __mmask16 underflow = _mm512_cmp_ps_mask(input, _mm512_set1_ps(-87.33654f), _CMP_LT_OQ);
+    return {_mm512_mask_blend_ps(underflow, result, _mm512_setzero_ps())};
+}
+
+// Sums of 16 vectors in one vector, in order: pairs, then quadruples, folded together while
+// the lanes are transposed (45 instructions for 16 sums, no scalar extraction).
+__m512 reduce16(const Vec* s) {
+    __m512 pairs[8], quads[4], halves[2];
+    for (int k = 0; k < 8; ++k) // per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3)
+        pairs[k] = _mm512_add_ps(_mm512_unpacklo_ps(s[2 * k].v, s[2 * k + 1].v),
+                                 _mm512_unpackhi_ps(s[2 * k].v, s[2 * k + 1].v));
+    for (int k = 0; k < 4; ++k) // per lane: (a, b, c, d) over that lane
+        quads[k] = _mm512_add_ps(_mm512_shuffle_ps(pairs[2 * k], pairs[2 * k + 1], 0x44),
+                                 _mm512_shuffle_ps(pairs[2 * k], pairs[2 * k + 1], 0xEE));
+    for (int k = 0; k < 2; ++k) // lanes: (abcd of lanes 0+1, of 2+3, efgh of 0+1, of 2+3)
+        halves[k] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * k], quads[2 * k + 1], 0x88),
+                                  _mm512_shuffle_f32x4(quads[2 * k], quads[2 * k + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], 0x88),
+                         _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
+}
+
+// Sums of N vectors: sixteen at a time, then four at a time (128-bit lanes folded across the
+// vectors, then within), then one by one.
+template <int N> void reduceN(const Vec (&s)[N], float* out) {
+    int i = 0;
+    for (; i + 16 <= N; i += 16)
+        _mm512_storeu_ps(out + i, reduce16(s + i));
+    for (; i + 4 <= N; i += 4) {
+        const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(s[i].v, s[i + 1].v, 0x44),
+                                        _mm512_shuffle_f32x4(s[i].v, s[i + 1].v, 0xEE));
+        const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(s[i + 2].v, s[i + 3].v, 0x44),
+                                        _mm512_shuffle_f32x4(s[i + 2].v, s[i + 3].v, 0xEE));
+        // 128-bit lane j now holds 4 partial sums of vector j
+        __m512 abcd =
+            _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+        abcd = _mm512_add_ps(abcd, _mm512_permute_ps(abcd, 0x4E));
+        abcd = _mm512_add_ps(abcd, _mm512_permute_ps(abcd, 0xB1));
+        const __m128 sums = _mm512_castps512_ps128(_mm512_permutexvar_ps(
+            _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), abcd));
+        _mm_storeu_ps(out + i, sums);
+    }
+    for (; i < N; ++i)
+        out[i] = s[i].hsum();
+}
+
+void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
+
+struct DecF32 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm512_loadu_ps(reinterpret_cast<const float*>(row) + c)};
+    }
+};
+struct DecF16 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)))};
+    }
+};
+struct DecBF16 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c));
+        return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16))};
+    }
+};
+constexpr int kTileTokens = 32; // the kernel's kTile (cpu_simd_kernels.h checks they agree)
+struct DecI8 {
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
+        return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes))};
+    }
+    // Keys against int16 queries, 32 elements per step: the int8 codes widened to int16, then
+    // VNNI's vpdpwssd (pairs of int16 products summed into int32, exactly).
+    static constexpr bool kIntegerDot = true;
+    static constexpr int kIntegerChunk = 32;
+    template <int NG, int NT, class TileT>
+    static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
+                              const float* q16Scale, float* logits);
+    // Values times 15-bit weights, two tokens at a time: their rows widened to int16 and
+    // interleaved (vpunpck{l,h}wd, within 128-bit lanes), so each int32 lane of vpdpwssd sums
+    // w[2j] v[2j][c] + w[2j+1] v[2j+1][c] for one channel c. The accumulators keep the lanes'
+    // channel order; channelOf undoes it at the end.
+    static constexpr bool kIntegerAccumulate = true;
+    template <int NG, class TileT>
+    static void integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
+                                  const std::int32_t* weightPairs, const float* weightScale);
+    // A 32-channel chunk's low half (16 lanes) holds channels 0-3, 8-11, 16-19, 24-27, its high
+    // half 4-7, 12-15, 20-23, 28-31: back into channel order.
+    static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale) {
+        static_assert(kTileTokens == 32, "two vectors of weights per head");
+        const __m512 first = _mm512_loadu_ps(weights), second = _mm512_loadu_ps(weights + 16);
+        const float largest = _mm512_reduce_max_ps(_mm512_max_ps(first, second));
+        *scale = largest / 32767.0f;
+        const __m512 toInt = _mm512_set1_ps(largest > 0.0f ? 32767.0f / largest : 0.0f);
+        std::int16_t* out = reinterpret_cast<std::int16_t*>(pairs);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(first, toInt))));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + 16),
+            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(second, toInt))));
+    }
+    static void unpermute(const float* acc, int dim, float* out) {
+        const __m512i first =
+            _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+        const __m512i second =
+            _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+        for (int c = 0; c < dim; c += 32) {
+            const __m512 low = _mm512_loadu_ps(acc + c), high = _mm512_loadu_ps(acc + c + 16);
+            _mm512_storeu_ps(out + c, _mm512_permutex2var_ps(low, first, high));
+            _mm512_storeu_ps(out + c + 16, _mm512_permutex2var_ps(low, second, high));
+        }
+    }
+};
+// OCP E5M2 is the top byte of an IEEE half: exact through F16C.
+struct DecE5M2 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
+        return {_mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8))};
+    }
+};
+// OCP E4M3 (bias 7) placed in a half (bias 15): S.EEEE.MMM -> S.0EEEE.MMM0000000, times 2^8,
+// exact for normals and subnormals alike; the one NaN code (S.1111.111) is patched.
+struct DecE4M3 {
+    static constexpr bool kIntegerDot = false;
+    static constexpr bool kIntegerAccumulate = false;
+    static Vec load(const std::uint8_t* row, int c) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));
+        const __m256i wide = _mm256_cvtepu8_epi16(bytes);
+        const __m256i magnitude = _mm256_and_si256(wide, _mm256_set1_epi16(0x7f));
+        const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(wide, _mm256_set1_epi16(0x80)), 8);
+        const __m256i half = _mm256_or_si256(sign, _mm256_slli_epi16(magnitude, 7));
+        const __m512 value = _mm512_mul_ps(_mm512_cvtph_ps(half), _mm512_set1_ps(256.0f));
+        const __mmask16 nan = _mm256_cmpeq_epi16_mask(magnitude, _mm256_set1_epi16(0x7f));
+        return {_mm512_mask_blend_ps(nan, value, _mm512_set1_ps(__builtin_nanf("")))};
+    }
+};
+
+#include "gpu_probe/cpu_simd_kernels.h"
+static_assert(kTile == kTileTokens);
+
+template <int NG, int NT, class TileT>
+void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
+                          const float* q16Scale, float* logits) {
+    __m512i sum[NG * NT];
+    for (int j = 0; j < NG * NT; ++j)
+        sum[j] = _mm512_setzero_si512();
+    for (int c = 0; c < dim; c += 32) {
+        __m512i query[NG];
+        for (int g = 0; g < NG; ++g)
+            query[g] = _mm512_loadu_si512(q16 + std::int64_t(g0 + g) * dim + c);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i key = _mm512_cvtepi8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.k[i0 + t] + c)));
+            for (int g = 0; g < NG; ++g)
+                sum[g * NT + t] = _mm512_dpwssd_epi32(sum[g * NT + t], key, query[g]);
+        }
+    }
+    Vec sums[NG * NT];
+    for (int j = 0; j < NG * NT; ++j)
+        sums[j] = {_mm512_cvtepi32_ps(sum[j])};
+    alignas(64) float dots[NG * NT];
+    if constexpr (NG * NT == 16) { // one vector of sums, scaled per head at once
+        alignas(64) float scales[16];
+        for (int j = 0; j < 16; ++j)
+            scales[j] = q16Scale[g0 + j / NT];
+        _mm512_store_ps(dots, _mm512_mul_ps(reduce16(sums), _mm512_load_ps(scales)));
+    } else {
+        reduceN<NG * NT>(sums, dots);
+        for (int j = 0; j < NG * NT; ++j)
+            dots[j] *= q16Scale[g0 + j / NT];
+    }
+    for (int g = 0; g < NG; ++g)
+        __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);
+}
+
+template <int NG, class TileT>
+void DecI8::integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
+                              const std::int32_t* weightPairs, const float* weightScale) {
+    const int pairs = (tile.n + 1) / 2;
+    for (int c = 0; c < dim; c += 32) {
+        __m512i low[NG], high[NG];
+        for (int g = 0; g < NG; ++g)
+            low[g] = high[g] = _mm512_setzero_si512();
+        for (int j = 0; j < pairs; ++j) {
+            // an odd last token pairs with itself at weight 0
+            const std::uint8_t* second = 2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j];
+            const __m512i a = _mm512_cvtepi8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.v[2 * j] + c)));
+            const __m512i b = _mm512_cvtepi8_epi16(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + c)));
+            const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+            for (int g = 0; g < NG; ++g) {
+                const __m512i weight = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);
+                low[g] = _mm512_dpwssd_epi32(low[g], lo, weight);
+                high[g] = _mm512_dpwssd_epi32(high[g], hi, weight);
+            }
+        }
+        for (int g = 0; g < NG; ++g) {
+            float* out = acc + std::int64_t(g0 + g) * dim + c;
+            const __m512 scale = _mm512_set1_ps(weightScale[g0 + g]);
+            _mm512_storeu_ps(
+                out, _mm512_fmadd_ps(_mm512_cvtepi32_ps(low[g]), scale, _mm512_loadu_ps(out)));
+            _mm512_storeu_ps(out + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(high[g]), scale,
+                                                       _mm512_loadu_ps(out + 16)));
+        }
+    }
+}
+
+// fp16 input into fp16 codes is the identity for every code but NaN (kv_quant.h's floatToHalf
+// makes NaN canonical); bf16 input rounds to nearest even in F16C exactly as floatToHalf does
+// for every non-NaN value (overflow to infinity included).
+bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+              int, int slot) {
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    const __m512i magnitudeMask = _mm512_set1_epi16(0x7fff);
+    const __m512i nanBelow = _mm512_set1_epi16(bf16Input ? 0x7f80 : 0x7c00);
+    for (int c = 0; c < dim; c += 32) { // dim is a multiple of 16: check the last 16 alone
+        const int count = dim - c >= 32 ? 32 : 16;
+        const __mmask32 lanes = count == 32 ? 0xffffffffu : 0xffffu;
+        const __m512i bits = _mm512_maskz_loadu_epi16(lanes, in + c);
+        if (_mm512_mask_cmpgt_epi16_mask(lanes, _mm512_and_si512(bits, magnitudeMask), nanBelow))
+            return false;
+    }
+    if (!bf16Input) {
+        for (int c = 0; c < dim; c += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 2 * c),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c)));
+        return true;
+    }
+    for (int c = 0; c < dim; c += 16) {
+        const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c));
+        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 2 * c),
+                            _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    return true;
+}
+
+Vec inputRow(const std::uint16_t* in, bool bf16Input, int c) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c));
+    if (bf16Input)
+        return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16))};
+    return {_mm512_cvtph_ps(bits)};
+}
+
+// kv_quant.h's quantizeTokenVector for symmetric INT8 with one fp32 scale per token-head, on
+// finite rows: scale = max|x| / 127 (what max(|min|, |max|) is), q = rint(x / scale) clamped to
+// +-127, with the same IEEE division and round-to-nearest-even, so every byte is the same.
+bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+             int metaOffset, int slot) {
+    __m512i largest = _mm512_setzero_si512();
+    for (int c = 0; c < dim; c += 16) {
+        const __m512i magnitude = _mm512_and_si512(
+            _mm512_castps_si512(inputRow(in, bf16Input, c).v), _mm512_set1_epi32(0x7fffffff));
+        largest = _mm512_max_epi32(largest, magnitude);
+    }
+    const int amaxBits = _mm512_reduce_max_epi32(largest);
+    if (amaxBits >= 0x7f800000) // infinity or NaN
+        return false;
+    float amax;
+    __builtin_memcpy(&amax, &amaxBits, 4);
+    const float scale = amax / 127.0f;
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    __builtin_memcpy(side + metaOffset + std::int64_t(slot) * 4, &scale, 4);
+    if (!(scale > 0.0f)) {
+        for (int c = 0; c < dim; c += 16)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(row + c), _mm_setzero_si128());
+        return true;
+    }
+    const __m512 divisor = _mm512_set1_ps(scale);
+    const __m512 low = _mm512_set1_ps(-127.0f), high = _mm512_set1_ps(127.0f);
+    for (int c = 0; c < dim; c += 16) {
+        __m512 q = _mm512_roundscale_ps(_mm512_div_ps(inputRow(in, bf16Input, c).v, divisor),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm512_min_ps(_mm512_max_ps(q, low), high);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + c),
+                         _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
+    }
+    return true;
+}
+
+} // namespace
+
+extern const SimdKernels kSimdAvx512 = {"avx512",   Vec::W,   workspaceFloats,
+                                        attendItem, storeF16, storeI8};
+
+} // namespace kvl::probe

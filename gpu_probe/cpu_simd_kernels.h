@@ -1,0 +1,517 @@
+// The vector decode-attention kernel, written once and compiled once per instruction set: each
+// cpu_simd_*.cpp includes this file inside its own anonymous namespace (so it has no include
+// guard and must not be included anywhere else), after defining
+//
+//   struct Vec      W floats: zero(), set1(f), load(const float*), store(float*), + - *,
+//                   kAccumulators (vector registers a block may keep as accumulators),
+//                   fma(a, b, c) = a * b + c, max(a, b), hsum(), hmax(), first()
+//   Vec expv(Vec)   e^x, 0 below -87.3 (so -inf gives exactly 0)
+//   template <int N> void reduceN(const Vec (&s)[N], float* out)   out[i] = s[i].hsum()
+//   struct DecF32, DecF16, DecBF16, DecI8, DecE4M3, DecE5M2
+//                   static Vec load(const std::uint8_t* row, int c): elements c .. c+W-1 of a
+//                   row of codes as floats, before any scale
+//   void prefetch(const void*)
+//   Each decoder also says whether it dots in integers (kIntegerDot): DecI8 may, on x86, multiply
+//   the int8 keys with the queries quantized to int16 (one scale per query head, 15 bits, far
+//   finer than the bf16 queries of GPU kernels) and sum exactly in int32; it then provides
+//   template <int NG, int NT> static void integerLogits(const std::int16_t* q16, int dim,
+//   const Tile&, int i0, int g0, const float* q16Scale, float* logits), for dims that are a
+//   multiple of kIntegerChunk. A decoder with kIntegerAccumulate also accumulates the values
+//   in integers: the tile's softmax weights quantized to 15 bits per query head (relative to
+//   the tile's largest), token pairs through vpdpwssd, one float multiply-add per tile; its
+//   accumulators hold the channels in a lane order that unpermute(acc, dim, out) undoes at the end:
+//   template <int NG> static void integerAccumulate(float* acc, int dim, const Tile&, int g0,
+//   const std::int32_t* weightPairs, const float* weightScale);
+//   static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale): one
+//   head's kTile weights (0 past the tile's end) as int16, two per int32 (token 2j low), and
+//   the scale back.
+//
+// The structure is a GPU decode kernel's (vLLM's paged_attention_v2, FlashInfer's batch decode),
+// one work item = one (request, KV head, 512-token partition) as one CTA:
+//   phase 1 (gather): the next tile's row addresses and scale addresses from the block table,
+//            with a prefetch of every cache line of those rows, so the loads of tile i+1 are in
+//            flight while tile i is computed (the CPU's stand-in for issuing all of a tile's
+//            16-byte loads before decoding); rows of formats without a vector decoder are
+//            dequantized here into a float tile instead;
+//   phase 2 (compute): the GQA group's logits against the tile (each K row decoded once per
+//            group of up to 8 query heads), the online softmax's max and rescale once per tile,
+//            then the tile's V rows accumulated into the group's outputs (each V row decoded
+//            once per group of up to 8 query heads). Per-token INT8 scales multiply the logits
+//            and the softmax weights rather than every element.
+
+constexpr int kTile = 32; // tokens per tile
+
+inline float loadScale(const std::uint8_t* p) {
+    float f;
+    __builtin_memcpy(&f, p, 4);
+    return f;
+}
+
+inline void prefetchRow(const std::uint8_t* row, int bytes) {
+    for (int offset = 0; offset < bytes; offset += 64)
+        prefetch(row + offset);
+}
+
+// Phase 1's product for one tile.
+struct Tile {
+    const std::uint8_t* k[kTile];
+    const std::uint8_t* v[kTile];
+    const std::uint8_t* kMeta[kTile]; // kSimdI8: the token's fp32 scale
+    const std::uint8_t* vMeta[kTile];
+    int n;
+    int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
+};
+
+// Prefetches the rows of tokens [from, to) of a gathered tile: called a few tokens at a time
+// from the current tile's logits loop, so the next tile's loads are spread over this tile's
+// compute rather than queued all at once behind the core's few line-fill buffers.
+inline void prefetchTokens(const Tile* tile, int from, int to) {
+    if (!tile)
+        return;
+    to = to < tile->n ? to : tile->n;
+    for (int i = from; i < to; ++i) {
+        if (tile->kBytes)
+            prefetchRow(tile->k[i], tile->kBytes);
+        if (tile->vBytes)
+            prefetchRow(tile->v[i], tile->vBytes);
+    }
+}
+
+// Phase 1: where tile tokens [first, first + n) of one (request, head) live.
+inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int head,
+                       std::int64_t first, int n, Tile& tile, float* kBuffer, float* vBuffer) {
+    const bool kGeneric = a.k.kind == kSimdGeneric, vGeneric = a.v.kind == kSimdGeneric;
+    tile.n = n;
+    tile.kBytes = kGeneric ? 0 : a.k.dataBytes;
+    tile.vBytes = vGeneric ? 0 : a.v.dataBytes;
+    // The block and the offset in it advance token by token (no division per token).
+    std::int64_t blockIndex = first / a.blockSize;
+    int offset = int(first % a.blockSize);
+    const std::uint8_t* kSide = a.pool + table[blockIndex] * a.pageBytes + head * a.headStride;
+    for (int i = 0; i < n; ++i, ++offset) {
+        if (offset == a.blockSize) {
+            offset = 0;
+            ++blockIndex;
+            kSide = a.pool + table[blockIndex] * a.pageBytes + head * a.headStride;
+        }
+        const std::uint8_t* vSide = kSide + a.vSideOffset;
+        if (kGeneric) {
+            float* row = kBuffer + std::int64_t(i) * a.headDim;
+            a.k.decodeRow(kSide, a.k.layout, offset, row);
+            tile.k[i] = reinterpret_cast<const std::uint8_t*>(row);
+        } else {
+            tile.k[i] = kSide + std::int64_t(offset) * a.k.dataBytes;
+        }
+        if (vGeneric) {
+            float* row = vBuffer + std::int64_t(i) * a.headDim;
+            a.v.decodeRow(vSide, a.v.layout, offset, row);
+            tile.v[i] = reinterpret_cast<const std::uint8_t*>(row);
+        } else {
+            tile.v[i] = vSide + std::int64_t(offset) * a.v.dataBytes;
+        }
+        if (a.k.kind == kSimdI8) {
+            tile.kMeta[i] = kSide + a.k.metaOffset + std::int64_t(offset) * 4;
+            tile.vMeta[i] = vSide + a.v.metaOffset + std::int64_t(offset) * 4;
+            if (i == 0 || offset % 16 == 0) {
+                prefetch(tile.kMeta[i]);
+                prefetch(tile.vMeta[i]);
+            }
+        }
+    }
+}
+
+// Logits of query heads [g0, g0 + NG) against tokens [i0, i0 + NT) of the tile:
+// logits[g * kTile + i]. NG x NT independent accumulators hide the FMA latency; sum g * NT + t
+// belongs to head g0 + g and token i0 + t, so each head's NT logits are contiguous.
+template <class Dec, int NG, int NT>
+inline void logitsBlock(const float* queries, int dim, const Tile& tile, int i0, int g0,
+                        float* logits) {
+    Vec sum[NG * NT];
+    for (int j = 0; j < NG * NT; ++j)
+        sum[j] = Vec::zero();
+    for (int c = 0; c < dim; c += Vec::W) {
+        Vec query[NG];
+        for (int g = 0; g < NG; ++g)
+            query[g] = Vec::load(queries + std::int64_t(g0 + g) * dim + c);
+        for (int t = 0; t < NT; ++t) {
+            const Vec key = Dec::load(tile.k[i0 + t], c);
+            for (int g = 0; g < NG; ++g)
+                sum[g * NT + t] = Vec::fma(query[g], key, sum[g * NT + t]);
+        }
+    }
+    float dots[NG * NT];
+    reduceN<NG * NT>(sum, dots);
+    for (int g = 0; g < NG; ++g)
+        __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);
+}
+
+// Tokens per logits block for NG heads: as many as the accumulator registers allow.
+template <int NG> constexpr int tokensPerBlock() {
+    return NG >= Vec::kAccumulators ? 1 : Vec::kAccumulators / NG;
+}
+
+template <class Dec, int NG>
+inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, float* logits,
+                       const Tile* next) {
+    constexpr int NT = tokensPerBlock<NG>();
+    int i = 0;
+    for (; i + NT <= tile.n; i += NT) {
+        prefetchTokens(next, i, i + NT);
+        logitsBlock<Dec, NG, NT>(queries, dim, tile, i, g0, logits);
+    }
+    for (; i < tile.n; ++i) {
+        prefetchTokens(next, i, i + 1);
+        logitsBlock<Dec, NG, 1>(queries, dim, tile, i, g0, logits);
+    }
+    prefetchTokens(next, tile.n, kTile); // a last tile shorter than the next one
+}
+
+// acc[g][c0 .. c0 + NC W) += sum_i weights[g * kTile + i] * V_i for query heads [g0, g0 + NG):
+// NG x NC independent accumulators.
+template <class Dec, int NG, int NC>
+inline void accumulateBlock(float* acc, int dim, const Tile& tile, int c0, int g0,
+                            const float* weights) {
+    Vec out[NG * NC];
+    for (int g = 0; g < NG; ++g)
+        for (int k = 0; k < NC; ++k)
+            out[g * NC + k] = Vec::load(acc + std::int64_t(g0 + g) * dim + c0 + k * Vec::W);
+    for (int i = 0; i < tile.n; ++i) {
+        Vec weight[NG];
+        for (int g = 0; g < NG; ++g)
+            weight[g] = Vec::set1(weights[(g0 + g) * kTile + i]);
+        for (int k = 0; k < NC; ++k) {
+            const Vec value = Dec::load(tile.v[i], c0 + k * Vec::W);
+            for (int g = 0; g < NG; ++g)
+                out[g * NC + k] = Vec::fma(weight[g], value, out[g * NC + k]);
+        }
+    }
+    for (int g = 0; g < NG; ++g)
+        for (int k = 0; k < NC; ++k)
+            out[g * NC + k].store(acc + std::int64_t(g0 + g) * dim + c0 + k * Vec::W);
+}
+
+template <class Dec, int NG>
+inline void tileAccumulate(float* acc, int dim, const Tile& tile, int g0, const float* weights) {
+    constexpr int NC = NG >= Vec::kAccumulators ? 1 : Vec::kAccumulators / NG;
+    int c = 0;
+    for (; c + NC * Vec::W <= dim; c += NC * Vec::W)
+        accumulateBlock<Dec, NG, NC>(acc, dim, tile, c, g0, weights);
+    for (; c < dim; c += Vec::W)
+        accumulateBlock<Dec, NG, 1>(acc, dim, tile, c, g0, weights);
+}
+
+inline std::size_t roundUp16(std::size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+// The workspace: scaled queries and accumulators [group, dim], two pairs of float tiles
+// (generic rows, double-buffered with the gather), logits and weights [group, kTile], the
+// running max and sum [group], per-token scales [kTile].
+struct Workspace {
+    float *queries, *acc, *kBuffer[2], *vBuffer[2], *logits, *weights, *runMax, *runSum, *kScales,
+        *vScales, *q16Scale, *weightScale;
+    std::int16_t* q16;         // [group, dim] for integer dots
+    std::int32_t* weightPairs; // [group, kTile / 2] for integer accumulation
+};
+
+// Lays the workspace out from `base` (each piece 64-byte aligned relative to it); the floats
+// it takes.
+inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspace& w) {
+    const std::size_t group = std::size_t(a.groupSize), dim = std::size_t(a.headDim);
+    float *q16 = nullptr, *weightPairs = nullptr;
+    const struct {
+        float** slot;
+        std::size_t floats;
+    } pieces[] = {
+        {&w.queries, group * dim},
+        {&w.acc, group * dim},
+        {&w.kBuffer[0], kTile * dim},
+        {&w.kBuffer[1], kTile * dim},
+        {&w.vBuffer[0], kTile * dim},
+        {&w.vBuffer[1], kTile * dim},
+        {&w.logits, group * kTile},
+        {&w.weights, group * kTile},
+        {&w.runMax, group},
+        {&w.runSum, group},
+        {&w.kScales, kTile},
+        {&w.vScales, kTile},
+        {&w.q16Scale, group},
+        {&w.weightScale, group},
+        {&q16, (group * dim + 1) / 2},
+        {&weightPairs, group * (kTile / 2)},
+    };
+    std::size_t offset = 0;
+    for (const auto& piece : pieces) {
+        *piece.slot = base ? base + offset : nullptr;
+        offset += roundUp16(piece.floats);
+    }
+    w.q16 = reinterpret_cast<std::int16_t*>(q16);
+    w.weightPairs = reinterpret_cast<std::int32_t*>(weightPairs);
+    return offset;
+}
+
+// The query heads in blocks of 8, 4, 2 and 1, so the accumulators stay in registers.
+inline int headBlock(int left) {
+    return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+}
+
+// Integer logits (see above) over the tile's tokens in blocks of NT.
+template <class Dec, int NG>
+inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int g0,
+                              const Tile* next) {
+    if constexpr (Dec::kIntegerDot) {
+        constexpr int NT = tokensPerBlock<NG>();
+        int i = 0;
+        for (; i + NT <= tile.n; i += NT) {
+            prefetchTokens(next, i, i + NT);
+            Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
+        }
+        for (; i < tile.n; ++i) {
+            prefetchTokens(next, i, i + 1);
+            Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
+        }
+        prefetchTokens(next, tile.n, kTile);
+    }
+}
+
+template <class Dec>
+inline void integerLogitsOverHeads(const Workspace& w, int group, int dim, const Tile& tile,
+                                   const Tile* next) {
+    for (int g0 = 0; g0 < group; next = nullptr) {
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileIntegerLogits<Dec, 8>(w, dim, tile, g0, next);
+        else if (count == 4)
+            tileIntegerLogits<Dec, 4>(w, dim, tile, g0, next);
+        else if (count == 2)
+            tileIntegerLogits<Dec, 2>(w, dim, tile, g0, next);
+        else
+            tileIntegerLogits<Dec, 1>(w, dim, tile, g0, next);
+        g0 += count;
+    }
+}
+
+template <class Dec>
+inline void logitsOverHeads(const Workspace& w, int group, int dim, const Tile& tile,
+                            const Tile* next) {
+    for (int g0 = 0; g0 < group; next = nullptr) { // the next tile is prefetched once
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileLogits<Dec, 8>(w.queries, dim, tile, g0, w.logits, next);
+        else if (count == 4)
+            tileLogits<Dec, 4>(w.queries, dim, tile, g0, w.logits, next);
+        else if (count == 2)
+            tileLogits<Dec, 2>(w.queries, dim, tile, g0, w.logits, next);
+        else
+            tileLogits<Dec, 1>(w.queries, dim, tile, g0, w.logits, next);
+        g0 += count;
+    }
+}
+
+template <class Dec>
+inline void integerAccumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
+    if constexpr (Dec::kIntegerAccumulate) {
+        for (int g0 = 0; g0 < group;) {
+            const int count = headBlock(group - g0);
+            if (count == 8)
+                Dec::template integerAccumulate<8>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else if (count == 4)
+                Dec::template integerAccumulate<4>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else if (count == 2)
+                Dec::template integerAccumulate<2>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            else
+                Dec::template integerAccumulate<1>(w.acc, dim, tile, g0, w.weightPairs,
+                                                   w.weightScale);
+            g0 += count;
+        }
+    }
+}
+
+template <class Dec>
+inline void accumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
+    for (int g0 = 0; g0 < group;) {
+        const int count = headBlock(group - g0);
+        if (count == 8)
+            tileAccumulate<Dec, 8>(w.acc, dim, tile, g0, w.weights);
+        else if (count == 4)
+            tileAccumulate<Dec, 4>(w.acc, dim, tile, g0, w.weights);
+        else if (count == 2)
+            tileAccumulate<Dec, 2>(w.acc, dim, tile, g0, w.weights);
+        else
+            tileAccumulate<Dec, 1>(w.acc, dim, tile, g0, w.weights);
+        g0 += count;
+    }
+}
+
+std::size_t workspaceFloats(const SimdAttention& a) {
+    Workspace unused;
+    return workspaceLayout(a, nullptr, unused);
+}
+
+template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item, float* base) {
+    const int partitions = a.maxPartitions, heads = a.kvHeads, dim = a.headDim;
+    const int group = a.groupSize;
+    const int partition = int(item % partitions);
+    const int head = int((item / partitions) % heads);
+    const int request = int(item / (std::int64_t(partitions) * heads));
+    const std::int64_t len = a.contextLens[request];
+    const std::int64_t begin = std::int64_t(partition) * a.partitionTokens;
+    if (begin >= len)
+        return;
+    const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
+    Workspace w;
+    workspaceLayout(a, base, w);
+    const bool scaled = a.k.kind == kSimdI8;
+    const float minusInf = -__builtin_inff();
+
+    // The out-of-page K scale folds into the softmax scale (vLLM's k_scale).
+    const float queryScale = a.smScale * a.kScale[head];
+    const float* q = a.q + (std::int64_t(request) * a.qHeads + std::int64_t(head) * group) * dim;
+    for (std::int64_t i = 0; i < std::int64_t(group) * dim; ++i) {
+        w.queries[i] = q[i] * queryScale;
+        w.acc[i] = 0.0f;
+    }
+    for (int g = 0; g < group; ++g) {
+        w.runMax[g] = minusInf;
+        w.runSum[g] = 0.0f;
+    }
+    for (int i = 0; i < kTile; ++i)
+        w.kScales[i] = w.vScales[i] = 1.0f;
+    bool integerDot = false, integerAccumulate = false;
+    if constexpr (Dec::kIntegerDot) {
+        integerDot = dim % Dec::kIntegerChunk == 0 && dim <= 256; // int32 sums cannot overflow
+        integerAccumulate = integerDot && Dec::kIntegerAccumulate;
+        for (int g = 0; integerDot && g < group; ++g) {
+            const float* row = w.queries + std::int64_t(g) * dim;
+            Vec high = Vec::zero();
+            for (int c = 0; c < dim; c += Vec::W) {
+                const Vec x = Vec::load(row + c);
+                high = Vec::max(high, Vec::max(x, Vec::zero() - x));
+            }
+            const float largest = high.hmax();
+            const float toInt = largest > 0.0f ? 32767.0f / largest : 0.0f;
+            w.q16Scale[g] = largest / 32767.0f;
+            for (int c = 0; c < dim; ++c) {
+                const float x = row[c] * toInt;
+                w.q16[std::int64_t(g) * dim + c] = std::int16_t(x >= 0.0f ? x + 0.5f : x - 0.5f);
+            }
+        }
+    }
+
+    const std::int32_t* table = a.blockTables + std::int64_t(request) * a.maxBlocksPerSeq;
+    Tile tiles[2];
+    int current = 0;
+    auto tileLength = [&](std::int64_t first) {
+        return int(end - first < kTile ? end - first : kTile);
+    };
+    gatherTile(a, table, head, begin, tileLength(begin), tiles[0], w.kBuffer[0], w.vBuffer[0]);
+    for (std::int64_t first = begin; first < end; first += kTile) {
+        // Phase 1 for the next tile, then phase 2 for this one.
+        const std::int64_t nextFirst = first + kTile;
+        if (nextFirst < end)
+            gatherTile(a, table, head, nextFirst, tileLength(nextFirst), tiles[1 - current],
+                       w.kBuffer[1 - current], w.vBuffer[1 - current]);
+        const Tile& tile = tiles[current];
+        const int n = tile.n;
+        if (scaled)
+            for (int i = 0; i < n; ++i) {
+                w.kScales[i] = loadScale(tile.kMeta[i]);
+                w.vScales[i] = loadScale(tile.vMeta[i]);
+            }
+        const Tile* next = nextFirst < end ? &tiles[1 - current] : nullptr;
+        if (integerDot)
+            integerLogitsOverHeads<Dec>(w, group, dim, tile, next);
+        else
+            logitsOverHeads<Dec>(w, group, dim, tile, next);
+        // Online softmax, once per tile: the new max, one rescale of the running sum and the
+        // accumulators, the tile's weights (padding tokens have logit -inf, weight 0).
+        for (int g = 0; g < group; ++g) {
+            float* logits = w.logits + g * kTile;
+            float* weights = w.weights + g * kTile;
+            if (scaled)
+                for (int i = 0; i < n; ++i)
+                    logits[i] *= w.kScales[i];
+            for (int i = n; i < kTile; ++i)
+                logits[i] = minusInf;
+            Vec high = Vec::load(logits);
+            for (int i = Vec::W; i < kTile; i += Vec::W)
+                high = Vec::max(high, Vec::load(logits + i));
+            const float tileMax = high.hmax();
+            const float oldMax = w.runMax[g];
+            const float newMax = oldMax > tileMax ? oldMax : tileMax;
+            const float correction =
+                oldMax == minusInf ? 0.0f : expv(Vec::set1(oldMax - newMax)).first();
+            Vec sum = Vec::zero();
+            const Vec shift = Vec::set1(newMax);
+            for (int i = 0; i < kTile; i += Vec::W) {
+                const Vec weight = expv(Vec::load(logits + i) - shift);
+                sum = sum + weight;
+                (scaled ? weight * Vec::load(w.vScales + i) : weight).store(weights + i);
+            }
+            w.runSum[g] = w.runSum[g] * correction + sum.hsum();
+            w.runMax[g] = newMax;
+            if (correction != 1.0f) {
+                float* acc = w.acc + std::int64_t(g) * dim;
+                const Vec factor = Vec::set1(correction);
+                for (int c = 0; c < dim; c += Vec::W)
+                    (Vec::load(acc + c) * factor).store(acc + c);
+            }
+        }
+        if (integerAccumulate) {
+            if constexpr (Dec::kIntegerAccumulate)
+                for (int g = 0; g < group; ++g)
+                    Dec::quantizeWeights(w.weights + g * kTile, w.weightPairs + g * (kTile / 2),
+                                         w.weightScale + g);
+            integerAccumulateOverHeads<Dec>(w, group, dim, tile);
+        } else {
+            accumulateOverHeads<Dec>(w, group, dim, tile);
+        }
+        current = 1 - current;
+    }
+    for (int g = 0; g < group; ++g) {
+        const std::int64_t index =
+            (std::int64_t(request) * a.qHeads + std::int64_t(head) * group + g) * partitions +
+            partition;
+        a.maxLogit[index] = w.runMax[g];
+        a.expSum[index] = w.runSum[g];
+        const float* acc = w.acc + std::int64_t(g) * dim;
+        float* partial = a.partial + index * dim;
+        if constexpr (Dec::kIntegerAccumulate) {
+            if (integerAccumulate) {
+                Dec::unpermute(acc, dim, partial);
+                continue;
+            }
+        }
+        for (int c = 0; c < dim; ++c)
+            partial[c] = acc[c];
+    }
+}
+
+// Sides of different kinds (never the case for the probe's formats) both go the generic way.
+void attendItem(const SimdAttention& a, std::int64_t item, float* workspace) {
+    if (a.k.kind != a.v.kind || a.k.kind == kSimdGeneric || a.k.kind == kSimdF32) {
+        if (a.k.kind != a.v.kind && (a.k.kind != kSimdGeneric || a.v.kind != kSimdGeneric)) {
+            SimdAttention generic = a;
+            generic.k.kind = generic.v.kind = kSimdGeneric;
+            return attendItemT<DecF32>(generic, item, workspace);
+        }
+        return attendItemT<DecF32>(a, item, workspace);
+    }
+    switch (a.k.kind) {
+    case kSimdF16:
+        return attendItemT<DecF16>(a, item, workspace);
+    case kSimdBF16:
+        return attendItemT<DecBF16>(a, item, workspace);
+    case kSimdE4M3:
+        return attendItemT<DecE4M3>(a, item, workspace);
+    case kSimdE5M2:
+        return attendItemT<DecE5M2>(a, item, workspace);
+    case kSimdI8:
+        return attendItemT<DecI8>(a, item, workspace);
+    default:
+        return attendItemT<DecF32>(a, item, workspace);
+    }
+}
