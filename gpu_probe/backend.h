@@ -1,8 +1,9 @@
 #pragma once
-// A backend runs the two operations on its memory: `cpu` (always) and `cuda` (when compiled
-// with KVL_PROBE_HAVE_CUDA and a device is present). Library code returns kvl::Status /
-// kvl::Result (core/result.h); only the CLI prints and exits, as FlashInfer's C++ API returns
-// cudaError_t instead of aborting.
+// A backend runs the two operations on its memory: `cpu` (always), `cuda` (when compiled
+// with KVL_PROBE_HAVE_CUDA and a device is present) and `emulated-cuda` (the CUDA kernels' own
+// source run on the CPU by the SIMT emulator in emu/, built wherever CUDA's headers are found).
+// Library code returns kvl::Status / kvl::Result (core/result.h); only the CLI prints and exits, as
+// FlashInfer's C++ API returns cudaError_t instead of aborting.
 
 #include "core/result.h"
 #include "gpu_probe/op_args.h"
@@ -17,7 +18,7 @@
 namespace kvl::probe {
 
 struct BackendInfo {
-    std::string name; // "cpu", "cuda"
+    std::string name; // "cpu", "cuda", "emulated-cuda"
     bool available = false;
     std::string reason; // why not, when unavailable
     std::string device; // "AMD EPYC ... (2 threads)", "NVIDIA H200"
@@ -55,13 +56,22 @@ public:
     // Runs fn `warmup` times, then `repeats` timed runs; the median in ms (CUDA events on the
     // GPU, the steady clock on the CPU).
     virtual Result<double> time(const std::function<Status()>& fn, int warmup, int repeats) = 0;
+    // The device's last-level cache (the GPU's L2); 0 when unknown. A pool under 4x this may be
+    // partly cache-resident when timed back to back, and the run says so.
+    virtual std::int64_t cacheBytes() const { return 0; }
+    // A backend that runs every CUDA thread as a fiber on the CPU: the check sizes its cases down
+    // for it.
+    virtual bool isEmulator() const { return false; }
 
     void setCancel(const std::atomic<bool>* c) { m_cancel = c; }
     void setThreads(int n) { m_threads = n; }
+    // The run's seed: the emulator derives its schedules from it (other backends ignore it).
+    void setSeed(std::uint64_t seed) { m_seed = seed; }
 
 protected:
     const std::atomic<bool>* m_cancel = nullptr;
     int m_threads = 0;
+    std::uint64_t m_seed = 1;
 };
 
 // BadInput for an unknown name, Unsupported when the backend is not compiled, NoDevice when it
@@ -105,5 +115,9 @@ private:
 Result<std::unique_ptr<Backend>> makeCudaBackend();
 BackendInfo cudaBackendInfo();
 #endif
+// The SIMT emulator's backend (emu/emulated_backend.cpp); Unsupported, and an unavailable info
+// saying why, in a build without it (emu/not_built.cpp).
+Result<std::unique_ptr<Backend>> makeEmulatedCudaBackend();
+BackendInfo emulatedCudaBackendInfo();
 
 } // namespace kvl::probe

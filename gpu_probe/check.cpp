@@ -33,6 +33,7 @@ struct CheckRun {
     CheckReport& report;
     const std::atomic<bool>* cancel;
     std::mt19937_64 rng;
+    bool emulated = false; // shapes sized for the SIMT emulator (Backend::isEmulator)
 
     void add(std::string name, bool passed, std::string detail) {
         report.cases.push_back({std::move(name), passed, std::move(detail)});
@@ -64,15 +65,26 @@ std::string describeShape(const ProbePlan& plan) {
     return shape;
 }
 
+// The head dims of the catalog's models, each where the format accepts it (a group must divide
+// head_dim).
+int pickHeadDim(CheckRun& check, const core::KvFormat& kv) {
+    std::vector<int> dims;
+    for (int d : {64, 80, 96, 112, 128, 160, 192, 256})
+        if (!core::validate(kv, d))
+            dims.push_back(d);
+    return dims[std::size_t(check.rng() % dims.size())];
+}
+
 // Odd lengths, partial last pages, more than one split-K partition; with `share` a batch that
-// shares a prefix of at least one full block.
+// shares a prefix of at least one full block. On the emulator (every CUDA thread a fiber) the
+// shapes are small: 1-2 KV heads, and the first request always crosses a 512-token partition so
+// each case runs the split-K reduce.
 ProbePlan randomCase(CheckRun& check, const ProbeFormat& format, int blockSize, bool share) {
     const core::KvFormat& kv = format.format;
-    const int headDim = kv.granularity == core::Granularity::PerGroup && kv.groupSize == 128
-                            ? 128
-                            : check.pick({64, 128});
-    const int kvHeads = check.pick({1, 2, 4, 8});
-    const int groupSize = check.pick({1, 2, 4, 8});
+    const int headDim = pickHeadDim(check, kv);
+    const int kvHeads = check.emulated ? check.pick({1, 2}) : check.pick({1, 2, 4, 8});
+    // 12 splits the GQA group over two CTAs (8 + 4 q heads) on the CUDA backends.
+    const int groupSize = check.pick({1, 2, 4, 8, 12});
     const std::uint64_t maxExtra = check.plan.quick ? 300 : 1400;
     ProbePlan plan;
     plan.backend = check.plan.backend;
@@ -84,6 +96,8 @@ ProbePlan randomCase(CheckRun& check, const ProbeFormat& format, int blockSize, 
     for (int r = 0; r < batch; ++r)
         plan.contexts.push_back((share ? 2 * blockSize + 1 : 1) +
                                 std::int64_t(check.rng() % maxExtra));
+    if (check.emulated)
+        plan.contexts[0] = kPartitionTokens + 1 + std::int64_t(check.rng() % 300);
     const std::int64_t shortest = *std::min_element(plan.contexts.begin(), plan.contexts.end());
     plan.prefixTokens =
         share ? blockSize + std::int64_t(check.rng() % std::uint64_t(shortest - blockSize)) : 0;
@@ -193,6 +207,7 @@ CheckReport runCheck(const CheckPlan& plan, const ProgressFn& progress,
                      const std::atomic<bool>* cancel) {
     CheckReport report;
     report.backend = plan.backend;
+    bool emulated = false;
     {
         auto backend = makeBackend(plan.backend);
         if (!backend) {
@@ -200,8 +215,9 @@ CheckReport runCheck(const CheckPlan& plan, const ProgressFn& progress,
             return report;
         }
         report.device = (*backend)->deviceName();
+        emulated = (*backend)->isEmulator();
     }
-    CheckRun check{plan, report, cancel, std::mt19937_64(plan.seed)};
+    CheckRun check{plan, report, cancel, std::mt19937_64(plan.seed), emulated};
     const auto formats = allProbeFormats();
     const std::vector<int> blockSizes = {16, 32, 64};
     const int trials = plan.quick ? 1 : 2;

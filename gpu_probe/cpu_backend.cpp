@@ -157,6 +157,7 @@ std::vector<BackendInfo> listBackends() {
     cuda.reason = "not compiled: no CUDA compiler was found when this build was configured";
     out.push_back(cuda);
 #endif
+    out.push_back(emulatedCudaBackendInfo());
     return out;
 }
 
@@ -171,7 +172,10 @@ Result<std::unique_ptr<Backend>> makeBackend(const std::string& name) {
                      "cuda backend unavailable: not compiled (no CUDA compiler at configure time)"};
 #endif
     }
-    return Error{ErrorCode::BadInput, "unknown backend '" + name + "' (use cpu or cuda)"};
+    if (name == "emulated-cuda")
+        return makeEmulatedCudaBackend();
+    return Error{ErrorCode::BadInput,
+                 "unknown backend '" + name + "' (use cpu, cuda or emulated-cuda)"};
 }
 
 } // namespace kvl::probe

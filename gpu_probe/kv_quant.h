@@ -301,31 +301,50 @@ KVL_HD GroupParams groupParams(const SideLayout& s, float mn, float mx) {
 }
 
 // Quantizes one value with explicit scale (and zero); returns the code. fp8 codecs with an
-// out-of-page scale take scale = the tensor/head scale. A zero scale stores zeros.
-KVL_HD std::uint32_t quantizeValue(const SideLayout& s, float x, float scale, float zero) {
-    switch (s.codec) {
-    case kCodecF32:
+// out-of-page scale take scale = the tensor/head scale. A zero scale stores zeros. The codec is
+// a template parameter so a kernel per format has no per-element switch; quantizeValue below is
+// the runtime-dispatched form over the same arithmetic (one definition, identical codes).
+template <int Codec> KVL_HD std::uint32_t quantizeCode(float x, float scale, float zero, int bits) {
+    if constexpr (Codec == kCodecF32) {
         return floatToBits(x);
-    case kCodecF16:
+    } else if constexpr (Codec == kCodecF16) {
         return floatToHalf(x);
-    case kCodecBF16:
+    } else if constexpr (Codec == kCodecBF16) {
         return floatToBf16(x);
-    case kCodecE4M3:
+    } else if constexpr (Codec == kCodecE4M3) {
         return floatToE4m3(scale > 0.0f ? x / scale : 0.0f);
-    case kCodecE5M2:
+    } else if constexpr (Codec == kCodecE5M2) {
         return floatToE5m2(scale > 0.0f ? x / scale : 0.0f);
-    case kCodecIntSym: {
-        const int qmax = intQmax(s.bits, s.codec);
+    } else if constexpr (Codec == kCodecIntSym) {
+        const int qmax = intQmax(bits, Codec);
         float q = scale > 0.0f ? roundEven(x / scale) : 0.0f;
         q = fminf(fmaxf(q, -float(qmax)), float(qmax));
-        return std::uint32_t(int(q)) & ((s.bits == 32) ? 0xffffffffu : ((1u << s.bits) - 1u));
-    }
-    case kCodecIntAsym: {
-        const int qmax = intQmax(s.bits, s.codec);
+        return std::uint32_t(int(q)) & ((bits == 32) ? 0xffffffffu : ((1u << bits) - 1u));
+    } else {
+        static_assert(Codec == kCodecIntAsym, "unknown codec");
+        const int qmax = intQmax(bits, Codec);
         float q = scale > 0.0f ? roundEven((x - zero) / scale) : 0.0f;
         q = fminf(fmaxf(q, 0.0f), float(qmax));
         return std::uint32_t(int(q));
     }
+}
+
+KVL_HD std::uint32_t quantizeValue(const SideLayout& s, float x, float scale, float zero) {
+    switch (s.codec) {
+    case kCodecF32:
+        return quantizeCode<kCodecF32>(x, scale, zero, s.bits);
+    case kCodecF16:
+        return quantizeCode<kCodecF16>(x, scale, zero, s.bits);
+    case kCodecBF16:
+        return quantizeCode<kCodecBF16>(x, scale, zero, s.bits);
+    case kCodecE4M3:
+        return quantizeCode<kCodecE4M3>(x, scale, zero, s.bits);
+    case kCodecE5M2:
+        return quantizeCode<kCodecE5M2>(x, scale, zero, s.bits);
+    case kCodecIntSym:
+        return quantizeCode<kCodecIntSym>(x, scale, zero, s.bits);
+    case kCodecIntAsym:
+        return quantizeCode<kCodecIntAsym>(x, scale, zero, s.bits);
     }
     return 0;
 }

@@ -65,8 +65,8 @@ constexpr std::int64_t kNoRange = 1, kNoRangeHigh = 0;
 constexpr std::int64_t kMaxContext = std::int64_t(1) << 24;
 
 const OptionSpec kOptions[] = {
-    {"--backend", "cpu|cuda", kCheck | kRun | kBench, 0, kNoRange, kNoRangeHigh, defaultBackend,
-     "the backend to measure on"},
+    {"--backend", "cpu|cuda|emulated-cuda", kCheck | kRun | kBench, 0, kNoRange, kNoRangeHigh,
+     defaultBackend, "the backend to measure on"},
     {"--model", "ID", kRun, kRun, kNoRange, kNoRangeHigh, nullptr,
      "catalog id of the model whose layer is probed (llama-3-8b, ...)"},
     {"--kv-dtype", "X", kRun, kRun, kNoRange, kNoRangeHigh, nullptr, "KV format (see below)"},

@@ -244,6 +244,7 @@ Status prepareRun(ProbeRun& run) {
     run.backend = std::move(*backend);
     run.backend->setCancel(run.cancel);
     run.backend->setThreads(run.plan.threads);
+    run.backend->setSeed(run.plan.seed);
     run.result.device = run.backend->deviceName();
     if (Status loaded = loadRealKv(run); !loaded)
         return loaded;
@@ -613,6 +614,12 @@ Status timeAttentionRun(ProbeRun& run) {
     if (!attentionMs)
         return attentionMs.error();
     run.attentionMs = *attentionMs;
+    // Timed launches run back to back: a pool the cache can hold much of reads partly from it.
+    if (const std::int64_t cache = run.backend->cacheBytes();
+        cache > 0 && run.poolBytes() < 4 * cache)
+        run.result.notes.push_back(
+            "pool under 4x the device's " + std::to_string(cache >> 20) +
+            " MiB L2: partly cache-resident when timed, bandwidth overstated");
     return {};
 }
 

@@ -2,8 +2,7 @@
 // cudaMemGetInfo as the device's own account. Every failure becomes a kvl::Error.
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cuda/cuda_check.h"
-#include "gpu_probe/cuda/decode_kernel.cuh"
-#include "gpu_probe/cuda/store_kernel.cuh"
+#include "gpu_probe/cuda/launchers.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
@@ -93,11 +92,11 @@ public:
         return {};
     }
     Status store(const StoreArgs& a) override {
-        KVL_CUDA_TRY(launchStore(a, m_stream));
+        KVL_CUDA_TRY(cuda::launchStore(a, m_stream));
         return {};
     }
     Status attention(const AttentionArgs& a) override {
-        const cudaError_t e = launchAttention(a, m_stream);
+        const cudaError_t e = cuda::launchAttention(a, m_stream);
         if (e == cudaErrorNotSupported) {
             (void)cudaGetLastError();
             return Error{ErrorCode::Unsupported,

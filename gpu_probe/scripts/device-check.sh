@@ -13,7 +13,8 @@
 # TAG is the GPU and the date (nvidia-h200-2026-12-01), ready for gpu_probe/results/.
 # Stages: 1 environment (nvidia-smi, nvcc, cmake, memory); 2 configure + build (probe-only, sm_90
 # only, Ninja when present, nvcc --threads=0; exit 2 when the CUDA backend is off); 3 ctest in
-# that build (its tests are the quick ones); 4 kvprobe check --backend cuda; 5 kvprobe bench
+# that build (its tests are the quick ones, the device's check --quick and ptxas_resources among
+# them; that one's verdict goes to the summary); 4 kvprobe check --backend cuda; 5 kvprobe bench
 # --quick with --jsonl, so a timeout keeps the rows that ran; 6 compute-sanitizer memcheck on one
 # small run (skipped when absent or out of time); 7 the logs into one tar. Every stage has a time
 # limit inside the whole budget (KVL_DEVICE_BUDGET_S, default 450 s; the build alone
@@ -25,11 +26,13 @@
 #   gpu_probe/scripts/device-check.sh                          # on the GPU machine, OUT set there
 #   KVL_DEVICE_BACKEND=cpu gpu_probe/scripts/device-check.sh   # rehearsal anywhere: the same
 #                                                              # stages, CPU backend, no CUDA
+#   KVL_DEVICE_DRY_RUN=1 gpu_probe/scripts/device-check.sh     # print each stage's command only
 set -u -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BACKEND="${KVL_DEVICE_BACKEND:-cuda}"
 BUDGET="${KVL_DEVICE_BUDGET_S:-450}"
+DRY_RUN="${KVL_DEVICE_DRY_RUN:-0}"
 OUT="${OUT:-$ROOT/out}"
 BUILD="${BUILD:-$ROOT/build-device}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 4)}"
@@ -85,6 +88,11 @@ stage() {
         TABLE+="$(printf '%-12s %6s %6s  %s' "$name" skip 0 'out of time')"$'\n'
         return 124
     fi
+    if [ "$DRY_RUN" = 1 ]; then
+        say "$name: would run (limit ${limit}s, stdout to ${out#"$ROOT"/}): $*"
+        TABLE+="$(printf '%-12s %6s %6s  %s' "$name" dry 0 'dry run')"$'\n'
+        return 0
+    fi
     say "$name: start (limit ${limit}s)"
     local t=$SECONDS
     if [ "$out" = "$log" ]; then
@@ -114,7 +122,7 @@ rc=$?
 if [ $rc -ne 0 ]; then
     tail -20 "$LOGS/configure.log" | tee -a "$SUMMARY"
     say "configure failed"; STATUS=2
-elif [ "$BACKEND" = cuda ] && ! grep -q "CUDA backend ON" "$LOGS/configure.log"; then
+elif [ "$BACKEND" = cuda ] && [ "$DRY_RUN" != 1 ] && ! grep -q "CUDA backend ON" "$LOGS/configure.log"; then
     grep "CUDA" "$LOGS/configure.log" | tail -5 | tee -a "$SUMMARY"
     say "the CUDA backend is OFF (no CUDA compiler found at configure time)"; STATUS=2
 fi
@@ -130,18 +138,27 @@ fi
 KV="$BUILD/gpu_probe/kvprobe"
 if [ $STATUS -eq 0 ]; then
     stage info 20 "$OUT/info.json" "$LOGS/info.log" "$KV" info --json || STATUS=1
-    grep -E '"(name|available|reason|device|details)"' "$OUT/info.json" | tr -s ' ' | tee -a "$SUMMARY"
+    grep -E '"(name|available|reason|device|details)"' "$OUT/info.json" 2> /dev/null | tr -s ' ' | tee -a "$SUMMARY"
 
     # --- 3. ctest in the probe-only build (its tests are the quick ones) ----------------------
     stage ctest 120 - "$LOGS/ctest.log" ctest --test-dir "$BUILD" -j "$JOBS" --timeout 90 \
         --output-on-failure || STATUS=1
-    tail -3 "$LOGS/ctest.log" | tee -a "$SUMMARY"
+    tail -3 "$LOGS/ctest.log" 2> /dev/null | tee -a "$SUMMARY"
+
+    # ptxas's resources of every hot kernel instance (ctest ptxas_resources, part of the ctest
+    # above): its verdict and any failing instance in the summary, every instance in the logs.
+    if [ "$BACKEND" = cuda ]; then
+        stage ptxas 30 - "$LOGS/ptxas.log" ctest --test-dir "$BUILD" -R '^ptxas_resources$' \
+            --no-tests=error -V || STATUS=1
+        grep -E '^[0-9]+: (FAIL |[0-9]+ hot kernel instances)' "$LOGS/ptxas.log" 2> /dev/null | head -20 |
+            sed 's/^[0-9]*: //' | tee -a "$SUMMARY"
+    fi
 
     # --- 4. check ---------------------------------------------------------------------------------
     stage check 150 "$OUT/check-$TAG.json" "$LOGS/check.log" "$KV" check --backend "$BACKEND" \
         --json || STATUS=1
-    tail -1 "$LOGS/check.log" | tee -a "$SUMMARY"
-    grep -B1 -A2 '"passed": false' "$OUT/check-$TAG.json" | grep '"name"\|"detail"' | head -10 |
+    tail -1 "$LOGS/check.log" 2> /dev/null | tee -a "$SUMMARY"
+    grep -B1 -A2 '"passed": false' "$OUT/check-$TAG.json" 2> /dev/null | grep '"name"\|"detail"' | head -10 |
         tee -a "$SUMMARY"
 
     # --- 5. bench --quick: rows as they finish; the sanitizer and the tar keep 45 s ------------
