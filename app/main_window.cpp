@@ -176,10 +176,13 @@ void MainWindow::buildUi() {
     m_ladderView->setTextElideMode(Qt::ElideRight); // "+GQA-8 (na..." reads, "+G...e)" not
     // Compact rows, and room for all five steps and the header: the ladder never scrolls.
     m_ladderView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+    // All five steps, the two-line header and a horizontal scroll bar, should one appear.
     m_ladderView->setMinimumHeight(m_ladderView->horizontalHeader()->sizeHint().height() +
-                                   5 * m_ladderView->verticalHeader()->defaultSectionSize() + 6);
+                                   5 * m_ladderView->verticalHeader()->defaultSectionSize() +
+                                   style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 6);
     m_ladderView->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
+    m_ladderView->installEventFilter(this); // the speed columns follow the ladder's width
     fitLadderColumns();
     auto* ladderBox = new QWidget;
     auto* ladderLayout = new QVBoxLayout(ladderBox);
@@ -645,6 +648,33 @@ void MainWindow::fitLadderColumns() {
     h->setSectionResizeMode(QHeaderView::ResizeToContents);
     h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
     h->setStretchLastSection(false);
+    // At laptop widths the step names matter more than the two speed columns, which the Speed
+    // tab shows in full: they go when the step column would be left less than about 20
+    // characters, and come back when the ladder is wider.
+    const int speedColumns[] = {widgets::LadderModel::StepMsColumn,
+                                widgets::LadderModel::TokensPerUserColumn};
+    auto width = [&](int c) {
+        const QAbstractItemView* view = m_ladderView; // public there, protected in QTableView
+        return std::max(h->sectionSizeHint(c), view->sizeHintForColumn(c));
+    };
+    int others = 0;
+    int speed = 0;
+    for (int c = 1; c < m_ladderModel->columnCount(); ++c) {
+        if (c == speedColumns[0] || c == speedColumns[1])
+            speed += width(c);
+        else
+            others += width(c);
+    }
+    const int stepRoom = 20 * fontMetrics().averageCharWidth();
+    const bool roomy = m_ladderView->viewport()->width() >= others + speed + stepRoom;
+    for (int c : speedColumns)
+        m_ladderView->setColumnHidden(c, !roomy);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_ladderView && event->type() == QEvent::Resize)
+        fitLadderColumns();
+    return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::clearReference() {

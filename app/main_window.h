@@ -171,6 +171,7 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();
     QString dialogDir() const;

@@ -1056,9 +1056,12 @@ CapacityModel::KvRead CapacityModel::kvRead(std::int64_t context) const {
     const StagePlan& st = limitingStage(p);
     out.sharingRequests = p.sharingRequests;
     if (p.blockSize == 0) {
-        const UnpagedBytes u = unpagedBytes(p, st, context);
-        out.perRequest = u.perRequest - u.state;
-        out.statePerRequest = u.state;
+        // A contiguous reservation holds max_model_len, but attention reads only the tokens
+        // the request has: `context` of them (the window, for windowed layers).
+        out.perRequest = satMul(context, st.unpaged.fullPerToken);
+        for (const auto& [window, perToken] : st.unpaged.windowed)
+            out.perRequest = satAdd(out.perRequest, satMul(std::min(context, window), perToken));
+        out.statePerRequest = st.unpaged.state;
         return out;
     }
     for (const auto& g : st.groups.groups) {

@@ -27,6 +27,7 @@ constexpr int kMinWidth = 900;
 struct Metrics {
     std::vector<int> columns; // natural widths
     int rowHeight = 0;
+    int headerHeight = 0; // header labels may have two lines ("KV / token\n(per GPU)")
     int titleHeight = 0;
     int captionHeight = 0;
 };
@@ -50,12 +51,19 @@ Metrics measure(const TableImage& t) {
     titleFont.setPointSizeF(titleFont.pointSizeF() * 1.15);
     m.titleHeight = t.title.isEmpty() ? 0 : QFontMetrics(titleFont).height() + 10;
     m.captionHeight = t.caption.isEmpty() ? 0 : fm.lineSpacing() + 10;
+    int headerLines = 1;
     for (int c = 0; c < model.columnCount(); ++c) {
-        int w = fb.horizontalAdvance(model.headerData(c, Qt::Horizontal).toString());
+        const QStringList lines =
+            model.headerData(c, Qt::Horizontal).toString().split(QLatin1Char('\n'));
+        headerLines = std::max(headerLines, static_cast<int>(lines.size()));
+        int w = 0;
+        for (const QString& line : lines)
+            w = std::max(w, fb.horizontalAdvance(line));
         for (int r = 0; r < model.rowCount(); ++r)
             w = std::max(w, fb.horizontalAdvance(model.index(r, c).data().toString()));
         m.columns.push_back(w + 2 * kCellPad);
     }
+    m.headerHeight = headerLines * fb.lineSpacing() + 8;
     return m;
 }
 
@@ -67,8 +75,8 @@ QSize tableImageSize(const TableImage& t) {
     for (int c : m.columns)
         w += c;
     const int rows = t.model ? t.model->rowCount() + 1 : 1;
-    return {std::max(kMinWidth, w),
-            2 * kMargin + m.titleHeight + rows * m.rowHeight + m.captionHeight};
+    return {std::max(kMinWidth, w), 2 * kMargin + m.titleHeight + m.headerHeight +
+                                        (rows - 1) * m.rowHeight + m.captionHeight};
 }
 
 void paintTable(QPainter* p, const TableImage& t, QSize size) {
@@ -105,7 +113,8 @@ void paintTable(QPainter* p, const TableImage& t, QSize size) {
     auto drawRow = [&](int row, int top) {
         int x = kMargin;
         for (int col = 0; col < static_cast<int>(widths.size()); ++col) {
-            const QRect cell(x, top, widths[static_cast<std::size_t>(col)], m.rowHeight);
+            const QRect cell(x, top, widths[static_cast<std::size_t>(col)],
+                             row < 0 ? m.headerHeight : m.rowHeight);
             QString text;
             int align = Qt::AlignLeft | Qt::AlignVCenter;
             QColor pen = c.foreground;
@@ -127,14 +136,17 @@ void paintTable(QPainter* p, const TableImage& t, QSize size) {
             }
             p->setPen(pen);
             const QRect inner = cell.adjusted(kCellPad, 0, -kCellPad, 0);
-            p->drawText(inner, align,
-                        p->fontMetrics().elidedText(text, Qt::ElideMiddle, inner.width()));
+            if (row < 0) // each header line fits: the column is as wide as its longest
+                p->drawText(inner, align, text);
+            else
+                p->drawText(inner, align,
+                            p->fontMetrics().elidedText(text, Qt::ElideMiddle, inner.width()));
             x += cell.width();
         }
     };
-    p->fillRect(QRect(kMargin, y, tableWidth, m.rowHeight), c.grid);
+    p->fillRect(QRect(kMargin, y, tableWidth, m.headerHeight), c.grid);
     drawRow(-1, y);
-    y += m.rowHeight;
+    y += m.headerHeight;
     for (int r = 0; r < model.rowCount(); ++r) {
         if (r % 2 == 1)
             p->fillRect(QRect(kMargin, y, tableWidth, m.rowHeight), c.subGrid);
@@ -158,7 +170,10 @@ void paintTable(QPainter* p, const TableImage& t, QSize size) {
 
 Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, double scale,
                                    QSize size) {
-    const QSize s = size.isValid() && !size.isEmpty() ? size : tableImageSize(t);
+    // A requested size is a floor: a table never elides its step names to fit a chart's
+    // default 900 x 520, it grows to its natural size instead.
+    const QSize natural = tableImageSize(t);
+    const QSize s = size.isValid() && !size.isEmpty() ? size.expandedTo(natural) : natural;
     QBuffer buffer;
     buffer.open(QIODevice::WriteOnly);
     FileKind kind = FileKind::Data;

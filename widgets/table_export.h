@@ -30,7 +30,8 @@ struct TableImage {
 QSize tableImageSize(const TableImage& table);
 // Draws the table into (0,0)-(size); cells elide when the size is smaller than needed.
 void paintTable(QPainter* painter, const TableImage& table, QSize size);
-// The file's bytes in `format` (not CSV); `size` empty = tableImageSize. Checked complete.
+// The file's bytes in `format` (not CSV) at `size`, grown to tableImageSize where that is
+// larger (empty: tableImageSize). Checked complete.
 Result<QByteArray> renderTableFile(const TableImage& table, ExportFormat format, double scale = 1.0,
                                    QSize size = {});
 

@@ -62,6 +62,7 @@ class TestSpeed : public QObject {
 private slots:
     void llama8bBatch32_data();
     void llama8bBatch32();
+    void contiguousReadsOnlyTheContext();
     void defaultsAreStated();
     void expertsTouched_data();
     void expertsTouched();
@@ -103,6 +104,18 @@ void TestSpeed::llama8bBatch32() {
     QCOMPARE(d.regime, Regime::MemoryBound);
     QCOMPARE(d.tokensPerSecondPerUser, 1e3 / d.stepMs);
     QCOMPARE(d.clusterTokensPerSecond, 32 * 1e3 / d.stepMs);
+}
+
+// A contiguous allocation reserves max_model_len (128K here) per request, but a decode step reads
+// only the 8K tokens each request holds: the same 34.36 GB as paged at a block multiple.
+void TestSpeed::contiguousReadsOnlyTheContext() {
+    Scenario s = scenario(llama8b());
+    s.levers.paging.enabled = false;
+    const DecodeStep contiguous = decodeStep(s, 32, 8192, ideal());
+    QCOMPARE(qRound64(contiguous.kvBytes), qint64(32) * 8192 * 131072);
+    s.levers.paging.enabled = true;
+    const DecodeStep paged = decodeStep(s, 32, 8192, ideal());
+    QCOMPARE(qRound64(paged.kvBytes), qRound64(contiguous.kvBytes));
 }
 
 void TestSpeed::defaultsAreStated() {

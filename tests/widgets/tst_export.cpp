@@ -190,7 +190,10 @@ void TestExport::chartFiles() {
         QVERIFY(bytes.startsWith("\x89PNG\r\n\x1a\n"));
         QImage img;
         QVERIFY(img.loadFromData(bytes, "PNG"));
-        QCOMPARE(img.size(), QSize(800, 500));
+        if (chart == QLatin1String("ladder")) // a table grows to its natural size, never elides
+            QVERIFY(img.width() > 800 && img.height() >= 500);
+        else
+            QCOMPARE(img.size(), QSize(800, 500));
     } else if (suffix == QLatin1String("pdf")) {
         QVERIFY(bytes.startsWith("%PDF-"));
         QVERIFY(bytes.trimmed().endsWith("%%EOF"));
