@@ -20,12 +20,27 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+// Debian builds libboost_context for fcontext only, so the ucontext implementation's one
+// out-of-line function is not in it. It is the calling thread's current activation record,
+// which starts as a record of the thread's own (main) context and lives as long as the thread.
+namespace boost::context::detail {
+fiber_activation_record*& fiber_activation_record::current() noexcept {
+    thread_local const std::unique_ptr<fiber_activation_record> mainContext =
+        std::make_unique<fiber_activation_record>();
+    thread_local fiber_activation_record* record = mainContext.get();
+    return record;
+}
+} // namespace boost::context::detail
+#endif
 
 thread_local uint3 threadIdx{0, 0, 0};
 thread_local uint3 blockIdx{0, 0, 0};
