@@ -351,23 +351,14 @@ std::size_t workspaceFloats(const SimdAttention& a) {
     return workspaceLayout(a, nullptr, unused);
 }
 
-template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item, float* base) {
-    const int partitions = a.maxPartitions, heads = a.kvHeads, dim = a.headDim;
-    const int group = a.groupSize;
-    const int partition = int(item % partitions);
-    const int head = int((item / partitions) % heads);
-    const int request = int(item / (std::int64_t(partitions) * heads));
-    const std::int64_t len = a.contextLens[request];
-    const std::int64_t begin = std::int64_t(partition) * a.partitionTokens;
-    if (begin >= len)
-        return;
-    const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
-    Workspace w;
-    workspaceLayout(a, base, w);
-    const bool scaled = a.k.kind == kSimdI8;
-    const float minusInf = -__builtin_inff();
+// attendItemT's phases below are always inlined, so they compile as the one body they were split
+// from (left to itself GCC keeps tileSoftmax out of line in the portable build).
 
-    // The out-of-page K scale folds into the softmax scale (vLLM's k_scale).
+// The work item's start: its queries scaled (the out-of-page K scale folds into the softmax
+// scale, vLLM's k_scale), the accumulators, running max and sum cleared, the per-token scales 1.
+[[gnu::always_inline]] inline void startItem(const SimdAttention& a, const Workspace& w,
+                                             int request, int head) {
+    const int group = a.groupSize, dim = a.headDim;
     const float queryScale = a.smScale * a.kScale[head];
     const float* q = a.q + (std::int64_t(request) * a.qHeads + std::int64_t(head) * group) * dim;
     for (std::int64_t i = 0; i < std::int64_t(group) * dim; ++i) {
@@ -375,15 +366,20 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
         w.acc[i] = 0.0f;
     }
     for (int g = 0; g < group; ++g) {
-        w.runMax[g] = minusInf;
+        w.runMax[g] = -__builtin_inff();
         w.runSum[g] = 0.0f;
     }
     for (int i = 0; i < kTile; ++i)
         w.kScales[i] = w.vScales[i] = 1.0f;
-    bool integerDot = false, integerAccumulate = false;
+}
+
+// The queries as int16 for integer dots (see above), one scale per head; whether the head_dim
+// allows integer dots (int32 sums cannot overflow up to 256).
+template <class Dec>
+[[gnu::always_inline]] inline bool quantizeQueries(const Workspace& w, int group, int dim) {
+    bool integerDot = false;
     if constexpr (Dec::kIntegerDot) {
-        integerDot = dim % Dec::kIntegerChunk == 0 && dim <= 256; // int32 sums cannot overflow
-        integerAccumulate = integerDot && Dec::kIntegerAccumulate;
+        integerDot = dim % Dec::kIntegerChunk == 0 && dim <= 256;
         for (int g = 0; integerDot && g < group; ++g) {
             const float* row = w.queries + std::int64_t(g) * dim;
             Vec high = Vec::zero();
@@ -400,6 +396,105 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
             }
         }
     }
+    return integerDot;
+}
+
+// Online softmax, once per tile of n tokens: the new max, one rescale of the running sum and
+// the accumulators, the tile's weights (padding tokens have logit -inf, weight 0).
+[[gnu::always_inline]] inline void tileSoftmax(const Workspace& w, int group, int dim, int n,
+                                               bool scaled) {
+    const float minusInf = -__builtin_inff();
+    for (int g = 0; g < group; ++g) {
+        float* logits = w.logits + g * kTile;
+        float* weights = w.weights + g * kTile;
+        if (scaled)
+            for (int i = 0; i < n; ++i)
+                logits[i] *= w.kScales[i];
+        for (int i = n; i < kTile; ++i)
+            logits[i] = minusInf;
+        Vec high = Vec::load(logits);
+        for (int i = Vec::W; i < kTile; i += Vec::W)
+            high = Vec::max(high, Vec::load(logits + i));
+        const float tileMax = high.hmax();
+        const float oldMax = w.runMax[g];
+        const float newMax = oldMax > tileMax ? oldMax : tileMax;
+        const float correction =
+            oldMax == minusInf ? 0.0f : expv(Vec::set1(oldMax - newMax)).first();
+        Vec sum = Vec::zero();
+        const Vec shift = Vec::set1(newMax);
+        for (int i = 0; i < kTile; i += Vec::W) {
+            const Vec weight = expv(Vec::load(logits + i) - shift);
+            sum = sum + weight;
+            (scaled ? weight * Vec::load(w.vScales + i) : weight).store(weights + i);
+        }
+        w.runSum[g] = w.runSum[g] * correction + sum.hsum();
+        w.runMax[g] = newMax;
+        if (correction != 1.0f) {
+            float* acc = w.acc + std::int64_t(g) * dim;
+            const Vec factor = Vec::set1(correction);
+            for (int c = 0; c < dim; c += Vec::W)
+                (Vec::load(acc + c) * factor).store(acc + c);
+        }
+    }
+}
+
+// The tile's V rows into the accumulators, in integers (weights quantized first) or floats.
+template <class Dec>
+[[gnu::always_inline]] inline void tileValues(const Workspace& w, int group, int dim,
+                                              const Tile& tile, bool integerAccumulate) {
+    if (integerAccumulate) {
+        if constexpr (Dec::kIntegerAccumulate)
+            for (int g = 0; g < group; ++g)
+                Dec::quantizeWeights(w.weights + g * kTile, w.weightPairs + g * (kTile / 2),
+                                     w.weightScale + g);
+        integerAccumulateOverHeads<Dec>(w, group, dim, tile);
+    } else {
+        accumulateOverHeads<Dec>(w, group, dim, tile);
+    }
+}
+
+// The work item's result: each head's max logit, exp sum and partial output.
+template <class Dec>
+[[gnu::always_inline]] inline void writePartials(const SimdAttention& a, const Workspace& w,
+                                                 int request, int head, int partition,
+                                                 bool integerAccumulate) {
+    const int group = a.groupSize, dim = a.headDim;
+    for (int g = 0; g < group; ++g) {
+        const std::int64_t index =
+            (std::int64_t(request) * a.qHeads + std::int64_t(head) * group + g) * a.maxPartitions +
+            partition;
+        a.maxLogit[index] = w.runMax[g];
+        a.expSum[index] = w.runSum[g];
+        const float* acc = w.acc + std::int64_t(g) * dim;
+        float* partial = a.partial + index * dim;
+        if constexpr (Dec::kIntegerAccumulate) {
+            if (integerAccumulate) {
+                Dec::unpermute(acc, dim, partial);
+                continue;
+            }
+        }
+        for (int c = 0; c < dim; ++c)
+            partial[c] = acc[c];
+    }
+}
+
+template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item, float* base) {
+    const int partitions = a.maxPartitions, heads = a.kvHeads, dim = a.headDim;
+    const int group = a.groupSize;
+    const int partition = int(item % partitions);
+    const int head = int((item / partitions) % heads);
+    const int request = int(item / (std::int64_t(partitions) * heads));
+    const std::int64_t len = a.contextLens[request];
+    const std::int64_t begin = std::int64_t(partition) * a.partitionTokens;
+    if (begin >= len)
+        return;
+    const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
+    Workspace w;
+    workspaceLayout(a, base, w);
+    const bool scaled = a.k.kind == kSimdI8;
+    startItem(a, w, request, head);
+    const bool integerDot = quantizeQueries<Dec>(w, group, dim);
+    const bool integerAccumulate = integerDot && Dec::kIntegerAccumulate;
 
     const std::int32_t* table = a.blockTables + std::int64_t(request) * a.maxBlocksPerSeq;
     Tile tiles[2];
@@ -426,68 +521,11 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
             integerLogitsOverHeads<Dec>(w, group, dim, tile, next);
         else
             logitsOverHeads<Dec>(w, group, dim, tile, next);
-        // Online softmax, once per tile: the new max, one rescale of the running sum and the
-        // accumulators, the tile's weights (padding tokens have logit -inf, weight 0).
-        for (int g = 0; g < group; ++g) {
-            float* logits = w.logits + g * kTile;
-            float* weights = w.weights + g * kTile;
-            if (scaled)
-                for (int i = 0; i < n; ++i)
-                    logits[i] *= w.kScales[i];
-            for (int i = n; i < kTile; ++i)
-                logits[i] = minusInf;
-            Vec high = Vec::load(logits);
-            for (int i = Vec::W; i < kTile; i += Vec::W)
-                high = Vec::max(high, Vec::load(logits + i));
-            const float tileMax = high.hmax();
-            const float oldMax = w.runMax[g];
-            const float newMax = oldMax > tileMax ? oldMax : tileMax;
-            const float correction =
-                oldMax == minusInf ? 0.0f : expv(Vec::set1(oldMax - newMax)).first();
-            Vec sum = Vec::zero();
-            const Vec shift = Vec::set1(newMax);
-            for (int i = 0; i < kTile; i += Vec::W) {
-                const Vec weight = expv(Vec::load(logits + i) - shift);
-                sum = sum + weight;
-                (scaled ? weight * Vec::load(w.vScales + i) : weight).store(weights + i);
-            }
-            w.runSum[g] = w.runSum[g] * correction + sum.hsum();
-            w.runMax[g] = newMax;
-            if (correction != 1.0f) {
-                float* acc = w.acc + std::int64_t(g) * dim;
-                const Vec factor = Vec::set1(correction);
-                for (int c = 0; c < dim; c += Vec::W)
-                    (Vec::load(acc + c) * factor).store(acc + c);
-            }
-        }
-        if (integerAccumulate) {
-            if constexpr (Dec::kIntegerAccumulate)
-                for (int g = 0; g < group; ++g)
-                    Dec::quantizeWeights(w.weights + g * kTile, w.weightPairs + g * (kTile / 2),
-                                         w.weightScale + g);
-            integerAccumulateOverHeads<Dec>(w, group, dim, tile);
-        } else {
-            accumulateOverHeads<Dec>(w, group, dim, tile);
-        }
+        tileSoftmax(w, group, dim, n, scaled);
+        tileValues<Dec>(w, group, dim, tile, integerAccumulate);
         current = 1 - current;
     }
-    for (int g = 0; g < group; ++g) {
-        const std::int64_t index =
-            (std::int64_t(request) * a.qHeads + std::int64_t(head) * group + g) * partitions +
-            partition;
-        a.maxLogit[index] = w.runMax[g];
-        a.expSum[index] = w.runSum[g];
-        const float* acc = w.acc + std::int64_t(g) * dim;
-        float* partial = a.partial + index * dim;
-        if constexpr (Dec::kIntegerAccumulate) {
-            if (integerAccumulate) {
-                Dec::unpermute(acc, dim, partial);
-                continue;
-            }
-        }
-        for (int c = 0; c < dim; ++c)
-            partial[c] = acc[c];
-    }
+    writePartials<Dec>(a, w, request, head, partition, integerAccumulate);
 }
 
 // Sides of different kinds (never the case for the probe's formats) both go the generic way.

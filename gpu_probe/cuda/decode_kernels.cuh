@@ -139,18 +139,291 @@ __device__ __forceinline__ void mergeWarps(const DecodeParams& p, const DecodeSh
     }
 }
 
+// One lane's place in a decodeTileKernel CTA, shared by the kernel's phases below.
+struct DecodeLane {
+    int h;            // the KV head
+    int D, B;         // head_dim, tokens per page
+    int sub;          // which of the warp instruction's T tokens
+    int c0;           // the lane's first element
+    bool active;      // lanes past head_dim (80, 96, 112, 160, 192) idle
+    std::int64_t b0;  // the partition's first block
+    const int* table; // the partition's block-table entries (shared memory)
+    int kGroupIdx, vGroupIdx, pageTokenShift;
+};
+
+// This lane's slice of each query, pre-scaled by softmax scale x log2(e) x k_scale, and its
+// sum: an int4 group's zero contributes zero x sum(q) to the lane's part of a score.
+template <int NQ>
+__device__ __forceinline__ void loadQuery(const DecodeParams& p, const DecodeLane& ln, int r,
+                                          int qBegin, int nq, float (&q)[NQ][8],
+                                          float (&qsum)[NQ]) {
+    const int D = ln.D, c0 = ln.c0; // values, not loads (so branches merge as in one body)
+    const bool active = ln.active;
+    const float qs = p.smScaleLog2 * ldg(p.kScale + ln.h);
+#pragma unroll
+    for (int g = 0; g < NQ; ++g) {
+        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
+        if (g < nq && active) {
+            const gptr<const float> row = p.q + (std::int64_t(r) * p.qHeads + qBegin + g) * D + c0;
+            a = ldg(gcast<const float4>(row));
+            b = ldg(gcast<const float4>(row + 4));
+        }
+        q[g][0] = a.x * qs;
+        q[g][1] = a.y * qs;
+        q[g][2] = a.z * qs;
+        q[g][3] = a.w * qs;
+        q[g][4] = b.x * qs;
+        q[g][5] = b.y * qs;
+        q[g][6] = b.z * qs;
+        q[g][7] = b.w * qs;
+    }
+#pragma unroll
+    for (int g = 0; g < NQ; ++g) {
+        qsum[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            qsum[g] += q[g][e];
+    }
+}
+
+// KIVI keys: a token group's per-channel scale and zero, loaded once for its 32 tokens (each
+// token's codes are then dequantized in place: x s + z).
+__device__ __forceinline__ void loadKiviChannels(const DecodeParams& p, const DecodeLane& ln,
+                                                 std::int64_t span, float (&ks)[8],
+                                                 float (&kz)[8]) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        ks[e] = kz[e] = 0.0f;
+    const int B = ln.B;
+    if (ln.active) {
+        const int page = ln.table[span / B - ln.b0];
+        const gptr<const std::uint8_t> meta =
+            p.pool + std::int64_t(page) * p.pageBytes + std::int64_t(ln.h) * p.headStride +
+            p.kMetaOffset + (std::int64_t(span % B) / kKiviTokenGroup) * ln.D * 4 + ln.c0 * 4;
+        const uint4 lo = ldg(gcast<const uint4>(meta));
+        const uint4 hi = ldg(gcast<const uint4>(meta + 16));
+        const unsigned words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const float2 sz = scaleZeroPair(words[e]);
+            ks[e] = sz.x;
+            kz[e] = sz.y;
+        }
+    }
+}
+
+// Phase 1: every load of the tile, codes and their scale / zero words together ({scale, zero}
+// of the token, K: int8 scale in .x).
+template <Kv F, int L, int U>
+__device__ __forceinline__ void
+loadTile(const DecodeParams& p, const DecodeLane& ln, std::int64_t tile, std::int64_t spanEnd,
+         typename Side<F, true>::Raw (&kr)[U], typename Side<F, false>::Raw (&vr)[U],
+         float2 (&km)[U], float2 (&vm)[U], bool (&valid)[U]) {
+    using KS = Side<F, true>;
+    using VS = Side<F, false>;
+    constexpr int T = 32 / L;
+    // The lane's constants as values, not loads, so the branches below merge as in one body.
+    const int h = ln.h, B = ln.B, sub = ln.sub, c0 = ln.c0, shift = ln.pageTokenShift;
+    const bool active = ln.active;
+    const std::int64_t b0 = ln.b0;
+    const int* const table = ln.table;
+    const int kGroupIdx = ln.kGroupIdx, vGroupIdx = ln.vGroupIdx;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const std::int64_t t = tile + u * T + sub;
+        valid[u] = t < spanEnd;
+        kr[u] = zeroRaw<typename KS::Raw>();
+        vr[u] = zeroRaw<typename VS::Raw>();
+        km[u] = vm[u] = make_float2(0.0f, 0.0f);
+        if (valid[u] && active) {
+            const int page = table[(t + shift) / B - b0];
+            const int off = int(t % B);
+            const gptr<const std::uint8_t> side =
+                p.pool + std::int64_t(page) * p.pageBytes + std::int64_t(h) * p.headStride;
+            const gptr<const std::uint8_t> vside = side + p.vOffset;
+            kr[u] = loadRaw<typename KS::Raw>(side + std::int64_t(off) * p.kDataBytes +
+                                              (c0 / 8) * KS::kRawBytes);
+            vr[u] = loadRaw<typename VS::Raw>(vside + std::int64_t(off) * p.vDataBytes +
+                                              (c0 / 8) * VS::kRawBytes);
+            if constexpr (KS::kMeta == Meta::TokenF32)
+                km[u].x = ldg(gcast<const float>(side + p.kMetaOffset + off * 4));
+            if constexpr (KS::kMeta == Meta::TokenF16x2)
+                km[u] = scaleZeroPair(ldg(gcast<const unsigned>(
+                    side + p.kMetaOffset + (std::int64_t(off) * p.kNumGroups + kGroupIdx) * 4)));
+            if constexpr (VS::kMeta == Meta::TokenF32)
+                vm[u].x = ldg(gcast<const float>(vside + p.vMetaOffset + off * 4));
+            if constexpr (VS::kMeta == Meta::TokenF16x2)
+                vm[u] = scaleZeroPair(ldg(gcast<const unsigned>(
+                    vside + p.vMetaOffset + (std::int64_t(off) * p.vNumGroups + vGroupIdx) * 4)));
+        }
+    }
+}
+
+// Phase 2: scores of the tile's tokens (each row's L lanes reduce their parts); -inf past the
+// span's end.
+template <Kv F, int L, int NQ, int U>
+__device__ __forceinline__ void
+scoreTile(const float (&q)[NQ][8], const float (&qsum)[NQ], const float (&ks)[8],
+          const float (&kz)[8], const typename Side<F, true>::Raw (&kr)[U], const float2 (&km)[U],
+          const bool (&valid)[U], float (&sc)[NQ][U]) {
+    using KS = Side<F, true>;
+    constexpr bool kKivi = KS::kMeta == Meta::ChannelF16x2;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        float x[8];
+        decode8<F, true>(kr[u], x);
+        if constexpr (kKivi) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                x[e] = x[e] * ks[e] + kz[e];
+        }
+#pragma unroll
+        for (int g = 0; g < NQ; ++g) {
+            float d = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                d += q[g][e] * x[e];
+            if constexpr (KS::kMeta == Meta::TokenF32)
+                d *= km[u].x;
+            if constexpr (KS::kMeta == Meta::TokenF16x2)
+                d = d * km[u].x + km[u].y * qsum[g];
+            sc[g][u] = d;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < NQ; ++g)
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int o = 1; o < L; o *= 2)
+                sc[g][u] += __shfl_xor_sync(kFull, sc[g][u], o);
+            sc[g][u] = valid[u] ? sc[g][u] : -INFINITY;
+        }
+}
+
+// The online softmax: the running max and the rescale once per tile (the max over the warp's
+// tokens), then the tile's weights.
+template <int L, int NQ, int U>
+__device__ __forceinline__ void softmaxUpdate(const float (&sc)[NQ][U], float (&m)[NQ],
+                                              float (&l)[NQ], float (&az)[NQ], float (&acc)[NQ][8],
+                                              float (&pr)[NQ][U]) {
+#pragma unroll
+    for (int g = 0; g < NQ; ++g) {
+        float tm = sc[g][0];
+#pragma unroll
+        for (int u = 1; u < U; ++u)
+            tm = fmaxf(tm, sc[g][u]);
+#pragma unroll
+        for (int o = L; o < 32; o *= 2)
+            tm = fmaxf(tm, __shfl_xor_sync(kFull, tm, o));
+        const float mNew = fmaxf(m[g], tm); // finite: the tile's first token is valid
+        const float corr = exp2f(m[g] - mNew);
+        m[g] = mNew;
+        l[g] *= corr;
+        az[g] *= corr;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            acc[g][e] *= corr;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            pr[g][u] = exp2f(sc[g][u] - mNew);
+            l[g] += pr[g][u];
+        }
+    }
+}
+
+// Phase 3: the values, weighted (their scale folded into the weight).
+template <Kv F, int NQ, int U>
+__device__ __forceinline__ void accumulateValues(const typename Side<F, false>::Raw (&vr)[U],
+                                                 const float2 (&vm)[U], const float (&pr)[NQ][U],
+                                                 float (&az)[NQ], float (&acc)[NQ][8]) {
+    using VS = Side<F, false>;
+    constexpr bool kZeroV = VS::kMeta == Meta::TokenF16x2;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        float y[8];
+        decode8<F, false>(vr[u], y);
+#pragma unroll
+        for (int g = 0; g < NQ; ++g) {
+            float w = pr[g][u];
+            if constexpr (VS::kMeta != Meta::None)
+                w *= vm[u].x;
+            if constexpr (kZeroV)
+                az[g] += pr[g][u] * vm[u].y;
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                acc[g][e] += w * y[e];
+        }
+    }
+}
+
+// One tile of a warp's span: its loads, scores, softmax update and values.
+template <Kv F, int L, int NQ>
+__device__ __forceinline__ void
+decodeTile(const DecodeParams& p, const DecodeLane& ln, std::int64_t tile, std::int64_t spanEnd,
+           const float (&q)[NQ][8], const float (&qsum)[NQ], const float (&ks)[8],
+           const float (&kz)[8], float (&m)[NQ], float (&l)[NQ], float (&az)[NQ],
+           float (&acc)[NQ][8]) {
+    constexpr int U = decodeSteps<F, L, NQ>();
+    typename Side<F, true>::Raw kr[U];
+    typename Side<F, false>::Raw vr[U];
+    float2 km[U], vm[U];
+    bool valid[U];
+    loadTile<F, L, U>(p, ln, tile, spanEnd, kr, vr, km, vm, valid);
+    float sc[NQ][U];
+    scoreTile<F, L, NQ, U>(q, qsum, ks, kz, kr, km, valid, sc);
+    float pr[NQ][U];
+    softmaxUpdate<L, NQ, U>(sc, m, l, az, acc, pr);
+    accumulateValues<F, NQ, U>(vr, vm, pr, az, acc);
+}
+
+// The warp's result into shared memory: its T token rows hold the same channels, summed here
+// (the max is warp-uniform).
+template <Kv F, int L, int NQ>
+__device__ __forceinline__ void
+writeWarpResult(const DecodeShared& s, const DecodeLane& ln, int warp, int lane, int nq,
+                const float (&m)[NQ], float (&l)[NQ], float (&az)[NQ], float (&acc)[NQ][8]) {
+    constexpr bool kZeroV = Side<F, false>::kMeta == Meta::TokenF16x2;
+#pragma unroll
+    for (int g = 0; g < NQ; ++g) {
+#pragma unroll
+        for (int o = L; o < 32; o *= 2) {
+            l[g] += __shfl_xor_sync(kFull, l[g], o);
+            if constexpr (kZeroV)
+                az[g] += __shfl_xor_sync(kFull, az[g], o);
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                acc[g][e] += __shfl_xor_sync(kFull, acc[g][e], o);
+        }
+    }
+    const int D = ln.D, c0 = ln.c0;
+    const bool writer = ln.sub == 0 && ln.active;
+    if (writer) {
+#pragma unroll
+        for (int g = 0; g < NQ; ++g) {
+            if (g >= nq)
+                break;
+            float* dst = s.acc + (warp * NQ + g) * D + c0;
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                dst[e] = acc[g][e] + az[g];
+        }
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int g = 0; g < NQ; ++g) {
+            s.m[warp * NQ + g] = m[g];
+            s.l[warp * NQ + g] = l[g];
+        }
+    }
+}
+
 template <Kv F, int L, int NQ>
 __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     decodeTileKernel(DecodeParams p) {
-    using KS = Side<F, true>;
-    using VS = Side<F, false>;
-    using KRaw = typename KS::Raw;
-    using VRaw = typename VS::Raw;
-    constexpr int T = 32 / L; // tokens per warp instruction
     constexpr int U = decodeSteps<F, L, NQ>();
-    constexpr int kTile = T * U;
-    constexpr bool kKivi = KS::kMeta == Meta::ChannelF16x2;
-    constexpr bool kZeroV = VS::kMeta == Meta::TokenF16x2;
+    constexpr int kTile = (32 / L) * U; // tokens per warp instruction x steps
+    constexpr bool kKivi = Side<F, true>::kMeta == Meta::ChannelF16x2;
     KVL_DYNAMIC_SHARED(float, smem);
 
     const int part = int(blockIdx.x);
@@ -175,36 +448,18 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
     for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
         s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    DecodeLane ln;
+    ln.h = h;
+    ln.D = D;
+    ln.B = B;
+    ln.sub = sub;
+    ln.c0 = c0;
+    ln.active = active;
+    ln.b0 = b0;
+    ln.table = s.table;
 
-    // This lane's slice of each query, pre-scaled by softmax scale x log2(e) x k_scale.
-    const float qs = p.smScaleLog2 * ldg(p.kScale + h);
-    float q[NQ][8];
-#pragma unroll
-    for (int g = 0; g < NQ; ++g) {
-        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a;
-        if (g < nq && active) {
-            const gptr<const float> row = p.q + (std::int64_t(r) * p.qHeads + qBegin + g) * D + c0;
-            a = ldg(gcast<const float4>(row));
-            b = ldg(gcast<const float4>(row + 4));
-        }
-        q[g][0] = a.x * qs;
-        q[g][1] = a.y * qs;
-        q[g][2] = a.z * qs;
-        q[g][3] = a.w * qs;
-        q[g][4] = b.x * qs;
-        q[g][5] = b.y * qs;
-        q[g][6] = b.z * qs;
-        q[g][7] = b.w * qs;
-    }
-    // An int4 group's zero contributes zero x sum(q) to the lane's part of a score.
-    float qsum[NQ];
-#pragma unroll
-    for (int g = 0; g < NQ; ++g) {
-        qsum[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-            qsum[g] += q[g][e];
-    }
+    float q[NQ][8], qsum[NQ];
+    loadQuery<NQ>(p, ln, r, qBegin, nq, q, qsum);
     if (!KVL_INJECT(DecodeSkipTableBarrier))
         __syncthreads();
 
@@ -218,181 +473,20 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
         for (int e = 0; e < 8; ++e)
             acc[g][e] = 0.0f;
     }
-    const int pageTokenShift = KVL_INJECT(DecodePageOffByOne) ? 1 : 0;
-    const int kGroupIdx = p.kGroup > 0 ? c0 / p.kGroup : 0;
-    const int vGroupIdx = p.vGroup > 0 ? c0 / p.vGroup : 0;
+    ln.pageTokenShift = KVL_INJECT(DecodePageOffByOne) ? 1 : 0;
+    ln.kGroupIdx = p.kGroup > 0 ? c0 / p.kGroup : 0;
+    ln.vGroupIdx = p.vGroup > 0 ? c0 / p.vGroup : 0;
 
     for (std::int64_t span = t0 + std::int64_t(warp) * kKiviTokenGroup; span < t1;
          span += kDecodeWarps * kKiviTokenGroup) {
-        // KIVI keys: this token group's per-channel scale and zero, loaded once for its 32
-        // tokens (each token's codes are then dequantized in place: x s + z).
         float ks[8], kz[8];
-        if constexpr (kKivi) {
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-                ks[e] = kz[e] = 0.0f;
-            if (active) {
-                const int page = s.table[span / B - b0];
-                const gptr<const std::uint8_t> meta =
-                    p.pool + std::int64_t(page) * p.pageBytes + std::int64_t(h) * p.headStride +
-                    p.kMetaOffset + (std::int64_t(span % B) / kKiviTokenGroup) * D * 4 + c0 * 4;
-                const uint4 lo = ldg(gcast<const uint4>(meta));
-                const uint4 hi = ldg(gcast<const uint4>(meta + 16));
-                const unsigned words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const float2 sz = scaleZeroPair(words[e]);
-                    ks[e] = sz.x;
-                    kz[e] = sz.y;
-                }
-            }
-        }
+        if constexpr (kKivi)
+            loadKiviChannels(p, ln, span, ks, kz);
         const std::int64_t spanEnd = std::min<std::int64_t>(t1, span + kKiviTokenGroup);
-        for (std::int64_t tile = span; tile < spanEnd; tile += kTile) {
-            // Phase 1: every load of the tile, codes and their scale / zero words together.
-            KRaw kr[U];
-            VRaw vr[U];
-            float2 km[U], vm[U]; // {scale, zero} of the token (K: int8 scale in .x)
-            bool valid[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const std::int64_t t = tile + u * T + sub;
-                valid[u] = t < spanEnd;
-                kr[u] = zeroRaw<KRaw>();
-                vr[u] = zeroRaw<VRaw>();
-                km[u] = vm[u] = make_float2(0.0f, 0.0f);
-                if (valid[u] && active) {
-                    const int page = s.table[(t + pageTokenShift) / B - b0];
-                    const int off = int(t % B);
-                    const gptr<const std::uint8_t> side =
-                        p.pool + std::int64_t(page) * p.pageBytes + std::int64_t(h) * p.headStride;
-                    const gptr<const std::uint8_t> vside = side + p.vOffset;
-                    kr[u] = loadRaw<KRaw>(side + std::int64_t(off) * p.kDataBytes +
-                                          (c0 / 8) * KS::kRawBytes);
-                    vr[u] = loadRaw<VRaw>(vside + std::int64_t(off) * p.vDataBytes +
-                                          (c0 / 8) * VS::kRawBytes);
-                    if constexpr (KS::kMeta == Meta::TokenF32)
-                        km[u].x = ldg(gcast<const float>(side + p.kMetaOffset + off * 4));
-                    if constexpr (KS::kMeta == Meta::TokenF16x2)
-                        km[u] = scaleZeroPair(ldg(gcast<const unsigned>(
-                            side + p.kMetaOffset +
-                            (std::int64_t(off) * p.kNumGroups + kGroupIdx) * 4)));
-                    if constexpr (VS::kMeta == Meta::TokenF32)
-                        vm[u].x = ldg(gcast<const float>(vside + p.vMetaOffset + off * 4));
-                    if constexpr (VS::kMeta == Meta::TokenF16x2)
-                        vm[u] = scaleZeroPair(ldg(gcast<const unsigned>(
-                            vside + p.vMetaOffset +
-                            (std::int64_t(off) * p.vNumGroups + vGroupIdx) * 4)));
-                }
-            }
-            // Phase 2: scores of the tile's tokens (each row's L lanes reduce their parts).
-            float sc[NQ][U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                float x[8];
-                decode8<F, true>(kr[u], x);
-                if constexpr (kKivi) {
-#pragma unroll
-                    for (int e = 0; e < 8; ++e)
-                        x[e] = x[e] * ks[e] + kz[e];
-                }
-#pragma unroll
-                for (int g = 0; g < NQ; ++g) {
-                    float d = 0.0f;
-#pragma unroll
-                    for (int e = 0; e < 8; ++e)
-                        d += q[g][e] * x[e];
-                    if constexpr (KS::kMeta == Meta::TokenF32)
-                        d *= km[u].x;
-                    if constexpr (KS::kMeta == Meta::TokenF16x2)
-                        d = d * km[u].x + km[u].y * qsum[g];
-                    sc[g][u] = d;
-                }
-            }
-#pragma unroll
-            for (int g = 0; g < NQ; ++g)
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-#pragma unroll
-                    for (int o = 1; o < L; o *= 2)
-                        sc[g][u] += __shfl_xor_sync(kFull, sc[g][u], o);
-                    sc[g][u] = valid[u] ? sc[g][u] : -INFINITY;
-                }
-            // The running max and the rescale once per tile (the max over the warp's tokens).
-            float pr[NQ][U];
-#pragma unroll
-            for (int g = 0; g < NQ; ++g) {
-                float tm = sc[g][0];
-#pragma unroll
-                for (int u = 1; u < U; ++u)
-                    tm = fmaxf(tm, sc[g][u]);
-#pragma unroll
-                for (int o = L; o < 32; o *= 2)
-                    tm = fmaxf(tm, __shfl_xor_sync(kFull, tm, o));
-                const float mNew = fmaxf(m[g], tm); // finite: the tile's first token is valid
-                const float corr = exp2f(m[g] - mNew);
-                m[g] = mNew;
-                l[g] *= corr;
-                az[g] *= corr;
-#pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    acc[g][e] *= corr;
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    pr[g][u] = exp2f(sc[g][u] - mNew);
-                    l[g] += pr[g][u];
-                }
-            }
-            // Phase 3: the values, weighted (their scale folded into the weight).
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                float y[8];
-                decode8<F, false>(vr[u], y);
-#pragma unroll
-                for (int g = 0; g < NQ; ++g) {
-                    float w = pr[g][u];
-                    if constexpr (VS::kMeta != Meta::None)
-                        w *= vm[u].x;
-                    if constexpr (kZeroV)
-                        az[g] += pr[g][u] * vm[u].y;
-#pragma unroll
-                    for (int e = 0; e < 8; ++e)
-                        acc[g][e] += w * y[e];
-                }
-            }
-        }
+        for (std::int64_t tile = span; tile < spanEnd; tile += kTile)
+            decodeTile<F, L, NQ>(p, ln, tile, spanEnd, q, qsum, ks, kz, m, l, az, acc);
     }
-    // The warp's T token rows hold the same channels: sum them (the max is warp-uniform).
-#pragma unroll
-    for (int g = 0; g < NQ; ++g) {
-#pragma unroll
-        for (int o = L; o < 32; o *= 2) {
-            l[g] += __shfl_xor_sync(kFull, l[g], o);
-            if constexpr (kZeroV)
-                az[g] += __shfl_xor_sync(kFull, az[g], o);
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-                acc[g][e] += __shfl_xor_sync(kFull, acc[g][e], o);
-        }
-    }
-    if (sub == 0 && active) {
-#pragma unroll
-        for (int g = 0; g < NQ; ++g) {
-            if (g >= nq)
-                break;
-            float* dst = s.acc + (warp * NQ + g) * D + c0;
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-                dst[e] = acc[g][e] + az[g];
-        }
-    }
-    if (lane == 0) {
-#pragma unroll
-        for (int g = 0; g < NQ; ++g) {
-            s.m[warp * NQ + g] = m[g];
-            s.l[warp * NQ + g] = l[g];
-        }
-    }
+    writeWarpResult<F, L, NQ>(s, ln, warp, lane, nq, m, l, az, acc);
     if (!KVL_INJECT(DecodeSkipMergeBarrier))
         __syncthreads();
     mergeWarps<NQ>(p, s, nq, r, qBegin, part);
