@@ -80,6 +80,40 @@ Status checkDataBytes(const NpyHeader& header, std::size_t present) {
     return {};
 }
 
+// The header's 'shape' tuple at h[i] ("(4, 128)", "(7,)", "()"), i left after it.
+Status parseShape(std::string_view h, std::size_t& i, std::vector<std::int64_t>& shape) {
+    if (i >= h.size() || h[i] != '(')
+        return bad("'shape' must be a tuple");
+    ++i;
+    for (;;) {
+        skipSpaces(h, i);
+        if (i < h.size() && h[i] == ')') {
+            ++i;
+            return {};
+        }
+        if (i >= h.size() || h[i] < '0' || h[i] > '9')
+            return bad("'shape' holds a non-integer");
+        std::int64_t v = 0;
+        while (i < h.size() && h[i] >= '0' && h[i] <= '9') {
+            if (v > (kNpyMaxElements * 16) / 10)
+                return bad("shape dimension too large");
+            v = v * 10 + (h[i++] - '0');
+        }
+        if (shape.size() >= 32)
+            return bad("too many dimensions");
+        shape.push_back(v);
+        skipSpaces(h, i);
+        if (i < h.size() && h[i] == ',') {
+            ++i;
+        } else if (i < h.size() && h[i] == ')') {
+            ++i;
+            return {};
+        } else {
+            return bad("malformed 'shape' tuple");
+        }
+    }
+}
+
 Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
     auto end = headerEnd(data, size);
     if (!end)
@@ -129,35 +163,8 @@ Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
                 return bad("'fortran_order' must be True or False");
             }
         } else if (key == "shape") {
-            if (i >= h.size() || h[i] != '(')
-                return bad("'shape' must be a tuple");
-            ++i;
-            for (;;) {
-                skipSpaces(h, i);
-                if (i < h.size() && h[i] == ')') {
-                    ++i;
-                    break;
-                }
-                if (i >= h.size() || h[i] < '0' || h[i] > '9')
-                    return bad("'shape' holds a non-integer");
-                std::int64_t v = 0;
-                while (i < h.size() && h[i] >= '0' && h[i] <= '9') {
-                    if (v > (kNpyMaxElements * 16) / 10)
-                        return bad("shape dimension too large");
-                    v = v * 10 + (h[i++] - '0');
-                }
-                if (shape.size() >= 32)
-                    return bad("too many dimensions");
-                shape.push_back(v);
-                skipSpaces(h, i);
-                if (i < h.size() && h[i] == ',')
-                    ++i;
-                else if (i < h.size() && h[i] == ')') {
-                    ++i;
-                    break;
-                } else
-                    return bad("malformed 'shape' tuple");
-            }
+            if (auto ok = parseShape(h, i, shape); !ok)
+                return ok.error();
             haveShape = true;
         } else {
             return bad("unexpected header key '" + key + "'");
