@@ -732,7 +732,7 @@ void TestCli::readmeAgreesWithHelp() {
         lines.end());
     section = lines.join(QLatin1Char('\n'));
     QString help;
-    for (const char* c : {"ledger", "models", "gpus", "export", "--screenshot"})
+    for (const char* c : {"ledger", "plan", "models", "gpus", "export", "--screenshot"})
         help += run({"help", c}).out;
     static const QRegularExpression option(QStringLiteral("(?<![\\w-])--[a-z][a-z-]*"));
     QSet<QString> inReadme;
