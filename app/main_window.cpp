@@ -109,7 +109,18 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
             &widgets::BreakdownChart::setView);
     // --- U1: the Speed and Deployment tabs follow the snapshot; probe results calibrate the
     // speed model; the planner's chosen layout becomes the scenario. ---
-    connect(this, &MainWindow::snapshotChanged, m_speedPanel, &widgets::SpeedPanel::setView);
+    // The Speed tab's curves (a decode step per point, per ladder step) are computed when the tab
+    // is shown or exported, not on every change while another tab is in front: the window
+    // answers a slider move within a frame.
+    connect(this, &MainWindow::snapshotChanged, this, [this] {
+        m_speedStale = true;
+        if (m_tabs->currentWidget() == m_speedPanel)
+            syncSpeedPanel();
+    });
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
+        if (m_tabs->currentWidget() == m_speedPanel)
+            syncSpeedPanel();
+    });
     connect(this, &MainWindow::snapshotChanged, m_deploymentPanel,
             &widgets::DeploymentPanel::setView);
     connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
@@ -462,6 +473,13 @@ void MainWindow::buildActions() {
     setScope(widgets::FigureScope::PerGpu);
 }
 
+void MainWindow::syncSpeedPanel() {
+    if (!m_speedStale)
+        return;
+    m_speedStale = false;
+    m_speedPanel->setView(m_view);
+}
+
 widgets::ChartWidget* MainWindow::chart(const QString& name) const {
     const widgets::ChartSpec* spec = widgets::findChartSpec(name);
     if (!spec || !spec->create)
@@ -809,6 +827,8 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         return fail(tr("The %1 exports to %2, not \"%3\"")
                         .arg(widgets::chartTitle(*spec).toLower(),
                              widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
+    if (name.startsWith(QLatin1String("speed-")))
+        syncSpeedPanel();
     if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
         m_deploymentPanel->planNow();
     Status written;
@@ -846,6 +866,7 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     in.ladder = m_ladderModel;
     in.units = m_view.units;
     // the predicted Speed chart, its calibration and the Deployment tab's plan.
+    syncSpeedPanel();
     in.predictedSpeedChart = m_speedPanel->concurrencyChart();
     in.calibration = m_speedPanel->calibration();
     if (m_deploymentPanel->resultIsCurrent()) {

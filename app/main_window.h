@@ -171,6 +171,7 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
+    void syncSpeedPanel(); // the Speed tab takes the current view if it has missed one
     bool eventFilter(QObject* watched, QEvent* event) override;
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();
@@ -191,6 +192,7 @@ private:
     QTabWidget* m_tabs = nullptr;
     widgets::ProbePanel* m_probePanel = nullptr;
     widgets::SpeedPanel* m_speedPanel = nullptr;
+    bool m_speedStale = true; // the Speed tab has not seen the current view
     widgets::DeploymentPanel* m_deploymentPanel = nullptr;
     QLabel* m_summary = nullptr;
     widgets::WarningsBanner* m_banner = nullptr;
