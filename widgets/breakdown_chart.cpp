@@ -224,7 +224,13 @@ void BreakdownChart::resizeEvent(QResizeEvent* event) {
 void BreakdownChart::fitText() {
     // The verdict and the legend fit the chart's width: nothing is clipped at 1366 x 768.
     const int w = std::max(160, width() - 16);
-    m_verdictItem->setText(wrapToWidth(m_verdict, QFontMetrics(m_verdictItem->font()), w));
+    // A short chart (a 1366 x 768 window gives it about 240 px) shows the verdict alone: the
+    // layer-mix line, the bar and the legend would not all fit, and the scenario panel and the
+    // kvledger ledger output carry the groups.
+    QString text = m_verdict;
+    if (height() < 330 && !m_layerMix.isEmpty() && text.endsWith(m_layerMix))
+        text.chop(m_layerMix.size() + 1);
+    m_verdictItem->setText(wrapToWidth(text, QFontMetrics(m_verdictItem->font()), w));
     QCPLegend* legend = plot()->legend;
     const int columns = legendColumnsFor(legend, std::max(160, width() - 16), 3);
     legend->setWrap(columns);
@@ -320,7 +326,8 @@ void BreakdownChart::rebuild() {
                            .arg(qs(core::layoutLabel(m_snapshot->gpusNeeded->layout))
                                     .replace(QStringLiteral(" x "), QStringLiteral(" × ")));
     }
-    m_verdict = verdict + QLatin1Char('\n') + layerMixText(r, units());
+    m_layerMix = layerMixText(r, units());
+    m_verdict = verdict + QLatin1Char('\n') + m_layerMix;
     fitText();
     requestReplot();
 }

@@ -74,6 +74,7 @@ private:
     std::vector<QCPBars*> m_bars;
     QCPTextElement* m_verdictItem = nullptr;
     QString m_verdict;
+    QString m_layerMix; // its last line, left out of the drawn text when the chart is short
 };
 
 } // namespace kvl::widgets
