@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#if KVL_PROBE_HAVE_X86_SIMD
+#include <cpuid.h>
+#endif
+
 namespace kvl::probe {
 
 namespace {
@@ -17,8 +21,11 @@ const std::vector<const SimdKernels*>& levels() {
         std::vector<const SimdKernels*> out;
 #if KVL_PROBE_HAVE_X86_SIMD
         __builtin_cpu_init();
-        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
+        // F16C through CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not
+        // know "f16c", GCC's does; <cpuid.h> is the same in both.
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
         if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
             __builtin_cpu_supports("avx512vnni"))
