@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
         }
         if (!hasDisplay(args)) {
             std::cerr << "kvledger: no display (DISPLAY and WAYLAND_DISPLAY are unset): run "
-                         "QT_QPA_PLATFORM=offscreen kvledger, or a headless command (ledger, "
+                         "QT_QPA_PLATFORM=offscreen kvledger, or a headless command (ledger, plan, "
                          "export, models, gpus, --screenshot; see kvledger --help)\n";
             return 2;
         }
