@@ -56,7 +56,9 @@ QString formulasHtml() {
                 "non-torch memory - CUDA graphs (estimated until set); "
                 "num_gpu_blocks = floor(pool / bytes per block)"),
              tr("vLLM gpu_worker.determine_available_memory"));
-    h += row(tr("GPU KV cache size"), tr("num_gpu_blocks x B / groups (tokens)"),
+    h += row(tr("GPU KV cache size"),
+             tr("int(maximum concurrency x max_model_len) tokens; older vLLM printed "
+                "num_gpu_blocks x B / groups, shown beside it"),
              tr("kv_cache_utils.py"));
     h += row(tr("Maximum concurrency"),
              tr("num_gpu_blocks / the blocks one max_model_len request is admitted with"),

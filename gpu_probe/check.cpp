@@ -12,8 +12,6 @@
 
 namespace kvl::probe {
 
-namespace {
-
 core::ModelSpec checkModel(int qHeads, int kvHeads, int headDim) {
     core::ModelSpec model;
     model.id = "check";
@@ -27,6 +25,8 @@ core::ModelSpec checkModel(int qHeads, int kvHeads, int headDim) {
     model.hiddenSize = qHeads * headDim;
     return model;
 }
+
+namespace {
 
 struct CheckRun {
     const CheckPlan& plan;

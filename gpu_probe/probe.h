@@ -223,6 +223,8 @@ struct CheckReport {
         error = std::move(why);
     }
 };
+// The one-layer model the check (and the emulator's tests) run: qHeads / kvHeads / headDim.
+core::ModelSpec checkModel(int qHeads, int kvHeads, int headDim);
 CheckReport runCheck(const CheckPlan& plan, const ProgressFn& progress = {},
                      const std::atomic<bool>* cancel = nullptr);
 

@@ -2,7 +2,7 @@
 // and one-line errors naming the option or field; --help generated from the option tables;
 // the same --units everywhere. JSON is read back with QJsonDocument, an independent parser.
 
-#include "app/cli.h"
+#include "tests/cli/cli_run.h"
 #include "widgets/chart_registry.h"
 
 #include "core/io/catalog.h"
@@ -29,24 +29,8 @@
 
 namespace {
 
-struct Run {
-    int rc = -1;
-    QString out;
-    QString err;
-};
-
-Run run(const QStringList& args) {
-    std::vector<std::string> a;
-    for (const auto& s : args)
-        a.push_back(s.toStdString());
-    std::ostringstream out, err;
-    bool handled = false;
-    Run r;
-    r.rc = kvl::app::runLedgerCli(a, out, err, handled);
-    r.out = QString::fromStdString(out.str());
-    r.err = QString::fromStdString(err.str());
-    return r;
-}
+using kvl::test::Run;
+using kvl::test::run;
 
 // The rows below were worked by hand in the model's own dtype without a shared prefix; the
 // default scenario has a 2K shared prefix (defaultIsWhatVllmRuns checks it), so they say so.

@@ -33,7 +33,7 @@
 // The GPU is the default H100 80GB (compute capability 9.0: FLASH_ATTN for attention,
 // FLASH_ATTN_MLA (block 16) for bf16 MLA, FLASHMLA (block 64) for fp8 MLA).
 
-#include "app/cli.h"
+#include "tests/cli/cli_run.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -45,24 +45,8 @@ namespace {
 
 constexpr qint64 GiB = qint64(1) << 30;
 
-struct Run {
-    int rc = -1;
-    QString out;
-    QString err;
-};
-
-Run run(const QStringList& args) {
-    std::vector<std::string> a;
-    for (const auto& s : args)
-        a.push_back(s.toStdString());
-    std::ostringstream out, err;
-    bool handled = false;
-    Run r;
-    r.rc = kvl::app::runLedgerCli(a, out, err, handled);
-    r.out = QString::fromStdString(out.str());
-    r.err = QString::fromStdString(err.str());
-    return r;
-}
+using kvl::test::Run;
+using kvl::test::run;
 
 QString fixture(const QString& name) {
     return QStringLiteral(KVL_SOURCE_DIR "/tests/io/data/") + name;

@@ -97,27 +97,13 @@ struct DeviceArray {
     std::vector<std::uint8_t> data;
 };
 
-core::ModelSpec layer(int qHeads, int kvHeads, int headDim) {
-    core::ModelSpec m;
-    m.id = "emu-layer";
-    m.name = "emulated layer";
-    m.layers.assign(1, core::LayerSpec{});
-    m.qHeads = qHeads;
-    m.kvHeads = kvHeads;
-    m.headDim = headDim;
-    m.params = 1'000'000;
-    m.maxContext = 1 << 20;
-    m.hiddenSize = qHeads * headDim;
-    return m;
-}
-
 // A small run on the emulated backend: store (checked byte by byte), attention vs FP64.
 ProbePlan emulatedPlan(const QString& format, int headDim, int kvHeads, int group, int blockSize,
                        std::vector<std::int64_t> contexts, std::int64_t prefix,
                        std::uint64_t seed) {
     ProbePlan plan;
     plan.backend = "emulated-cuda";
-    plan.model = layer(kvHeads * group, kvHeads, headDim);
+    plan.model = checkModel(kvHeads * group, kvHeads, headDim);
     plan.format = parseProbeFormat(format.toStdString()).value();
     plan.blockSize = blockSize;
     plan.contexts = std::move(contexts);
