@@ -42,12 +42,18 @@ struct SimdSide {
     const void* layout;
 };
 
-// One work item of decode attention: (request, KV head, split-K partition), as one CTA.
+// KV heads per work item at most: a page's heads lie one after another, and an item reads them in
+// that order (8 heads of Llama-3-8B's INT8 page: one 33 KiB run instead of eight 4 KiB ones).
+constexpr int kSimdMaxHeadsPerItem = 8;
+
+// One work item of decode attention: (request, split-K partition, up to kSimdMaxHeadsPerItem
+// consecutive KV heads), each head as one CTA.
 struct SimdAttention {
     const float* q; // [batch, qHeads, headDim]
     int qHeads;
     int groupSize; // q heads per KV head
     int kvHeads;
+    int headsPerItem; // 1 .. kSimdMaxHeadsPerItem
     int headDim;
     int blockSize;
     const std::int32_t* blockTables;
@@ -79,7 +85,8 @@ struct SimdKernels {
     const char* name; // "avx512", "avx2", "portable"
     int width;        // floats per vector; headDim must be a multiple of it
     std::size_t (*workspaceFloats)(const SimdAttention& args);
-    // Runs work item `item` (= (request * kvHeads + head) * maxPartitions + partition);
+    // Runs work item `item` (= (request * maxPartitions + partition) * headChunks + chunk, with
+    // headChunks = ceil(kvHeads / headsPerItem): heads [chunk * headsPerItem, ...));
     // `workspace` holds workspaceFloats(args) floats.
     void (*attendItem)(const SimdAttention& args, std::int64_t item, float* workspace);
     SimdStoreRow storeF16; // fp16 codes (nullptr: not vectorized here)

@@ -56,7 +56,7 @@ Vec expv(Vec x) {
 
 // Sums of 16 vectors in one vector, in order: pairs, then quadruples, folded together while
 // the lanes are transposed (45 instructions for 16 sums, no scalar extraction).
-__m512 reduce16(const Vec* s) {
+[[gnu::always_inline]] inline __m512 reduce16(const Vec* s) {
     __m512 pairs[8], quads[4], halves[2];
     for (int k = 0; k < 8; ++k) // per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3)
         pairs[k] = _mm512_add_ps(_mm512_unpacklo_ps(s[2 * k].v, s[2 * k + 1].v),
@@ -71,9 +71,26 @@ __m512 reduce16(const Vec* s) {
                          _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
 }
 
+// reduce16 in int32 (the same lane moves: unpacklo/hi_epi64 are shuffle_ps 0x44 / 0xEE), so
+// the integer dots convert to float once per sixteen sums rather than once per sum.
+[[gnu::always_inline]] inline __m512i reduce16i(const __m512i* s) {
+    __m512i pairs[8], quads[4], halves[2];
+    for (int k = 0; k < 8; ++k)
+        pairs[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2 * k], s[2 * k + 1]),
+                                    _mm512_unpackhi_epi32(s[2 * k], s[2 * k + 1]));
+    for (int k = 0; k < 4; ++k)
+        quads[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(pairs[2 * k], pairs[2 * k + 1]),
+                                    _mm512_unpackhi_epi64(pairs[2 * k], pairs[2 * k + 1]));
+    for (int k = 0; k < 2; ++k)
+        halves[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(quads[2 * k], quads[2 * k + 1], 0x88),
+                                     _mm512_shuffle_i32x4(quads[2 * k], quads[2 * k + 1], 0xDD));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(halves[0], halves[1], 0x88),
+                            _mm512_shuffle_i32x4(halves[0], halves[1], 0xDD));
+}
+
 // Sums of N vectors: sixteen at a time, then four at a time (128-bit lanes folded across the
 // vectors, then within), then one by one.
-template <int N> void reduceN(const Vec (&s)[N], float* out) {
+template <int N> [[gnu::always_inline]] inline void reduceN(const Vec (&s)[N], float* out) {
     int i = 0;
     for (; i + 16 <= N; i += 16)
         _mm512_storeu_ps(out + i, reduce16(s + i));
@@ -93,6 +110,15 @@ template <int N> void reduceN(const Vec (&s)[N], float* out) {
     }
     for (; i < N; ++i)
         out[i] = s[i].hsum();
+}
+
+// acc + the pairwise int16 products of a and b summed per int32 lane (VNNI's vpdpwssd), in
+// inline assembly with the accumulator as one read-write register: GCC 12 compiles
+// _mm512_dpwssd_epi32 with a separate output register and copies every accumulator in and out
+// of each loop iteration (two moves per multiply-add, measured in the value loop's disassembly).
+[[gnu::always_inline]] inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+    return acc;
 }
 
 void prefetch(const void* p) {
@@ -199,8 +225,9 @@ struct DecE4M3 {
 static_assert(kTile == kTileTokens);
 
 template <int NG, int NT, class TileT>
-void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
-                          const float* q16Scale, float* logits) {
+[[gnu::always_inline]] inline void DecI8::integerLogits(const std::int16_t* q16, int dim,
+                                                        const TileT& tile, int i0, int g0,
+                                                        const float* q16Scale, float* logits) {
     __m512i sum[NG * NT];
     for (int j = 0; j < NG * NT; ++j)
         sum[j] = _mm512_setzero_si512();
@@ -212,19 +239,20 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
             const __m512i key = _mm512_cvtepi8_epi16(
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.k[i0 + t] + c)));
             for (int g = 0; g < NG; ++g)
-                sum[g * NT + t] = _mm512_dpwssd_epi32(sum[g * NT + t], key, query[g]);
+                sum[g * NT + t] = dpwssd(sum[g * NT + t], key, query[g]);
         }
     }
-    Vec sums[NG * NT];
-    for (int j = 0; j < NG * NT; ++j)
-        sums[j] = {_mm512_cvtepi32_ps(sum[j])};
     alignas(64) float dots[NG * NT];
     if constexpr (NG * NT == 16) { // one vector of sums, scaled per head at once
         alignas(64) float scales[16];
         for (int j = 0; j < 16; ++j)
             scales[j] = q16Scale[g0 + j / NT];
-        _mm512_store_ps(dots, _mm512_mul_ps(reduce16(sums), _mm512_load_ps(scales)));
+        _mm512_store_ps(dots,
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(reduce16i(sum)), _mm512_load_ps(scales)));
     } else {
+        Vec sums[NG * NT];
+        for (int j = 0; j < NG * NT; ++j)
+            sums[j] = {_mm512_cvtepi32_ps(sum[j])};
         reduceN<NG * NT>(sums, dots);
         for (int j = 0; j < NG * NT; ++j)
             dots[j] *= q16Scale[g0 + j / NT];
@@ -233,37 +261,57 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
         __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);
 }
 
-template <int NG, class TileT>
-void DecI8::integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
-                              const std::int32_t* weightPairs, const float* weightScale) {
+// CC 32-channel chunks of every V row per pass (one 64-byte line of a row when CC = 2), for NG
+// heads: 2 x NG x CC accumulators, each pair's weights broadcast once per pass.
+template <int NG, int CC, class TileT>
+[[gnu::always_inline]] inline void accumulateChunks(float* acc, int dim, const TileT& tile, int c,
+                                                    int g0, const std::int32_t* weightPairs,
+                                                    const float* weightScale) {
     const int pairs = (tile.n + 1) / 2;
-    for (int c = 0; c < dim; c += 32) {
-        __m512i low[NG], high[NG];
+    __m512i low[NG * CC], high[NG * CC];
+    for (int j = 0; j < NG * CC; ++j)
+        low[j] = high[j] = _mm512_setzero_si512();
+    for (int j = 0; j < pairs; ++j) {
+        // an odd last token pairs with itself at weight 0
+        const std::uint8_t* first = tile.v[2 * j] + c;
+        const std::uint8_t* second = (2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j]) + c;
+        __m512i weight[NG];
         for (int g = 0; g < NG; ++g)
-            low[g] = high[g] = _mm512_setzero_si512();
-        for (int j = 0; j < pairs; ++j) {
-            // an odd last token pairs with itself at weight 0
-            const std::uint8_t* second = 2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j];
+            weight[g] = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);
+        for (int k = 0; k < CC; ++k) {
             const __m512i a = _mm512_cvtepi8_epi16(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.v[2 * j] + c)));
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + 32 * k)));
             const __m512i b = _mm512_cvtepi8_epi16(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + c)));
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + 32 * k)));
             const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
             for (int g = 0; g < NG; ++g) {
-                const __m512i weight = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);
-                low[g] = _mm512_dpwssd_epi32(low[g], lo, weight);
-                high[g] = _mm512_dpwssd_epi32(high[g], hi, weight);
+                low[g * CC + k] = dpwssd(low[g * CC + k], lo, weight[g]);
+                high[g * CC + k] = dpwssd(high[g * CC + k], hi, weight[g]);
             }
         }
-        for (int g = 0; g < NG; ++g) {
-            float* out = acc + std::int64_t(g0 + g) * dim + c;
-            const __m512 scale = _mm512_set1_ps(weightScale[g0 + g]);
-            _mm512_storeu_ps(
-                out, _mm512_fmadd_ps(_mm512_cvtepi32_ps(low[g]), scale, _mm512_loadu_ps(out)));
-            _mm512_storeu_ps(out + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(high[g]), scale,
+    }
+    for (int g = 0; g < NG; ++g) {
+        const __m512 scale = _mm512_set1_ps(weightScale[g0 + g]);
+        for (int k = 0; k < CC; ++k) {
+            float* out = acc + std::int64_t(g0 + g) * dim + c + 32 * k;
+            _mm512_storeu_ps(out, _mm512_fmadd_ps(_mm512_cvtepi32_ps(low[g * CC + k]), scale,
+                                                  _mm512_loadu_ps(out)));
+            _mm512_storeu_ps(out + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(high[g * CC + k]), scale,
                                                        _mm512_loadu_ps(out + 16)));
         }
     }
+}
+
+template <int NG, class TileT>
+[[gnu::always_inline]] inline void DecI8::integerAccumulate(float* acc, int dim, const TileT& tile,
+                                                            int g0, const std::int32_t* weightPairs,
+                                                            const float* weightScale) {
+    constexpr int CC = NG >= 8 ? 1 : NG >= 4 ? 2 : 4; // 2 x NG x CC <= 16 accumulators
+    int c = 0;
+    for (; c + 32 * CC <= dim; c += 32 * CC)
+        accumulateChunks<NG, CC>(acc, dim, tile, c, g0, weightPairs, weightScale);
+    for (; c < dim; c += 32)
+        accumulateChunks<NG, 1>(acc, dim, tile, c, g0, weightPairs, weightScale);
 }
 
 // fp16 input into fp16 codes is the identity for every code but NaN (kv_quant.h's floatToHalf

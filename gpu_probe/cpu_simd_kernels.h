@@ -27,12 +27,14 @@
 //   the scale back.
 //
 // The structure is a GPU decode kernel's (vLLM's paged_attention_v2, FlashInfer's batch decode),
-// one work item = one (request, KV head, 512-token partition) as one CTA:
-//   phase 1 (gather): the next tile's row addresses and scale addresses from the block table,
-//            with a prefetch of every cache line of those rows, so the loads of tile i+1 are in
-//            flight while tile i is computed (the CPU's stand-in for issuing all of a tile's
-//            16-byte loads before decoding); rows of formats without a vector decoder are
-//            dequantized here into a float tile instead;
+// one work item = one (request, 512-token partition) for up to kSimdMaxHeadsPerItem KV heads, each
+// head as one CTA would be, the heads taking the tiles in turn:
+//   phase 1 (gather): a unit's (one tile of one head's) row addresses and scale addresses from
+//            the block table, a page's run of tokens at a time, kAhead units before the unit is
+//            computed, with a prefetch of every cache line of its rows spread over the compute
+//            in between (the CPU's stand-in for issuing all of a tile's 16-byte loads before
+//            decoding); rows of formats without a vector decoder are dequantized here into a
+//            float tile instead;
 //   phase 2 (compute): the GQA group's logits against the tile (each K row decoded once per
 //            group of up to 8 query heads), the online softmax's max and rescale once per tile,
 //            then the tile's V rows accumulated into the group's outputs (each V row decoded
@@ -40,12 +42,11 @@
 //            and the softmax weights rather than every element.
 
 constexpr int kTile = 32; // tokens per tile
-
-inline float loadScale(const std::uint8_t* p) {
-    float f;
-    __builtin_memcpy(&f, p, 4);
-    return f;
-}
+// Units (one tile of one head) gathered ahead of the one computed: the rows of unit u + kAhead
+// are prefetched while unit u is computed, so each load has about kAhead units of compute to
+// arrive in (one is only just enough at this memory's bandwidth; jitter then stalls the dots).
+constexpr int kAhead = 2;
+constexpr int kRing = kAhead + 1;
 
 inline void prefetchRow(const std::uint8_t* row, int bytes) {
     for (int offset = 0; offset < bytes; offset += 64)
@@ -56,12 +57,15 @@ inline void prefetchRow(const std::uint8_t* row, int bytes) {
 struct Tile {
     const std::uint8_t* k[kTile];
     const std::uint8_t* v[kTile];
-    const std::uint8_t* kMeta[kTile]; // kSimdI8: the token's fp32 scale
+    // kSimdI8: the tile's tokens in runs that share a page, run r = tokens [runStart[r],
+    // runStart[r + 1]), whose fp32 scales lie one after another from kMeta[r] and vMeta[r]
+    const std::uint8_t* kMeta[kTile];
     const std::uint8_t* vMeta[kTile];
+    int runStart[kTile + 1];
+    int runs;
     int n;
     int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
 };
-
 // Prefetches the rows of tokens [from, to) of a gathered tile: called a few tokens at a time
 // from the current tile's logits loop, so the next tile's loads are spread over this tile's
 // compute rather than queued all at once behind the core's few line-fill buffers.
@@ -77,46 +81,67 @@ inline void prefetchTokens(const Tile* tile, int from, int to) {
     }
 }
 
-// Phase 1: where tile tokens [first, first + n) of one (request, head) live.
+// Phase 1: where tile tokens [first, first + n) of one (request, head) live, a page's run of
+// tokens at a time (one block-table read and one page address per run; the SimdAttention
+// fields in locals, since the tile's stores could otherwise alias them and reload every one).
 inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int head,
                        std::int64_t first, int n, Tile& tile, float* kBuffer, float* vBuffer) {
     const bool kGeneric = a.k.kind == kSimdGeneric, vGeneric = a.v.kind == kSimdGeneric;
+    const bool scaled = a.k.kind == kSimdI8;
+    const int blockSize = a.blockSize, dim = a.headDim;
+    const std::int64_t kRow = a.k.dataBytes, vRow = a.v.dataBytes, pageBytes = a.pageBytes;
+    const std::int64_t vSideOffset = a.vSideOffset, kMeta = a.k.metaOffset, vMeta = a.v.metaOffset;
+    const std::uint8_t* base = a.pool + std::int64_t(head) * a.headStride;
     tile.n = n;
-    tile.kBytes = kGeneric ? 0 : a.k.dataBytes;
-    tile.vBytes = vGeneric ? 0 : a.v.dataBytes;
-    // The block and the offset in it advance token by token (no division per token).
-    std::int64_t blockIndex = first / a.blockSize;
-    int offset = int(first % a.blockSize);
-    const std::uint8_t* kSide = a.pool + table[blockIndex] * a.pageBytes + head * a.headStride;
-    for (int i = 0; i < n; ++i, ++offset) {
-        if (offset == a.blockSize) {
-            offset = 0;
-            ++blockIndex;
-            kSide = a.pool + table[blockIndex] * a.pageBytes + head * a.headStride;
-        }
-        const std::uint8_t* vSide = kSide + a.vSideOffset;
-        if (kGeneric) {
-            float* row = kBuffer + std::int64_t(i) * a.headDim;
-            a.k.decodeRow(kSide, a.k.layout, offset, row);
-            tile.k[i] = reinterpret_cast<const std::uint8_t*>(row);
-        } else {
-            tile.k[i] = kSide + std::int64_t(offset) * a.k.dataBytes;
-        }
-        if (vGeneric) {
-            float* row = vBuffer + std::int64_t(i) * a.headDim;
-            a.v.decodeRow(vSide, a.v.layout, offset, row);
-            tile.v[i] = reinterpret_cast<const std::uint8_t*>(row);
-        } else {
-            tile.v[i] = vSide + std::int64_t(offset) * a.v.dataBytes;
-        }
-        if (a.k.kind == kSimdI8) {
-            tile.kMeta[i] = kSide + a.k.metaOffset + std::int64_t(offset) * 4;
-            tile.vMeta[i] = vSide + a.v.metaOffset + std::int64_t(offset) * 4;
-            if (i == 0 || offset % 16 == 0) {
-                prefetch(tile.kMeta[i]);
-                prefetch(tile.vMeta[i]);
+    tile.runs = 0;
+    tile.kBytes = kGeneric ? 0 : int(kRow);
+    tile.vBytes = vGeneric ? 0 : int(vRow);
+    std::int64_t blockIndex = first / blockSize;
+    int offset = int(first % blockSize);
+    for (int i = 0; i < n; ++blockIndex, offset = 0) {
+        const int count = n - i < blockSize - offset ? n - i : blockSize - offset;
+        const std::uint8_t* kSide = base + table[blockIndex] * pageBytes;
+        const std::uint8_t* vSide = kSide + vSideOffset;
+        if (kGeneric)
+            for (int t = 0; t < count; ++t) {
+                float* row = kBuffer + std::int64_t(i + t) * dim;
+                a.k.decodeRow(kSide, a.k.layout, offset + t, row);
+                tile.k[i + t] = reinterpret_cast<const std::uint8_t*>(row);
             }
+        else
+            for (int t = 0; t < count; ++t)
+                tile.k[i + t] = kSide + (offset + t) * kRow;
+        if (vGeneric)
+            for (int t = 0; t < count; ++t) {
+                float* row = vBuffer + std::int64_t(i + t) * dim;
+                a.v.decodeRow(vSide, a.v.layout, offset + t, row);
+                tile.v[i + t] = reinterpret_cast<const std::uint8_t*>(row);
+            }
+        else
+            for (int t = 0; t < count; ++t)
+                tile.v[i + t] = vSide + (offset + t) * vRow;
+        if (scaled) {
+            const std::uint8_t* kScales = kSide + kMeta + std::int64_t(offset) * 4;
+            const std::uint8_t* vScales = vSide + vMeta + std::int64_t(offset) * 4;
+            tile.kMeta[tile.runs] = kScales;
+            tile.vMeta[tile.runs] = vScales;
+            tile.runStart[tile.runs++] = i;
+            prefetch(kScales); // a run's scales span at most two cache lines per 16 tokens
+            prefetch(vScales);
+            prefetch(kScales + 4 * count - 1);
+            prefetch(vScales + 4 * count - 1);
         }
+        i += count;
+    }
+    tile.runStart[tile.runs] = n;
+}
+
+// The tile's per-token INT8 scales into kScales / vScales, a run at a time.
+inline void loadTileScales(const Tile& tile, float* kScales, float* vScales) {
+    for (int r = 0; r < tile.runs; ++r) {
+        const int from = tile.runStart[r], count = tile.runStart[r + 1] - from;
+        __builtin_memcpy(kScales + from, tile.kMeta[r], std::size_t(count) * 4);
+        __builtin_memcpy(vScales + from, tile.vMeta[r], std::size_t(count) * 4);
     }
 }
 
@@ -200,53 +225,54 @@ inline void tileAccumulate(float* acc, int dim, const Tile& tile, int g0, const 
         accumulateBlock<Dec, NG, 1>(acc, dim, tile, c, g0, weights);
 }
 
-inline std::size_t roundUp16(std::size_t n) {
-    return (n + 15) / 16 * 16;
-}
-
-// The workspace: scaled queries and accumulators [group, dim], two pairs of float tiles
-// (generic rows, double-buffered with the gather), logits and weights [group, kTile], the
-// running max and sum [group], per-token scales [kTile].
+// The workspace. Per KV head of the work item: its scaled queries and accumulators
+// [group, dim], running max and sum [group], int16 queries and their scales for integer dots.
+// Shared by the item's heads, which take the tiles in turn: kRing pairs of float tiles (generic
+// rows, one per unit gathered ahead), logits and weights [group, kTile], per-token scales
+// [kTile], the integer weights and their scales. Workspace w[h] holds head h's pointers and the
+// shared ones.
 struct Workspace {
-    float *queries, *acc, *kBuffer[2], *vBuffer[2], *logits, *weights, *runMax, *runSum, *kScales,
-        *vScales, *q16Scale, *weightScale;
+    float *queries, *acc, *kBuffer[kRing], *vBuffer[kRing], *logits, *weights, *runMax, *runSum,
+        *kScales, *vScales, *q16Scale, *weightScale;
     std::int16_t* q16;         // [group, dim] for integer dots
     std::int32_t* weightPairs; // [group, kTile / 2] for integer accumulation
 };
 
-// Lays the workspace out from `base` (each piece 64-byte aligned relative to it); the floats
-// it takes.
-inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspace& w) {
+inline std::size_t roundUp16(std::size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+// Lays the workspace of `heads` KV heads out from `base` (each piece 64-byte aligned relative
+// to it) into w[0 .. heads); the floats it takes.
+inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspace* w, int heads) {
     const std::size_t group = std::size_t(a.groupSize), dim = std::size_t(a.headDim);
-    float *q16 = nullptr, *weightPairs = nullptr;
-    const struct {
-        float** slot;
-        std::size_t floats;
-    } pieces[] = {
-        {&w.queries, group * dim},
-        {&w.acc, group * dim},
-        {&w.kBuffer[0], kTile * dim},
-        {&w.kBuffer[1], kTile * dim},
-        {&w.vBuffer[0], kTile * dim},
-        {&w.vBuffer[1], kTile * dim},
-        {&w.logits, group * kTile},
-        {&w.weights, group * kTile},
-        {&w.runMax, group},
-        {&w.runSum, group},
-        {&w.kScales, kTile},
-        {&w.vScales, kTile},
-        {&w.q16Scale, group},
-        {&w.weightScale, group},
-        {&q16, (group * dim + 1) / 2},
-        {&weightPairs, group * (kTile / 2)},
-    };
     std::size_t offset = 0;
-    for (const auto& piece : pieces) {
-        *piece.slot = base ? base + offset : nullptr;
-        offset += roundUp16(piece.floats);
+    auto take = [&](std::size_t floats) {
+        float* piece = base ? base + offset : nullptr;
+        offset += roundUp16(floats);
+        return piece;
+    };
+    Workspace shared{};
+    for (float*& buffer : shared.kBuffer)
+        buffer = take(kTile * dim);
+    for (float*& buffer : shared.vBuffer)
+        buffer = take(kTile * dim);
+    shared.logits = take(group * kTile);
+    shared.weights = take(group * kTile);
+    shared.kScales = take(kTile);
+    shared.vScales = take(kTile);
+    shared.weightScale = take(group);
+    shared.weightPairs = reinterpret_cast<std::int32_t*>(take(group * (kTile / 2)));
+    for (int h = 0; h < heads; ++h) {
+        Workspace& head = w[h];
+        head = shared;
+        head.queries = take(group * dim);
+        head.acc = take(group * dim);
+        head.runMax = take(group);
+        head.runSum = take(group);
+        head.q16Scale = take(group);
+        head.q16 = reinterpret_cast<std::int16_t*>(take((group * dim + 1) / 2));
     }
-    w.q16 = reinterpret_cast<std::int16_t*>(q16);
-    w.weightPairs = reinterpret_cast<std::int32_t*>(weightPairs);
     return offset;
 }
 
@@ -347,8 +373,8 @@ inline void accumulateOverHeads(const Workspace& w, int group, int dim, const Ti
 }
 
 std::size_t workspaceFloats(const SimdAttention& a) {
-    Workspace unused;
-    return workspaceLayout(a, nullptr, unused);
+    Workspace unused[kSimdMaxHeadsPerItem];
+    return workspaceLayout(a, nullptr, unused, a.headsPerItem);
 }
 
 // attendItemT's phases below are always inlined, so they compile as the one body they were split
@@ -407,9 +433,9 @@ template <class Dec>
     for (int g = 0; g < group; ++g) {
         float* logits = w.logits + g * kTile;
         float* weights = w.weights + g * kTile;
-        if (scaled)
-            for (int i = 0; i < n; ++i)
-                logits[i] *= w.kScales[i];
+        if (scaled) // whole vectors: the lanes past n are overwritten below
+            for (int i = 0; i < kTile; i += Vec::W)
+                (Vec::load(logits + i) * Vec::load(w.kScales + i)).store(logits + i);
         for (int i = n; i < kTile; ++i)
             logits[i] = minusInf;
         Vec high = Vec::load(logits);
@@ -418,8 +444,10 @@ template <class Dec>
         const float tileMax = high.hmax();
         const float oldMax = w.runMax[g];
         const float newMax = oldMax > tileMax ? oldMax : tileMax;
-        const float correction =
-            oldMax == minusInf ? 0.0f : expv(Vec::set1(oldMax - newMax)).first();
+        // e^(old - new) only when the max moved (after the first tiles it seldom does)
+        const float correction = oldMax == minusInf ? 0.0f
+                                 : oldMax == newMax ? 1.0f
+                                                    : expv(Vec::set1(oldMax - newMax)).first();
         Vec sum = Vec::zero();
         const Vec shift = Vec::set1(newMax);
         for (int i = 0; i < kTile; i += Vec::W) {
@@ -478,54 +506,68 @@ template <class Dec>
     }
 }
 
+// One work item: KV heads [firstHead, firstHead + heads) of one (request, partition). The heads
+// take each tile in turn, so the item reads a page's heads in the order they lie in it (one run
+// of heads x (K + V side) bytes), as the CTAs of all heads together do on a GPU: the CPU's
+// prefetchers then stream whole pages instead of one head's slice of each.
 template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item, float* base) {
-    const int partitions = a.maxPartitions, heads = a.kvHeads, dim = a.headDim;
-    const int group = a.groupSize;
-    const int partition = int(item % partitions);
-    const int head = int((item / partitions) % heads);
-    const int request = int(item / (std::int64_t(partitions) * heads));
+    const int chunks = (a.kvHeads + a.headsPerItem - 1) / a.headsPerItem;
+    const int chunk = int(item % chunks);
+    const int partition = int((item / chunks) % a.maxPartitions);
+    const int request = int(item / (std::int64_t(chunks) * a.maxPartitions));
+    const int firstHead = chunk * a.headsPerItem;
+    const int left = a.kvHeads - firstHead;
+    const int heads = left < a.headsPerItem ? left : a.headsPerItem;
+    const int group = a.groupSize, dim = a.headDim;
     const std::int64_t len = a.contextLens[request];
     const std::int64_t begin = std::int64_t(partition) * a.partitionTokens;
-    if (begin >= len)
+    if (begin >= len || heads < 1)
         return;
     const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
-    Workspace w;
-    workspaceLayout(a, base, w);
+    Workspace w[kSimdMaxHeadsPerItem];
+    workspaceLayout(a, base, w, heads);
     const bool scaled = a.k.kind == kSimdI8;
-    startItem(a, w, request, head);
-    const bool integerDot = quantizeQueries<Dec>(w, group, dim);
+    bool integerDot = false;
+    for (int h = 0; h < heads; ++h) {
+        startItem(a, w[h], request, firstHead + h);
+        integerDot = quantizeQueries<Dec>(w[h], group, dim);
+    }
     const bool integerAccumulate = integerDot && Dec::kIntegerAccumulate;
 
     const std::int32_t* table = a.blockTables + std::int64_t(request) * a.maxBlocksPerSeq;
-    Tile tiles[2];
-    int current = 0;
-    auto tileLength = [&](std::int64_t first) {
-        return int(end - first < kTile ? end - first : kTile);
+    // Unit u = (tile u / heads, head u % heads); phase 1 for unit u + kAhead, then phase 2 for u.
+    const std::int64_t units = (end - begin + kTile - 1) / kTile * heads;
+    Tile tiles[kRing];
+    auto gather = [&](std::int64_t unit) {
+        const std::int64_t first = begin + unit / heads * kTile;
+        const int slot = int(unit % kRing);
+        gatherTile(a, table, firstHead + int(unit % heads), first,
+                   int(end - first < kTile ? end - first : kTile), tiles[slot], w[0].kBuffer[slot],
+                   w[0].vBuffer[slot]);
     };
-    gatherTile(a, table, head, begin, tileLength(begin), tiles[0], w.kBuffer[0], w.vBuffer[0]);
-    for (std::int64_t first = begin; first < end; first += kTile) {
-        // Phase 1 for the next tile, then phase 2 for this one.
-        const std::int64_t nextFirst = first + kTile;
-        if (nextFirst < end)
-            gatherTile(a, table, head, nextFirst, tileLength(nextFirst), tiles[1 - current],
-                       w.kBuffer[1 - current], w.vBuffer[1 - current]);
-        const Tile& tile = tiles[current];
+    for (std::int64_t unit = 0; unit < kAhead && unit < units; ++unit) {
+        gather(unit);
+        prefetchTokens(&tiles[unit % kRing], 0, kTile);
+    }
+    for (std::int64_t unit = 0; unit < units; ++unit) {
+        const bool hasNext = unit + kAhead < units;
+        if (hasNext)
+            gather(unit + kAhead);
+        const Tile& tile = tiles[unit % kRing];
+        const Workspace& hw = w[unit % heads];
         const int n = tile.n;
         if (scaled)
-            for (int i = 0; i < n; ++i) {
-                w.kScales[i] = loadScale(tile.kMeta[i]);
-                w.vScales[i] = loadScale(tile.vMeta[i]);
-            }
-        const Tile* next = nextFirst < end ? &tiles[1 - current] : nullptr;
+            loadTileScales(tile, hw.kScales, hw.vScales);
+        const Tile* next = hasNext ? &tiles[(unit + kAhead) % kRing] : nullptr;
         if (integerDot)
-            integerLogitsOverHeads<Dec>(w, group, dim, tile, next);
+            integerLogitsOverHeads<Dec>(hw, group, dim, tile, next);
         else
-            logitsOverHeads<Dec>(w, group, dim, tile, next);
-        tileSoftmax(w, group, dim, n, scaled);
-        tileValues<Dec>(w, group, dim, tile, integerAccumulate);
-        current = 1 - current;
+            logitsOverHeads<Dec>(hw, group, dim, tile, next);
+        tileSoftmax(hw, group, dim, n, scaled);
+        tileValues<Dec>(hw, group, dim, tile, integerAccumulate);
     }
-    writePartials<Dec>(a, w, request, head, partition, integerAccumulate);
+    for (int h = 0; h < heads; ++h)
+        writePartials<Dec>(a, w[h], request, firstHead + h, partition, integerAccumulate);
 }
 
 // Sides of different kinds (never the case for the probe's formats) both go the generic way.

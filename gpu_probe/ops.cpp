@@ -598,8 +598,8 @@ SimdSide simdSide(const SideLayout& side) {
     return out;
 }
 
-// Pass 1's arguments for the vector kernels: one work item per (request, KV head, partition),
-// as one CTA would be on the GPU.
+// Pass 1's arguments for the vector kernels: one work item per (request, partition, run of up to
+// kSimdMaxHeadsPerItem KV heads), each head as one CTA would be on the GPU.
 SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& scratch) {
     const PageLayout& layout = args.layout;
     SimdAttention a{};
@@ -607,6 +607,7 @@ SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& s
     a.qHeads = args.qHeads;
     a.groupSize = args.qHeads / layout.kvHeads;
     a.kvHeads = layout.kvHeads;
+    a.headsPerItem = std::min(layout.kvHeads, kSimdMaxHeadsPerItem);
     a.headDim = layout.headDim;
     a.blockSize = layout.blockSize;
     a.blockTables = args.blockTables;
@@ -666,9 +667,10 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
 
 Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
     const AttentionScratch scratch(args);
-    const std::int64_t items = std::int64_t(args.batch) * args.layout.kvHeads * args.maxPartitions;
     const SimdKernels& kernels = cpuSimd(args.layout.headDim);
     const SimdAttention simd = simdAttention(args, scratch);
+    const std::int64_t headChunks = ceilDiv(simd.kvHeads, simd.headsPerItem);
+    const std::int64_t items = std::int64_t(args.batch) * args.maxPartitions * headChunks;
     const std::size_t workspaceFloats = kernels.workspaceFloats(simd);
     if (Status pass1 =
             parallelFor(items, threads, cancel,

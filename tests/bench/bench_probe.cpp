@@ -23,6 +23,7 @@
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <vector>
 
@@ -32,8 +33,33 @@ namespace {
 
 // Median GB/s of a multi-threaded sum over `bytes` (a read stream, as decode does), four
 // independent accumulators per thread so the adds never limit it.
+// Its buffer is mapped as the CPU backend maps the KV pool (anonymous, with the huge-page
+// advice), so the yardstick and the kernels read the same kind of memory.
+class StreamBuffer {
+public:
+    explicit StreamBuffer(std::size_t words) : m_bytes(words * 8) {
+        void* p =
+            mmap(nullptr, m_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            throw std::bad_alloc();
+        madvise(p, m_bytes, MADV_HUGEPAGE);
+        m_words = static_cast<std::uint64_t*>(p);
+    }
+    ~StreamBuffer() { munmap(m_words, m_bytes); }
+    StreamBuffer(const StreamBuffer&) = delete;
+    StreamBuffer& operator=(const StreamBuffer&) = delete;
+    std::size_t size() const { return m_bytes / 8; }
+    std::uint64_t* begin() { return m_words; }
+    std::uint64_t* end() { return m_words + size(); }
+    std::uint64_t operator[](std::size_t i) const { return m_words[i]; }
+
+private:
+    std::size_t m_bytes;
+    std::uint64_t* m_words = nullptr;
+};
+
 double readStreamGBs(std::size_t bytes, int threads, int repeats) {
-    std::vector<std::uint64_t> buf(bytes / 8 + 1);
+    StreamBuffer buf(bytes / 8 + 1);
     std::iota(buf.begin(), buf.end(), std::uint64_t{1});
     std::vector<double> secs;
     volatile std::uint64_t sink = 0;

@@ -1025,6 +1025,8 @@ private slots:
         QTest::addColumn<QString>("format");
         QTest::addColumn<int>("headDim");
         QTest::addColumn<double>("bound"); // kernel vs FP64 on the same dequantized pages
+        QTest::addColumn<int>("qHeads");
+        QTest::addColumn<int>("kvHeads");
         const std::pair<const char*, int> cases[] = {{"fp16", 128},
                                                      {"bf16", 128},
                                                      {"fp32", 64},
@@ -1038,21 +1040,35 @@ private slots:
                                                      {"fp16", 72},
                                                      {"int8", 72},
                                                      {"fp16", 36}};
-        for (int i = 0; i < simdLevelCount(); ++i)
+        auto bound = [](const char* format) { return std::string(format) == "int8" ? 2e-4 : 1e-5; };
+        // GQA 4 over 3 KV heads: one work item of 3 heads; then more KV heads than one item
+        // takes (kSimdMaxHeadsPerItem), split 8 + 5 and 8 + 8 + 1, with GQA 2 and MHA.
+        const struct {
+            const char* format;
+            int qHeads, kvHeads;
+        } heads[] = {{"int8", 26, 13}, {"fp16", 17, 17}, {"int8", 17, 17}, {"int4-g32", 26, 13}};
+        for (int i = 0; i < simdLevelCount(); ++i) {
             for (auto [format, dim] : cases)
                 QTest::addRow("%s %s d%d", simdLevel(i).name, format, dim)
-                    << QString(simdLevel(i).name) << QString(format) << dim
-                    << (std::string(format) == "int8" ? 2e-4 : 1e-5);
+                    << QString(simdLevel(i).name) << QString(format) << dim << bound(format) << 12
+                    << 3;
+            for (const auto& h : heads)
+                QTest::addRow("%s %s %dq/%dkv", simdLevel(i).name, h.format, h.qHeads, h.kvHeads)
+                    << QString(simdLevel(i).name) << QString(h.format) << 64 << bound(h.format)
+                    << h.qHeads << h.kvHeads;
+        }
     }
     void attentionOnEveryLevel() {
         QFETCH(QString, level);
         QFETCH(QString, format);
         QFETCH(int, headDim);
         QFETCH(double, bound);
+        QFETCH(int, qHeads);
+        QFETCH(int, kvHeads);
         QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
         ProbePlan p = quickPlan(format.toLatin1().constData());
-        p.model = smallLayer(12, 3, headDim); // GQA 4: head blocks of 4
-        p.contexts = {517, 64, 1100};         // partial tiles, pages and partitions
+        p.model = smallLayer(qHeads, kvHeads, headDim);
+        p.contexts = {517, 64, 1100}; // partial tiles, pages and partitions
         p.prefixTokens = 64;
         const ProbeResult r = runProbe(p);
         QVERIFY(testing::setSimdOverride(""));
