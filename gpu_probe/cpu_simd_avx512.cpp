@@ -167,21 +167,27 @@ struct DecI8 {
     static constexpr bool kIntegerAccumulate = true;
     template <int NG, class TileT>
     static void integerAccumulate(float* acc, int dim, const TileT& tile, int g0,
-                                  const std::int32_t* weightPairs, const float* weightScale);
+                                  const std::int32_t* weightPairs, const float* weightScale,
+                                  const TileT* next);
     // A 32-channel chunk's low half (16 lanes) holds channels 0-3, 8-11, 16-19, 24-27, its high
     // half 4-7, 12-15, 20-23, 28-31: back into channel order.
     static void quantizeWeights(const float* weights, std::int32_t* pairs, float* scale) {
-        static_assert(kTileTokens == 32, "two vectors of weights per head");
-        const __m512 first = _mm512_loadu_ps(weights), second = _mm512_loadu_ps(weights + 16);
-        const float largest = _mm512_reduce_max_ps(_mm512_max_ps(first, second));
+        static_assert(kTileTokens % 16 == 0, "whole vectors of weights per head");
+        constexpr int kVectors = kTileTokens / 16;
+        __m512 w[kVectors];
+        __m512 high = _mm512_setzero_ps();
+        for (int k = 0; k < kVectors; ++k) {
+            w[k] = _mm512_loadu_ps(weights + 16 * k);
+            high = _mm512_max_ps(high, w[k]);
+        }
+        const float largest = _mm512_reduce_max_ps(high);
         *scale = largest / 32767.0f;
         const __m512 toInt = _mm512_set1_ps(largest > 0.0f ? 32767.0f / largest : 0.0f);
         std::int16_t* out = reinterpret_cast<std::int16_t*>(pairs);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(first, toInt))));
-        _mm256_storeu_si256(
-            reinterpret_cast<__m256i*>(out + 16),
-            _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(second, toInt))));
+        for (int k = 0; k < kVectors; ++k)
+            _mm256_storeu_si256(
+                reinterpret_cast<__m256i*>(out + 16 * k),
+                _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(w[k], toInt))));
     }
     static void unpermute(const float* acc, int dim, float* out) {
         const __m512i first =
@@ -266,7 +272,7 @@ template <int NG, int NT, class TileT>
 template <int NG, int CC, class TileT>
 [[gnu::always_inline]] inline void accumulateChunks(float* acc, int dim, const TileT& tile, int c,
                                                     int g0, const std::int32_t* weightPairs,
-                                                    const float* weightScale) {
+                                                    const float* weightScale, const TileT* next) {
     const int pairs = (tile.n + 1) / 2;
     __m512i low[NG * CC], high[NG * CC];
     for (int j = 0; j < NG * CC; ++j)
@@ -275,6 +281,7 @@ template <int NG, int CC, class TileT>
         // an odd last token pairs with itself at weight 0
         const std::uint8_t* first = tile.v[2 * j] + c;
         const std::uint8_t* second = (2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j]) + c;
+        prefetchTokens(next, 2 * j, 2 * j + 2, kPrefetchV);
         __m512i weight[NG];
         for (int g = 0; g < NG; ++g)
             weight[g] = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);
@@ -290,6 +297,7 @@ template <int NG, int CC, class TileT>
             }
         }
     }
+    prefetchTokens(next, 2 * pairs, kTile, kPrefetchV);
     for (int g = 0; g < NG; ++g) {
         const __m512 scale = _mm512_set1_ps(weightScale[g0 + g]);
         for (int k = 0; k < CC; ++k) {
@@ -305,13 +313,14 @@ template <int NG, int CC, class TileT>
 template <int NG, class TileT>
 [[gnu::always_inline]] inline void DecI8::integerAccumulate(float* acc, int dim, const TileT& tile,
                                                             int g0, const std::int32_t* weightPairs,
-                                                            const float* weightScale) {
+                                                            const float* weightScale,
+                                                            const TileT* next) {
     constexpr int CC = NG >= 8 ? 1 : NG >= 4 ? 2 : 4; // 2 x NG x CC <= 16 accumulators
     int c = 0;
-    for (; c + 32 * CC <= dim; c += 32 * CC)
-        accumulateChunks<NG, CC>(acc, dim, tile, c, g0, weightPairs, weightScale);
-    for (; c < dim; c += 32)
-        accumulateChunks<NG, 1>(acc, dim, tile, c, g0, weightPairs, weightScale);
+    for (; c + 32 * CC <= dim; c += 32 * CC, next = nullptr) // prefetch in the first pass
+        accumulateChunks<NG, CC>(acc, dim, tile, c, g0, weightPairs, weightScale, next);
+    for (; c < dim; c += 32, next = nullptr)
+        accumulateChunks<NG, 1>(acc, dim, tile, c, g0, weightPairs, weightScale, next);
 }
 
 // fp16 input into fp16 codes is the identity for every code but NaN (kv_quant.h's floatToHalf

@@ -66,17 +66,20 @@ struct Tile {
     int n;
     int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
 };
-// Prefetches the rows of tokens [from, to) of a gathered tile: called a few tokens at a time
-// from the current tile's logits loop, so the next tile's loads are spread over this tile's
-// compute rather than queued all at once behind the core's few line-fill buffers.
-inline void prefetchTokens(const Tile* tile, int from, int to) {
+// Prefetches the rows of tokens [from, to) of a gathered tile, the K rows, the V rows or both
+// (kPrefetch*): called a few tokens at a time from the current tile's loops, so the next tile's
+// loads are spread over this tile's compute rather than issued in bursts, which the core's few
+// line-fill buffers cannot take (software prefetches beyond them are dropped). The integer
+// kernels prefetch K rows from the logits loop and V rows from the value loop.
+constexpr int kPrefetchK = 1, kPrefetchV = 2, kPrefetchKV = 3;
+inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPrefetchKV) {
     if (!tile)
         return;
     to = to < tile->n ? to : tile->n;
     for (int i = from; i < to; ++i) {
-        if (tile->kBytes)
+        if (tile->kBytes && (sides & kPrefetchK))
             prefetchRow(tile->k[i], tile->kBytes);
-        if (tile->vBytes)
+        if (tile->vBytes && (sides & kPrefetchV))
             prefetchRow(tile->v[i], tile->vBytes);
     }
 }
@@ -287,16 +290,17 @@ inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int
                               const Tile* next) {
     if constexpr (Dec::kIntegerDot) {
         constexpr int NT = tokensPerBlock<NG>();
+        constexpr int sides = Dec::kIntegerAccumulate ? kPrefetchK : kPrefetchKV;
         int i = 0;
         for (; i + NT <= tile.n; i += NT) {
-            prefetchTokens(next, i, i + NT);
+            prefetchTokens(next, i, i + NT, sides);
             Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
         }
         for (; i < tile.n; ++i) {
-            prefetchTokens(next, i, i + 1);
+            prefetchTokens(next, i, i + 1, sides);
             Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
         }
-        prefetchTokens(next, tile.n, kTile);
+        prefetchTokens(next, tile.n, kTile, sides);
     }
 }
 
@@ -334,23 +338,25 @@ inline void logitsOverHeads(const Workspace& w, int group, int dim, const Tile& 
     }
 }
 
+// The next tile's V rows are prefetched from the first head block's loop.
 template <class Dec>
-inline void integerAccumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile) {
+inline void integerAccumulateOverHeads(const Workspace& w, int group, int dim, const Tile& tile,
+                                       const Tile* next) {
     if constexpr (Dec::kIntegerAccumulate) {
-        for (int g0 = 0; g0 < group;) {
+        for (int g0 = 0; g0 < group; next = nullptr) {
             const int count = headBlock(group - g0);
             if (count == 8)
                 Dec::template integerAccumulate<8>(w.acc, dim, tile, g0, w.weightPairs,
-                                                   w.weightScale);
+                                                   w.weightScale, next);
             else if (count == 4)
                 Dec::template integerAccumulate<4>(w.acc, dim, tile, g0, w.weightPairs,
-                                                   w.weightScale);
+                                                   w.weightScale, next);
             else if (count == 2)
                 Dec::template integerAccumulate<2>(w.acc, dim, tile, g0, w.weightPairs,
-                                                   w.weightScale);
+                                                   w.weightScale, next);
             else
                 Dec::template integerAccumulate<1>(w.acc, dim, tile, g0, w.weightPairs,
-                                                   w.weightScale);
+                                                   w.weightScale, next);
             g0 += count;
         }
     }
@@ -469,13 +475,14 @@ template <class Dec>
 // The tile's V rows into the accumulators, in integers (weights quantized first) or floats.
 template <class Dec>
 [[gnu::always_inline]] inline void tileValues(const Workspace& w, int group, int dim,
-                                              const Tile& tile, bool integerAccumulate) {
+                                              const Tile& tile, bool integerAccumulate,
+                                              const Tile* next) {
     if (integerAccumulate) {
         if constexpr (Dec::kIntegerAccumulate)
             for (int g = 0; g < group; ++g)
                 Dec::quantizeWeights(w.weights + g * kTile, w.weightPairs + g * (kTile / 2),
                                      w.weightScale + g);
-        integerAccumulateOverHeads<Dec>(w, group, dim, tile);
+        integerAccumulateOverHeads<Dec>(w, group, dim, tile, next);
     } else {
         accumulateOverHeads<Dec>(w, group, dim, tile);
     }
@@ -564,7 +571,7 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
         else
             logitsOverHeads<Dec>(hw, group, dim, tile, next);
         tileSoftmax(hw, group, dim, n, scaled);
-        tileValues<Dec>(hw, group, dim, tile, integerAccumulate);
+        tileValues<Dec>(hw, group, dim, tile, integerAccumulate, next);
     }
     for (int h = 0; h < heads; ++h)
         writePartials<Dec>(a, w[h], request, firstHead + h, partition, integerAccumulate);
