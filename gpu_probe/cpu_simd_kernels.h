@@ -43,9 +43,10 @@
 
 constexpr int kTile = 32; // tokens per tile
 // Units (one tile of one head) gathered ahead of the one computed: the rows of unit u + kAhead
-// are prefetched while unit u is computed, so each load has about kAhead units of compute to
-// arrive in (one is only just enough at this memory's bandwidth; jitter then stalls the dots).
-constexpr int kAhead = 2;
+// are prefetched while unit u is computed. One unit ahead measured best on the 2-core VM
+// (tests/bench/bench_probe, 1 vs 2 vs 3: INT8 decode 0.68 vs 0.64 vs 0.58 of the read stream):
+// the rows of units further ahead are evicted from L1 before they are used.
+constexpr int kAhead = 1;
 constexpr int kRing = kAhead + 1;
 
 inline void prefetchRow(const std::uint8_t* row, int bytes) {
@@ -229,7 +230,8 @@ inline void tileAccumulate(float* acc, int dim, const Tile& tile, int g0, const 
 }
 
 // The workspace. Per KV head of the work item: its scaled queries and accumulators
-// [group, dim], running max and sum [group], int16 queries and their scales for integer dots.
+// [group, dim], running max [group] and sum
+// [group, W lanes], int16 queries and their scales for integer dots.
 // Shared by the item's heads, which take the tiles in turn: kRing pairs of float tiles (generic
 // rows, one per unit gathered ahead), logits and weights [group, kTile], per-token scales
 // [kTile], the integer weights and their scales. Workspace w[h] holds head h's pointers and the
@@ -272,7 +274,7 @@ inline std::size_t workspaceLayout(const SimdAttention& a, float* base, Workspac
         head.queries = take(group * dim);
         head.acc = take(group * dim);
         head.runMax = take(group);
-        head.runSum = take(group);
+        head.runSum = take(group * Vec::W); // lane partial sums, added up at the end
         head.q16Scale = take(group);
         head.q16 = reinterpret_cast<std::int16_t*>(take((group * dim + 1) / 2));
     }
@@ -399,7 +401,7 @@ std::size_t workspaceFloats(const SimdAttention& a) {
     }
     for (int g = 0; g < group; ++g) {
         w.runMax[g] = -__builtin_inff();
-        w.runSum[g] = 0.0f;
+        Vec::zero().store(w.runSum + g * Vec::W);
     }
     for (int i = 0; i < kTile; ++i)
         w.kScales[i] = w.vScales[i] = 1.0f;
@@ -461,7 +463,8 @@ template <class Dec>
             sum = sum + weight;
             (scaled ? weight * Vec::load(w.vScales + i) : weight).store(weights + i);
         }
-        w.runSum[g] = w.runSum[g] * correction + sum.hsum();
+        float* runSum = w.runSum + g * Vec::W; // no horizontal sum per tile
+        (Vec::load(runSum) * Vec::set1(correction) + sum).store(runSum);
         w.runMax[g] = newMax;
         if (correction != 1.0f) {
             float* acc = w.acc + std::int64_t(g) * dim;
@@ -499,7 +502,7 @@ template <class Dec>
             (std::int64_t(request) * a.qHeads + std::int64_t(head) * group + g) * a.maxPartitions +
             partition;
         a.maxLogit[index] = w.runMax[g];
-        a.expSum[index] = w.runSum[g];
+        a.expSum[index] = Vec::load(w.runSum + g * Vec::W).hsum();
         const float* acc = w.acc + std::int64_t(g) * dim;
         float* partial = a.partial + index * dim;
         if constexpr (Dec::kIntegerAccumulate) {
