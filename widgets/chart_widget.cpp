@@ -169,8 +169,23 @@ void ChartWidget::setUnits(core::UnitSystem units) {
 }
 
 void ChartWidget::requestReplot() {
+    if (!isVisible() && window()->isVisible()) {
+        m_replotWhenShown = true;
+        return;
+    }
+    m_replotWhenShown = false;
     m_replotPending = true;
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartWidget::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (!m_replotWhenShown)
+        return;
+    // Drawn now, before the first paint, so the stale picture never shows.
+    m_replotWhenShown = false;
+    m_replotPending = true;
+    m_plot->replot(QCustomPlot::rpRefreshHint);
 }
 
 void ChartWidget::styleAxes() {

@@ -80,9 +80,12 @@ public:
     // The tooltip the chart would show with the mouse at `pos` (widget coordinates).
     virtual QString tooltipAt(const QPoint& pos) const;
 
-    void requestReplot(); // queued: a burst of changes costs one replot
+    // Queued: a burst of changes costs one replot. A chart hidden in a shown window (a tab not
+    // in front) replots when it is shown instead; exports draw from the data, not the screen.
+    void requestReplot();
     int replotCount() const { return m_replotCount; }
-    bool replotPending() const { return m_replotPending; } // requested, not yet drawn
+    bool replotPending() const { return m_replotPending; }     // requested, not yet drawn
+    bool replotWhenShown() const { return m_replotWhenShown; } // hidden: drawn when shown
 
 signals:
     void replotted();
@@ -96,6 +99,7 @@ protected:
     virtual QString describePoint(const QCPGraph* graph, int index) const;
     void changeEvent(QEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    void showEvent(QShowEvent* event) override;
     bool eventFilter(QObject* watched, QEvent* event) override;
     QSize exportSize(QSize requested) const;
     void styleAxes();
@@ -120,6 +124,7 @@ private:
     core::UnitSystem m_units = core::UnitSystem::Binary;
     int m_replotCount = 0;
     bool m_replotPending = false;
+    bool m_replotWhenShown = false;
     QString m_lastTooltip;
 };
 
