@@ -73,6 +73,9 @@ template <int N> void reduceN(const Vec (&s)[N], float* out) {
         out[i] = s[i].hsum();
 }
 
+void prefetchL2(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
 void prefetch(const void* p) {
     _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
 }

@@ -124,6 +124,9 @@ template <int N> [[gnu::always_inline]] inline void reduceN(const Vec (&s)[N], f
 void prefetch(const void* p) {
     _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
 }
+void prefetchL2(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
 
 struct DecF32 {
     static constexpr bool kIntegerDot = false;

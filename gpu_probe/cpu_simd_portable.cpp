@@ -140,6 +140,9 @@ template <class V, int Bytes, float (*Convert)(const std::uint8_t*)> struct Dec 
         for (int i = 0; i < N; ++i)                                                                \
             out[i] = s[i].hsum();                                                                  \
     }                                                                                              \
+    inline void prefetchL2(const void* p) {                                                        \
+        __builtin_prefetch(p, 0, 2);                                                               \
+    }                                                                                              \
     inline void prefetch(const void* p) {                                                          \
         __builtin_prefetch(p);                                                                     \
     }                                                                                              \
