@@ -67,11 +67,12 @@ struct Tile {
     int n;
     int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
 };
+
 // Prefetches the rows of tokens [from, to) of a gathered tile, the K rows, the V rows or both
 // (kPrefetch*): called a few tokens at a time from the current tile's loops, so the next tile's
-// loads are spread over this tile's compute rather than issued in bursts, which the core's few
-// line-fill buffers cannot take (software prefetches beyond them are dropped). The integer
-// kernels prefetch K rows from the logits loop and V rows from the value loop.
+// loads are spread over this tile's compute rather than issued in bursts larger than the core's
+// few line-fill buffers hold. The integer kernels prefetch K rows from the logits loop and V
+// rows from the value loop.
 constexpr int kPrefetchK = 1, kPrefetchV = 2, kPrefetchKV = 3;
 inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPrefetchKV) {
     if (!tile)
