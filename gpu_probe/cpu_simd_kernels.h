@@ -86,48 +86,50 @@ inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPref
     }
 }
 
+// The row addresses of tokens [i, i + count) of a tile, at slots [offset, offset + count) of
+// one side of a page: into the codes, or into rows of `buffer` decoded to floats (generic
+// sides). The row stride sits in a local: the stores into `rows` could otherwise alias `side`
+// and reload it for every token.
+inline void gatherRows(const SimdSide& side, const std::uint8_t* sideBase, int offset, int i,
+                       int count, int dim, float* buffer, const std::uint8_t** rows) {
+    if (side.kind == kSimdGeneric) {
+        for (int t = 0; t < count; ++t) {
+            float* row = buffer + std::int64_t(i + t) * dim;
+            side.decodeRow(sideBase, side.layout, offset + t, row);
+            rows[i + t] = reinterpret_cast<const std::uint8_t*>(row);
+        }
+        return;
+    }
+    const std::int64_t stride = side.dataBytes;
+    for (int t = 0; t < count; ++t)
+        rows[i + t] = sideBase + (offset + t) * stride;
+}
+
 // Phase 1: where tile tokens [first, first + n) of one (request, head) live, a page's run of
 // tokens at a time (one block-table read and one page address per run; the SimdAttention
 // fields in locals, since the tile's stores could otherwise alias them and reload every one).
 inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int head,
                        std::int64_t first, int n, Tile& tile, float* kBuffer, float* vBuffer) {
-    const bool kGeneric = a.k.kind == kSimdGeneric, vGeneric = a.v.kind == kSimdGeneric;
     const bool scaled = a.k.kind == kSimdI8;
     const int blockSize = a.blockSize, dim = a.headDim;
-    const std::int64_t kRow = a.k.dataBytes, vRow = a.v.dataBytes, pageBytes = a.pageBytes;
-    const std::int64_t vSideOffset = a.vSideOffset, kMeta = a.k.metaOffset, vMeta = a.v.metaOffset;
+    const std::int64_t pageBytes = a.pageBytes, vSideOffset = a.vSideOffset;
+    const std::int64_t kMetaOffset = a.k.metaOffset, vMetaOffset = a.v.metaOffset;
     const std::uint8_t* base = a.pool + std::int64_t(head) * a.headStride;
     tile.n = n;
     tile.runs = 0;
-    tile.kBytes = kGeneric ? 0 : int(kRow);
-    tile.vBytes = vGeneric ? 0 : int(vRow);
+    tile.kBytes = a.k.kind == kSimdGeneric ? 0 : a.k.dataBytes;
+    tile.vBytes = a.v.kind == kSimdGeneric ? 0 : a.v.dataBytes;
     std::int64_t blockIndex = first / blockSize;
     int offset = int(first % blockSize);
     for (int i = 0; i < n; ++blockIndex, offset = 0) {
         const int count = n - i < blockSize - offset ? n - i : blockSize - offset;
         const std::uint8_t* kSide = base + table[blockIndex] * pageBytes;
         const std::uint8_t* vSide = kSide + vSideOffset;
-        if (kGeneric)
-            for (int t = 0; t < count; ++t) {
-                float* row = kBuffer + std::int64_t(i + t) * dim;
-                a.k.decodeRow(kSide, a.k.layout, offset + t, row);
-                tile.k[i + t] = reinterpret_cast<const std::uint8_t*>(row);
-            }
-        else
-            for (int t = 0; t < count; ++t)
-                tile.k[i + t] = kSide + (offset + t) * kRow;
-        if (vGeneric)
-            for (int t = 0; t < count; ++t) {
-                float* row = vBuffer + std::int64_t(i + t) * dim;
-                a.v.decodeRow(vSide, a.v.layout, offset + t, row);
-                tile.v[i + t] = reinterpret_cast<const std::uint8_t*>(row);
-            }
-        else
-            for (int t = 0; t < count; ++t)
-                tile.v[i + t] = vSide + (offset + t) * vRow;
+        gatherRows(a.k, kSide, offset, i, count, dim, kBuffer, tile.k);
+        gatherRows(a.v, vSide, offset, i, count, dim, vBuffer, tile.v);
         if (scaled) {
-            const std::uint8_t* kScales = kSide + kMeta + std::int64_t(offset) * 4;
-            const std::uint8_t* vScales = vSide + vMeta + std::int64_t(offset) * 4;
+            const std::uint8_t* kScales = kSide + kMetaOffset + std::int64_t(offset) * 4;
+            const std::uint8_t* vScales = vSide + vMetaOffset + std::int64_t(offset) * 4;
             tile.kMeta[tile.runs] = kScales;
             tile.vMeta[tile.runs] = vScales;
             tile.runStart[tile.runs++] = i;
@@ -560,7 +562,7 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
     const int group = a.groupSize, dim = a.headDim;
     const std::int64_t len = a.contextLens[request];
     const std::int64_t begin = std::int64_t(partition) * a.partitionTokens;
-    if (begin >= len || heads < 1)
+    if (begin >= len)
         return;
     const std::int64_t end = len < begin + a.partitionTokens ? len : begin + a.partitionTokens;
     Workspace w[kSimdMaxHeadsPerItem];

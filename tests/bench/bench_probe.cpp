@@ -12,6 +12,7 @@
 
 #include "core/io/json.h"
 #include "core/units.h"
+#include "gpu_probe/backend.h"
 #include "gpu_probe/cpu_simd.h"
 #include "gpu_probe/ops.h"
 #include "gpu_probe/probe.h"
@@ -23,7 +24,6 @@
 #include <fstream>
 #include <numeric>
 #include <string>
-#include <sys/mman.h>
 #include <thread>
 #include <vector>
 
@@ -32,46 +32,29 @@ using namespace kvl;
 namespace {
 
 // Median GB/s of a multi-threaded sum over `bytes` (a read stream, as decode does), four
-// independent accumulators per thread so the adds never limit it.
-// Its buffer is mapped as the CPU backend maps the KV pool (anonymous, with the huge-page
-// advice), so the yardstick and the kernels read the same kind of memory.
-class StreamBuffer {
-public:
-    explicit StreamBuffer(std::size_t words) : m_bytes(words * 8) {
-        void* p =
-            mmap(nullptr, m_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            throw std::bad_alloc();
-        madvise(p, m_bytes, MADV_HUGEPAGE);
-        m_words = static_cast<std::uint64_t*>(p);
-    }
-    ~StreamBuffer() { munmap(m_words, m_bytes); }
-    StreamBuffer(const StreamBuffer&) = delete;
-    StreamBuffer& operator=(const StreamBuffer&) = delete;
-    std::size_t size() const { return m_bytes / 8; }
-    std::uint64_t* begin() { return m_words; }
-    std::uint64_t* end() { return m_words + size(); }
-    std::uint64_t operator[](std::size_t i) const { return m_words[i]; }
-
-private:
-    std::size_t m_bytes;
-    std::uint64_t* m_words = nullptr;
-};
-
+// independent accumulators per thread so the adds never limit it. The buffer comes from the CPU
+// backend's own allocator, so the yardstick reads memory mapped exactly as the KV pool is.
 double readStreamGBs(std::size_t bytes, int threads, int repeats) {
-    StreamBuffer buf(bytes / 8 + 1);
-    std::iota(buf.begin(), buf.end(), std::uint64_t{1});
+    auto backend = probe::makeBackend("cpu");
+    const std::size_t words = bytes / 8 + 1;
+    auto memory = backend ? (*backend)->allocate(words * 8) : Result<void*>(backend.error());
+    if (!memory) {
+        std::fprintf(stderr, "bench_probe: read stream: %s\n", memory.error().message.c_str());
+        return 0.0;
+    }
+    std::uint64_t* buf = static_cast<std::uint64_t*>(*memory);
+    std::iota(buf, buf + words, std::uint64_t{1});
     std::vector<double> secs;
     volatile std::uint64_t sink = 0;
     for (int r = 0; r < repeats + 1; ++r) {
         std::vector<std::uint64_t> partial(static_cast<std::size_t>(threads), 0);
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<std::thread> pool;
-        const std::size_t per = buf.size() / static_cast<std::size_t>(threads) + 1;
+        const std::size_t per = words / static_cast<std::size_t>(threads) + 1;
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                const std::size_t lo = std::min(buf.size(), per * static_cast<std::size_t>(t));
-                const std::size_t hi = std::min(buf.size(), lo + per);
+                const std::size_t lo = std::min(words, per * static_cast<std::size_t>(t));
+                const std::size_t hi = std::min(words, lo + per);
                 std::uint64_t s[4] = {0, 0, 0, 0};
                 std::size_t i = lo;
                 for (; i + 4 <= hi; i += 4)
@@ -88,6 +71,7 @@ double readStreamGBs(std::size_t bytes, int threads, int repeats) {
         if (r > 0) // the first pass warms the pages
             secs.push_back(std::chrono::duration<double>(t1 - t0).count());
     }
+    (*backend)->release(*memory);
     std::sort(secs.begin(), secs.end());
     return double(bytes) / secs[secs.size() / 2] / 1e9;
 }
