@@ -323,35 +323,35 @@ void printMemory(const ProbeResult& result) {
 }
 
 void printResultText(const ProbeResult& result) {
-    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\note",
+    std::printf("%s on %s (%s), %s, block %d, batch %d x %lld tokens, prefix %lld\n",
                 result.formatLabel.c_str(), result.backend.c_str(), result.device.c_str(),
                 result.modelId.c_str(), result.blockSize, result.batch, (long long)result.context,
                 (long long)result.prefixTokens);
     printMemory(result);
     if (result.speedMeasured) {
-        std::printf("speed (median):\note");
-        std::printf("  copy       %.1f GB/s (read + write)\note", result.copyGBs);
-        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\note", result.storeMs,
+        std::printf("speed (median):\n");
+        std::printf("  copy       %.1f GB/s (read + write)\n", result.copyGBs);
+        std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\n", result.storeMs,
                     result.storeGBs, result.storePctOfCopy);
-        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\note",
+        std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\n",
                     result.attentionMs, result.tokensPerS, result.attentionGBs,
                     result.attentionPctOfCopy);
     }
     if (result.qualityMeasured) {
-        std::printf("quality (%s data, vs FP64 on unquantized K/V):\note",
+        std::printf("quality (%s data, vs FP64 on unquantized K/V):\n",
                     result.dataSource.c_str());
-        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\note",
+        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\n",
                     result.relL2, result.maxAbs, result.top8);
-        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\note",
+        std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\n",
                     result.kernelVsRefRelL2);
-        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\note",
+        std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\n",
                     result.kRelL2, result.kMaxAbs, result.vRelL2, result.vMaxAbs);
     }
     for (const auto& point : result.qualityVsContext)
-        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\note", (long long)point.context,
+        std::printf("  context %6lld: rel L2 %.3e, top-8 %.3f\n", (long long)point.context,
                     point.relL2, point.top8);
     for (const auto& note : result.notes)
-        std::printf("note: %s\note", note.c_str());
+        std::printf("note: %s\n", note.c_str());
 }
 
 Result<ProbePlan> runPlan(const Args& args) {
