@@ -445,9 +445,15 @@ std::string helpText(std::string_view command) {
         wrapped(out, std::string(cmd.summary), 6, 6);
     }
     out << "\nCharts and tables (export --chart):\n";
+    // columns as wide as their longest entry, so a long name never runs into its title
+    std::size_t nameWidth = 0, titleWidth = 0;
+    for (const auto& chart : widgets::chartSpecs()) {
+        nameWidth = std::max(nameWidth, std::string_view(chart.name).size());
+        titleWidth = std::max(titleWidth, widgets::chartTitle(chart).toStdString().size());
+    }
     for (const auto& chart : widgets::chartSpecs())
-        out << "  " << std::left << std::setw(14) << chart.name << std::setw(34)
-            << widgets::chartTitle(chart).toStdString()
+        out << "  " << std::left << std::setw(int(nameWidth + 2)) << chart.name
+            << std::setw(int(titleWidth + 2)) << widgets::chartTitle(chart).toStdString()
             << widgets::formatSuffixes(chart.formats).toStdString()
             << (chart.measured ? "  (needs --probe-results)" : "") << "\n";
     out << "\n";

@@ -377,6 +377,17 @@ void TestCli::helpIsGenerated() {
             QVERIFY2(help.contains(QLatin1String(c.name)), c.name);
             QVERIFY(help.contains(kvl::widgets::formatSuffixes(c.formats)));
         }
+    // The overview's chart list is a table: name, title and formats on one line, each column
+    // apart from the next ("speed-concurrency" once ran into its title).
+    if (args == QStringList{"--help"})
+        for (const auto& c : kvl::widgets::chartSpecs()) {
+            const QRegularExpression line(
+                QStringLiteral("\\n  %1  +%2  +%3")
+                    .arg(QRegularExpression::escape(QLatin1String(c.name)),
+                         QRegularExpression::escape(kvl::widgets::chartTitle(c)),
+                         QRegularExpression::escape(kvl::widgets::formatSuffixes(c.formats))));
+            QVERIFY2(line.match(r.out).hasMatch(), c.name);
+        }
 }
 
 void TestCli::helpDefaultsAreTheRealOnes() {
