@@ -74,11 +74,25 @@ struct SimdAttention {
     float* partial;
 };
 
-// Quantizes one token-head row of fp16 / bf16 input bits into slot `slot` of a side. Returns
-// false, having written nothing, when it does not take the row (a NaN or infinity, whose
+// Quantizes one token-head row of fp16 / bf16 input bits into slot `slot` of a side, with the
+// side's out-of-page scale `outScale` (fp8: code = fp8(x / outScale); unused by the others).
+// Returns false, having written nothing, when it does not take the row (a NaN or infinity, whose
 // handling stays with kv_quant.h's scalar code): the caller then quantizes it that way.
 using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim,
-                              int dataBytes, int metaOffset, int slot);
+                              int dataBytes, int metaOffset, int slot, float outScale);
+
+// OCP FP8 codes as kv_quant.h's floatToE4m3 / floatToE5m2 round a float, for the vector stores
+// (plain constants, so each instruction set's file may share them).
+struct Fp8Code {
+    int shift;              // float mantissa bits below the code's
+    std::int32_t rebias;    // 127 minus the code's exponent bias
+    std::int32_t maxBits;   // the largest finite code's value, as float bits
+    std::int32_t minNormal; // the smallest normal code's value, as float bits
+    float subnormalScale;   // 1 / the subnormal step
+    int maxCode;            // the largest finite code's magnitude
+};
+inline constexpr Fp8Code kE4M3Code{20, 120, 0x43e00000, 0x3c800000, 512.0f, 0x7e};   // max 448
+inline constexpr Fp8Code kE5M2Code{21, 112, 0x47600000, 0x38800000, 65536.0f, 0x7b}; // 57344
 
 // The kernels of one instruction set.
 struct SimdKernels {
@@ -89,8 +103,10 @@ struct SimdKernels {
     // headChunks = ceil(kvHeads / headsPerItem): heads [chunk * headsPerItem, ...));
     // `workspace` holds workspaceFloats(args) floats.
     void (*attendItem)(const SimdAttention& args, std::int64_t item, float* workspace);
-    SimdStoreRow storeF16; // fp16 codes (nullptr: not vectorized here)
-    SimdStoreRow storeI8;  // INT8 symmetric per token-head, fp32 scale
+    SimdStoreRow storeF16;  // fp16 codes (nullptr: not vectorized here)
+    SimdStoreRow storeI8;   // INT8 symmetric per token-head, fp32 scale
+    SimdStoreRow storeE4M3; // OCP FP8 E4M3 with an out-of-page (per-tensor or per-head) scale
+    SimdStoreRow storeE5M2; // OCP FP8 E5M2, likewise
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

@@ -175,7 +175,7 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
 
 // As storeF16 in cpu_simd_avx512.cpp.
 bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-              int, int slot) {
+              int, int slot, float) {
     std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
     const __m128i magnitudeMask = _mm_set1_epi16(0x7fff);
     const __m128i nanBelow = _mm_set1_epi16(bf16Input ? 0x7f80 : 0x7c00);
@@ -208,7 +208,7 @@ __m256 inputRow(const std::uint16_t* in, bool bf16Input, int c) {
 
 // As storeI8 in cpu_simd_avx512.cpp (the same bytes as kv_quant.h's quantizeTokenVector).
 bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-             int metaOffset, int slot) {
+             int metaOffset, int slot, float) {
     __m256i largest = _mm256_setzero_si256();
     for (int c = 0; c < dim; c += 8)
         largest = _mm256_max_epi32(largest,
@@ -245,9 +245,57 @@ bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int di
     return true;
 }
 
+// As storeFp8 in cpu_simd_avx512.cpp, 8 lanes at a time (the magnitudes are below 2^31, so
+// AVX2's signed compares order them as unsigned ones would).
+template <const Fp8Code& Code>
+bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+              int, int slot, float outScale) {
+    const __m256i magnitudeMask = _mm256_set1_epi32(0x7fffffff);
+    __m256i special = _mm256_setzero_si256();
+    for (int c = 0; c < dim; c += 8) // NaN or infinity inputs: the scalar path
+        special = _mm256_or_si256(
+            special,
+            _mm256_cmpgt_epi32(
+                _mm256_and_si256(_mm256_castps_si256(inputRow(in, bf16Input, c)), magnitudeMask),
+                _mm256_set1_epi32(0x7f7fffff)));
+    if (_mm256_movemask_epi8(special))
+        return false;
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    if (!(outScale > 0.0f)) {
+        for (int c = 0; c < dim; c += 8)
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c), _mm_setzero_si128());
+        return true;
+    }
+    const __m256 divisor = _mm256_set1_ps(outScale);
+    for (int c = 0; c < dim; c += 8) {
+        const __m256i bits =
+            _mm256_castps_si256(_mm256_div_ps(inputRow(in, bf16Input, c), divisor));
+        const __m256i a = _mm256_and_si256(bits, magnitudeMask);
+        const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), _mm256_set1_epi32(0x80));
+        const __m256i subnormal = _mm256_cvtps_epi32(
+            _mm256_mul_ps(_mm256_castsi256_ps(a), _mm256_set1_ps(Code.subnormalScale)));
+        const __m256i tie =
+            _mm256_and_si256(_mm256_srli_epi32(a, Code.shift), _mm256_set1_epi32(1));
+        __m256i normal = _mm256_add_epi32(
+            a, _mm256_add_epi32(
+                   _mm256_set1_epi32((1 << (Code.shift - 1)) - 1 - (Code.rebias << 23)), tie));
+        normal = _mm256_min_epu32(_mm256_srli_epi32(normal, Code.shift),
+                                  _mm256_set1_epi32(Code.maxCode));
+        __m256i code = _mm256_blendv_epi8(normal, subnormal,
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(Code.minNormal), a));
+        code = _mm256_blendv_epi8(code, _mm256_set1_epi32(Code.maxCode),
+                                  _mm256_cmpgt_epi32(a, _mm256_set1_epi32(Code.maxBits - 1)));
+        code = _mm256_or_si256(code, sign);
+        const __m128i words =
+            _mm_packs_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c), _mm_packus_epi16(words, words));
+    }
+    return true;
+}
+
 } // namespace
 
-extern const SimdKernels kSimdAvx2 = {"avx2",     Vec::W,   workspaceFloats,
-                                      attendItem, storeF16, storeI8};
+extern const SimdKernels kSimdAvx2 = {"avx2",   Vec::W,  workspaceFloats,     attendItem,
+                                      storeF16, storeI8, storeFp8<kE4M3Code>, storeFp8<kE5M2Code>};
 
 } // namespace kvl::probe

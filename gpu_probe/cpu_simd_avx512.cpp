@@ -330,7 +330,7 @@ template <int NG, class TileT>
 // makes NaN canonical); bf16 input rounds to nearest even in F16C exactly as floatToHalf does
 // for every non-NaN value (overflow to infinity included).
 bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-              int, int slot) {
+              int, int slot, float) {
     std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
     const __m512i magnitudeMask = _mm512_set1_epi16(0x7fff);
     const __m512i nanBelow = _mm512_set1_epi16(bf16Input ? 0x7f80 : 0x7c00);
@@ -367,7 +367,7 @@ Vec inputRow(const std::uint16_t* in, bool bf16Input, int c) {
 // finite rows: scale = max|x| / 127 (what max(|min|, |max|) is), q = rint(x / scale) clamped to
 // +-127, with the same IEEE division and round-to-nearest-even, so every byte is the same.
 bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-             int metaOffset, int slot) {
+             int metaOffset, int slot, float) {
     __m512i largest = _mm512_setzero_si512();
     for (int c = 0; c < dim; c += 16) {
         const __m512i magnitude = _mm512_and_si512(
@@ -399,9 +399,58 @@ bool storeI8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int di
     return true;
 }
 
+// kv_quant.h's floatToE4m3 / floatToE5m2 of x / outScale (vLLM's scaled_fp8_conversion: the
+// IEEE quotient saturated to the format's largest finite value), 16 lanes at a time with the
+// same rounding: below the smallest normal, the quotient over the subnormal step rounded to
+// nearest even; above it, the float's bits rounded to the code's mantissa width (ties to even)
+// and rebiased. A row with a NaN or infinity goes to the scalar path (the quotient of a finite
+// input by a positive scale is never NaN).
+template <const Fp8Code& Code>
+bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
+              int, int slot, float outScale) {
+    const __m512i magnitudeMask = _mm512_set1_epi32(0x7fffffff);
+    for (int c = 0; c < dim; c += 16) { // NaN or infinity inputs: the scalar path
+        const __m512i magnitude =
+            _mm512_and_si512(_mm512_castps_si512(inputRow(in, bf16Input, c).v), magnitudeMask);
+        if (_mm512_cmpge_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000)))
+            return false;
+    }
+    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
+    if (!(outScale > 0.0f)) { // a zero scale stores zeros
+        for (int c = 0; c < dim; c += 16)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(row + c), _mm_setzero_si128());
+        return true;
+    }
+    const __m512 divisor = _mm512_set1_ps(outScale);
+    const __m512i one = _mm512_set1_epi32(1);
+    for (int c = 0; c < dim; c += 16) {
+        const __m512i bits =
+            _mm512_castps_si512(_mm512_div_ps(inputRow(in, bf16Input, c).v, divisor));
+        const __m512i a = _mm512_and_si512(bits, magnitudeMask);
+        const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
+        const __m512i subnormal = _mm512_cvt_roundps_epi32(
+            _mm512_mul_ps(_mm512_castsi512_ps(a), _mm512_set1_ps(Code.subnormalScale)),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512i tie = _mm512_and_si512(_mm512_srli_epi32(a, Code.shift), one);
+        __m512i normal = _mm512_add_epi32(
+            a, _mm512_add_epi32(
+                   _mm512_set1_epi32((1 << (Code.shift - 1)) - 1 - (Code.rebias << 23)), tie));
+        normal = _mm512_min_epu32(_mm512_srli_epi32(normal, Code.shift),
+                                  _mm512_set1_epi32(Code.maxCode));
+        __m512i code = _mm512_mask_blend_epi32(
+            _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(Code.minNormal)), normal, subnormal);
+        code = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, _mm512_set1_epi32(Code.maxBits)),
+                                       code, _mm512_set1_epi32(Code.maxCode));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + c),
+                         _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign)));
+    }
+    return true;
+}
+
 } // namespace
 
-extern const SimdKernels kSimdAvx512 = {"avx512",   Vec::W,   workspaceFloats,
-                                        attendItem, storeF16, storeI8};
+extern const SimdKernels kSimdAvx512 = {
+    "avx512", Vec::W,  workspaceFloats,     attendItem,
+    storeF16, storeI8, storeFp8<kE4M3Code>, storeFp8<kE5M2Code>};
 
 } // namespace kvl::probe

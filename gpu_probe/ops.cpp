@@ -438,7 +438,8 @@ Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
 namespace {
 
 // The vector store of one side, when this CPU's kernels have one for its layout: fp16 codes,
-// and INT8 with one fp32 scale per token-head. Every other layout goes through kv_quant.h.
+// INT8 with one fp32 scale per token-head, and FP8 with an out-of-page scale. Every other layout
+// goes through kv_quant.h.
 SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) {
     if (side.tokenGroup != 0 || side.dim % kernels.width != 0)
         return nullptr;
@@ -447,6 +448,9 @@ SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) 
     if (side.codec == kCodecIntSym && side.bits == 8 && side.group == side.dim &&
         side.numGroups == 1 && side.scaleBytes == 4 && !side.hasZero && side.dataBytes == side.dim)
         return kernels.storeI8;
+    if ((side.codec == kCodecE4M3 || side.codec == kCodecE5M2) && side.group == 0 &&
+        side.dataBytes == side.dim)
+        return side.codec == kCodecE4M3 ? kernels.storeE4M3 : kernels.storeE5M2;
     return nullptr;
 }
 
@@ -468,8 +472,8 @@ Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool
         // the row, else kv_quant.h's (a NaN or infinity, or a layout without a vector path).
         auto storeRow = [&](SimdStoreRow vector, const std::uint16_t* in, std::uint8_t* side,
                             const SideLayout& sideLayout, int offset, float outScale) {
-            if (vector &&
-                vector(in, bf16, side, dim, sideLayout.dataBytes, sideLayout.metaOffset, offset))
+            if (vector && vector(in, bf16, side, dim, sideLayout.dataBytes, sideLayout.metaOffset,
+                                 offset, outScale))
                 return;
             for (int c = 0; c < dim; ++c)
                 row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);

@@ -942,13 +942,14 @@ private slots:
 
     // The vector store writes the same bytes as kv_quant.h's scalar quantizeTokenVector (the
     // function the CUDA store is checked against) for every fp16 and bf16 bit pattern, zeros,
-    // subnormals, NaN and infinity rows, at every level.
+    // subnormals, NaN and infinity rows, at every level; fp8 with a small out-of-page scale on
+    // one head (most codes saturate) and a large one on the other (most are subnormal).
     void vectorStoreIsByteIdentical_data() {
         QTest::addColumn<QString>("level");
         QTest::addColumn<QString>("format");
         QTest::addColumn<bool>("bf16");
         for (int i = 0; i < simdLevelCount(); ++i)
-            for (const char* format : {"fp16", "int8"})
+            for (const char* format : {"fp16", "int8", "fp8_e4m3", "fp8_e5m2-per-head"})
                 for (bool bf16 : {false, true})
                     QTest::addRow("%s %s %s-in", simdLevel(i).name, format, bf16 ? "bf16" : "fp16")
                         << QString(simdLevel(i).name) << QString(format) << bf16;
@@ -985,7 +986,7 @@ private slots:
         const std::int64_t blocks = (tokens + blockSize - 1) / blockSize;
         std::vector<std::uint8_t> pool(std::size_t(blocks * layout.pageBytes), 0xA5);
         std::vector<std::uint8_t> expected = pool;
-        const std::vector<float> ones(std::size_t(heads), 1.0f);
+        const std::vector<float> scales = {0.0173f, 2.5f}; // per head
         StoreArgs args;
         args.k = args.v = bits.data();
         args.inputDtype = bf16 ? kInputBF16 : kInputF16;
@@ -994,7 +995,7 @@ private slots:
         args.pool = pool.data();
         args.numBlocks = blocks;
         args.layout = layout;
-        args.kScale = args.vScale = ones.data();
+        args.kScale = args.vScale = scales.data();
         QVERIFY(cpuStore(args, 2).ok());
         std::vector<float> row(static_cast<std::size_t>(dim));
         for (std::int64_t t = 0; t < tokens; ++t)
@@ -1004,9 +1005,9 @@ private slots:
                     row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
                 std::uint8_t* keySide = kSide(expected.data(), layout, t / blockSize, h);
                 const int offset = int(t % blockSize);
-                quantizeTokenVector(keySide, layout.k, offset, row.data(), 1.0f);
+                quantizeTokenVector(keySide, layout.k, offset, row.data(), scales[std::size_t(h)]);
                 quantizeTokenVector(keySide + vSideOffset(layout), layout.v, offset, row.data(),
-                                    1.0f);
+                                    scales[std::size_t(h)]);
             }
         QVERIFY(testing::setSimdOverride(""));
         for (std::size_t i = 0; i < pool.size(); ++i)
