@@ -104,6 +104,7 @@ struct SimdKernels {
     // `workspace` holds workspaceFloats(args) floats.
     void (*attendItem)(const SimdAttention& args, std::int64_t item, float* workspace);
     SimdStoreRow storeF16;  // fp16 codes (nullptr: not vectorized here)
+    SimdStoreRow storeBF16; // bf16 codes
     SimdStoreRow storeI8;   // INT8 symmetric per token-head, fp32 scale
     SimdStoreRow storeE4M3; // OCP FP8 E4M3 with an out-of-page (per-tensor or per-head) scale
     SimdStoreRow storeE5M2; // OCP FP8 E5M2, likewise

@@ -170,11 +170,23 @@ namespace {
 
 #undef KVL_PORTABLE_KERNELS
 
-extern const SimdKernels kSimdPortable = {
-    "portable", 8,      portable8::workspaceFloats, portable8::attendItem, nullptr, nullptr,
-    nullptr,    nullptr};
-extern const SimdKernels kSimdPortable1 = {
-    "portable", 1,      portable1::workspaceFloats, portable1::attendItem, nullptr, nullptr,
-    nullptr,    nullptr};
+extern const SimdKernels kSimdPortable = {"portable",
+                                          8,
+                                          portable8::workspaceFloats,
+                                          portable8::attendItem,
+                                          nullptr,
+                                          nullptr,
+                                          nullptr,
+                                          nullptr,
+                                          nullptr};
+extern const SimdKernels kSimdPortable1 = {"portable",
+                                           1,
+                                           portable1::workspaceFloats,
+                                           portable1::attendItem,
+                                           nullptr,
+                                           nullptr,
+                                           nullptr,
+                                           nullptr,
+                                           nullptr};
 
 } // namespace kvl::probe

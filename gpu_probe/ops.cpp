@@ -437,14 +437,16 @@ Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
 
 namespace {
 
-// The vector store of one side, when this CPU's kernels have one for its layout: fp16 codes,
-// INT8 with one fp32 scale per token-head, and FP8 with an out-of-page scale. Every other layout
-// goes through kv_quant.h.
+// The vector store of one side, when this CPU's kernels have one for its layout: fp16 and bf16
+// codes, INT8 with one fp32 scale per token-head, and FP8 with an out-of-page scale. Every other
+// layout goes through kv_quant.h.
 SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) {
     if (side.tokenGroup != 0 || side.dim % kernels.width != 0)
         return nullptr;
     if (side.codec == kCodecF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
         return kernels.storeF16;
+    if (side.codec == kCodecBF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
+        return kernels.storeBF16;
     if (side.codec == kCodecIntSym && side.bits == 8 && side.group == side.dim &&
         side.numGroups == 1 && side.scaleBytes == 4 && !side.hasZero && side.dataBytes == side.dim)
         return kernels.storeI8;

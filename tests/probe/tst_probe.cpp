@@ -949,7 +949,7 @@ private slots:
         QTest::addColumn<QString>("format");
         QTest::addColumn<bool>("bf16");
         for (int i = 0; i < simdLevelCount(); ++i)
-            for (const char* format : {"fp16", "int8", "fp8_e4m3", "fp8_e5m2-per-head"})
+            for (const char* format : {"fp16", "bf16", "int8", "fp8_e4m3", "fp8_e5m2-per-head"})
                 for (bool bf16 : {false, true})
                     QTest::addRow("%s %s %s-in", simdLevel(i).name, format, bf16 ? "bf16" : "fp16")
                         << QString(simdLevel(i).name) << QString(format) << bf16;
