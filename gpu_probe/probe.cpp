@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <memory>
 #include <new>
 
 namespace kvl::probe {
@@ -259,6 +260,35 @@ ProbeResult runProbe(const ProbePlan& plan, const ProgressFn& progress,
         ProbeResult result;
         result.fail(errorFrom(std::current_exception()));
         return result;
+    }
+}
+
+Result<std::vector<std::vector<double>>>
+timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds, const std::atomic<bool>* cancel) {
+    try {
+        std::vector<ProbeResult> results(plans.size());
+        std::vector<std::unique_ptr<ProbeRun>> runs;
+        for (std::size_t i = 0; i < plans.size(); ++i) {
+            runs.push_back(std::make_unique<ProbeRun>(plans[i], results[i], ProgressFn{}, cancel));
+            for (Phase phase : {planRun, allocateRun, fillRun, storeRun, attendRun})
+                if (Status done = phase(*runs.back()); !done)
+                    return done.error();
+        }
+        std::vector<std::vector<double>> times(plans.size());
+        for (int round = 0; round < rounds; ++round)
+            for (std::size_t i = 0; i < runs.size(); ++i) {
+                ProbeRun& run = *runs[i];
+                if (run.cancelled())
+                    return cancelledError();
+                auto ms = run.backend->time(
+                    [&] { return run.backend->attention(run.attentionArgs); }, 0, 1);
+                if (!ms)
+                    return ms.error();
+                times[i].push_back(*ms);
+            }
+        return times;
+    } catch (...) {
+        return errorFrom(std::current_exception());
     }
 }
 

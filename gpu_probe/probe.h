@@ -157,6 +157,16 @@ using ProgressFn = std::function<void(double percent, const std::string& stage)>
 ProbeResult runProbe(const ProbePlan& plan, const ProgressFn& progress = {},
                      const std::atomic<bool>* cancel = nullptr);
 
+// Decode steps of several plans timed in turn: each plan is prepared as runProbe prepares it
+// (pool allocated, filled and stored, one step checked), all stay allocated together, then each
+// round times one step of every plan, one after another. Drift of a shared, noisy machine then
+// falls on all plans of a round alike, and ratios taken within a round are far steadier than
+// ratios of runs made one after the other (tests/bench/bench_probe reports both). The memory
+// guard weighs each plan alone. Returns, per plan, its step time in ms in each round.
+Result<std::vector<std::vector<double>>>
+timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds,
+                 const std::atomic<bool>* cancel = nullptr);
+
 // The memory guard's estimate of the plan's peak host bytes (the main run or its largest
 // quality-vs-context sub-run), without running it. A .npy plan reads the files' headers.
 Result<std::int64_t> estimatePeakHostBytes(const ProbePlan& plan);

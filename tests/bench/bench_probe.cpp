@@ -8,6 +8,11 @@
 // targets of the issue that set them (batch 8 x 8K, one Llama-3-8B layer):
 //   FP16 and INT8 paged decode >= 60% of the read stream; store >= 40% of copy;
 //   paged / contiguous decode time <= 1.10x; INT8 / FP16 decode time <= 0.6x.
+// Then the four decode configurations again, all allocated together, one step of each in turn
+// per round (probe::timeDecodeInTurn): the time ratios within such a round are much steadier
+// than those of runs made one after the other, which this shared machine's drift moves by
+// +-0.1. They are reported beside the targets (informational: the pools no longer share the
+// cache with their own previous step, so the figures are those of a cold last-level cache).
 // usage: bench_probe [--batch N] [--context T] [--rounds R] [--repeats R] [--json FILE]
 
 #include "core/io/json.h"
@@ -76,8 +81,8 @@ double readStreamGBs(std::size_t bytes, int threads, int repeats) {
     return double(bytes) / secs[secs.size() / 2] / 1e9;
 }
 
-probe::ProbeResult run(const std::string& format, int block, int batch, std::int64_t context,
-                       int repeats) {
+probe::ProbePlan plan(const std::string& format, int block, int batch, std::int64_t context,
+                      int repeats) {
     probe::ProbePlan p;
     p.backend = "cpu";
     p.model = probe::defaultModel();
@@ -89,7 +94,12 @@ probe::ProbeResult run(const std::string& format, int block, int batch, std::int
     p.measureSpeed = true;
     p.warmup = 1;
     p.repeats = repeats;
-    auto r = probe::runProbe(p);
+    return p;
+}
+
+probe::ProbeResult run(const std::string& format, int block, int batch, std::int64_t context,
+                       int repeats) {
+    auto r = probe::runProbe(plan(format, block, batch, context, repeats));
     if (!r.ok())
         std::fprintf(stderr, "bench_probe: %s block %d: %s\n", format.c_str(), block,
                      r.error.message.c_str());
@@ -207,6 +217,41 @@ int main(int argc, char** argv) {
     }
     std::printf("  INT8 / FP16 bytes read: %.3f\n",
                 double(int8.attentionBytes) / double(fp16.attentionBytes));
+
+    // The decode steps in turn (see the top): FP16 paged, INT8 paged, FP16 and INT8 contiguous.
+    const int turnRounds = std::max(15, 5 * rounds);
+    std::vector<probe::ProbePlan> turnPlans;
+    for (const auto& [format, block] : {std::pair<const char*, int>{"fp16", 16},
+                                        {"int8", 16},
+                                        {"fp16", contiguousBlock},
+                                        {"int8", contiguousBlock}})
+        turnPlans.push_back(plan(format, block, batch, context, repeats));
+    auto turns = probe::timeDecodeInTurn(turnPlans, turnRounds);
+    if (!turns) {
+        std::fprintf(stderr, "bench_probe: decode steps in turn: %s\n",
+                     turns.error().message.c_str());
+        return 1;
+    }
+    const std::vector<std::vector<double>>& t = *turns;
+    struct InTurn {
+        const char* key;
+        const char* label;
+        int numerator, denominator; // plan indices
+        std::vector<double> rounds;
+    } inTurn[] = {{"in_turn_fp16_paged_over_contiguous", "FP16 paged / contiguous", 0, 2, {}},
+                  {"in_turn_int8_paged_over_contiguous", "INT8 paged / contiguous", 1, 3, {}},
+                  {"in_turn_int8_over_fp16_decode_time", "INT8 / FP16 (paged)", 1, 0, {}}};
+    for (InTurn& r : inTurn)
+        for (int k = 0; k < turnRounds; ++k)
+            r.rounds.push_back(t[std::size_t(r.numerator)][std::size_t(k)] /
+                               t[std::size_t(r.denominator)][std::size_t(k)]);
+    std::printf("  decode steps in turn (%d rounds, one step of each configuration per round; "
+                "medians %.2f / %.2f / %.2f / %.2f ms):\n",
+                turnRounds, median(t[0]), median(t[1]), median(t[2]), median(t[3]));
+    for (const InTurn& r : inTurn)
+        std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)\n", r.label, median(r.rounds),
+                    *std::min_element(r.rounds.begin(), r.rounds.end()),
+                    *std::max_element(r.rounds.begin(), r.rounds.end()));
     if (!jsonPath.empty()) {
         nlohmann::ordered_json o;
         o["benchmark"] = "probe_cpu";
@@ -225,6 +270,9 @@ int main(int argc, char** argv) {
             o[std::string(r.key) + "_met"] = r.met();
         }
         o["all_targets_met"] = allMet;
+        o["in_turn_rounds"] = turnRounds;
+        for (const InTurn& r : inTurn)
+            o[r.key] = median(r.rounds);
         std::ofstream(jsonPath) << io::dumpJson(o) << "\n";
     }
     return 0;
