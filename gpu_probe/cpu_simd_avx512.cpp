@@ -150,7 +150,7 @@ struct DecBF16 {
         return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16))};
     }
 };
-constexpr int kTileTokens = 32; // the kernel's kTile (cpu_simd_kernels.h checks they agree)
+constexpr int kTileTokens = 64; // the kernel's kTile (cpu_simd_kernels.h checks they agree)
 struct DecI8 {
     static Vec load(const std::uint8_t* row, int c) {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c));

@@ -41,7 +41,11 @@
 //            once per group of up to 8 query heads). Per-token INT8 scales multiply the logits
 //            and the softmax weights rather than every element.
 
-constexpr int kTile = 32; // tokens per tile
+// Tokens per tile. 64 rather than 32 halves the per-tile work (softmax max and rescale, weight
+// quantization, page planning): tests/bench/bench_probe's decode steps in turn, five runs of 15
+// rounds each, INT8 paged / contiguous 1.12 -> 1.09, FP16 and INT8 faster, INT8 / FP16 0.58
+// either way. (Runs made one after the other could not tell them apart on this shared VM.)
+constexpr int kTile = 64;
 // Units (one tile of one head) gathered ahead of the one computed: the rows of unit u + kAhead
 // are prefetched while unit u is computed. One unit ahead measured best on the 2-core VM
 // (tests/bench/bench_probe, 1 vs 2 vs 3: INT8 decode 0.68 vs 0.64 vs 0.58 of the read stream):
