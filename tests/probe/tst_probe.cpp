@@ -219,6 +219,40 @@ private slots:
         }
     }
 
+    // Decode steps in turn: one time per plan and round, a bad plan's or a cancel's error, and
+    // times that follow the work (16 times the tokens takes longer in the rounds' median).
+    void decodeInTurn() {
+        auto planOf = [](std::int64_t context, int blockSize) {
+            ProbePlan p;
+            p.model = defaultModel();
+            p.format = fmt("int8");
+            p.batch = 2;
+            p.context = context;
+            p.blockSize = blockSize;
+            p.measureQuality = false;
+            return p;
+        };
+        const auto times = timeDecodeInTurn({planOf(256, 16), planOf(4096, 16)}, 5);
+        QVERIFY2(times.ok(), times.ok() ? "" : times.error().message.c_str());
+        QCOMPARE(int(times->size()), 2);
+        std::vector<double> ratios;
+        for (int round = 0; round < 5; ++round) {
+            for (const auto& plan : *times)
+                QVERIFY(plan[std::size_t(round)] > 0.0 && std::isfinite(plan[std::size_t(round)]));
+            ratios.push_back((*times)[1][std::size_t(round)] / (*times)[0][std::size_t(round)]);
+        }
+        std::sort(ratios.begin(), ratios.end());
+        QVERIFY2(ratios[2] > 2.0, qPrintable(QString::number(ratios[2])));
+
+        const auto bad = timeDecodeInTurn({planOf(256, 16), planOf(256, 0)}, 2);
+        QVERIFY(!bad.ok());
+        QCOMPARE(bad.error().code, ErrorCode::BadInput);
+        const std::atomic<bool> cancel{true};
+        const auto cancelled = timeDecodeInTurn({planOf(256, 16)}, 2, &cancel);
+        QVERIFY(!cancelled.ok());
+        QCOMPARE(cancelled.error().code, ErrorCode::Cancelled);
+    }
+
     // ---- block manager
     void blockManagerSharesFullBlocksOnly() {
         BlockManager m(100, 16, 0);
