@@ -338,10 +338,9 @@ void printResultText(const ProbeResult& result) {
                     result.attentionPctOfCopy);
     }
     if (result.qualityMeasured) {
-        std::printf("quality (%s data, vs FP64 on unquantized K/V):\n",
-                    result.dataSource.c_str());
-        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\n",
-                    result.relL2, result.maxAbs, result.top8);
+        std::printf("quality (%s data, vs FP64 on unquantized K/V):\n", result.dataSource.c_str());
+        std::printf("  attention rel L2 %.3e, max abs %.3e, top-8 agreement %.3f\n", result.relL2,
+                    result.maxAbs, result.top8);
         std::printf("  kernel vs FP64 on the same dequantized pages: rel L2 %.2e\n",
                     result.kernelVsRefRelL2);
         std::printf("  per element: K rel L2 %.3e (max %.3e), V rel L2 %.3e (max %.3e)\n",
