@@ -246,7 +246,8 @@ int main(int argc, char** argv) {
             r.rounds.push_back(t[std::size_t(r.numerator)][std::size_t(k)] /
                                t[std::size_t(r.denominator)][std::size_t(k)]);
     std::printf("  decode steps in turn (%d rounds, one step of each configuration per round; "
-                "medians %.2f / %.2f / %.2f / %.2f ms):\n",
+                "medians: FP16 paged %.2f ms, INT8 paged %.2f, FP16 contiguous %.2f, INT8 "
+                "contiguous %.2f):\n",
                 turnRounds, median(t[0]), median(t[1]), median(t[2]), median(t[3]));
     for (const InTurn& r : inTurn)
         std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)\n", r.label, median(r.rounds),
