@@ -103,11 +103,12 @@ struct SimdKernels {
     // headChunks = ceil(kvHeads / headsPerItem): heads [chunk * headsPerItem, ...));
     // `workspace` holds workspaceFloats(args) floats.
     void (*attendItem)(const SimdAttention& args, std::int64_t item, float* workspace);
-    SimdStoreRow storeF16;  // fp16 codes (nullptr: not vectorized here)
-    SimdStoreRow storeBF16; // bf16 codes
-    SimdStoreRow storeI8;   // INT8 symmetric per token-head, fp32 scale
-    SimdStoreRow storeE4M3; // OCP FP8 E4M3 with an out-of-page (per-tensor or per-head) scale
-    SimdStoreRow storeE5M2; // OCP FP8 E5M2, likewise
+    // The vector stores (nullptr: not vectorized here, kv_quant.h's scalar code stores).
+    SimdStoreRow storeF16 = nullptr;  // fp16 codes
+    SimdStoreRow storeBF16 = nullptr; // bf16 codes
+    SimdStoreRow storeI8 = nullptr;   // INT8 symmetric per token-head, fp32 scale
+    SimdStoreRow storeE4M3 = nullptr; // OCP FP8 E4M3 with an out-of-page (tensor or head) scale
+    SimdStoreRow storeE5M2 = nullptr; // OCP FP8 E5M2, likewise
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

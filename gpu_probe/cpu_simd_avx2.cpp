@@ -173,7 +173,7 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
             logits[(g0 + g) * kTile + i0 + t] = dots[g * NT + t] * q16Scale[g0 + g];
 }
 
-// As storeF16 in cpu_simd_avx512.cpp.
+// As hasNan, copyRow and storeHalfCodes in cpu_simd_avx512.cpp, 8 lanes at a time.
 bool hasNan(const std::uint16_t* in, bool bf16Input, int dim) {
     const __m128i magnitudeMask = _mm_set1_epi16(0x7fff);
     const __m128i nanBelow = _mm_set1_epi16(bf16Input ? 0x7f80 : 0x7c00);
@@ -192,44 +192,32 @@ void copyRow(const std::uint16_t* in, std::uint8_t* row, int dim) {
                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c)));
 }
 
-bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-              int, int slot, float) {
+template <bool Bf16Codes>
+bool storeHalfCodes(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim,
+                    int dataBytes, int, int slot, float) {
     std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
     if (hasNan(in, bf16Input, dim))
         return false;
-    if (!bf16Input) {
+    if (bf16Input == Bf16Codes) {
         copyRow(in, row, dim);
         return true;
     }
     for (int c = 0; c < dim; c += 8) {
         const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c));
-        _mm_storeu_si128(
-            reinterpret_cast<__m128i*>(row + 2 * c),
-            _mm256_cvtps_ph(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)),
-                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-    return true;
-}
-
-// As storeBF16 in cpu_simd_avx512.cpp.
-bool storeBF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-               int, int slot, float) {
-    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
-    if (hasNan(in, bf16Input, dim))
-        return false;
-    if (bf16Input) {
-        copyRow(in, row, dim);
-        return true;
-    }
-    for (int c = 0; c < dim; c += 8) {
-        const __m256i x = _mm256_castps_si256(
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c))));
-        const __m256i tie = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(
-            _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), tie)), 16);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * c),
-                         _mm_packus_epi32(_mm256_castsi256_si128(rounded),
-                                          _mm256_extracti128_si256(rounded, 1)));
+        __m128i codes;
+        if constexpr (Bf16Codes) {
+            const __m256i x = _mm256_castps_si256(_mm256_cvtph_ps(bits));
+            const __m256i tie = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+            const __m256i rounded = _mm256_srli_epi32(
+                _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), tie)), 16);
+            codes = _mm_packus_epi32(_mm256_castsi256_si128(rounded),
+                                     _mm256_extracti128_si256(rounded, 1));
+        } else {
+            codes = _mm256_cvtps_ph(
+                _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)),
+                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * c), codes);
     }
     return true;
 }
@@ -330,8 +318,14 @@ bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int d
 
 } // namespace
 
-extern const SimdKernels kSimdAvx2 = {
-    "avx2",    Vec::W,  workspaceFloats,     attendItem,         storeF16,
-    storeBF16, storeI8, storeFp8<kE4M3Code>, storeFp8<kE5M2Code>};
+extern const SimdKernels kSimdAvx2 = {"avx2",
+                                      Vec::W,
+                                      workspaceFloats,
+                                      attendItem,
+                                      storeHalfCodes<false>,
+                                      storeHalfCodes<true>,
+                                      storeI8,
+                                      storeFp8<kE4M3Code>,
+                                      storeFp8<kE5M2Code>};
 
 } // namespace kvl::probe

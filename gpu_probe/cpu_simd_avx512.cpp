@@ -326,9 +326,6 @@ template <int NG, class TileT>
         accumulateChunks<NG, 1>(acc, dim, tile, c, g0, weightPairs, weightScale, next);
 }
 
-// fp16 input into fp16 codes is the identity for every code but NaN (kv_quant.h's floatToHalf
-// makes NaN canonical); bf16 input rounds to nearest even in F16C exactly as floatToHalf does
-// for every non-NaN value (overflow to infinity included).
 // Whether a row of fp16 / bf16 input bits holds a NaN (whose quieting stays with kv_quant.h).
 bool hasNan(const std::uint16_t* in, bool bf16Input, int dim) {
     const __m512i magnitudeMask = _mm512_set1_epi16(0x7fff);
@@ -349,43 +346,36 @@ void copyRow(const std::uint16_t* in, std::uint8_t* row, int dim) {
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c)));
 }
 
-bool storeF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-              int, int slot, float) {
+// fp16 or bf16 codes (Bf16Codes) from fp16 or bf16 input bits. When the two types match, the
+// identity for every code but NaN (kv_quant.h makes NaN canonical). Otherwise the value is exact in
+// float and rounded to the codes' type to nearest even: F16C for fp16 codes (as kv_quant.h's
+// floatToHalf, overflow to infinity included), floatToBf16's integer rounding for bf16 codes
+// (infinities stay).
+template <bool Bf16Codes>
+bool storeHalfCodes(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim,
+                    int dataBytes, int, int slot, float) {
     std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
     if (hasNan(in, bf16Input, dim))
         return false;
-    if (!bf16Input) {
+    if (bf16Input == Bf16Codes) {
         copyRow(in, row, dim);
         return true;
     }
     for (int c = 0; c < dim; c += 16) {
         const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c));
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 2 * c),
-                            _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-    return true;
-}
-
-// bf16 codes: bf16 input is the identity for every code but NaN; fp16 input is exact in float,
-// then rounded to bf16 to nearest even as kv_quant.h's floatToBf16 does (infinities stay).
-bool storeBF16(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim, int dataBytes,
-               int, int slot, float) {
-    std::uint8_t* row = side + std::int64_t(slot) * dataBytes;
-    if (hasNan(in, bf16Input, dim))
-        return false;
-    if (bf16Input) {
-        copyRow(in, row, dim);
-        return true;
-    }
-    for (int c = 0; c < dim; c += 16) {
-        const __m512i x = _mm512_castps_si512(
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + c))));
-        const __m512i tie = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-        const __m512i rounded =
-            _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), tie));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 2 * c),
-                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16)));
+        __m256i codes;
+        if constexpr (Bf16Codes) {
+            const __m512i x = _mm512_castps_si512(_mm512_cvtph_ps(bits));
+            const __m512i tie = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+            const __m512i rounded =
+                _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), tie));
+            codes = _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
+        } else {
+            const __m512 x =
+                _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+            codes = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 2 * c), codes);
     }
     return true;
 }
@@ -483,8 +473,14 @@ bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int d
 
 } // namespace
 
-extern const SimdKernels kSimdAvx512 = {
-    "avx512",  Vec::W,  workspaceFloats,     attendItem,         storeF16,
-    storeBF16, storeI8, storeFp8<kE4M3Code>, storeFp8<kE5M2Code>};
+extern const SimdKernels kSimdAvx512 = {"avx512",
+                                        Vec::W,
+                                        workspaceFloats,
+                                        attendItem,
+                                        storeHalfCodes<false>,
+                                        storeHalfCodes<true>,
+                                        storeI8,
+                                        storeFp8<kE4M3Code>,
+                                        storeFp8<kE5M2Code>};
 
 } // namespace kvl::probe

@@ -41,10 +41,11 @@
 //            once per group of up to 8 query heads). Per-token INT8 scales multiply the logits
 //            and the softmax weights rather than every element.
 
-// Tokens per tile. 64 rather than 32 halves the per-tile work (softmax max and rescale, weight
-// quantization, page planning): tests/bench/bench_probe's decode steps in turn, five runs of 15
-// rounds each, INT8 paged / contiguous 1.12 -> 1.09, FP16 and INT8 faster, INT8 / FP16 0.58
-// either way. (Runs made one after the other could not tell them apart on this shared VM.)
+// Tokens per tile. 64 rather than 32 halves the per-tile work per token (the softmax's max and
+// rescale, the weights' quantization, the L2 wake below): tests/bench/bench_probe's decode steps in
+// turn, five runs of 15 rounds each, INT8 paged / contiguous 1.12 -> 1.09, FP16 and INT8 faster,
+// INT8 / FP16 0.58 either way. (Runs made one after the other could not tell them apart on this
+// shared VM.)
 constexpr int kTile = 64;
 // Units (one tile of one head) gathered ahead of the one computed: the rows of unit u + kAhead
 // are prefetched while unit u is computed. One unit ahead measured best on the 2-core VM
@@ -160,9 +161,10 @@ inline void prefetchTileToL2(const SimdAttention& a, const std::int32_t* table, 
         return;
     const std::int64_t last = (first + kTile < end ? first + kTile : end) - 1;
     const std::int64_t kRow = a.k.dataBytes, vRow = a.v.dataBytes;
-    for (std::int64_t b = first / a.blockSize; b <= last / a.blockSize; ++b) {
-        const std::int64_t from = b == first / a.blockSize ? first % a.blockSize : 0;
-        const std::int64_t to = b == last / a.blockSize ? last % a.blockSize + 1 : a.blockSize;
+    const std::int64_t firstBlock = first / a.blockSize, lastBlock = last / a.blockSize;
+    for (std::int64_t b = firstBlock; b <= lastBlock; ++b) {
+        const std::int64_t from = b == firstBlock ? first % a.blockSize : 0;
+        const std::int64_t to = b == lastBlock ? last % a.blockSize + 1 : a.blockSize;
         const std::uint8_t* page = a.pool + table[b] * a.pageBytes;
         for (int h = firstHead; h < firstHead + heads; ++h) {
             const std::uint8_t* kSide = page + std::int64_t(h) * a.headStride;
@@ -265,8 +267,8 @@ inline void tileAccumulate(float* acc, int dim, const Tile& tile, int g0, const 
 }
 
 // The workspace. Per KV head of the work item: its scaled queries and accumulators
-// [group, dim], running max [group] and sum
-// [group, W lanes], int16 queries and their scales for integer dots.
+// [group, dim], running max [group] and sum [group, W lanes], int16 queries and their scales
+// for integer dots.
 // Shared by the item's heads, which take the tiles in turn: kRing pairs of float tiles (generic
 // rows, one per unit gathered ahead), logits and weights [group, kTile], per-token scales
 // [kTile], the integer weights and their scales. Workspace w[h] holds head h's pointers and the

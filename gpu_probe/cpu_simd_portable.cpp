@@ -170,23 +170,14 @@ namespace {
 
 #undef KVL_PORTABLE_KERNELS
 
-extern const SimdKernels kSimdPortable = {"portable",
-                                          8,
-                                          portable8::workspaceFloats,
-                                          portable8::attendItem,
-                                          nullptr,
-                                          nullptr,
-                                          nullptr,
-                                          nullptr,
-                                          nullptr};
-extern const SimdKernels kSimdPortable1 = {"portable",
-                                           1,
-                                           portable1::workspaceFloats,
-                                           portable1::attendItem,
-                                           nullptr,
-                                           nullptr,
-                                           nullptr,
-                                           nullptr,
-                                           nullptr};
+// No vector stores here: every store goes through kv_quant.h.
+extern const SimdKernels kSimdPortable = {.name = "portable",
+                                          .width = 8,
+                                          .workspaceFloats = portable8::workspaceFloats,
+                                          .attendItem = portable8::attendItem};
+extern const SimdKernels kSimdPortable1 = {.name = "portable",
+                                           .width = 1,
+                                           .workspaceFloats = portable1::workspaceFloats,
+                                           .attendItem = portable1::attendItem};
 
 } // namespace kvl::probe

@@ -456,6 +456,14 @@ SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) 
     return nullptr;
 }
 
+} // namespace
+
+bool testing::storesThroughVector(const SideLayout& side, int headDim) {
+    return vectorStoreRow(side, cpuSimd(headDim)) != nullptr;
+}
+
+namespace {
+
 // Values (and non-KIVI keys): every token on its own, in chunks of 64 tokens.
 Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool>* cancel) {
     const PageLayout& layout = args.layout;

@@ -55,6 +55,9 @@ int defaultThreads();
 namespace testing {
 // While on, parallelFor cannot start any worker thread (as under a process or memory limit).
 void failThreadStarts(bool on);
+// Whether cpuStore writes this side's rows through the current SIMD level's vector store (else
+// through kv_quant.h's scalar code), for a side of `headDim` channels.
+bool storesThroughVector(const SideLayout& side, int headDim);
 } // namespace testing
 
 } // namespace kvl::probe
