@@ -1058,8 +1058,9 @@ private slots:
                                      .arg(expected[i])));
     }
 
-    // Decode at every level and on each kernel path (direct decoders, INT8 in integers, the
-    // generic float tile, widths 16 / 8 / 1 through head_dim) against FP64 on the same pages.
+    // Decode at every level and on each kernel path (direct decoders, INT8 in integers at
+    // head_dim 64, 96 and 128 (an odd count of 32-element chunks), the generic float tile,
+    // widths 16 / 8 / 1 through head_dim) against FP64 on the same pages.
     void attentionOnEveryLevel_data() {
         QTest::addColumn<QString>("level");
         QTest::addColumn<QString>("format");
@@ -1075,6 +1076,7 @@ private slots:
                                                      {"int8", 128},
                                                      {"int8", 64},
                                                      {"int8", 80},
+                                                     {"int8", 96},
                                                      {"int4-g32", 128},
                                                      {"int2-kivi", 128},
                                                      {"fp16", 72},
