@@ -31,15 +31,28 @@ enum SimdRowKind : int {
     kSimdI8, // symmetric, one fp32 scale per token-head stored after the page's codes
 };
 
+// A side of asymmetric INT4 / INT2 codes in element groups (kv_quant.h's kCodecIntAsym with an
+// in-page zero): per token, dataBytes of codes packed low bits first, and at metaOffset + (token
+// x numGroups + g) x 2 x scaleBytes group g's scale and zero (fp16 or fp32).
+struct SimdGroupSide {
+    int dim;
+    int bits;  // 4 or 2
+    int group; // elements per group: a multiple of 16 that divides dim
+    int dataBytes;
+    int metaOffset;
+    int scaleBytes; // 2 or 4
+};
+
 // One side (K or V) of a KV head's slice of a page, as the kernels need it.
 struct SimdSide {
     int kind;
     int dataBytes;  // bytes of codes per token
     int metaOffset; // kSimdI8: offset of the fp32 scales (one per token) from the side
     // kSimdGeneric: dequantizes token `token` of the side at `side` into out[dim] (kv_quant.h's
-    // values, out-of-page scale not applied); `layout` is passed back as given.
-    void (*decodeRow)(const std::uint8_t* side, const void* layout, int token, float* out);
+    // values, out-of-page scale not applied), from `layout` (kv_quant.h's SideLayout) or `groups`.
+    void (*decodeRow)(const SimdSide& self, const std::uint8_t* side, int token, float* out);
     const void* layout;
+    SimdGroupSide groups;
 };
 
 // KV heads per work item at most: a page's heads lie one after another, and an item reads them in
@@ -81,6 +94,16 @@ struct SimdAttention {
 using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int dim,
                               int dataBytes, int metaOffset, int slot, float outScale);
 
+// Quantizes one token-head row like SimdStoreRow, into a side of asymmetric INT4 / INT2 groups:
+// kv_quant.h's quantizeTokenVector with the same bytes. Returns false, having written nothing,
+// for a row it leaves to that code (a NaN or infinity, or a group whose least or largest value
+// is a zero, whose sign fminf / fmaxf choose).
+using SimdStoreGroups = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
+                                 const SimdGroupSide& layout, int slot);
+// Dequantizes token `token` of such a side into out[dim]: code x scale + zero.
+using SimdDecodeGroups = void (*)(const SimdSide& self, const std::uint8_t* side, int token,
+                                  float* out);
+
 // OCP FP8 codes as kv_quant.h's floatToE4m3 / floatToE5m2 round a float, for the vector stores
 // (plain constants, so each instruction set's file may share them).
 struct Fp8Code {
@@ -109,6 +132,8 @@ struct SimdKernels {
     SimdStoreRow storeI8 = nullptr;   // INT8 symmetric per token-head, fp32 scale
     SimdStoreRow storeE4M3 = nullptr; // OCP FP8 E4M3 with an out-of-page (tensor or head) scale
     SimdStoreRow storeE5M2 = nullptr; // OCP FP8 E5M2, likewise
+    SimdStoreGroups storeIntGroups = nullptr;   // asymmetric INT4 / INT2 in element groups
+    SimdDecodeGroups decodeIntGroups = nullptr; // their rows into a float tile
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

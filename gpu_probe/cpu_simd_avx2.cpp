@@ -316,6 +316,132 @@ bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int d
     return true;
 }
 
+// As toHalf, roundToStored and loadStored in cpu_simd_avx512.cpp.
+std::uint16_t toHalf(float f) {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+float roundToStored(float f, int bytes) {
+    return bytes == 2 ? _cvtsh_ss(toHalf(f)) : f;
+}
+float loadStored(const std::uint8_t* p, int bytes) {
+    if (bytes == 2) {
+        std::uint16_t h;
+        __builtin_memcpy(&h, p, 2);
+        return _cvtsh_ss(h);
+    }
+    float f;
+    __builtin_memcpy(&f, p, 4);
+    return f;
+}
+
+float lowest(__m256 v) {
+    __m128 x = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_min_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_min_ss(x, _mm_shuffle_ps(x, x, 0x55)));
+}
+
+// As storeIntGroups in cpu_simd_avx512.cpp, 8 codes at a time: the same bytes as kv_quant.h's
+// quantizeTokenVector, on the rows that code would not treat differently.
+bool storeIntGroups(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
+                    const SimdGroupSide& s, int slot) {
+    constexpr int kMaxGroups = 64;
+    const int groups = s.dim / s.group;
+    if (groups > kMaxGroups)
+        return false;
+    float scale[kMaxGroups], zero[kMaxGroups];
+    const float qmax = float((1 << s.bits) - 1);
+    const __m256i magnitudeMask = _mm256_set1_epi32(0x7fffffff);
+    for (int g = 0; g < groups; ++g) {
+        __m256 low = _mm256_set1_ps(__builtin_inff()), high = _mm256_set1_ps(-__builtin_inff());
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 8) {
+            const __m256 x = inputRow(in, bf16Input, c);
+            const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(x), magnitudeMask);
+            if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f7fffff))))
+                return false; // NaN or infinity
+            low = _mm256_min_ps(low, x);
+            high = _mm256_max_ps(high, x);
+        }
+        const float mn = lowest(low), mx = Vec{high}.hmax();
+        if (mn == 0.0f || mx == 0.0f)
+            return false;
+        scale[g] = roundToStored((mx - mn) / qmax, s.scaleBytes);
+        zero[g] = roundToStored(mn, s.scaleBytes);
+    }
+    std::uint8_t* row = side + std::int64_t(slot) * s.dataBytes;
+    std::uint8_t* meta = side + s.metaOffset + std::int64_t(slot) * groups * 2 * s.scaleBytes;
+    for (int g = 0; g < groups; ++g) {
+        std::uint8_t* m = meta + g * 2 * s.scaleBytes;
+        if (s.scaleBytes == 2) {
+            const std::uint16_t pair[2] = {toHalf(scale[g]), toHalf(zero[g])};
+            __builtin_memcpy(m, pair, 4);
+        } else {
+            const float pair[2] = {scale[g], zero[g]};
+            __builtin_memcpy(m, pair, 8);
+        }
+        const bool positive = scale[g] > 0.0f;
+        const __m256 divisor = _mm256_set1_ps(scale[g]), offset = _mm256_set1_ps(zero[g]);
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 8) {
+            __m256 q = _mm256_setzero_ps();
+            if (positive) {
+                q = _mm256_round_ps(
+                    _mm256_div_ps(_mm256_sub_ps(inputRow(in, bf16Input, c), offset), divisor),
+                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q = _mm256_min_ps(_mm256_max_ps(q, _mm256_setzero_ps()), _mm256_set1_ps(qmax));
+            }
+            // 8 codes as bytes 0-7: packed within each 128-bit lane, then the lanes joined
+            const __m256i words =
+                _mm256_packus_epi32(_mm256_cvtps_epi32(q), _mm256_setzero_si256());
+            const __m256i bytes = _mm256_packus_epi16(words, _mm256_setzero_si256());
+            const __m128i codes = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes),
+                                                     _mm256_extracti128_si256(bytes, 1));
+            if (s.bits == 4) {
+                __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
+                pairs = _mm_and_si128(pairs, _mm_set1_epi16(0xff));
+                const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(pairs, pairs));
+                __builtin_memcpy(row + c / 2, &packed, 4);
+            } else {
+                __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
+                quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
+                quads = _mm_and_si128(quads, _mm_set1_epi32(0xff));
+                quads = _mm_packus_epi16(_mm_packus_epi32(quads, quads), quads);
+                const std::uint16_t packed = std::uint16_t(_mm_cvtsi128_si32(quads));
+                __builtin_memcpy(row + c / 4, &packed, 2);
+            }
+        }
+    }
+    return true;
+}
+
+// As decodeIntGroups in cpu_simd_avx512.cpp, 8 codes at a time.
+void decodeIntGroups(const SimdSide& self, const std::uint8_t* side, int token, float* out) {
+    const SimdGroupSide& s = self.groups;
+    const int groups = s.dim / s.group;
+    const std::uint8_t* row = side + std::int64_t(token) * s.dataBytes;
+    const std::uint8_t* meta =
+        side + s.metaOffset + std::int64_t(token) * groups * 2 * s.scaleBytes;
+    const bool four = s.bits == 4;
+    const __m128i spread = four ? _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0)
+                                : _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i shifts = four ? _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)
+                                : _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m256i mask = _mm256_set1_epi32((1 << s.bits) - 1);
+    for (int g = 0; g < groups; ++g) {
+        const std::uint8_t* m = meta + g * 2 * s.scaleBytes;
+        const __m256 scale = _mm256_set1_ps(loadStored(m, s.scaleBytes));
+        const __m256 zero = _mm256_set1_ps(loadStored(m + s.scaleBytes, s.scaleBytes));
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 8) {
+            int packed = 0;
+            __builtin_memcpy(&packed, row + c * s.bits / 8, std::size_t(s.bits)); // 4 or 2 bytes
+            const __m256i codes = _mm256_and_si256(
+                _mm256_srlv_epi32(
+                    _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128(packed), spread)),
+                    shifts),
+                mask);
+            _mm256_storeu_ps(out + c, _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes), scale, zero));
+        }
+    }
+}
+
 } // namespace
 
 extern const SimdKernels kSimdAvx2 = {"avx2",
@@ -326,6 +452,8 @@ extern const SimdKernels kSimdAvx2 = {"avx2",
                                       storeHalfCodes<true>,
                                       storeI8,
                                       storeFp8<kE4M3Code>,
-                                      storeFp8<kE5M2Code>};
+                                      storeFp8<kE5M2Code>,
+                                      storeIntGroups,
+                                      decodeIntGroups};
 
 } // namespace kvl::probe

@@ -471,6 +471,127 @@ bool storeFp8(const std::uint16_t* in, bool bf16Input, std::uint8_t* side, int d
     return true;
 }
 
+// A group's scale or zero as kv_quant.h stores it: fp16 through F16C (round to nearest even,
+// overflow to infinity: floatToHalf's rounding, as in storeHalfCodes) or fp32.
+std::uint16_t toHalf(float f) {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+float roundToStored(float f, int bytes) {
+    return bytes == 2 ? _cvtsh_ss(toHalf(f)) : f;
+}
+float loadStored(const std::uint8_t* p, int bytes) {
+    if (bytes == 2) {
+        std::uint16_t h;
+        __builtin_memcpy(&h, p, 2);
+        return _cvtsh_ss(h);
+    }
+    float f;
+    __builtin_memcpy(&f, p, 4);
+    return f;
+}
+
+// kv_quant.h's quantizeTokenVector for asymmetric INT4 / INT2 groups, on rows it can match byte
+// for byte: every group's parameters first (so a row left to the scalar code has nothing
+// written), as groupParams computes them, then the codes as quantizeCode<kCodecIntAsym>
+// (the same IEEE subtraction and division, round to nearest even, clamp to [0, qmax]; a NaN
+// quotient clamps to 0 in both), packed low bits first as putCode does.
+bool storeIntGroups(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
+                    const SimdGroupSide& s, int slot) {
+    constexpr int kMaxGroups = 64;
+    const int groups = s.dim / s.group;
+    if (groups > kMaxGroups)
+        return false;
+    float scale[kMaxGroups], zero[kMaxGroups];
+    const float qmax = float((1 << s.bits) - 1);
+    const __m512i magnitudeMask = _mm512_set1_epi32(0x7fffffff);
+    for (int g = 0; g < groups; ++g) {
+        __m512 low = _mm512_set1_ps(__builtin_inff()), high = _mm512_set1_ps(-__builtin_inff());
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 16) {
+            const __m512 x = inputRow(in, bf16Input, c).v;
+            if (_mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(x), magnitudeMask),
+                                        _mm512_set1_epi32(0x7f800000)))
+                return false; // NaN or infinity
+            low = _mm512_min_ps(low, x);
+            high = _mm512_max_ps(high, x);
+        }
+        const float mn = _mm512_reduce_min_ps(low), mx = _mm512_reduce_max_ps(high);
+        if (mn == 0.0f || mx == 0.0f) // which zero fminf / fmaxf keep is the scalar code's
+            return false;
+        scale[g] = roundToStored((mx - mn) / qmax, s.scaleBytes);
+        zero[g] = roundToStored(mn, s.scaleBytes);
+    }
+    std::uint8_t* row = side + std::int64_t(slot) * s.dataBytes;
+    std::uint8_t* meta = side + s.metaOffset + std::int64_t(slot) * groups * 2 * s.scaleBytes;
+    for (int g = 0; g < groups; ++g) {
+        std::uint8_t* m = meta + g * 2 * s.scaleBytes;
+        if (s.scaleBytes == 2) {
+            const std::uint16_t pair[2] = {toHalf(scale[g]), toHalf(zero[g])};
+            __builtin_memcpy(m, pair, 4);
+        } else {
+            const float pair[2] = {scale[g], zero[g]};
+            __builtin_memcpy(m, pair, 8);
+        }
+        const bool positive = scale[g] > 0.0f; // a zero scale stores zero codes
+        const __m512 divisor = _mm512_set1_ps(scale[g]), offset = _mm512_set1_ps(zero[g]);
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 16) {
+            __m512 q = _mm512_setzero_ps();
+            if (positive) {
+                q = _mm512_roundscale_ps(
+                    _mm512_div_ps(_mm512_sub_ps(inputRow(in, bf16Input, c).v, offset), divisor),
+                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q = _mm512_min_ps(_mm512_max_ps(q, _mm512_setzero_ps()), _mm512_set1_ps(qmax));
+            }
+            const __m128i codes = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)); // 16 bytes
+            if (s.bits == 4) { // byte i = code 2i | code 2i+1 << 4
+                const __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
+                _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c / 2), _mm_cvtepi16_epi8(pairs));
+            } else { // byte i = codes 4i .. 4i+3, two bits each
+                __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
+                quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
+                const int packed = _mm_cvtsi128_si32(_mm_cvtepi32_epi8(quads));
+                __builtin_memcpy(row + c / 4, &packed, 4);
+            }
+        }
+    }
+    return true;
+}
+
+// Rows of asymmetric INT4 / INT2 groups into floats, 16 codes at a time: each code's byte
+// repeated, shifted to its bits, masked, then code x scale + zero in one rounding (kv_quant.h's
+// dequantization rounds the product and the sum apart: at most an ulp apart).
+void decodeIntGroups(const SimdSide& self, const std::uint8_t* side, int token, float* out) {
+    const SimdGroupSide& s = self.groups;
+    const int groups = s.dim / s.group;
+    const std::uint8_t* row = side + std::int64_t(token) * s.dataBytes;
+    const std::uint8_t* meta =
+        side + s.metaOffset + std::int64_t(token) * groups * 2 * s.scaleBytes;
+    const bool four = s.bits == 4;
+    const __m128i spread = four ? _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)
+                                : _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i shifts = four ? _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4)
+                                : _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6);
+    const __m512i mask = _mm512_set1_epi32((1 << s.bits) - 1);
+    for (int g = 0; g < groups; ++g) {
+        const std::uint8_t* m = meta + g * 2 * s.scaleBytes;
+        const __m512 scale = _mm512_set1_ps(loadStored(m, s.scaleBytes));
+        const __m512 zero = _mm512_set1_ps(loadStored(m + s.scaleBytes, s.scaleBytes));
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 16) {
+            __m128i bytes;
+            if (four) {
+                bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + c / 2));
+            } else {
+                int packed;
+                __builtin_memcpy(&packed, row + c / 4, 4);
+                bytes = _mm_cvtsi32_si128(packed);
+            }
+            const __m512i codes = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(bytes, spread)), shifts),
+                mask);
+            _mm512_storeu_ps(out + c, _mm512_fmadd_ps(_mm512_cvtepi32_ps(codes), scale, zero));
+        }
+    }
+}
+
 } // namespace
 
 extern const SimdKernels kSimdAvx512 = {"avx512",
@@ -481,6 +602,8 @@ extern const SimdKernels kSimdAvx512 = {"avx512",
                                         storeHalfCodes<true>,
                                         storeI8,
                                         storeFp8<kE4M3Code>,
-                                        storeFp8<kE5M2Code>};
+                                        storeFp8<kE5M2Code>,
+                                        storeIntGroups,
+                                        decodeIntGroups};
 
 } // namespace kvl::probe

@@ -100,7 +100,7 @@ inline void gatherRows(const SimdSide& side, const std::uint8_t* sideBase, int o
     if (side.kind == kSimdGeneric) {
         for (int t = 0; t < count; ++t) {
             float* row = buffer + std::int64_t(i + t) * dim;
-            side.decodeRow(sideBase, side.layout, offset + t, row);
+            side.decodeRow(side, sideBase, offset + t, row);
             rows[i + t] = reinterpret_cast<const std::uint8_t*>(row);
         }
         return;

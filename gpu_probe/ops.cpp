@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -437,29 +438,67 @@ Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
 
 namespace {
 
+// Asymmetric INT4 / INT2 element groups as the vector kernels take them (cpu_simd.h), when the
+// side is such a layout: groups of whole vectors, fp16 or fp32 scale and zero.
+std::optional<SimdGroupSide> simdGroupSide(const SideLayout& side, int width) {
+    if (side.tokenGroup != 0 || side.codec != kCodecIntAsym || !side.hasZero ||
+        (side.bits != 4 && side.bits != 2) || side.group <= 0 || side.group % 16 != 0 ||
+        side.group % width != 0 || side.dim % side.group != 0 ||
+        side.numGroups != side.dim / side.group || side.dataBytes != side.dim * side.bits / 8 ||
+        (side.scaleBytes != 2 && side.scaleBytes != 4))
+        return std::nullopt;
+    return SimdGroupSide{side.dim,       side.bits,       side.group,
+                         side.dataBytes, side.metaOffset, side.scaleBytes};
+}
+
 // The vector store of one side, when this CPU's kernels have one for its layout: fp16 and bf16
-// codes, INT8 with one fp32 scale per token-head, and FP8 with an out-of-page scale. Every other
-// layout goes through kv_quant.h.
-SimdStoreRow vectorStoreRow(const SideLayout& side, const SimdKernels& kernels) {
+// codes, INT8 with one fp32 scale per token-head, FP8 with an out-of-page scale, and asymmetric
+// INT4 / INT2 in element groups. Every other layout goes through kv_quant.h.
+struct VectorStore {
+    SimdStoreRow row = nullptr;
+    SimdStoreGroups groups = nullptr;
+    SimdGroupSide groupSide{};
+    explicit operator bool() const { return row || groups; }
+    // Whether it took the row (else kv_quant.h quantizes it).
+    bool operator()(const std::uint16_t* in, bool bf16, std::uint8_t* side, const SideLayout& s,
+                    int slot, float outScale) const {
+        if (row)
+            return row(in, bf16, side, s.dim, s.dataBytes, s.metaOffset, slot, outScale);
+        return groups && groups(in, bf16, side, groupSide, slot);
+    }
+};
+
+VectorStore vectorStore(const SideLayout& side, const SimdKernels& kernels) {
+    VectorStore store;
     if (side.tokenGroup != 0 || side.dim % kernels.width != 0)
-        return nullptr;
+        return store;
     if (side.codec == kCodecF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
-        return kernels.storeF16;
-    if (side.codec == kCodecBF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
-        return kernels.storeBF16;
-    if (side.codec == kCodecIntSym && side.bits == 8 && side.group == side.dim &&
-        side.numGroups == 1 && side.scaleBytes == 4 && !side.hasZero && side.dataBytes == side.dim)
-        return kernels.storeI8;
-    if ((side.codec == kCodecE4M3 || side.codec == kCodecE5M2) && side.group == 0 &&
-        side.dataBytes == side.dim)
-        return side.codec == kCodecE4M3 ? kernels.storeE4M3 : kernels.storeE5M2;
-    return nullptr;
+        store.row = kernels.storeF16;
+    else if (side.codec == kCodecBF16 && side.group == 0 && side.dataBytes == 2 * side.dim)
+        store.row = kernels.storeBF16;
+    else if (side.codec == kCodecIntSym && side.bits == 8 && side.group == side.dim &&
+             side.numGroups == 1 && side.scaleBytes == 4 && !side.hasZero &&
+             side.dataBytes == side.dim)
+        store.row = kernels.storeI8;
+    else if ((side.codec == kCodecE4M3 || side.codec == kCodecE5M2) && side.group == 0 &&
+             side.dataBytes == side.dim)
+        store.row = side.codec == kCodecE4M3 ? kernels.storeE4M3 : kernels.storeE5M2;
+    else if (const auto groups = simdGroupSide(side, kernels.width)) {
+        store.groups = kernels.storeIntGroups;
+        store.groupSide = *groups;
+    }
+    return store;
 }
 
 } // namespace
 
 bool testing::storesThroughVector(const SideLayout& side, int headDim) {
-    return vectorStoreRow(side, cpuSimd(headDim)) != nullptr;
+    return bool(vectorStore(side, cpuSimd(headDim)));
+}
+
+bool testing::decodesThroughVector(const SideLayout& side, int headDim) {
+    const SimdKernels& kernels = cpuSimd(headDim);
+    return kernels.decodeIntGroups && simdGroupSide(side, kernels.width).has_value();
 }
 
 namespace {
@@ -473,17 +512,16 @@ Status storeTokenRows(const StoreArgs& args, int threads, const std::atomic<bool
     const bool kivi = layout.k.tokenGroup > 0;
     const bool bf16 = args.inputDtype == kInputBF16;
     const SimdKernels& kernels = cpuSimd(dim);
-    const SimdStoreRow keyRow = vectorStoreRow(layout.k, kernels);
-    const SimdStoreRow valueRow = vectorStoreRow(layout.v, kernels);
+    const VectorStore keyRow = vectorStore(layout.k, kernels);
+    const VectorStore valueRow = vectorStore(layout.v, kernels);
     const std::int64_t chunks = (args.numTokens + kChunk - 1) / kChunk;
     return parallelFor(chunks, threads, cancel, [&](std::int64_t chunk) {
         std::vector<float> row(static_cast<std::size_t>(dim));
         // One row of input bits into slot `offset` of a side: the vector path when it takes
         // the row, else kv_quant.h's (a NaN or infinity, or a layout without a vector path).
-        auto storeRow = [&](SimdStoreRow vector, const std::uint16_t* in, std::uint8_t* side,
+        auto storeRow = [&](const VectorStore& vector, const std::uint16_t* in, std::uint8_t* side,
                             const SideLayout& sideLayout, int offset, float outScale) {
-            if (vector && vector(in, bf16, side, dim, sideLayout.dataBytes, sideLayout.metaOffset,
-                                 offset, outScale))
+            if (vector(in, bf16, side, sideLayout, offset, outScale))
                 return;
             for (int c = 0; c < dim; ++c)
                 row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
@@ -598,23 +636,29 @@ int simdRowKind(const SideLayout& side) {
     }
 }
 
-void decodeGenericRow(const std::uint8_t* side, const void* layout, int token, float* out) {
-    cpuDequantRow(side, *static_cast<const SideLayout*>(layout), token, out);
+void decodeGenericRow(const SimdSide& self, const std::uint8_t* side, int token, float* out) {
+    cpuDequantRow(side, *static_cast<const SideLayout*>(self.layout), token, out);
 }
 
-SimdSide simdSide(const SideLayout& side) {
+// Generic rows decode through the kernels' own INT4 / INT2 group decoder where they have one.
+SimdSide simdSide(const SideLayout& side, const SimdKernels& kernels) {
     SimdSide out{};
     out.kind = simdRowKind(side);
     out.dataBytes = side.dataBytes;
     out.metaOffset = side.metaOffset;
     out.decodeRow = decodeGenericRow;
     out.layout = &side;
+    if (const auto groups = simdGroupSide(side, kernels.width); groups && kernels.decodeIntGroups) {
+        out.decodeRow = kernels.decodeIntGroups;
+        out.groups = *groups;
+    }
     return out;
 }
 
 // Pass 1's arguments for the vector kernels: one work item per (request, partition, run of up to
 // kSimdMaxHeadsPerItem KV heads), each head as one CTA would be on the GPU.
-SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& scratch) {
+SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& scratch,
+                            const SimdKernels& kernels) {
     const PageLayout& layout = args.layout;
     SimdAttention a{};
     a.q = args.q;
@@ -631,8 +675,8 @@ SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& s
     a.pageBytes = layout.pageBytes;
     a.headStride = layout.headStride;
     a.vSideOffset = vSideOffset(layout);
-    a.k = simdSide(layout.k);
-    a.v = simdSide(layout.v);
+    a.k = simdSide(layout.k, kernels);
+    a.v = simdSide(layout.v, kernels);
     a.kScale = args.kScale;
     a.smScale = args.smScale;
     a.maxPartitions = args.maxPartitions;
@@ -682,7 +726,7 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
 Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
     const AttentionScratch scratch(args);
     const SimdKernels& kernels = cpuSimd(args.layout.headDim);
-    const SimdAttention simd = simdAttention(args, scratch);
+    const SimdAttention simd = simdAttention(args, scratch, kernels);
     const std::int64_t headChunks = ceilDiv(simd.kvHeads, simd.headsPerItem);
     const std::int64_t items = std::int64_t(args.batch) * args.maxPartitions * headChunks;
     const std::size_t workspaceFloats = kernels.workspaceFloats(simd);

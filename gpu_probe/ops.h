@@ -58,6 +58,9 @@ void failThreadStarts(bool on);
 // Whether cpuStore writes this side's rows through the current SIMD level's vector store (else
 // through kv_quant.h's scalar code), for a side of `headDim` channels.
 bool storesThroughVector(const SideLayout& side, int headDim);
+// Whether the attention decodes this side's rows through the current SIMD level's INT4 / INT2
+// group decoder (else through kv_quant.h's values in ops.cpp).
+bool decodesThroughVector(const SideLayout& side, int headDim);
 } // namespace testing
 
 } // namespace kvl::probe

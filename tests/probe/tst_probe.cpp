@@ -983,7 +983,8 @@ private slots:
         QTest::addColumn<QString>("format");
         QTest::addColumn<bool>("bf16");
         for (int i = 0; i < simdLevelCount(); ++i)
-            for (const char* format : {"fp16", "bf16", "int8", "fp8_e4m3", "fp8_e5m2-per-head"})
+            for (const char* format : {"fp16", "bf16", "int8", "fp8_e4m3", "fp8_e5m2-per-head",
+                                       "int4-g32", "int4-g64", "int4-g128", "int2-kivi"})
                 for (bool bf16 : {false, true})
                     QTest::addRow("%s %s %s-in", simdLevel(i).name, format, bf16 ? "bf16" : "fp16")
                         << QString(simdLevel(i).name) << QString(format) << bf16;
@@ -993,13 +994,15 @@ private slots:
         QFETCH(QString, format);
         QFETCH(bool, bf16);
         QVERIFY(testing::setSimdOverride(level.toLatin1().constData()));
-        const int heads = 2, dim = 128, blockSize = 16;
+        const int heads = 2, dim = 128, blockSize = 32; // 32: KIVI's token group
         const PageLayout layout =
             makeLayout(fmt(format.toLatin1().constData()).format, dim, heads, blockSize).value();
         // Every format here has a vector store on the SIMD levels (else this compared the scalar
-        // code with itself) and none on the portable one.
+        // code with itself) and none on the portable one; KIVI's keys (per channel over a token
+        // group) have none anywhere.
         const bool vectorLevel = level != QLatin1String("portable");
-        QCOMPARE(testing::storesThroughVector(layout.k, dim), vectorLevel);
+        const bool kivi = layout.k.tokenGroup > 0;
+        QCOMPARE(testing::storesThroughVector(layout.k, dim), vectorLevel && !kivi);
         QCOMPARE(testing::storesThroughVector(layout.v, dim), vectorLevel);
         // Rows: every 16-bit pattern in order (65536 / 128 = 512 rows, so NaN and infinity rows
         // too), then a zero row, a negative-zero row, subnormals only, the largest finite
@@ -1018,6 +1021,19 @@ private slots:
             return std::uint16_t((c % 2 ? 0x8000 : 0) | (bf16 ? 0x7f7f : 0x7bff));
         });
         addRow([](int c) { return std::uint16_t(0x3c00 + c); });
+        // Rows like activations (both signs, magnitudes 2^-8 .. 2^4, no zeros), so the INT4 /
+        // INT2 groups, whose rows with a zero at a group's end go to the scalar code, store
+        // most of these through the vector path; a row of one repeated value (a zero scale).
+        std::uint32_t state = 12345;
+        for (int r = 0; r < 122; ++r) // 640 rows in all: 320 tokens, whole KIVI groups
+            addRow([&](int) {
+                state = state * 1664525u + 1013904223u;
+                const std::uint16_t magnitude =
+                    bf16 ? std::uint16_t(0x3b80 + (state >> 20) % 0x600)
+                         : std::uint16_t(0x1c00 + (state >> 20) % 0x3000);
+                return std::uint16_t(((state >> 8) & 1 ? 0x8000 : 0) | magnitude);
+            });
+        addRow([](int) { return std::uint16_t(0x4100); });
         const std::int64_t tokens = std::int64_t(bits.size()) / (heads * dim);
         std::vector<std::int64_t> slotMap(static_cast<std::size_t>(tokens)); // "slots": Qt's
         for (std::int64_t t = 0; t < tokens; ++t)
@@ -1044,10 +1060,26 @@ private slots:
                     row[std::size_t(c)] = inputToFloat(in[c], args.inputDtype);
                 std::uint8_t* keySide = kSide(expected.data(), layout, t / blockSize, h);
                 const int offset = int(t % blockSize);
-                quantizeTokenVector(keySide, layout.k, offset, row.data(), scales[std::size_t(h)]);
+                if (!kivi)
+                    quantizeTokenVector(keySide, layout.k, offset, row.data(),
+                                        scales[std::size_t(h)]);
                 quantizeTokenVector(keySide + vSideOffset(layout), layout.v, offset, row.data(),
                                     scales[std::size_t(h)]);
             }
+        if (kivi) // the keys of each full token group, per channel
+            for (std::int64_t t0 = 0; t0 + layout.k.tokenGroup <= tokens; t0 += layout.k.tokenGroup)
+                for (int h = 0; h < heads; ++h) {
+                    std::vector<float> keys;
+                    for (int i = 0; i < layout.k.tokenGroup; ++i)
+                        for (int c = 0; c < dim; ++c)
+                            keys.push_back(
+                                inputToFloat(bits[std::size_t(((t0 + i) * heads + h) * dim + c)],
+                                             args.inputDtype));
+                    std::uint8_t* keySide = kSide(expected.data(), layout, t0 / blockSize, h);
+                    for (int c = 0; c < dim; ++c)
+                        quantizeChannelRun(keySide, layout.k, int(t0 % blockSize),
+                                           layout.k.tokenGroup, c, keys.data() + c, dim);
+                }
         QVERIFY(testing::setSimdOverride(""));
         for (std::size_t i = 0; i < pool.size(); ++i)
             if (pool[i] != expected[i])
@@ -1113,6 +1145,13 @@ private slots:
         p.contexts = {517, 64, 1100}; // partial tiles, pages and partitions
         p.prefixTokens = 64;
         const ProbeResult r = runProbe(p);
+        // INT4 / INT2 groups decode through the level's own decoder on the SIMD levels
+        const PageLayout layout =
+            makeLayout(p.format.format, headDim, kvHeads, p.blockSize).value();
+        const bool groups = format.startsWith("int4-g") || format.endsWith("kivi");
+        const bool decodesGroups =
+            groups && level != QLatin1String("portable") && headDim % 32 == 0;
+        QCOMPARE(testing::decodesThroughVector(layout.v, headDim), decodesGroups);
         QVERIFY(testing::setSimdOverride(""));
         QVERIFY2(r.ok(), r.error.message.c_str());
         QVERIFY2(r.storeCheck.ok(), r.storeCheck ? "" : r.storeCheck.error().message.c_str());
