@@ -31,16 +31,19 @@ enum SimdRowKind : int {
     kSimdI8, // symmetric, one fp32 scale per token-head stored after the page's codes
 };
 
-// A side of asymmetric INT4 / INT2 codes in element groups (kv_quant.h's kCodecIntAsym with an
-// in-page zero): per token, dataBytes of codes packed low bits first, and at metaOffset + (token
-// x numGroups + g) x 2 x scaleBytes group g's scale and zero (fp16 or fp32).
+// A side of asymmetric INT4 / INT2 codes (kv_quant.h's kCodecIntAsym with an in-page zero): per
+// token, dataBytes of codes packed low bits first. In element groups (tokenGroup 0), group g's
+// scale and zero (fp16 or fp32) at metaOffset + (token x numGroups + g) x 2 x scaleBytes; as
+// KIVI's keys (tokenGroup > 0), channel c's fp16 scale and zero for the token's group of
+// tokenGroup tokens at metaOffset + (token / tokenGroup x dim + c) x 4.
 struct SimdGroupSide {
     int dim;
     int bits;  // 4 or 2
-    int group; // elements per group: a multiple of 16 that divides dim
+    int group; // elements per group: a multiple of 16 that divides dim (dim for KIVI keys)
     int dataBytes;
     int metaOffset;
-    int scaleBytes; // 2 or 4
+    int scaleBytes; // 2 or 4 (2 for KIVI keys)
+    int tokenGroup;
 };
 
 // One side (K or V) of a KV head's slice of a page, as the kernels need it.
@@ -100,7 +103,7 @@ using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint
 // is a zero, whose sign fminf / fmaxf choose).
 using SimdStoreGroups = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
                                  const SimdGroupSide& layout, int slot);
-// Dequantizes token `token` of such a side into out[dim]: code x scale + zero.
+// Dequantizes token `token` of such a side (or KIVI keys) into out[dim]: code x scale + zero.
 using SimdDecodeGroups = void (*)(const SimdSide& self, const std::uint8_t* side, int token,
                                   float* out);
 
@@ -133,7 +136,7 @@ struct SimdKernels {
     SimdStoreRow storeE4M3 = nullptr; // OCP FP8 E4M3 with an out-of-page (tensor or head) scale
     SimdStoreRow storeE5M2 = nullptr; // OCP FP8 E5M2, likewise
     SimdStoreGroups storeIntGroups = nullptr;   // asymmetric INT4 / INT2 in element groups
-    SimdDecodeGroups decodeIntGroups = nullptr; // their rows into a float tile
+    SimdDecodeGroups decodeIntGroups = nullptr; // their rows, and KIVI keys, into a float tile
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

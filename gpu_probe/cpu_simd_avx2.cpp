@@ -425,20 +425,37 @@ void decodeIntGroups(const SimdSide& self, const std::uint8_t* side, int token, 
     const __m256i shifts = four ? _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)
                                 : _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
     const __m256i mask = _mm256_set1_epi32((1 << s.bits) - 1);
+    auto codesAt = [&](int c) {
+        int packed = 0;
+        __builtin_memcpy(&packed, row + c * s.bits / 8, std::size_t(s.bits)); // 4 or 2 bytes
+        return _mm256_cvtepi32_ps(_mm256_and_si256(
+            _mm256_srlv_epi32(
+                _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128(packed), spread)), shifts),
+            mask));
+    };
+    // 8 fp16 codes held in the low halves of 32-bit lanes, as floats
+    auto halves = [](__m256i lanes) {
+        const __m256i words = _mm256_packus_epi32(
+            _mm256_and_si256(lanes, _mm256_set1_epi32(0xffff)), _mm256_setzero_si256());
+        return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(words, 0x08)));
+    };
+    if (s.tokenGroup > 0) { // KIVI keys: 8 channels' (scale, zero) fp16 pairs at a time
+        const std::uint8_t* pairs =
+            side + s.metaOffset + std::int64_t(token / s.tokenGroup) * s.dim * 4;
+        for (int c = 0; c < s.dim; c += 8) {
+            const __m256i both =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs + 4 * c));
+            _mm256_storeu_ps(out + c, _mm256_fmadd_ps(codesAt(c), halves(both),
+                                                      halves(_mm256_srli_epi32(both, 16))));
+        }
+        return;
+    }
     for (int g = 0; g < groups; ++g) {
         const std::uint8_t* m = meta + g * 2 * s.scaleBytes;
         const __m256 scale = _mm256_set1_ps(loadStored(m, s.scaleBytes));
         const __m256 zero = _mm256_set1_ps(loadStored(m + s.scaleBytes, s.scaleBytes));
-        for (int c = g * s.group; c < (g + 1) * s.group; c += 8) {
-            int packed = 0;
-            __builtin_memcpy(&packed, row + c * s.bits / 8, std::size_t(s.bits)); // 4 or 2 bytes
-            const __m256i codes = _mm256_and_si256(
-                _mm256_srlv_epi32(
-                    _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128(packed), spread)),
-                    shifts),
-                mask);
-            _mm256_storeu_ps(out + c, _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes), scale, zero));
-        }
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 8)
+            _mm256_storeu_ps(out + c, _mm256_fmadd_ps(codesAt(c), scale, zero));
     }
 }
 

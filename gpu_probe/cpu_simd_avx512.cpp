@@ -571,24 +571,36 @@ void decodeIntGroups(const SimdSide& self, const std::uint8_t* side, int token, 
     const __m512i shifts = four ? _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4)
                                 : _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6);
     const __m512i mask = _mm512_set1_epi32((1 << s.bits) - 1);
+    auto codesAt = [&](int c) {
+        __m128i bytes;
+        if (four) {
+            bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + c / 2));
+        } else {
+            int packed;
+            __builtin_memcpy(&packed, row + c / 4, 4);
+            bytes = _mm_cvtsi32_si128(packed);
+        }
+        return _mm512_cvtepi32_ps(_mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(bytes, spread)), shifts),
+            mask));
+    };
+    if (s.tokenGroup > 0) { // KIVI keys: 16 channels' (scale, zero) fp16 pairs at a time
+        const std::uint8_t* pairs =
+            side + s.metaOffset + std::int64_t(token / s.tokenGroup) * s.dim * 4;
+        for (int c = 0; c < s.dim; c += 16) {
+            const __m512i both = _mm512_loadu_si512(pairs + 4 * c);
+            const __m512 scale = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(both));
+            const __m512 zero = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(both, 16)));
+            _mm512_storeu_ps(out + c, _mm512_fmadd_ps(codesAt(c), scale, zero));
+        }
+        return;
+    }
     for (int g = 0; g < groups; ++g) {
         const std::uint8_t* m = meta + g * 2 * s.scaleBytes;
         const __m512 scale = _mm512_set1_ps(loadStored(m, s.scaleBytes));
         const __m512 zero = _mm512_set1_ps(loadStored(m + s.scaleBytes, s.scaleBytes));
-        for (int c = g * s.group; c < (g + 1) * s.group; c += 16) {
-            __m128i bytes;
-            if (four) {
-                bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + c / 2));
-            } else {
-                int packed;
-                __builtin_memcpy(&packed, row + c / 4, 4);
-                bytes = _mm_cvtsi32_si128(packed);
-            }
-            const __m512i codes = _mm512_and_si512(
-                _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(bytes, spread)), shifts),
-                mask);
-            _mm512_storeu_ps(out + c, _mm512_fmadd_ps(_mm512_cvtepi32_ps(codes), scale, zero));
-        }
+        for (int c = g * s.group; c < (g + 1) * s.group; c += 16)
+            _mm512_storeu_ps(out + c, _mm512_fmadd_ps(codesAt(c), scale, zero));
     }
 }
 

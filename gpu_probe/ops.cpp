@@ -438,17 +438,24 @@ Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
 
 namespace {
 
-// Asymmetric INT4 / INT2 element groups as the vector kernels take them (cpu_simd.h), when the
-// side is such a layout: groups of whole vectors, fp16 or fp32 scale and zero.
+// Asymmetric INT4 / INT2 codes as the vector kernels take them (cpu_simd.h), when the side is
+// such a layout: element groups of whole vectors with an fp16 or fp32 scale and zero, or KIVI
+// keys (an fp16 scale and zero per channel and token group).
 std::optional<SimdGroupSide> simdGroupSide(const SideLayout& side, int width) {
-    if (side.tokenGroup != 0 || side.codec != kCodecIntAsym || !side.hasZero ||
-        (side.bits != 4 && side.bits != 2) || side.group <= 0 || side.group % 16 != 0 ||
-        side.group % width != 0 || side.dim % side.group != 0 ||
-        side.numGroups != side.dim / side.group || side.dataBytes != side.dim * side.bits / 8 ||
+    if (side.codec != kCodecIntAsym || !side.hasZero || (side.bits != 4 && side.bits != 2) ||
+        side.dim % 16 != 0 || side.dim % width != 0 || side.dataBytes != side.dim * side.bits / 8)
+        return std::nullopt;
+    if (side.tokenGroup > 0)
+        return side.scaleBytes == 2
+                   ? std::optional(SimdGroupSide{side.dim, side.bits, side.dim, side.dataBytes,
+                                                 side.metaOffset, 2, side.tokenGroup})
+                   : std::nullopt;
+    if (side.group <= 0 || side.group % 16 != 0 || side.group % width != 0 ||
+        side.dim % side.group != 0 || side.numGroups != side.dim / side.group ||
         (side.scaleBytes != 2 && side.scaleBytes != 4))
         return std::nullopt;
-    return SimdGroupSide{side.dim,       side.bits,       side.group,
-                         side.dataBytes, side.metaOffset, side.scaleBytes};
+    return SimdGroupSide{side.dim,        side.bits,       side.group, side.dataBytes,
+                         side.metaOffset, side.scaleBytes, 0};
 }
 
 // The vector store of one side, when this CPU's kernels have one for its layout: fp16 and bf16

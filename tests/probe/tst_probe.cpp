@@ -1111,6 +1111,7 @@ private slots:
                                                      {"int8", 96},
                                                      {"int4-g32", 128},
                                                      {"int2-kivi", 128},
+                                                     {"int4-kivi", 128},
                                                      {"fp16", 72},
                                                      {"int8", 72},
                                                      {"fp16", 36}};
@@ -1145,12 +1146,14 @@ private slots:
         p.contexts = {517, 64, 1100}; // partial tiles, pages and partitions
         p.prefixTokens = 64;
         const ProbeResult r = runProbe(p);
-        // INT4 / INT2 groups decode through the level's own decoder on the SIMD levels
+        // INT4 / INT2 groups and KIVI keys decode through the level's own decoder on the SIMD
+        // levels
         const PageLayout layout =
             makeLayout(p.format.format, headDim, kvHeads, p.blockSize).value();
         const bool groups = format.startsWith("int4-g") || format.endsWith("kivi");
         const bool decodesGroups =
             groups && level != QLatin1String("portable") && headDim % 32 == 0;
+        QCOMPARE(testing::decodesThroughVector(layout.k, headDim), decodesGroups);
         QCOMPARE(testing::decodesThroughVector(layout.v, headDim), decodesGroups);
         QVERIFY(testing::setSimdOverride(""));
         QVERIFY2(r.ok(), r.error.message.c_str());
