@@ -103,6 +103,14 @@ using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint
 // is a zero, whose sign fminf / fmaxf choose).
 using SimdStoreGroups = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
                                  const SimdGroupSide& layout, int slot);
+// Quantizes KIVI keys (a SimdGroupSide with tokenGroup > 0) of `tokens` consecutive slots from
+// firstSlot, all in one token group, token i's row of input bits at in + i x tokenStride: kv_quant.h's
+// quantizeChannelRun for every channel, with the same bytes. Returns false, having written
+// nothing, for a run it leaves to that code (a NaN or infinity, or a channel whose least or
+// largest value is a zero).
+using SimdStoreKiviKeys = bool (*)(const std::uint16_t* in, std::int64_t tokenStride,
+                                   bool bf16Input, std::uint8_t* side, const SimdGroupSide& layout,
+                                   int firstSlot, int tokens);
 // Dequantizes token `token` of such a side (or KIVI keys) into out[dim]: code x scale + zero.
 using SimdDecodeGroups = void (*)(const SimdSide& self, const std::uint8_t* side, int token,
                                   float* out);
@@ -137,6 +145,7 @@ struct SimdKernels {
     SimdStoreRow storeE5M2 = nullptr; // OCP FP8 E5M2, likewise
     SimdStoreGroups storeIntGroups = nullptr;   // asymmetric INT4 / INT2 in element groups
     SimdDecodeGroups decodeIntGroups = nullptr; // their rows, and KIVI keys, into a float tile
+    SimdStoreKiviKeys storeKiviKeys = nullptr;  // KIVI keys, a run of one token group at a time
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

@@ -340,6 +340,28 @@ float lowest(__m256 v) {
     return _mm_cvtss_f32(_mm_min_ss(x, _mm_shuffle_ps(x, x, 0x55)));
 }
 
+// 8 codes (floats holding integers below 2^bits) packed low bits first, as putCode packs them:
+// bytes 0-7 packed within each 128-bit lane, the lanes joined, then two or four to a byte.
+void packCodes(__m256 q, int bits, std::uint8_t* out) {
+    const __m256i words = _mm256_packus_epi32(_mm256_cvtps_epi32(q), _mm256_setzero_si256());
+    const __m256i bytes = _mm256_packus_epi16(words, _mm256_setzero_si256());
+    const __m128i codes =
+        _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
+    if (bits == 4) {
+        __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
+        pairs = _mm_and_si128(pairs, _mm_set1_epi16(0xff));
+        const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(pairs, pairs));
+        __builtin_memcpy(out, &packed, 4);
+    } else {
+        __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
+        quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
+        quads = _mm_and_si128(quads, _mm_set1_epi32(0xff));
+        quads = _mm_packus_epi16(_mm_packus_epi32(quads, quads), quads);
+        const std::uint16_t packed = std::uint16_t(_mm_cvtsi128_si32(quads));
+        __builtin_memcpy(out, &packed, 2);
+    }
+}
+
 // As storeIntGroups in cpu_simd_avx512.cpp, 8 codes at a time: the same bytes as kv_quant.h's
 // quantizeTokenVector, on the rows that code would not treat differently.
 bool storeIntGroups(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
@@ -388,25 +410,57 @@ bool storeIntGroups(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 q = _mm256_min_ps(_mm256_max_ps(q, _mm256_setzero_ps()), _mm256_set1_ps(qmax));
             }
-            // 8 codes as bytes 0-7: packed within each 128-bit lane, then the lanes joined
-            const __m256i words =
-                _mm256_packus_epi32(_mm256_cvtps_epi32(q), _mm256_setzero_si256());
-            const __m256i bytes = _mm256_packus_epi16(words, _mm256_setzero_si256());
-            const __m128i codes = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes),
-                                                     _mm256_extracti128_si256(bytes, 1));
-            if (s.bits == 4) {
-                __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
-                pairs = _mm_and_si128(pairs, _mm_set1_epi16(0xff));
-                const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(pairs, pairs));
-                __builtin_memcpy(row + c / 2, &packed, 4);
-            } else {
-                __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
-                quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
-                quads = _mm_and_si128(quads, _mm_set1_epi32(0xff));
-                quads = _mm_packus_epi16(_mm_packus_epi32(quads, quads), quads);
-                const std::uint16_t packed = std::uint16_t(_mm_cvtsi128_si32(quads));
-                __builtin_memcpy(row + c / 4, &packed, 2);
-            }
+            packCodes(q, s.bits, row + c * s.bits / 8);
+        }
+    }
+    return true;
+}
+
+// As storeKiviKeys in cpu_simd_avx512.cpp, 8 channels at a time.
+bool storeKiviKeys(const std::uint16_t* in, std::int64_t tokenStride, bool bf16Input,
+                   std::uint8_t* side, const SimdGroupSide& s, int firstSlot, int tokens) {
+    const __m256i magnitudeMask = _mm256_set1_epi32(0x7fffffff);
+    auto range = [&](int c, __m256& low, __m256& high) { // false: a NaN or infinity
+        low = _mm256_set1_ps(__builtin_inff());
+        high = _mm256_set1_ps(-__builtin_inff());
+        for (int i = 0; i < tokens; ++i) {
+            const __m256 x = inputRow(in + i * tokenStride, bf16Input, c);
+            const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(x), magnitudeMask);
+            if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f7fffff))))
+                return false;
+            low = _mm256_min_ps(low, x);
+            high = _mm256_max_ps(high, x);
+        }
+        return true;
+    };
+    for (int c = 0; c < s.dim; c += 8) { // first every channel's range: nothing written yet
+        __m256 low, high;
+        if (!range(c, low, high) ||
+            _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(low, _mm256_setzero_ps(), _CMP_EQ_OQ),
+                                            _mm256_cmp_ps(high, _mm256_setzero_ps(), _CMP_EQ_OQ))))
+            return false;
+    }
+    const float qmax = float((1 << s.bits) - 1);
+    std::uint8_t* pairs = side + s.metaOffset + std::int64_t(firstSlot / s.tokenGroup) * s.dim * 4;
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    for (int c = 0; c < s.dim; c += 8) {
+        __m256 low, high;
+        range(c, low, high);
+        const __m128i scaleBits =
+            _mm256_cvtps_ph(_mm256_div_ps(_mm256_sub_ps(high, low), _mm256_set1_ps(qmax)), kRound);
+        const __m128i zeroBits = _mm256_cvtps_ph(low, kRound);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs + 4 * c),
+                         _mm_unpacklo_epi16(scaleBits, zeroBits));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs + 4 * c + 16),
+                         _mm_unpackhi_epi16(scaleBits, zeroBits));
+        const __m256 scale = _mm256_cvtph_ps(scaleBits), zero = _mm256_cvtph_ps(zeroBits);
+        const __m256 positive = _mm256_cmp_ps(scale, _mm256_setzero_ps(), _CMP_GT_OQ);
+        for (int i = 0; i < tokens; ++i) {
+            const __m256 x = inputRow(in + i * tokenStride, bf16Input, c);
+            __m256 q = _mm256_round_ps(_mm256_div_ps(_mm256_sub_ps(x, zero), scale), kRound);
+            q = _mm256_min_ps(_mm256_max_ps(q, _mm256_setzero_ps()), _mm256_set1_ps(qmax));
+            q = _mm256_and_ps(q, positive); // a zero scale stores zero codes
+            packCodes(q, s.bits, side + std::int64_t(firstSlot + i) * s.dataBytes + c * s.bits / 8);
         }
     }
     return true;
@@ -471,6 +525,7 @@ extern const SimdKernels kSimdAvx2 = {"avx2",
                                       storeFp8<kE4M3Code>,
                                       storeFp8<kE5M2Code>,
                                       storeIntGroups,
-                                      decodeIntGroups};
+                                      decodeIntGroups,
+                                      storeKiviKeys};
 
 } // namespace kvl::probe

@@ -490,6 +490,19 @@ float loadStored(const std::uint8_t* p, int bytes) {
     return f;
 }
 
+// 16 codes (one per byte, each below 2^bits) packed low bits first, as putCode packs them.
+void packCodes(__m128i codes, int bits, std::uint8_t* out) {
+    if (bits == 4) { // byte i = code 2i | code 2i+1 << 4
+        const __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_cvtepi16_epi8(pairs));
+    } else { // byte i = codes 4i .. 4i+3, two bits each
+        __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
+        quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
+        const int packed = _mm_cvtsi128_si32(_mm_cvtepi32_epi8(quads));
+        __builtin_memcpy(out, &packed, 4);
+    }
+}
+
 // kv_quant.h's quantizeTokenVector for asymmetric INT4 / INT2 groups, on rows it can match byte
 // for byte: every group's parameters first (so a row left to the scalar code has nothing
 // written), as groupParams computes them, then the codes as quantizeCode<kCodecIntAsym>
@@ -541,16 +554,60 @@ bool storeIntGroups(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 q = _mm512_min_ps(_mm512_max_ps(q, _mm512_setzero_ps()), _mm512_set1_ps(qmax));
             }
-            const __m128i codes = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)); // 16 bytes
-            if (s.bits == 4) { // byte i = code 2i | code 2i+1 << 4
-                const __m128i pairs = _mm_or_si128(codes, _mm_srli_epi16(codes, 4));
-                _mm_storel_epi64(reinterpret_cast<__m128i*>(row + c / 2), _mm_cvtepi16_epi8(pairs));
-            } else { // byte i = codes 4i .. 4i+3, two bits each
-                __m128i quads = _mm_or_si128(codes, _mm_srli_epi32(codes, 6));
-                quads = _mm_or_si128(quads, _mm_srli_epi32(quads, 12));
-                const int packed = _mm_cvtsi128_si32(_mm_cvtepi32_epi8(quads));
-                __builtin_memcpy(row + c / 4, &packed, 4);
-            }
+            packCodes(_mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)), s.bits, row + c * s.bits / 8);
+        }
+    }
+    return true;
+}
+
+// kv_quant.h's quantizeChannelRun over every channel of a KIVI key run, W channels at a time: each
+// channel's least and largest value over the run, its scale and zero as groupParams rounds them
+// to fp16 (stored as the (scale, zero) pairs the layout keeps per channel), then every token's
+// codes as in storeIntGroups. A run with a NaN, an infinity or a zero at a channel's end is left
+// to the scalar code before anything is written.
+bool storeKiviKeys(const std::uint16_t* in, std::int64_t tokenStride, bool bf16Input,
+                   std::uint8_t* side, const SimdGroupSide& s, int firstSlot, int tokens) {
+    const __m512i magnitudeMask = _mm512_set1_epi32(0x7fffffff);
+    auto range = [&](int c, __m512& low, __m512& high) { // false: a NaN or infinity
+        low = _mm512_set1_ps(__builtin_inff());
+        high = _mm512_set1_ps(-__builtin_inff());
+        for (int i = 0; i < tokens; ++i) {
+            const __m512 x = inputRow(in + i * tokenStride, bf16Input, c).v;
+            if (_mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(x), magnitudeMask),
+                                        _mm512_set1_epi32(0x7f800000)))
+                return false;
+            low = _mm512_min_ps(low, x);
+            high = _mm512_max_ps(high, x);
+        }
+        return true;
+    };
+    for (int c = 0; c < s.dim; c += 16) { // first every channel's range: nothing written yet
+        __m512 low, high;
+        if (!range(c, low, high) || _mm512_cmpeq_ps_mask(low, _mm512_setzero_ps()) ||
+            _mm512_cmpeq_ps_mask(high, _mm512_setzero_ps()))
+            return false;
+    }
+    const float qmax = float((1 << s.bits) - 1);
+    std::uint8_t* pairs = side + s.metaOffset + std::int64_t(firstSlot / s.tokenGroup) * s.dim * 4;
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    for (int c = 0; c < s.dim; c += 16) {
+        __m512 low, high;
+        range(c, low, high);
+        const __m256i scaleBits =
+            _mm512_cvtps_ph(_mm512_div_ps(_mm512_sub_ps(high, low), _mm512_set1_ps(qmax)), kRound);
+        const __m256i zeroBits = _mm512_cvtps_ph(low, kRound);
+        _mm512_storeu_si512(
+            pairs + 4 * c, _mm512_or_si512(_mm512_cvtepu16_epi32(scaleBits),
+                                           _mm512_slli_epi32(_mm512_cvtepu16_epi32(zeroBits), 16)));
+        const __m512 scale = _mm512_cvtph_ps(scaleBits), zero = _mm512_cvtph_ps(zeroBits);
+        const __mmask16 positive = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_GT_OQ);
+        for (int i = 0; i < tokens; ++i) {
+            const __m512 x = inputRow(in + i * tokenStride, bf16Input, c).v;
+            __m512 q = _mm512_roundscale_ps(_mm512_div_ps(_mm512_sub_ps(x, zero), scale), kRound);
+            q = _mm512_min_ps(_mm512_max_ps(q, _mm512_setzero_ps()), _mm512_set1_ps(qmax));
+            q = _mm512_maskz_mov_ps(positive, q); // a zero scale stores zero codes
+            packCodes(_mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)), s.bits,
+                      side + std::int64_t(firstSlot + i) * s.dataBytes + c * s.bits / 8);
         }
     }
     return true;
@@ -616,6 +673,7 @@ extern const SimdKernels kSimdAvx512 = {"avx512",
                                         storeFp8<kE4M3Code>,
                                         storeFp8<kE5M2Code>,
                                         storeIntGroups,
-                                        decodeIntGroups};
+                                        decodeIntGroups,
+                                        storeKiviKeys};
 
 } // namespace kvl::probe

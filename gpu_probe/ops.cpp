@@ -500,7 +500,10 @@ VectorStore vectorStore(const SideLayout& side, const SimdKernels& kernels) {
 } // namespace
 
 bool testing::storesThroughVector(const SideLayout& side, int headDim) {
-    return bool(vectorStore(side, cpuSimd(headDim)));
+    const SimdKernels& kernels = cpuSimd(headDim);
+    if (side.tokenGroup > 0)
+        return kernels.storeKiviKeys && simdGroupSide(side, kernels.width).has_value();
+    return bool(vectorStore(side, kernels));
 }
 
 bool testing::decodesThroughVector(const SideLayout& side, int headDim) {
@@ -570,6 +573,10 @@ Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>
         if (t == 0 || args.slotMapping[t - 1] != slot - 1 || slot % group == 0)
             leaders.push_back(t);
     }
+    // the vector kernels' store where they have one (for runs it takes), kv_quant.h's otherwise
+    const SimdKernels& kernels = cpuSimd(dim);
+    const std::optional<SimdGroupSide> groupSide = simdGroupSide(layout.k, kernels.width);
+    const SimdStoreKiviKeys vector = groupSide ? kernels.storeKiviKeys : nullptr;
     return parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
         const std::int64_t first = leaders[std::size_t(li)];
         const std::int64_t firstSlot = args.slotMapping[first];
@@ -580,12 +587,16 @@ Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>
             ++runLength;
         std::vector<float> keys(std::size_t(runLength) * dim);
         for (int h = 0; h < heads; ++h) {
+            std::uint8_t* keySide = kSide(args.pool, layout, firstSlot / blockSize, h);
+            if (vector && vector(args.k + first * rowElems + std::int64_t(h) * dim, rowElems,
+                                 args.inputDtype == kInputBF16, keySide, *groupSide,
+                                 int(firstSlot % blockSize), runLength))
+                continue;
             for (int i = 0; i < runLength; ++i)
                 for (int c = 0; c < dim; ++c)
                     keys[std::size_t(i) * dim + c] =
                         inputToFloat(args.k[(first + i) * rowElems + std::int64_t(h) * dim + c],
                                      args.inputDtype);
-            std::uint8_t* keySide = kSide(args.pool, layout, firstSlot / blockSize, h);
             for (int c = 0; c < dim; ++c)
                 quantizeChannelRun(keySide, layout.k, int(firstSlot % blockSize), runLength, c,
                                    keys.data() + c, dim);
