@@ -104,9 +104,9 @@ using SimdStoreRow = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint
 using SimdStoreGroups = bool (*)(const std::uint16_t* in, bool bf16Input, std::uint8_t* side,
                                  const SimdGroupSide& layout, int slot);
 // Quantizes KIVI keys (a SimdGroupSide with tokenGroup > 0) of `tokens` consecutive slots from
-// firstSlot, all in one token group, token i's row of input bits at in + i x tokenStride: kv_quant.h's
-// quantizeChannelRun for every channel, with the same bytes. Returns false, having written
-// nothing, for a run it leaves to that code (a NaN or infinity, or a channel whose least or
+// firstSlot, all in one token group, token i's row of input bits at in + i x tokenStride:
+// kv_quant.h's quantizeChannelRun for every channel, with the same bytes. Returns false, having
+// written nothing, for a run it leaves to that code (a NaN or infinity, or a channel whose least or
 // largest value is a zero).
 using SimdStoreKiviKeys = bool (*)(const std::uint16_t* in, std::int64_t tokenStride,
                                    bool bf16Input, std::uint8_t* side, const SimdGroupSide& layout,
