@@ -1128,6 +1128,12 @@ void MainWindow::restoreSettings() {
     m_recentFiles = settings.value(QStringLiteral("recentFiles")).toStringList();
     m_lastDir = settings.value(QStringLiteral("lastDir")).toString();
     updateRecentMenu();
+    QList<int> hidden; // column numbers; anything else in the file is ignored
+    for (const QVariant& column :
+         settings.value(QStringLiteral("deployment/hiddenColumns")).toList())
+        if (bool ok = false; column.toInt(&ok), ok)
+            hidden.append(column.toInt());
+    m_deploymentPanel->setHiddenColumns(hidden);
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
         // First launch: 1600 x 1000, or 90% of a smaller screen.
         if (const QScreen* screen = QGuiApplication::primaryScreen()) {
@@ -1197,6 +1203,10 @@ void MainWindow::saveSettings() {
     settings.setValue(QStringLiteral("modified"), isWindowModified());
     settings.setValue(QStringLiteral("recentFiles"), m_recentFiles);
     settings.setValue(QStringLiteral("lastDir"), m_lastDir);
+    QVariantList hidden;
+    for (int column : m_deploymentPanel->hiddenColumns())
+        hidden.append(column);
+    settings.setValue(QStringLiteral("deployment/hiddenColumns"), hidden);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

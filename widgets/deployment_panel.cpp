@@ -21,6 +21,7 @@
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
@@ -183,6 +184,40 @@ void DeploymentPanel::buildUi() {
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
+    // Twelve columns do not fit beside the chart on a small screen: the column titles' context
+    // menu shows and hides them (the GPU column stays), and the window remembers the choice.
+    QHeaderView* header = m_table->horizontalHeader();
+    header->setContextMenuPolicy(Qt::CustomContextMenu);
+    header->setToolTip(tr("Right-click a column title to show or hide columns"));
+    m_columnsMenu = new QMenu(tr("Columns"), this);
+    m_columnsMenu->setObjectName(QStringLiteral("planColumnsMenu"));
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
+        const QString title =
+            m_model->headerData(column, Qt::Horizontal).toString().replace(u'\n', u' ');
+        QAction* action = m_columnsMenu->addAction(title);
+        action->setObjectName(QStringLiteral("planColumn%1").arg(column));
+        action->setCheckable(true);
+        action->setChecked(true);
+        action->setEnabled(column != PlanTableModel::GpuColumn);
+        connect(action, &QAction::toggled, this, [this, column](bool shown) {
+            if (m_table->isColumnHidden(column) == !shown)
+                return;
+            m_table->setColumnHidden(column, !shown);
+            emit tableStateChanged();
+        });
+    }
+    m_columnsMenu->addSeparator();
+    QAction* showAll = m_columnsMenu->addAction(tr("Show All Columns"));
+    showAll->setObjectName(QStringLiteral("planShowAllColumns"));
+    connect(showAll, &QAction::triggered, this, [this] {
+        for (QAction* action : m_columnsMenu->actions())
+            if (action->isCheckable())
+                action->setChecked(true);
+    });
+    connect(header, &QHeaderView::customContextMenuRequested, this, [this, header](QPoint at) {
+        syncColumnActions();
+        m_columnsMenu->popup(header->mapToGlobal(at));
+    });
     m_chart = static_cast<GpusNeededChart*>(createChart(*findChartSpec(u"gpus-needed")));
     auto* split = new QSplitter(Qt::Horizontal);
     split->setObjectName(QStringLiteral("planSplitter"));
@@ -229,6 +264,29 @@ void DeploymentPanel::buildUi() {
             &DeploymentPanel::updateCommand);
     m_status->setText(tr("No plan yet"));
     updateCommand();
+}
+
+void DeploymentPanel::syncColumnActions() {
+    const QList<QAction*> actions = m_columnsMenu->actions();
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
+        const QSignalBlocker quiet(actions[column]);
+        actions[column]->setChecked(!m_table->isColumnHidden(column));
+    }
+}
+
+QList<int> DeploymentPanel::hiddenColumns() const {
+    QList<int> hidden;
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        if (m_table->isColumnHidden(column))
+            hidden.append(column);
+    return hidden;
+}
+
+void DeploymentPanel::setHiddenColumns(const QList<int>& columns) {
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        m_table->setColumnHidden(column,
+                                 column != PlanTableModel::GpuColumn && columns.contains(column));
+    syncColumnActions();
 }
 
 void DeploymentPanel::updateGpuMenu() {

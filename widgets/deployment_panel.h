@@ -22,6 +22,7 @@
 
 class QComboBox;
 class QLabel;
+class QMenu;
 class QPlainTextEdit;
 class QPushButton;
 class QSortFilterProxyModel;
@@ -66,6 +67,10 @@ public:
     void setGpusPerNode(int n);
     void setRank(core::PlanRank rank);
     void setGpuKinds(const QStringList& ids); // empty = every catalog GPU
+    // The plan table's columns the user hid (PlanTableModel::Column; the GPU column never hides)
+    QList<int> hiddenColumns() const;
+    void setHiddenColumns(const QList<int>& columns);
+    QMenu* columnsMenu() const { return m_columnsMenu; }
     QStringList gpuKinds() const;
 
     // The request a plan started now would answer.
@@ -98,7 +103,8 @@ public:
 
 signals:
     void applyRequested(const kvl::core::Scenario& s);
-    void planFinished(); // a result (or a cancellation) is shown
+    void planFinished();      // a result (or a cancellation) is shown
+    void tableStateChanged(); // the user showed or hid a column
 
 private:
     void buildUi();
@@ -108,6 +114,7 @@ private:
     void showOutcome(PlanOutcome outcome);
     void updateCommand();
     void updateGpuMenu();
+    void syncColumnActions();
     const core::GpuPlan* selectedPlan() const;
     std::string planKey(const core::PlanRequest& r) const;
 
@@ -144,6 +151,7 @@ private:
     QSortFilterProxyModel* m_proxy = nullptr;
     GpusNeededChart* m_chart = nullptr;
     QPlainTextEdit* m_command = nullptr;
+    QMenu* m_columnsMenu = nullptr;
     QTimer* m_debounce = nullptr;
 };
 

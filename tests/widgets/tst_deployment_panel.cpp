@@ -10,6 +10,9 @@
 #include "core/io/scenario_file.h"
 #include "core/planner.h"
 
+#include <QAction>
+#include <QHeaderView>
+#include <QMenu>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -75,6 +78,7 @@ private slots:
     void fieldsFollowTheScenario();
     void replansOnLeverChangeOnly();
     void applySetsTheWindowScenario();
+    void columnsShowAndHide();
 };
 
 void TestDeploymentPanel::initTestCase() {
@@ -338,6 +342,34 @@ void TestDeploymentPanel::applySetsTheWindowScenario() {
         // The window now holds the users on that layout.
         QVERIFY(w.snapshot().ledger.maxRequestsAtContext * s.hardware.dataParallel >= 50);
     }
+}
+
+// The column titles' context menu hides and shows columns (never the GPU column); the window
+// hands the choice back through hiddenColumns / setHiddenColumns.
+void TestDeploymentPanel::columnsShowAndHide() {
+    DeploymentPanel panel;
+    QCOMPARE(panel.table()->horizontalHeader()->contextMenuPolicy(), Qt::CustomContextMenu);
+    auto action = [&](int column) {
+        return panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planColumn%1").arg(column));
+    };
+    QVERIFY(action(PlanTableModel::GpuColumn) && !action(PlanTableModel::GpuColumn)->isEnabled());
+    QCOMPARE(action(PlanTableModel::RequestsPerReplicaColumn)->text(),
+             QStringLiteral("Requests per replica"));
+    QSignalSpy changed(&panel, &DeploymentPanel::tableStateChanged);
+    action(PlanTableModel::WeightsPerGpuColumn)->setChecked(false);
+    QVERIFY(panel.table()->isColumnHidden(PlanTableModel::WeightsPerGpuColumn));
+    QCOMPARE(panel.hiddenColumns(), QList<int>{PlanTableModel::WeightsPerGpuColumn});
+    QCOMPARE(changed.count(), 1);
+    // a remembered choice: the GPU column and numbers that are no column are ignored
+    panel.setHiddenColumns({PlanTableModel::GpuColumn, PlanTableModel::LayoutColumn,
+                            PlanTableModel::ReasonColumn, 99, -1});
+    QCOMPARE(panel.hiddenColumns(),
+             (QList<int>{PlanTableModel::LayoutColumn, PlanTableModel::ReasonColumn}));
+    QVERIFY(!panel.table()->isColumnHidden(PlanTableModel::GpuColumn));
+    QVERIFY(!action(PlanTableModel::LayoutColumn)->isChecked());
+    QVERIFY(action(PlanTableModel::WeightsPerGpuColumn)->isChecked());
+    panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planShowAllColumns"))->trigger();
+    QVERIFY(panel.hiddenColumns().isEmpty());
 }
 
 QTEST_MAIN(TestDeploymentPanel)
