@@ -433,19 +433,24 @@ bool storeKiviKeys(const std::uint16_t* in, std::int64_t tokenStride, bool bf16I
         }
         return true;
     };
-    for (int c = 0; c < s.dim; c += 8) { // first every channel's range: nothing written yet
+    constexpr int kMaxDim = 1024;
+    if (s.dim > kMaxDim)
+        return false;
+    float lows[kMaxDim], highs[kMaxDim]; // every channel's range first: nothing written yet
+    for (int c = 0; c < s.dim; c += 8) {
         __m256 low, high;
         if (!range(c, low, high) ||
             _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(low, _mm256_setzero_ps(), _CMP_EQ_OQ),
                                             _mm256_cmp_ps(high, _mm256_setzero_ps(), _CMP_EQ_OQ))))
             return false;
+        _mm256_storeu_ps(lows + c, low);
+        _mm256_storeu_ps(highs + c, high);
     }
     const float qmax = float((1 << s.bits) - 1);
     std::uint8_t* pairs = side + s.metaOffset + std::int64_t(firstSlot / s.tokenGroup) * s.dim * 4;
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     for (int c = 0; c < s.dim; c += 8) {
-        __m256 low, high;
-        range(c, low, high);
+        const __m256 low = _mm256_loadu_ps(lows + c), high = _mm256_loadu_ps(highs + c);
         const __m128i scaleBits =
             _mm256_cvtps_ph(_mm256_div_ps(_mm256_sub_ps(high, low), _mm256_set1_ps(qmax)), kRound);
         const __m128i zeroBits = _mm256_cvtps_ph(low, kRound);

@@ -581,18 +581,23 @@ bool storeKiviKeys(const std::uint16_t* in, std::int64_t tokenStride, bool bf16I
         }
         return true;
     };
-    for (int c = 0; c < s.dim; c += 16) { // first every channel's range: nothing written yet
+    constexpr int kMaxDim = 1024;
+    if (s.dim > kMaxDim)
+        return false;
+    float lows[kMaxDim], highs[kMaxDim]; // every channel's range first: nothing written yet
+    for (int c = 0; c < s.dim; c += 16) {
         __m512 low, high;
         if (!range(c, low, high) || _mm512_cmpeq_ps_mask(low, _mm512_setzero_ps()) ||
             _mm512_cmpeq_ps_mask(high, _mm512_setzero_ps()))
             return false;
+        _mm512_storeu_ps(lows + c, low);
+        _mm512_storeu_ps(highs + c, high);
     }
     const float qmax = float((1 << s.bits) - 1);
     std::uint8_t* pairs = side + s.metaOffset + std::int64_t(firstSlot / s.tokenGroup) * s.dim * 4;
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     for (int c = 0; c < s.dim; c += 16) {
-        __m512 low, high;
-        range(c, low, high);
+        const __m512 low = _mm512_loadu_ps(lows + c), high = _mm512_loadu_ps(highs + c);
         const __m256i scaleBits =
             _mm512_cvtps_ph(_mm512_div_ps(_mm512_sub_ps(high, low), _mm512_set1_ps(qmax)), kRound);
         const __m256i zeroBits = _mm512_cvtps_ph(low, kRound);

@@ -497,18 +497,24 @@ VectorStore vectorStore(const SideLayout& side, const SimdKernels& kernels) {
     return store;
 }
 
+// The vector store of KIVI keys when this CPU's kernels have one, with the layout it takes.
+SimdStoreKiviKeys kiviKeyStore(const SideLayout& side, const SimdKernels& kernels,
+                               SimdGroupSide* layout) {
+    const std::optional<SimdGroupSide> groups = simdGroupSide(side, kernels.width);
+    if (side.tokenGroup == 0 || !groups || !kernels.storeKiviKeys)
+        return nullptr;
+    *layout = *groups;
+    return kernels.storeKiviKeys;
+}
+
 } // namespace
 
 bool testing::storesThroughVector(const SideLayout& side, int headDim) {
     const SimdKernels& kernels = cpuSimd(headDim);
+    SimdGroupSide unused;
     if (side.tokenGroup > 0)
-        return kernels.storeKiviKeys && simdGroupSide(side, kernels.width).has_value();
+        return kiviKeyStore(side, kernels, &unused) != nullptr;
     return bool(vectorStore(side, kernels));
-}
-
-bool testing::decodesThroughVector(const SideLayout& side, int headDim) {
-    const SimdKernels& kernels = cpuSimd(headDim);
-    return kernels.decodeIntGroups && simdGroupSide(side, kernels.width).has_value();
 }
 
 namespace {
@@ -574,9 +580,8 @@ Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>
             leaders.push_back(t);
     }
     // the vector kernels' store where they have one (for runs it takes), kv_quant.h's otherwise
-    const SimdKernels& kernels = cpuSimd(dim);
-    const std::optional<SimdGroupSide> groupSide = simdGroupSide(layout.k, kernels.width);
-    const SimdStoreKiviKeys vector = groupSide ? kernels.storeKiviKeys : nullptr;
+    SimdGroupSide groupSide{};
+    const SimdStoreKiviKeys vector = kiviKeyStore(layout.k, cpuSimd(dim), &groupSide);
     return parallelFor(std::int64_t(leaders.size()), threads, cancel, [&](std::int64_t li) {
         const std::int64_t first = leaders[std::size_t(li)];
         const std::int64_t firstSlot = args.slotMapping[first];
@@ -589,7 +594,7 @@ Status storeKiviKeys(const StoreArgs& args, int threads, const std::atomic<bool>
         for (int h = 0; h < heads; ++h) {
             std::uint8_t* keySide = kSide(args.pool, layout, firstSlot / blockSize, h);
             if (vector && vector(args.k + first * rowElems + std::int64_t(h) * dim, rowElems,
-                                 args.inputDtype == kInputBF16, keySide, *groupSide,
+                                 args.inputDtype == kInputBF16, keySide, groupSide,
                                  int(firstSlot % blockSize), runLength))
                 continue;
             for (int i = 0; i < runLength; ++i)
@@ -672,6 +677,14 @@ SimdSide simdSide(const SideLayout& side, const SimdKernels& kernels) {
     }
     return out;
 }
+
+} // namespace
+
+bool testing::decodesThroughVector(const SideLayout& side, int headDim) {
+    return simdSide(side, cpuSimd(headDim)).decodeRow != decodeGenericRow;
+}
+
+namespace {
 
 // Pass 1's arguments for the vector kernels: one work item per (request, partition, run of up to
 // kSimdMaxHeadsPerItem KV heads), each head as one CTA would be on the GPU.

@@ -214,10 +214,8 @@ void DeploymentPanel::buildUi() {
             if (action->isCheckable())
                 action->setChecked(true);
     });
-    connect(header, &QHeaderView::customContextMenuRequested, this, [this, header](QPoint at) {
-        syncColumnActions();
-        m_columnsMenu->popup(header->mapToGlobal(at));
-    });
+    connect(header, &QHeaderView::customContextMenuRequested, this,
+            [this, header](QPoint at) { m_columnsMenu->popup(header->mapToGlobal(at)); });
     m_chart = static_cast<GpusNeededChart*>(createChart(*findChartSpec(u"gpus-needed")));
     auto* split = new QSplitter(Qt::Horizontal);
     split->setObjectName(QStringLiteral("planSplitter"));
