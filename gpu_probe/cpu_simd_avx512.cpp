@@ -285,6 +285,8 @@ template <int NG, int CC, class TileT>
         const std::uint8_t* first = tile.v[2 * j] + c;
         const std::uint8_t* second = (2 * j + 1 < tile.n ? tile.v[2 * j + 1] : tile.v[2 * j]) + c;
         prefetchTokens(next, 2 * j, 2 * j + 2, kPrefetchV);
+        if (c == 0 && g0 == 0) // the first pass brings the rows into L1
+            prefetchTokensL1(tile, 2 * j + kL1Ahead, 2 * j + kL1Ahead + 2, kPrefetchV);
         __m512i weight[NG];
         for (int g = 0; g < NG; ++g)
             weight[g] = _mm512_set1_epi32(weightPairs[(g0 + g) * (kTile / 2) + j]);

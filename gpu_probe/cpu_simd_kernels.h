@@ -31,10 +31,10 @@
 // head as one CTA would be, the heads taking the tiles in turn:
 //   phase 1 (gather): a unit's (one tile of one head's) row addresses and scale addresses from
 //            the block table, a page's run of tokens at a time, kAhead units before the unit is
-//            computed, with a prefetch of every cache line of its rows spread over the compute
-//            in between (the CPU's stand-in for issuing all of a tile's 16-byte loads before
-//            decoding); rows of formats without a vector decoder are dequantized here into a
-//            float tile instead;
+//            computed, with a prefetch of every cache line of its rows toward L2 spread over the
+//            compute in between (the CPU's stand-in for issuing all of a tile's 16-byte loads
+//            before decoding), and each row into L1 a few tokens before it is used; rows of
+//            formats without a vector decoder are dequantized here into a float tile instead;
 //   phase 2 (compute): the GQA group's logits against the tile (each K row decoded once per
 //            group of up to 8 query heads), the online softmax's max and rescale once per tile,
 //            then the tile's V rows accumulated into the group's outputs (each V row decoded
@@ -42,21 +42,29 @@
 //            and the softmax weights rather than every element.
 
 // Tokens per tile. 64 rather than 32 halves the per-tile work per token (the softmax's max and
-// rescale, the weights' quantization, the L2 wake below): tests/bench/bench_probe's decode steps in
-// turn, five runs of 15 rounds each, INT8 paged / contiguous 1.12 -> 1.09, FP16 and INT8 faster,
-// INT8 / FP16 0.58 either way. (Runs made one after the other could not tell them apart on this
-// shared VM.)
+// rescale, the weights' quantization): tests/bench/bench_probe's decode steps in turn, five runs
+// of 15 rounds each, INT8 paged / contiguous 1.12 -> 1.09, FP16 and INT8 faster, INT8 / FP16 0.58
+// either way. (Runs made one after the other could not tell them apart on this shared VM.)
 constexpr int kTile = 64;
 // Units (one tile of one head) gathered ahead of the one computed: the rows of unit u + kAhead
-// are prefetched while unit u is computed. One unit ahead measured best on the 2-core VM
-// (tests/bench/bench_probe, 1 vs 2 vs 3: INT8 decode 0.68 vs 0.64 vs 0.58 of the read stream):
-// the rows of units further ahead are evicted from L1 before they are used.
+// are prefetched toward L2 while unit u is computed, and unit u's own rows into L1 kL1Ahead
+// tokens before each is used. An FP16 unit (64 rows of 2 x 256 bytes) is as large as a 32 KiB
+// L1, so prefetching the next unit into L1 evicted the current one before its V rows were read.
+// Measured on a Zen 4 VM (2 cores, read stream ~32 GB/s) with the decode steps in turn, 30
+// rounds: FP16 paged 22.2 -> 15.9 ms, INT8 paged 11.6 -> 10.9 ms, FP16 contiguous 19.4 -> 15.4.
+// Prefetching toward L2 from further ahead (2 to 24 units, or a whole tile two tiles ahead) was no
+// better, and 4, 6 or 16 tokens ahead into L1 no different from 8.
 constexpr int kAhead = 1;
 constexpr int kRing = kAhead + 1;
+constexpr int kL1Ahead = 8;
 
 inline void prefetchRow(const std::uint8_t* row, int bytes) {
     for (int offset = 0; offset < bytes; offset += 64)
         prefetch(row + offset);
+}
+inline void prefetchRowL2(const std::uint8_t* row, int bytes) {
+    for (int offset = 0; offset < bytes; offset += 64)
+        prefetchL2(row + offset);
 }
 
 // Phase 1's product for one tile.
@@ -73,11 +81,11 @@ struct Tile {
     int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
 };
 
-// Prefetches the rows of tokens [from, to) of a gathered tile, the K rows, the V rows or both
-// (kPrefetch*): called a few tokens at a time from the current tile's loops, so the next tile's
-// loads are spread over this tile's compute rather than issued in bursts larger than the core's
-// few line-fill buffers hold. The integer kernels prefetch K rows from the logits loop and V
-// rows from the value loop.
+// Prefetches the rows of tokens [from, to) of the next unit's tile toward L2, the K rows, the V
+// rows or both (kPrefetch*): called a few tokens at a time from the current tile's loops, so the
+// next unit's loads are spread over this unit's compute rather than issued in bursts larger than
+// the core's few miss buffers hold. The integer kernels prefetch K rows from the logits loop and
+// V rows from the value loop.
 constexpr int kPrefetchK = 1, kPrefetchV = 2, kPrefetchKV = 3;
 inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPrefetchKV) {
     if (!tile)
@@ -85,9 +93,20 @@ inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPref
     to = to < tile->n ? to : tile->n;
     for (int i = from; i < to; ++i) {
         if (tile->kBytes && (sides & kPrefetchK))
-            prefetchRow(tile->k[i], tile->kBytes);
+            prefetchRowL2(tile->k[i], tile->kBytes);
         if (tile->vBytes && (sides & kPrefetchV))
-            prefetchRow(tile->v[i], tile->vBytes);
+            prefetchRowL2(tile->v[i], tile->vBytes);
+    }
+}
+
+// The current tile's rows of tokens [from, to) into L1, ahead of their use by the same loops.
+inline void prefetchTokensL1(const Tile& tile, int from, int to, int sides) {
+    to = to < tile.n ? to : tile.n;
+    for (int i = from; i < to; ++i) {
+        if (tile.kBytes && (sides & kPrefetchK))
+            prefetchRow(tile.k[i], tile.kBytes);
+        if (tile.vBytes && (sides & kPrefetchV))
+            prefetchRow(tile.v[i], tile.vBytes);
     }
 }
 
@@ -148,35 +167,6 @@ inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int he
     tile.runStart[tile.runs] = n;
 }
 
-// The rows of tile tokens [first, first + kTile) of heads [firstHead, firstHead + heads) toward
-// L2, a line every kWakeStride bytes of each head's K and V run in each page (the first line of
-// a 16-token INT8 run): issued a tile before the per-unit prefetches, so a page's runs are
-// already streaming when those arrive. Measured with tests/bench/bench_probe, 3 alternating runs:
-// INT8 paged / contiguous 1.23 -> 1.11, INT8 / FP16 time 0.64 -> 0.57 (a line every 512 bytes:
-// no better).
-constexpr std::int64_t kWakeStride = 2048;
-inline void prefetchTileToL2(const SimdAttention& a, const std::int32_t* table, int firstHead,
-                             int heads, std::int64_t first, std::int64_t end) {
-    if (first >= end)
-        return;
-    const std::int64_t last = (first + kTile < end ? first + kTile : end) - 1;
-    const std::int64_t kRow = a.k.dataBytes, vRow = a.v.dataBytes;
-    const std::int64_t firstBlock = first / a.blockSize, lastBlock = last / a.blockSize;
-    for (std::int64_t b = firstBlock; b <= lastBlock; ++b) {
-        const std::int64_t from = b == firstBlock ? first % a.blockSize : 0;
-        const std::int64_t to = b == lastBlock ? last % a.blockSize + 1 : a.blockSize;
-        const std::uint8_t* page = a.pool + table[b] * a.pageBytes;
-        for (int h = firstHead; h < firstHead + heads; ++h) {
-            const std::uint8_t* kSide = page + std::int64_t(h) * a.headStride;
-            const std::uint8_t* vSide = kSide + a.vSideOffset;
-            for (std::int64_t o = from * kRow; o < to * kRow; o += kWakeStride)
-                prefetchL2(kSide + o);
-            for (std::int64_t o = from * vRow; o < to * vRow; o += kWakeStride)
-                prefetchL2(vSide + o);
-        }
-    }
-}
-
 // The tile's per-token INT8 scales into kScales / vScales, a run at a time.
 inline void loadTileScales(const Tile& tile, float* kScales, float* vScales) {
     for (int r = 0; r < tile.runs; ++r) {
@@ -220,9 +210,14 @@ template <class Dec, int NG>
 inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, float* logits,
                        const Tile* next) {
     constexpr int NT = tokensPerBlock<NG>();
+    const bool first = g0 == 0; // the first head block brings the rows into L1
+    if (first)
+        prefetchTokensL1(tile, 0, kL1Ahead, kPrefetchK);
     int i = 0;
     for (; i + NT <= tile.n; i += NT) {
         prefetchTokens(next, i, i + NT);
+        if (first)
+            prefetchTokensL1(tile, i + kL1Ahead, i + kL1Ahead + NT, kPrefetchK);
         logitsBlock<Dec, NG, NT>(queries, dim, tile, i, g0, logits);
     }
     for (; i < tile.n; ++i) {
@@ -230,6 +225,8 @@ inline void tileLogits(const float* queries, int dim, const Tile& tile, int g0, 
         logitsBlock<Dec, NG, 1>(queries, dim, tile, i, g0, logits);
     }
     prefetchTokens(next, tile.n, kTile); // a last tile shorter than the next one
+    if (first)                           // the value loop's first rows
+        prefetchTokensL1(tile, 0, kL1Ahead, kPrefetchV);
 }
 
 // acc[g][c0 .. c0 + NC W) += sum_i weights[g * kTile + i] * V_i for query heads [g0, g0 + NG):
@@ -241,7 +238,10 @@ inline void accumulateBlock(float* acc, int dim, const Tile& tile, int c0, int g
     for (int g = 0; g < NG; ++g)
         for (int k = 0; k < NC; ++k)
             out[g * NC + k] = Vec::load(acc + std::int64_t(g0 + g) * dim + c0 + k * Vec::W);
+    const bool first = c0 == 0 && g0 == 0; // the first pass brings the rows into L1
     for (int i = 0; i < tile.n; ++i) {
+        if (first)
+            prefetchTokensL1(tile, i + kL1Ahead, i + kL1Ahead + 1, kPrefetchV);
         Vec weight[NG];
         for (int g = 0; g < NG; ++g)
             weight[g] = Vec::set1(weights[(g0 + g) * kTile + i]);
@@ -330,9 +330,14 @@ inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int
     if constexpr (Dec::kIntegerDot) {
         constexpr int NT = tokensPerBlock<NG>();
         constexpr int sides = Dec::kIntegerAccumulate ? kPrefetchK : kPrefetchKV;
+        const bool first = g0 == 0;
+        if (first)
+            prefetchTokensL1(tile, 0, kL1Ahead, kPrefetchK);
         int i = 0;
         for (; i + NT <= tile.n; i += NT) {
             prefetchTokens(next, i, i + NT, sides);
+            if (first)
+                prefetchTokensL1(tile, i + kL1Ahead, i + kL1Ahead + NT, kPrefetchK);
             Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
         }
         for (; i < tile.n; ++i) {
@@ -340,6 +345,8 @@ inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int
             Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
         }
         prefetchTokens(next, tile.n, kTile, sides);
+        if (first)
+            prefetchTokensL1(tile, 0, kL1Ahead, kPrefetchV);
     }
 }
 
@@ -597,8 +604,6 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
         prefetchTokens(&tiles[unit % kRing], 0, kTile);
     }
     for (std::int64_t unit = 0; unit < units; ++unit) {
-        if (unit % heads == 0) // a new tile: the one after next into L2 for the prefetchers
-            prefetchTileToL2(a, table, firstHead, heads, begin + (unit / heads + 2) * kTile, end);
         const bool hasNext = unit + kAhead < units;
         if (hasNext)
             gather(unit + kAhead);
