@@ -120,7 +120,7 @@ struct DecI8 {
     static constexpr int kIntegerChunk = 16;
     template <int NG, int NT, class TileT>
     static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
-                              const float* q16Scale, float* logits);
+                              float* logits);
 };
 struct DecE5M2 {
     static constexpr bool kIntegerDot = false;
@@ -149,7 +149,7 @@ struct DecE4M3 {
 
 template <int NG, int NT, class TileT>
 void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
-                          const float* q16Scale, float* logits) {
+                          float* logits) {
     __m256i sum[NG * NT];
     for (int j = 0; j < NG * NT; ++j)
         sum[j] = _mm256_setzero_si256();
@@ -173,7 +173,7 @@ void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, i
     reduceN<NG * NT>(sums, dots);
     for (int g = 0; g < NG; ++g)
         for (int t = 0; t < NT; ++t)
-            logits[(g0 + g) * kTile + i0 + t] = dots[g * NT + t] * q16Scale[g0 + g];
+            logits[(g0 + g) * kTile + i0 + t] = dots[g * NT + t];
 }
 
 // As hasNan, copyRow and storeHalfCodes in cpu_simd_avx512.cpp, 8 lanes at a time.

@@ -167,7 +167,7 @@ struct DecI8 {
     static constexpr int kIntegerChunk = 32;
     template <int NG, int NT, class TileT>
     static void integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,
-                              const float* q16Scale, float* logits);
+                              float* logits);
     // Values times 15-bit weights, two tokens at a time: their rows widened to int16 and
     // interleaved (vpunpck{l,h}wd, within 128-bit lanes), so each int32 lane of vpdpwssd sums
     // w[2j] v[2j][c] + w[2j+1] v[2j+1][c] for one channel c. The accumulators keep the lanes'
@@ -241,7 +241,7 @@ static_assert(kTile == kTileTokens);
 template <int NG, int NT, class TileT>
 [[gnu::always_inline]] inline void DecI8::integerLogits(const std::int16_t* q16, int dim,
                                                         const TileT& tile, int i0, int g0,
-                                                        const float* q16Scale, float* logits) {
+                                                        float* logits) {
     __m512i sum[NG * NT];
     for (int j = 0; j < NG * NT; ++j)
         sum[j] = _mm512_setzero_si512();
@@ -257,19 +257,13 @@ template <int NG, int NT, class TileT>
         }
     }
     alignas(64) float dots[NG * NT];
-    if constexpr (NG * NT == 16) { // one vector of sums, scaled per head at once
-        alignas(64) float scales[16];
-        for (int j = 0; j < 16; ++j)
-            scales[j] = q16Scale[g0 + j / NT];
-        _mm512_store_ps(dots,
-                        _mm512_mul_ps(_mm512_cvtepi32_ps(reduce16i(sum)), _mm512_load_ps(scales)));
+    if constexpr (NG * NT == 16) { // one vector of sums
+        _mm512_store_ps(dots, _mm512_cvtepi32_ps(reduce16i(sum)));
     } else {
         Vec sums[NG * NT];
         for (int j = 0; j < NG * NT; ++j)
             sums[j] = {_mm512_cvtepi32_ps(sum[j])};
         reduceN<NG * NT>(sums, dots);
-        for (int j = 0; j < NG * NT; ++j)
-            dots[j] *= q16Scale[g0 + j / NT];
     }
     for (int g = 0; g < NG; ++g)
         __builtin_memcpy(logits + (g0 + g) * kTile + i0, dots + g * NT, sizeof(float) * NT);

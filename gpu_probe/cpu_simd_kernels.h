@@ -15,8 +15,9 @@
 //   the int8 keys with the queries quantized to int16 (one scale per query head, 15 bits, far
 //   finer than the bf16 queries of GPU kernels) and sum exactly in int32; it then provides
 //   template <int NG, int NT> static void integerLogits(const std::int16_t* q16, int dim,
-//   const Tile&, int i0, int g0, const float* q16Scale, float* logits), for dims that are a
-//   multiple of kIntegerChunk. A decoder with kIntegerAccumulate also accumulates the values
+//   const Tile&, int i0, int g0, float* logits), the exact dots before the queries' scales
+//   (tileSoftmax applies them with the keys' per-token scales), for dims that are a multiple of
+//   kIntegerChunk. A decoder with kIntegerAccumulate also accumulates the values
 //   in integers: the tile's softmax weights quantized to 15 bits per query head (relative to
 //   the tile's largest), token pairs through vpdpwssd, one float multiply-add per tile; its
 //   accumulators hold the channels in a lane order that unpermute(acc, dim, out) undoes at the end:
@@ -338,11 +339,11 @@ inline void tileIntegerLogits(const Workspace& w, int dim, const Tile& tile, int
             prefetchTokens(next, i, i + NT, sides);
             if (first)
                 prefetchTokensL1(tile, i + kL1Ahead, i + kL1Ahead + NT, kPrefetchK);
-            Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
+            Dec::template integerLogits<NG, NT>(w.q16, dim, tile, i, g0, w.logits);
         }
         for (; i < tile.n; ++i) {
             prefetchTokens(next, i, i + 1, sides);
-            Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.q16Scale, w.logits);
+            Dec::template integerLogits<NG, 1>(w.q16, dim, tile, i, g0, w.logits);
         }
         prefetchTokens(next, tile.n, kTile, sides);
         if (first)
@@ -480,14 +481,19 @@ template <class Dec>
 // Online softmax, once per tile of n tokens: the new max, one rescale of the running sum and
 // the accumulators, the tile's weights (padding tokens have logit -inf, weight 0).
 [[gnu::always_inline]] inline void tileSoftmax(const Workspace& w, int group, int dim, int n,
-                                               bool scaled) {
+                                               bool scaled, const float* queryScales) {
     const float minusInf = -__builtin_inff();
     for (int g = 0; g < group; ++g) {
         float* logits = w.logits + g * kTile;
         float* weights = w.weights + g * kTile;
-        if (scaled) // whole vectors: the lanes past n are overwritten below
-            for (int i = 0; i < kTile; i += Vec::W)
-                (Vec::load(logits + i) * Vec::load(w.kScales + i)).store(logits + i);
+        if (scaled || queryScales) { // whole vectors: the lanes past n are overwritten below
+            // integer dots' query scale first, then the keys' (the order the dots had before)
+            const Vec query = Vec::set1(queryScales ? queryScales[g] : 1.0f);
+            for (int i = 0; i < kTile; i += Vec::W) {
+                const Vec logit = Vec::load(logits + i) * query;
+                (scaled ? logit * Vec::load(w.kScales + i) : logit).store(logits + i);
+            }
+        }
         for (int i = n; i < kTile; ++i)
             logits[i] = minusInf;
         Vec high = Vec::load(logits);
@@ -617,7 +623,7 @@ template <class Dec> void attendItemT(const SimdAttention& a, std::int64_t item,
             integerLogitsOverHeads<Dec>(hw, group, dim, tile, next);
         else
             logitsOverHeads<Dec>(hw, group, dim, tile, next);
-        tileSoftmax(hw, group, dim, n, scaled);
+        tileSoftmax(hw, group, dim, n, scaled, integerDot ? hw.q16Scale : nullptr);
         tileValues<Dec>(hw, group, dim, tile, integerAccumulate, next);
     }
     for (int h = 0; h < heads; ++h)
