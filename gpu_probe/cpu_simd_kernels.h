@@ -83,12 +83,6 @@ template <bool L2> inline void prefetchRowLines(const std::uint8_t* row, int byt
             prefetchLine<L2>(row + offset);
     }
 }
-inline void prefetchRow(const std::uint8_t* row, int bytes) {
-    prefetchRowLines<false>(row, bytes);
-}
-inline void prefetchRowL2(const std::uint8_t* row, int bytes) {
-    prefetchRowLines<true>(row, bytes);
-}
 
 // Phase 1's product for one tile.
 struct Tile {
@@ -104,33 +98,31 @@ struct Tile {
     int kBytes, vBytes; // bytes per row to prefetch (0: rows already in a float tile)
 };
 
-// Prefetches the rows of tokens [from, to) of the next unit's tile toward L2, the K rows, the V
-// rows or both (kPrefetch*): called a few tokens at a time from the current tile's loops, so the
-// next unit's loads are spread over this unit's compute rather than issued in bursts larger than
-// the core's few miss buffers hold. The integer kernels prefetch K rows from the logits loop and
-// V rows from the value loop.
+// The rows of tokens [from, to) of a gathered tile, the K rows, the V rows or both (kPrefetch*),
+// into L1 or toward L2.
 constexpr int kPrefetchK = 1, kPrefetchV = 2, kPrefetchKV = 3;
-inline void prefetchTokens(const Tile* tile, int from, int to, int sides = kPrefetchKV) {
-    if (!tile)
-        return;
-    to = to < tile->n ? to : tile->n;
-    for (int i = from; i < to; ++i) {
-        if (tile->kBytes && (sides & kPrefetchK))
-            prefetchRowL2(tile->k[i], tile->kBytes);
-        if (tile->vBytes && (sides & kPrefetchV))
-            prefetchRowL2(tile->v[i], tile->vBytes);
-    }
-}
-
-// The current tile's rows of tokens [from, to) into L1, ahead of their use by the same loops.
-inline void prefetchTokensL1(const Tile& tile, int from, int to, int sides) {
+template <bool L2> inline void prefetchTileRows(const Tile& tile, int from, int to, int sides) {
     to = to < tile.n ? to : tile.n;
     for (int i = from; i < to; ++i) {
         if (tile.kBytes && (sides & kPrefetchK))
-            prefetchRow(tile.k[i], tile.kBytes);
+            prefetchRowLines<L2>(tile.k[i], tile.kBytes);
         if (tile.vBytes && (sides & kPrefetchV))
-            prefetchRow(tile.v[i], tile.vBytes);
+            prefetchRowLines<L2>(tile.v[i], tile.vBytes);
     }
+}
+
+// The next unit's rows toward L2 (none when there is no next unit): called a few tokens at a time
+// from the current tile's loops, so the next unit's loads are spread over this unit's compute
+// rather than issued in bursts larger than the core's few miss buffers hold. The integer kernels
+// prefetch K rows from the logits loop and V rows from the value loop.
+inline void prefetchTokens(const Tile* next, int from, int to, int sides = kPrefetchKV) {
+    if (next)
+        prefetchTileRows<true>(*next, from, to, sides);
+}
+
+// The current tile's rows into L1, ahead of their use by the same loops.
+inline void prefetchTokensL1(const Tile& tile, int from, int to, int sides) {
+    prefetchTileRows<false>(tile, from, to, sides);
 }
 
 // The row addresses of tokens [i, i + count) of a tile, at slots [offset, offset + count) of
@@ -509,12 +501,11 @@ template <class Dec>
         float* logits = w.logits + g * kTile;
         float* weights = w.weights + g * kTile;
         if (scaled || queryScales) { // whole vectors: the lanes past n are overwritten below
-            // integer dots' query scale first, then the keys' (the order the dots had before)
+            // integer dots' query scale first, then the keys' (the order the dots had before;
+            // unscaled sides have kScales 1, exactly, from startItem)
             const Vec query = Vec::set1(queryScales ? queryScales[g] : 1.0f);
-            for (int i = 0; i < kTile; i += Vec::W) {
-                const Vec logit = Vec::load(logits + i) * query;
-                (scaled ? logit * Vec::load(w.kScales + i) : logit).store(logits + i);
-            }
+            for (int i = 0; i < kTile; i += Vec::W)
+                (Vec::load(logits + i) * query * Vec::load(w.kScales + i)).store(logits + i);
         }
         for (int i = n; i < kTile; ++i)
             logits[i] = minusInf;
