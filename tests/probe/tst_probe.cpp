@@ -232,7 +232,10 @@ private slots:
             p.measureQuality = false;
             return p;
         };
-        const auto times = timeDecodeInTurn({planOf(256, 16), planOf(4096, 16)}, 5);
+        // 64 times the tokens: the small step is mostly its fixed cost (threads, scratch), and
+        // with 16 times (4K) the faster kernels left a median ratio of 4-5 that a loaded machine
+        // pulled under 2 (the fresh-machine run did); at 16K it stays above 4 under load.
+        const auto times = timeDecodeInTurn({planOf(256, 16), planOf(16384, 16)}, 5);
         QVERIFY2(times.ok(), times.ok() ? "" : times.error().message.c_str());
         QCOMPARE(int(times->size()), 2);
         std::vector<double> ratios;
@@ -242,6 +245,7 @@ private slots:
             ratios.push_back((*times)[1][std::size_t(round)] / (*times)[0][std::size_t(round)]);
         }
         std::sort(ratios.begin(), ratios.end());
+        qInfo("decodeInTurn median ratio %.2f", ratios[2]);
         QVERIFY2(ratios[2] > 2.0, qPrintable(QString::number(ratios[2])));
 
         const auto bad = timeDecodeInTurn({planOf(256, 16), planOf(256, 0)}, 2);
