@@ -118,6 +118,39 @@ std::string loadAverage() {
     return one.empty() ? "n/a" : one + " " + five + " " + fifteen;
 }
 
+// The CPU time the hypervisor gave to other guests (the "steal" column of /proc/stat's cpu line),
+// summed over every CPU, and all CPU time: a VM's ratios drift with the host's load, and the load
+// average does not show it. Zeros where /proc/stat is missing or has no steal column.
+struct CpuTimes {
+    long long steal = 0, total = 0;
+};
+CpuTimes cpuTimes() {
+    std::ifstream in("/proc/stat");
+    std::string label;
+    CpuTimes t;
+    if (!(in >> label) || label != "cpu")
+        return t;
+    long long field = 0;
+    for (int k = 0; k < 8 && in >> field; ++k) { // user nice system idle iowait irq softirq steal
+        t.total += field;
+        if (k == 7)
+            t.steal = field;
+    }
+    return t;
+}
+// Percent of the CPU time between two readings that was stolen; negative when unknown.
+double stealPercent(const CpuTimes& before, const CpuTimes& after) {
+    const long long total = after.total - before.total;
+    return total > 0 ? 100.0 * double(after.steal - before.steal) / double(total) : -1.0;
+}
+std::string stealText(double percent) {
+    if (percent < 0.0)
+        return "n/a";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", percent);
+    return text;
+}
+
 struct Ratio {
     const char* key;
     const char* label;
@@ -152,6 +185,7 @@ int main(int argc, char** argv) {
     // few 1 MiB runs per KV head and side instead of 4 KiB pages scattered through the pool.
     const int contiguousBlock = static_cast<int>(std::min<std::int64_t>(context, 4096));
     const std::string loadBefore = loadAverage();
+    const CpuTimes roundsStart = cpuTimes();
 
     Ratio ratios[] = {
         {"fp16_decode_over_read", "FP16 paged decode / read stream", 0.60, false, {}},
@@ -187,12 +221,14 @@ int main(int argc, char** argv) {
                      round + 1, rounds, readGBs, fp16.attentionGBs, int8.attentionGBs);
     }
     const std::string loadAfter = loadAverage();
+    const double roundsSteal = stealPercent(roundsStart, cpuTimes());
 
     std::printf("CPU probe (%s kernels), one Llama-3-8B layer (32 q / 8 KV heads x 128), batch %d "
                 "x %lld tokens, %d threads\n",
                 probe::cpuSimd(fp16.headDim).name, batch, static_cast<long long>(context), threads);
-    std::printf("  load average %s before, %s after; %d alternating rounds\n", loadBefore.c_str(),
-                loadAfter.c_str(), rounds);
+    std::printf("  load average %s before, %s after; CPU time stolen by the host %s; %d "
+                "alternating rounds\n",
+                loadBefore.c_str(), loadAfter.c_str(), stealText(roundsSteal).c_str(), rounds);
     std::printf("  yardsticks (medians): read stream %.1f GB/s over %s, copy %.1f GB/s (read + "
                 "write, the probe's own)\n",
                 median(reads), core::formatBytes(fp16.attentionBytes).c_str(), fp16.copyGBs);
@@ -226,7 +262,9 @@ int main(int argc, char** argv) {
                                         {"fp16", contiguousBlock},
                                         {"int8", contiguousBlock}})
         turnPlans.push_back(plan(format, block, batch, context, repeats));
+    const CpuTimes turnsStart = cpuTimes();
     auto turns = probe::timeDecodeInTurn(turnPlans, turnRounds);
+    const double turnsSteal = stealPercent(turnsStart, cpuTimes());
     if (!turns) {
         std::fprintf(stderr, "bench_probe: decode steps in turn: %s\n",
                      turns.error().message.c_str());
@@ -247,8 +285,9 @@ int main(int argc, char** argv) {
                                t[std::size_t(r.denominator)][std::size_t(k)]);
     std::printf("  decode steps in turn (%d rounds, one step of each configuration per round; "
                 "medians: FP16 paged %.2f ms, INT8 paged %.2f, FP16 contiguous %.2f, INT8 "
-                "contiguous %.2f):\n",
-                turnRounds, median(t[0]), median(t[1]), median(t[2]), median(t[3]));
+                "contiguous %.2f; stolen by the host %s):\n",
+                turnRounds, median(t[0]), median(t[1]), median(t[2]), median(t[3]),
+                stealText(turnsSteal).c_str());
     for (const InTurn& r : inTurn)
         std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)\n", r.label, median(r.rounds),
                     *std::min_element(r.rounds.begin(), r.rounds.end()),
@@ -263,6 +302,8 @@ int main(int argc, char** argv) {
         o["rounds"] = rounds;
         o["load_average_before"] = loadBefore;
         o["load_average_after"] = loadAfter;
+        o["steal_pct"] = roundsSteal; // -1: unknown
+        o["in_turn_steal_pct"] = turnsSteal;
         o["read_stream_gbs"] = median(reads);
         o["copy_gbs"] = fp16.copyGBs;
         for (const Ratio& r : ratios) {
