@@ -6,8 +6,9 @@
 #   bench_probe    the CPU probe at batch 8 x 8K, one Llama-3-8B layer, against its targets:
 #                  FP16 / INT8 paged decode >= 60% of a read stream, store >= 40% of copy,
 #                  paged / contiguous <= 1.10x, INT8 / FP16 decode time <= 0.6x (medians of
-#                  alternating rounds, with the load average and the CPU time the host stole), then the decode steps of the four
-#                  configurations timed in turn (steadier time ratios, informational)
+#                  alternating rounds, with the load average and the CPU time the host stole),
+#                  then the decode steps of the four configurations timed in turn (steadier
+#                  time ratios, informational)
 #   bench_probe_stall  the window's longest event-loop stall while the probe runs, and cancel time
 # and writes their JSON to build/release/bench-results/.
 # usage: tests/bench/run-benchmarks.sh [probe]     (probe: bench_probe alone)
