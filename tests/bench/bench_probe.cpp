@@ -120,23 +120,25 @@ std::string loadAverage() {
 
 // The CPU time the hypervisor gave to other guests (the "steal" column of /proc/stat's cpu line),
 // summed over every CPU, and all CPU time: a VM's ratios drift with the host's load, and the load
-// average does not show it. Zeros where /proc/stat is missing or has no steal column.
+// average does not show it. Zeros (reported as unknown) where /proc/stat is missing or has no
+// steal column.
 struct CpuTimes {
     long long steal = 0, total = 0;
 };
 CpuTimes cpuTimes() {
     std::ifstream in("/proc/stat");
     std::string label;
-    CpuTimes t;
     if (!(in >> label) || label != "cpu")
-        return t;
+        return {};
+    CpuTimes t;
     long long field = 0;
-    for (int k = 0; k < 8 && in >> field; ++k) { // user nice system idle iowait irq softirq steal
+    int fields = 0;
+    for (; fields < 8 && in >> field; ++fields) { // user nice system idle iowait irq softirq steal
         t.total += field;
-        if (k == 7)
+        if (fields == 7)
             t.steal = field;
     }
-    return t;
+    return fields == 8 ? t : CpuTimes{};
 }
 // Percent of the CPU time between two readings that was stolen; negative when unknown.
 double stealPercent(const CpuTimes& before, const CpuTimes& after) {
