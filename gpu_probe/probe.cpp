@@ -264,7 +264,8 @@ ProbeResult runProbe(const ProbePlan& plan, const ProgressFn& progress,
 }
 
 Result<std::vector<std::vector<double>>>
-timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds, const std::atomic<bool>* cancel) {
+timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds, const std::atomic<bool>* cancel,
+                 const std::function<Result<double>()>& alongside) {
     try {
         std::vector<ProbeResult> results(plans.size());
         std::vector<std::unique_ptr<ProbeRun>> runs;
@@ -274,8 +275,14 @@ timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds, const std::ato
                 if (Status done = phase(*runs.back()); !done)
                     return done.error();
         }
-        std::vector<std::vector<double>> times(plans.size());
-        for (int round = 0; round < rounds; ++round)
+        std::vector<std::vector<double>> times(plans.size() + (alongside ? 1 : 0));
+        for (int round = 0; round < rounds; ++round) {
+            if (alongside) {
+                auto ms = alongside();
+                if (!ms)
+                    return ms.error();
+                times.back().push_back(*ms);
+            }
             for (std::size_t i = 0; i < runs.size(); ++i) {
                 ProbeRun& run = *runs[i];
                 if (run.cancelled())
@@ -286,6 +293,7 @@ timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds, const std::ato
                     return ms.error();
                 times[i].push_back(*ms);
             }
+        }
         return times;
     } catch (...) {
         return errorFrom(std::current_exception());

@@ -163,9 +163,12 @@ ProbeResult runProbe(const ProbePlan& plan, const ProgressFn& progress = {},
 // falls on all plans of a round alike, and ratios taken within a round are far steadier than
 // ratios of runs made one after the other (tests/bench/bench_probe reports both). The memory
 // guard weighs each plan alone. Returns, per plan, its step time in ms in each round.
+// `alongside`, when given, is a step of the caller's (a yardstick such as a read stream) that
+// returns its own time in ms; it runs first in every round, and its times come last.
 Result<std::vector<std::vector<double>>>
 timeDecodeInTurn(const std::vector<ProbePlan>& plans, int rounds,
-                 const std::atomic<bool>* cancel = nullptr);
+                 const std::atomic<bool>* cancel = nullptr,
+                 const std::function<Result<double>()>& alongside = {});
 
 // The memory guard's estimate of the plan's peak host bytes (the main run or its largest
 // quality-vs-context sub-run), without running it. A .npy plan reads the files' headers.

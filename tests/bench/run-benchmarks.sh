@@ -7,8 +7,8 @@
 #                  FP16 / INT8 paged decode >= 60% of a read stream, store >= 40% of copy,
 #                  paged / contiguous <= 1.10x, INT8 / FP16 decode time <= 0.6x (medians of
 #                  alternating rounds, with the load average and the CPU time the host stole),
-#                  then the decode steps of the four configurations timed in turn (steadier
-#                  time ratios, informational)
+#                  then a read stream pass and the decode steps of the four configurations
+#                  timed in turn, each round (steadier ratios; the decode targets judged again)
 #   bench_probe_stall  the window's longest event-loop stall while the probe runs, and cancel time
 # and writes their JSON to build/release/bench-results/.
 # usage: tests/bench/run-benchmarks.sh [probe]     (probe: bench_probe alone)

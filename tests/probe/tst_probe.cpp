@@ -251,6 +251,21 @@ private slots:
         const auto bad = timeDecodeInTurn({planOf(256, 16), planOf(256, 0)}, 2);
         QVERIFY(!bad.ok());
         QCOMPARE(bad.error().code, ErrorCode::BadInput);
+        // a caller's step alongside: first in every round, its times last, its error returned
+        int calls = 0;
+        const auto alongside = timeDecodeInTurn(
+            {planOf(256, 16)}, 3, nullptr, [&]() -> Result<double> { return 100.0 + ++calls; });
+        QVERIFY(alongside.ok());
+        QCOMPARE(int(alongside->size()), 2);
+        QCOMPARE(calls, 3);
+        QCOMPARE(alongside->back(), (std::vector<double>{101.0, 102.0, 103.0}));
+        QCOMPARE(int(alongside->front().size()), 3);
+        const auto failing =
+            timeDecodeInTurn({planOf(256, 16)}, 2, nullptr, []() -> Result<double> {
+                return Error{ErrorCode::Io, "yardstick failed"};
+            });
+        QVERIFY(!failing.ok());
+        QCOMPARE(failing.error().message, std::string("yardstick failed"));
         const std::atomic<bool> cancel{true};
         const auto cancelled = timeDecodeInTurn({planOf(256, 16)}, 2, &cancel);
         QVERIFY(!cancelled.ok());
