@@ -207,6 +207,18 @@ struct Ratio {
     bool met() const { return meets(value()); }
 };
 
+// One line of a reading: label, median, the rounds' range, the target and its verdict; whether
+// it was met.
+bool printRatio(const char* label, const std::vector<double>& rounds, const Ratio& target) {
+    const double value = median(rounds);
+    const bool met = target.meets(value);
+    std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)  target %s %.2f  %s\n", label, value,
+                *std::min_element(rounds.begin(), rounds.end()),
+                *std::max_element(rounds.begin(), rounds.end()),
+                target.atMost ? "<=" : ">=", target.target, met ? "met" : "MISSED");
+    return met;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -290,13 +302,8 @@ int main(int argc, char** argv) {
     row("decode int8 contiguous", int8c.attentionMs, int8c.attentionGBs, int8c.poolBytes);
     std::printf("  ratios (median of the rounds; min .. max):\n");
     bool allMet = true;
-    for (const Ratio& r : ratios) {
-        allMet = allMet && r.met();
-        std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)  target %s %.2f  %s\n", r.label, r.value(),
-                    *std::min_element(r.rounds.begin(), r.rounds.end()),
-                    *std::max_element(r.rounds.begin(), r.rounds.end()),
-                    r.atMost ? "<=" : ">=", r.target, r.met() ? "met" : "MISSED");
-    }
+    for (const Ratio& r : ratios)
+        allMet = printRatio(r.label, r.rounds, r) && allMet;
     std::printf("  INT8 / FP16 bytes read: %.3f\n",
                 double(int8.attentionBytes) / double(fp16.attentionBytes));
 
@@ -366,13 +373,8 @@ int main(int argc, char** argv) {
                 turnRounds, stream.bytes() / median(t[readIndex]) / 1e6, median(t[0]), median(t[1]),
                 median(t[2]), median(t[3]), stealText(turnsSteal).c_str());
     bool allMetInTurn = true;
-    for (const InTurn& r : inTurn) {
-        allMetInTurn = allMetInTurn && r.met();
-        std::printf("  %-38s %6.3f  (%5.3f .. %5.3f)  target %s %.2f  %s\n", r.label, r.value(),
-                    *std::min_element(r.rounds.begin(), r.rounds.end()),
-                    *std::max_element(r.rounds.begin(), r.rounds.end()),
-                    r.same.atMost ? "<=" : ">=", r.same.target, r.met() ? "met" : "MISSED");
-    }
+    for (const InTurn& r : inTurn)
+        allMetInTurn = printRatio(r.label, r.rounds, r.same) && allMetInTurn;
     if (!jsonPath.empty()) {
         nlohmann::ordered_json o;
         o["benchmark"] = "probe_cpu";

@@ -266,6 +266,17 @@ private slots:
             });
         QVERIFY(!failing.ok());
         QCOMPARE(failing.error().message, std::string("yardstick failed"));
+        // first in its round: a cancel it sets in the last round stops that round's plan steps
+        // (were it last, the two rounds would finish)
+        std::atomic<bool> stop{false};
+        calls = 0;
+        const auto stopped = timeDecodeInTurn({planOf(256, 16)}, 2, &stop, [&]() -> Result<double> {
+            stop = ++calls == 2;
+            return 1.0;
+        });
+        QVERIFY(!stopped.ok());
+        QCOMPARE(stopped.error().code, ErrorCode::Cancelled);
+        QCOMPARE(calls, 2);
         const std::atomic<bool> cancel{true};
         const auto cancelled = timeDecodeInTurn({planOf(256, 16)}, 2, &cancel);
         QVERIFY(!cancelled.ok());
