@@ -28,6 +28,12 @@ struct BackendInfo {
 std::vector<BackendInfo> listBackends();
 bool cudaCompiled();
 
+// How many launches of an operation one event pair times, given one launch timed alone: enough
+// back to back that the span is at least `spanMs`, so a CUDA event's resolution (about 0.5 us)
+// and the gaps between launches are a small part of it; at most `most`. An unknown or zero
+// single time gets `most`.
+int launchesPerTiming(double singleMs, double spanMs = 1.0, int most = 64);
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -56,8 +62,8 @@ public:
     // Runs fn `warmup` times, then `repeats` timed runs; the median in ms (CUDA events on the
     // GPU, the steady clock on the CPU).
     virtual Result<double> time(const std::function<Status()>& fn, int warmup, int repeats) = 0;
-    // The device's last-level cache (the GPU's L2); 0 when unknown. A pool under 4x this may be
-    // partly cache-resident when timed back to back, and the run says so.
+    // The device's last-level cache (a GPU's L2, a CPU's L3); 0 when unknown. A pool under 4x
+    // this may be partly cache-resident when timed back to back, and the run says so.
     virtual std::int64_t cacheBytes() const { return 0; }
     // A backend that runs every CUDA thread as a fiber on the CPU: the check sizes its cases down
     // for it.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -34,6 +35,21 @@ std::string cpuModelName() {
     return "CPU";
 }
 
+// The largest data cache the CPU reports (glibc's sysconf reads it from cpuid): the L3 where there
+// is one, else the L2; 0 when none is reported. In a VM this is the host socket's cache, shared
+// with other guests, so a pool under a few times it may or may not be served partly from it.
+std::int64_t lastLevelCacheBytes() {
+    long bytes = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (bytes <= 0)
+        bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return bytes > 0 ? std::int64_t(bytes) : 0;
+}
+
 std::int64_t residentBytes() {
     std::ifstream statm("/proc/self/statm");
     std::int64_t size = 0, rss = 0;
@@ -52,6 +68,7 @@ public:
     std::int64_t deviceUsedBytes() override { return residentBytes(); }
     std::string deviceAccountKind() const override { return "resident set (RSS) delta"; }
     bool deviceIsHost() const override { return true; }
+    std::int64_t cacheBytes() const override { return lastLevelCacheBytes(); }
 
     // Fresh anonymous mappings (not malloc, which recycles resident heap memory): the RSS
     // delta then is an honest second account of what the pool occupies. Linux overcommits, so
@@ -135,6 +152,14 @@ private:
 };
 
 } // namespace
+
+int launchesPerTiming(double singleMs, double spanMs, int most) {
+    most = std::max(1, most);
+    if (!(singleMs > 0.0)) // zero, negative or NaN
+        return most;
+    const double wanted = std::ceil(spanMs / singleMs);
+    return wanted >= double(most) ? most : std::max(1, int(wanted));
+}
 
 bool cudaCompiled() {
 #if KVL_PROBE_HAVE_CUDA

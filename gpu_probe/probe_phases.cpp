@@ -619,7 +619,7 @@ Status timeAttentionRun(ProbeRun& run) {
         cache > 0 && run.poolBytes() < 4 * cache)
         run.result.notes.push_back(
             "pool under 4x the device's " + std::to_string(cache >> 20) +
-            " MiB L2: partly cache-resident when timed, bandwidth overstated");
+            " MiB last-level cache: partly cache-resident when timed, bandwidth overstated");
     return {};
 }
 

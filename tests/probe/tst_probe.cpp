@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -429,6 +430,64 @@ private slots:
         QCOMPARE(seen.back(), 100.0);
         QVERIFY(r.speedMeasured && r.copyGBs > 0 && r.attentionMs > 0 && r.storeGBs > 0);
         QVERIFY(r.attentionPctOfCopy > 0);
+    }
+    // The CUDA backend's launches per event pair: a span of at least 1 ms, at most 64 launches.
+    void launchesPerTimingSpansAMillisecond_data() {
+        QTest::addColumn<double>("singleMs");
+        QTest::addColumn<int>("launches");
+        QTest::addRow("8x8K FP16 decode on an H200, ~70 us") << 0.07 << 15;
+        QTest::addRow("exactly a quarter ms") << 0.25 << 4;
+        QTest::addRow("just over a quarter ms") << 0.2501 << 4;
+        QTest::addRow("just under a quarter ms") << 0.2499 << 5;
+        QTest::addRow("a millisecond already") << 1.0 << 1;
+        QTest::addRow("a slow step") << 37.0 << 1;
+        QTest::addRow("3 us, capped") << 0.003 << 64;
+        QTest::addRow("unmeasured") << 0.0 << 64;
+        QTest::addRow("negative") << -1.0 << 64;
+        QTest::addRow("NaN") << std::nan("") << 64;
+    }
+    void launchesPerTimingSpansAMillisecond() {
+        QFETCH(double, singleMs);
+        QFETCH(int, launches);
+        QCOMPARE(launchesPerTiming(singleMs), launches);
+        QCOMPARE(launchesPerTiming(singleMs, 1.0, 1), 1); // a cap of one times each launch alone
+        QCOMPARE(launchesPerTiming(singleMs, 0.1, 0), 1); // nonsense caps still launch once
+    }
+    // The CPU backend reports the largest data cache the kernel lists for CPU 0 (read here from
+    // sysfs, independently of the backend's sysconf), and a timed pool under 4x it is flagged.
+    void smallPoolsAreFlaggedAgainstTheCache() {
+        std::int64_t largest = 0;
+        for (int index = 0; index < 8; ++index) {
+            const std::string dir =
+                "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+            std::ifstream typeFile(dir + "type"), sizeFile(dir + "size");
+            std::string type;
+            std::int64_t kib = 0;
+            char unit = 0;
+            if (typeFile >> type && type != "Instruction" && sizeFile >> kib >> unit && unit == 'K')
+                largest = std::max(largest, kib * 1024);
+        }
+        const std::int64_t cache = makeBackend("cpu").value()->cacheBytes();
+        if (largest > 0)
+            QCOMPARE(cache, largest);
+        ProbePlan p = quickPlan("int8");
+        p.measureSpeed = true;
+        p.repeats = 1;
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok(), r.error.message.c_str());
+        const std::string note =
+            "pool under 4x the device's " + std::to_string(cache >> 20) + " MiB last-level cache";
+        const bool flagged = std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) {
+            return n.rfind(note, 0) == 0;
+        });
+        QCOMPARE(flagged, cache > 0 && r.poolBytes < 4 * cache);
+        if (cache >= (std::int64_t(1) << 20))
+            QVERIFY2(flagged, "a quick probe's pool of a few MiB is under 4x any MiB-sized cache");
+        // Nothing is timed without speed: no flag.
+        p.measureSpeed = false;
+        const ProbeResult quiet = runProbe(p);
+        QVERIFY(std::none_of(quiet.notes.begin(), quiet.notes.end(),
+                             [&](const std::string& n) { return n.rfind(note, 0) == 0; }));
     }
 
     // ---- bad arguments end in a clean error
