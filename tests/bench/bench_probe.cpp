@@ -1,6 +1,7 @@
 // Benchmark (not a test): the CPU probe's speed as ratios to yardsticks measured in the same
 // run, because the machine is shared and noisy. Each round measures, back to back:
-//   - a read stream over as many bytes as the FP16 pool (the same threads): what decode reads;
+//   - a vector read stream over as many bytes as the FP16 pool (the same threads): what decode
+//     reads, at the widest loads the CPU has;
 //   - FP16 and INT8 paged decode (block 16, pages in shuffled order) and store, each run timing
 //     a copy of its own pool (read + write bytes) as the store's yardstick;
 //   - FP16 and INT8 "contiguous" decode (block 4096: whole 1 MiB runs per head and side).
@@ -39,9 +40,38 @@ using namespace kvl;
 
 namespace {
 
-// A multi-threaded sum over a buffer of `bytes` (a read stream, as decode does), four
-// independent accumulators per thread so the adds never limit it. The buffer comes from the CPU
-// backend's own allocator, so the yardstick reads memory mapped exactly as the KV pool is.
+// 64 bytes of a read stream as eight 64-bit lanes (GCC's vector extension: one AVX-512 add, two
+// AVX2 or four SSE2 ones).
+typedef std::uint64_t Lanes __attribute__((vector_size(64)));
+
+// The sum of `count` 64-byte blocks, four independent accumulators so the adds never limit it,
+// compiled for AVX-512, AVX2 and baseline x86-64 and chosen at load time (GCC's target_clones),
+// as the kernels are. A scalar 8-byte-load loop read 30-40% less than this on an Intel Xeon VM
+// (two threads, 256 MiB and 1 GiB: 13-18 vs 19-27 GB/s), so it would have flattered every decode
+// ratio.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KVL_READ_STREAM_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
+#else
+#define KVL_READ_STREAM_CLONES
+#endif
+KVL_READ_STREAM_CLONES std::uint64_t sumBlocks(const Lanes* blocks, std::size_t count) {
+    Lanes s[4] = {};
+    std::size_t i = 0;
+    for (; i + 4 <= count; i += 4)
+        for (int k = 0; k < 4; ++k)
+            s[k] += blocks[i + std::size_t(k)];
+    for (; i < count; ++i)
+        s[0] += blocks[i];
+    const Lanes all = s[0] + s[1] + s[2] + s[3];
+    std::uint64_t total = 0;
+    for (int k = 0; k < 8; ++k)
+        total += all[k];
+    return total;
+}
+
+// A multi-threaded vector sum over a buffer of `bytes` (a read stream, as decode does): each
+// thread a run of whole 64-byte blocks. The buffer comes from the CPU backend's own allocator
+// (page-aligned), so the yardstick reads memory mapped exactly as the KV pool is.
 class ReadStream {
 public:
     ReadStream(std::size_t bytes, int threads) : m_threads(threads) {
@@ -51,14 +81,15 @@ public:
             return;
         }
         m_backend = std::move(*backend);
-        m_words = bytes / 8 + 1;
-        auto memory = m_backend->allocate(m_words * 8);
+        m_blocks = std::max<std::size_t>(1, (bytes + 63) / 64);
+        auto memory = m_backend->allocate(m_blocks * 64);
         if (!memory) {
             m_error = memory.error().message;
             return;
         }
-        m_buf = static_cast<std::uint64_t*>(*memory);
-        std::iota(m_buf, m_buf + m_words, std::uint64_t{1});
+        m_buf = static_cast<Lanes*>(*memory);
+        auto* words = reinterpret_cast<std::uint64_t*>(m_buf);
+        std::iota(words, words + m_blocks * 8, std::uint64_t{1});
         pass(); // the first pass warms the pages
     }
     ReadStream(const ReadStream&) = delete;
@@ -69,26 +100,19 @@ public:
     }
     bool ok() const { return m_buf != nullptr; }
     const std::string& error() const { return m_error; }
-    double bytes() const { return double(m_words * 8); }
+    double bytes() const { return double(m_blocks * 64); }
 
     // One pass over the buffer, in seconds.
     double pass() {
         std::vector<std::uint64_t> partial(static_cast<std::size_t>(m_threads), 0);
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<std::thread> pool;
-        const std::size_t per = m_words / static_cast<std::size_t>(m_threads) + 1;
+        const std::size_t per = (m_blocks + std::size_t(m_threads) - 1) / std::size_t(m_threads);
         for (int t = 0; t < m_threads; ++t)
             pool.emplace_back([&, t] {
-                const std::size_t lo = std::min(m_words, per * static_cast<std::size_t>(t));
-                const std::size_t hi = std::min(m_words, lo + per);
-                std::uint64_t s[4] = {0, 0, 0, 0};
-                std::size_t i = lo;
-                for (; i + 4 <= hi; i += 4)
-                    for (int k = 0; k < 4; ++k)
-                        s[k] += m_buf[i + std::size_t(k)];
-                for (; i < hi; ++i)
-                    s[0] += m_buf[i];
-                partial[static_cast<std::size_t>(t)] = s[0] + s[1] + s[2] + s[3];
+                const std::size_t lo = std::min(m_blocks, per * static_cast<std::size_t>(t));
+                const std::size_t hi = std::min(m_blocks, lo + per);
+                partial[static_cast<std::size_t>(t)] = sumBlocks(m_buf + lo, hi - lo);
             });
         for (auto& th : pool)
             th.join();
@@ -109,8 +133,8 @@ public:
 private:
     int m_threads;
     std::unique_ptr<probe::Backend> m_backend;
-    std::size_t m_words = 0;
-    std::uint64_t* m_buf = nullptr;
+    std::size_t m_blocks = 0;
+    Lanes* m_buf = nullptr;
     std::string m_error;
     volatile std::uint64_t m_sink = 0;
 };
@@ -290,6 +314,22 @@ int main(int argc, char** argv) {
     std::printf("  yardsticks (medians): read stream %.1f GB/s over %s, copy %.1f GB/s (read + "
                 "write, the probe's own)\n",
                 median(reads), core::formatBytes(fp16.attentionBytes).c_str(), fp16.copyGBs);
+    // Each alternating round times its pool back to back, so a last-level cache of a size near
+    // the pools' (an Intel Xeon VM reports 260 MiB) may serve part of it; the steps in turn pass
+    // over every pool and the read stream's buffer between two steps of one pool.
+    const std::int64_t cache = probe::makeBackend("cpu").value()->cacheBytes();
+    const std::int64_t turnBytes =
+        2 * (fp16.poolBytes + int8.poolBytes) + std::int64_t(fp16.attentionBytes);
+    if (cache > 0) {
+        const bool under = int8.poolBytes < 4 * cache;
+        std::printf("  last-level cache %s: %s; the steps in turn pass over %s between two steps "
+                    "of one pool\n",
+                    core::formatBytes(cache).c_str(),
+                    under ? "the alternating rounds' pools are under 4x it, timed back to back, "
+                            "and may read partly from it"
+                          : "every pool is over 4x it",
+                    core::formatBytes(turnBytes).c_str());
+    }
     std::printf("  last round:%13s %9s %9s\n", "ms", "GB/s", "pool");
     auto row = [&](const char* name, double ms, double gbs, std::int64_t pool) {
         std::printf("  %-22s %9.3f %9.2f %9s\n", name, ms, gbs, core::formatBytes(pool).c_str());
@@ -389,6 +429,7 @@ int main(int argc, char** argv) {
         o["in_turn_steal_pct"] = turnsSteal;
         o["read_stream_gbs"] = median(reads);
         o["copy_gbs"] = fp16.copyGBs;
+        o["last_level_cache_bytes"] = cache;
         for (const Ratio& r : ratios) {
             o[r.key] = r.value();
             o[std::string(r.key) + "_target"] = r.target;
