@@ -177,6 +177,8 @@ std::vector<BackendInfo> listBackends() {
     cpu.device = cpuModelName();
     cpu.details = std::to_string(defaultThreads()) + " threads, " + cpuSimdName() +
                   " kernels (KVL_CPU_SIMD=avx2|portable for a lower level)";
+    if (const std::int64_t cache = lastLevelCacheBytes(); cache > 0)
+        cpu.details += ", last-level cache " + std::to_string(cache >> 20) + " MiB";
     cpu.memoryBytes = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
     out.push_back(cpu);
 #if KVL_PROBE_HAVE_CUDA

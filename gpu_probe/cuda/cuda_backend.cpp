@@ -177,7 +177,8 @@ BackendInfo cudaBackendInfo() {
     b.device = p.name;
     b.memoryBytes = std::int64_t(p.totalGlobalMem);
     b.details = "sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
-                std::to_string(p.multiProcessorCount) + " SMs, runtime " + std::to_string(rt) +
+                std::to_string(p.multiProcessorCount) + " SMs, " +
+                std::to_string(p.l2CacheSize >> 20) + " MiB L2, runtime " + std::to_string(rt) +
                 ", driver " + std::to_string(drv);
     return b;
 }

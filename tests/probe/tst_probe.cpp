@@ -470,6 +470,12 @@ private slots:
         const std::int64_t cache = makeBackend("cpu").value()->cacheBytes();
         if (largest > 0)
             QCOMPARE(cache, largest);
+        // kvprobe info and the probe panel's backend tooltip say it
+        const BackendInfo cpu = listBackends().front();
+        QCOMPARE(cpu.name, std::string("cpu"));
+        QCOMPARE(cpu.details.find("last-level cache " + std::to_string(cache >> 20) + " MiB") !=
+                     std::string::npos,
+                 cache > 0);
         ProbePlan p = quickPlan("int8");
         p.measureSpeed = true;
         p.repeats = 1;
