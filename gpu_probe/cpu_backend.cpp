@@ -35,9 +35,10 @@ std::string cpuModelName() {
     return "CPU";
 }
 
-// The largest data cache the CPU reports (glibc's sysconf reads it from cpuid): the L3 where there
-// is one, else the L2; 0 when none is reported. In a VM this is the host socket's cache, shared
-// with other guests, so a pool under a few times it may or may not be served partly from it.
+// The largest data cache the CPU reports: glibc's sysconf (from cpuid) for the L3 where there is
+// one, else the L2, else the largest data or unified cache Linux lists for CPU 0 in sysfs; 0 when
+// none is reported. In a VM this is the host socket's cache, shared with other guests, so a pool
+// under a few times it may or may not be served partly from it.
 std::int64_t lastLevelCacheBytes() {
     long bytes = 0;
 #ifdef _SC_LEVEL3_CACHE_SIZE
@@ -47,7 +48,20 @@ std::int64_t lastLevelCacheBytes() {
     if (bytes <= 0)
         bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return bytes > 0 ? std::int64_t(bytes) : 0;
+    if (bytes > 0)
+        return std::int64_t(bytes);
+    std::int64_t largest = 0;
+    for (int index = 0; index < 8; ++index) {
+        const std::string dir =
+            "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+        std::ifstream typeFile(dir + "type"), sizeFile(dir + "size");
+        std::string type;
+        std::int64_t kib = 0;
+        char unit = 0;
+        if (typeFile >> type && type != "Instruction" && sizeFile >> kib >> unit && unit == 'K')
+            largest = std::max(largest, kib * 1024);
+    }
+    return largest;
 }
 
 std::int64_t residentBytes() {

@@ -321,13 +321,15 @@ int main(int argc, char** argv) {
     const std::int64_t turnBytes =
         2 * (fp16.poolBytes + int8.poolBytes) + std::int64_t(fp16.attentionBytes);
     if (cache > 0) {
-        const bool under = int8.poolBytes < 4 * cache;
-        std::printf("  last-level cache %s: %s; the steps in turn pass over %s between two steps "
+        const char* which = fp16.poolBytes < 4 * cache   ? "every pool is"
+                            : int8.poolBytes < 4 * cache ? "the INT8 pools are"
+                                                         : nullptr;
+        std::printf("  last-level cache %s: %s%s; the steps in turn pass over %s between two steps "
                     "of one pool\n",
-                    core::formatBytes(cache).c_str(),
-                    under ? "the alternating rounds' pools are under 4x it, timed back to back, "
-                            "and may read partly from it"
-                          : "every pool is over 4x it",
+                    core::formatBytes(cache).c_str(), which ? which : "every pool is over 4x it",
+                    which ? " under 4x it, timed back to back in the alternating rounds, and may "
+                            "read partly from it"
+                          : "",
                     core::formatBytes(turnBytes).c_str());
     }
     std::printf("  last round:%13s %9s %9s\n", "ms", "GB/s", "pool");
