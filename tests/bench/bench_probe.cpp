@@ -318,8 +318,8 @@ int main(int argc, char** argv) {
     // the pools' (an Intel Xeon VM reports 260 MiB) may serve part of it; the steps in turn pass
     // over every pool and the read stream's buffer between two steps of one pool.
     const std::int64_t cache = probe::makeBackend("cpu").value()->cacheBytes();
-    const std::int64_t turnBytes =
-        2 * (fp16.poolBytes + int8.poolBytes) + std::int64_t(fp16.attentionBytes);
+    const std::int64_t turnBytes = fp16.poolBytes + int8.poolBytes + fp16c.poolBytes +
+                                   int8c.poolBytes + std::int64_t(fp16.attentionBytes);
     if (cache > 0) {
         const char* which = fp16.poolBytes < 4 * cache   ? "every pool is"
                             : int8.poolBytes < 4 * cache ? "the INT8 pools are"

@@ -453,27 +453,18 @@ private slots:
         QCOMPARE(launchesPerTiming(singleMs, 1.0, 1), 1); // a cap of one times each launch alone
         QCOMPARE(launchesPerTiming(singleMs, 0.1, 0), 1); // nonsense caps still launch once
     }
-    // The CPU backend reports its last-level cache: at least the largest L2 the kernel lists for
-    // CPU 0 (sysfs, read here independently of the backend's sysconf; a VM's cpuid leaves and
-    // sysfs need not agree on the L3 exactly), and a timed pool under 4x it is flagged.
+    // The CPU backend reports its last-level cache: the L3 glibc's sysconf reports where it
+    // reports one, and never less than its L2 (an L2 or L1 figure, or none, would be wrong),
+    // and a timed pool under 4x it is flagged.
     void smallPoolsAreFlaggedAgainstTheCache() {
-        std::int64_t l2 = 0;
-        for (int index = 0; index < 8; ++index) {
-            const std::string dir =
-                "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-            std::ifstream levelFile(dir + "level"), typeFile(dir + "type"), sizeFile(dir + "size");
-            int level = 0;
-            std::string type;
-            std::int64_t kib = 0;
-            char unit = 0;
-            if (levelFile >> level && level == 2 && typeFile >> type && type != "Instruction" &&
-                sizeFile >> kib >> unit && unit == 'K')
-                l2 = std::max(l2, kib * 1024);
-        }
         const std::int64_t cache = makeBackend("cpu").value()->cacheBytes();
-        if (l2 > 0)
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+        if (const std::int64_t l3 = sysconf(_SC_LEVEL3_CACHE_SIZE); l3 > 0)
+            QCOMPARE(cache, l3);
+        if (const std::int64_t l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
             QVERIFY2(cache >= l2 && cache <= (std::int64_t(4) << 30),
                      qPrintable(QString("cache %1, L2 %2").arg(cache).arg(l2)));
+#endif
         // kvprobe info and the probe panel's backend tooltip say it
         const BackendInfo cpu = listBackends().front();
         QCOMPARE(cpu.name, std::string("cpu"));
