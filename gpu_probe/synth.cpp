@@ -90,14 +90,19 @@ void synthRow(const SynthParams& params, const HeadStructure& structure, std::in
         }
 }
 
+// n floats replaced by their fp16 / bf16 rounding, the bits into `bits`.
+void roundToInput(float* values, std::uint16_t* bits, std::size_t n, bool bf16) {
+    for (std::size_t i = 0; i < n; ++i) {
+        bits[i] = bf16 ? floatToBf16(values[i]) : floatToHalf(values[i]);
+        values[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
+    }
+}
+
 } // namespace
 
 std::vector<std::uint16_t> toInputBits(std::vector<float>& values, bool bf16) {
     std::vector<std::uint16_t> bits(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        bits[i] = bf16 ? floatToBf16(values[i]) : floatToHalf(values[i]);
-        values[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
-    }
+    roundToInput(values.data(), bits.data(), values.size(), bf16);
     return bits;
 }
 
@@ -108,25 +113,33 @@ Result<SynthKv> synthKv(const SynthParams& params, std::int64_t tokens, bool bf1
     const std::size_t elems = std::size_t(tokens) * std::size_t(heads) * std::size_t(dim);
     out.k.resize(elems);
     out.v.resize(elems);
+    out.kBits.resize(elems);
+    out.vBits.resize(elems);
     std::vector<HeadStructure> structures;
     for (int h = 0; h < heads; ++h)
         structures.push_back(headStructure(params, h));
     const float sinkNorm = params.sinkLogit * std::sqrt(float(dim)) / 4.0f; // queries: 4 x dir
+    // Each chunk rounds its own rows to the input type too: done afterwards over the whole
+    // tensors, on one thread and between two cancel polls, that took 100-170 ms at batch 4 x 4K
+    // on the 2-core VM, which a Cancel pressed then had to wait out (bench_probe_stall).
     constexpr std::int64_t kChunk = 256;
     const Status generated =
         parallelFor((tokens + kChunk - 1) / kChunk, threads, cancel, [&](std::int64_t chunk) {
-            const std::int64_t end = std::min(tokens, (chunk + 1) * kChunk);
-            for (std::int64_t t = chunk * kChunk; t < end; ++t)
+            const std::int64_t first = chunk * kChunk;
+            const std::int64_t end = std::min(tokens, first + kChunk);
+            for (std::int64_t t = first; t < end; ++t)
                 for (int h = 0; h < heads; ++h) {
                     const std::size_t offset = (std::size_t(t) * heads + h) * dim;
                     synthRow(params, structures[std::size_t(h)], t, h, sinkNorm,
                              out.k.data() + offset, out.v.data() + offset);
                 }
+            const std::size_t from = std::size_t(first) * std::size_t(heads) * std::size_t(dim);
+            const std::size_t n = std::size_t(end - first) * std::size_t(heads) * std::size_t(dim);
+            roundToInput(out.k.data() + from, out.kBits.data() + from, n, bf16);
+            roundToInput(out.v.data() + from, out.vBits.data() + from, n, bf16);
         });
     if (!generated)
         return generated.error();
-    out.kBits = toInputBits(out.k, bf16);
-    out.vBits = toInputBits(out.v, bf16);
     return out;
 }
 
