@@ -3,7 +3,6 @@
 #include "gpu_probe/ops.h"
 #include "gpu_probe/probe_json.h"
 
-#include <QElapsedTimer>
 #include <QTimer>
 
 #include <algorithm>
@@ -26,6 +25,11 @@ struct ProbeWorker::RunState {
     ProbeWorker* owner = nullptr;
     bool ended = false;
     probe::ProbeReport report; // written by the thread before `ended`
+    // The latest progress (under `mutex`): the thread writes it, the GUI thread delivers it.
+    int percent = -1;
+    std::string stage;
+    std::uint64_t progressSeq = 0, deliveredSeq = 0;
+    bool flushPosted = false; // a delivery is queued or its 30 ms pause is running
 };
 
 int defaultProbeThreads() {
@@ -84,27 +88,26 @@ Status ProbeWorker::start(const ProbeRequest& request) {
     state->id = m_nextId++;
     state->backend = request.backend;
     state->owner = this;
-    // Progress crosses to the GUI thread queued; at most one signal per percent or stage and
-    // never more often than every 30 ms, so a fast run cannot flood the event loop.
-    probe::ProgressFn progress = [state, last = -1, lastStage = std::string(),
-                                  timer = QElapsedTimer()](double percent,
-                                                           const std::string& stage) mutable {
+    // Progress crosses to the GUI thread coalesced: the thread only records the latest percent
+    // and stage, and posts a delivery when none is queued; the GUI thread then delivers at most
+    // every 30 ms, so a fast run cannot flood the event loop, and the latest stage always
+    // arrives. (Dropping the reports that came within 30 ms of the last one, as before, left
+    // "planning" showing through the whole data generation that followed it, since "allocating
+    // pages", "poisoning the pool" and "generating K/V" come within a few milliseconds.)
+    probe::ProgressFn progress = [state](double percent, const std::string& stage) {
         const int rounded = std::clamp(int(percent), 0, 100);
-        if (rounded == last && stage == lastStage)
-            return;
-        if (timer.isValid() && timer.elapsed() < 30 && rounded != 100)
-            return;
-        last = rounded;
-        lastStage = stage;
-        timer.start();
         const std::lock_guard<std::mutex> lock(state->mutex);
-        if (ProbeWorker* owner = state->owner)
-            QMetaObject::invokeMethod(
-                owner,
-                [owner, id = state->id, rounded, text = QString::fromStdString(stage)] {
-                    owner->deliverProgress(id, rounded, text);
-                },
-                Qt::QueuedConnection);
+        if (rounded == state->percent && stage == state->stage)
+            return;
+        state->percent = rounded;
+        state->stage = stage;
+        ++state->progressSeq;
+        ProbeWorker* owner = state->owner;
+        if (!owner || state->flushPosted)
+            return;
+        state->flushPosted = true;
+        QMetaObject::invokeMethod(
+            owner, [owner, id = state->id] { owner->deliverProgress(id); }, Qt::QueuedConnection);
     };
     std::thread thread([state, run = m_run, request, progress] {
         probe::ProbeReport report;
@@ -128,10 +131,34 @@ Status ProbeWorker::start(const ProbeRequest& request) {
     return {};
 }
 
-void ProbeWorker::deliverProgress(std::uint64_t id, int percent, const QString& stage) {
+void ProbeWorker::deliverProgress(std::uint64_t id) {
     // Progress of an abandoned run, or one that already finished, never arrives.
-    if (m_current && m_current->id == id)
-        emit progressChanged(percent, stage);
+    if (!m_current || m_current->id != id)
+        return;
+    if (!emitLatestProgress()) { // nothing new since the last delivery: the next report posts
+        const std::lock_guard<std::mutex> lock(m_current->mutex);
+        if (m_current->progressSeq == m_current->deliveredSeq) {
+            m_current->flushPosted = false;
+            return;
+        }
+    }
+    // a pause before the next delivery; whatever arrives meanwhile goes out when it ends
+    QTimer::singleShot(kProgressIntervalMs, this, [this, id] { deliverProgress(id); });
+}
+
+bool ProbeWorker::emitLatestProgress() {
+    int percent;
+    std::string stage;
+    {
+        const std::lock_guard<std::mutex> lock(m_current->mutex);
+        if (m_current->progressSeq == m_current->deliveredSeq)
+            return false;
+        m_current->deliveredSeq = m_current->progressSeq;
+        percent = m_current->percent;
+        stage = m_current->stage;
+    }
+    emit progressChanged(percent, QString::fromStdString(stage));
+    return true;
 }
 
 void ProbeWorker::deliverFinished(std::uint64_t id) {
@@ -142,6 +169,7 @@ void ProbeWorker::deliverFinished(std::uint64_t id) {
         return;
     }
     m_abandonTimer->stop();
+    emitLatestProgress(); // the run's last stage ("done") before its end
     probe::ProbeReport report;
     {
         const std::lock_guard<std::mutex> lock(m_current->mutex);

@@ -52,6 +52,7 @@ public:
     int windingDown() const { return static_cast<int>(m_orphans.size()); }
     static constexpr int kAbandonMs = 750;
     static constexpr int kCloseWaitMs = 500;
+    static constexpr int kProgressIntervalMs = 30; // the shortest gap between two progress signals
 
     // The run itself, on the calling thread: probe::runSweep with the GUI's thread count, stamped
     // with the schema, date and host.
@@ -65,7 +66,8 @@ signals:
 
 private:
     struct RunState; // shared by this object and one run's thread
-    void deliverProgress(std::uint64_t id, int percent, const QString& stage);
+    void deliverProgress(std::uint64_t id);
+    bool emitLatestProgress(); // the current run's progress, if new since the last; whether sent
     void deliverFinished(std::uint64_t id);
     void abandon();
 

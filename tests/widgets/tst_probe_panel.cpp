@@ -111,6 +111,9 @@ private slots:
     void defaultsFollowScenario();
     void workerRunObserved();
     void workerNoProgressAfterCancel();
+    void workerDeliversTheLatestStage_data();
+    void workerDeliversTheLatestStage();
+    void workerCoalescesAFlood();
     void workerAbandonsAndLimitsOrphans();
     void workerDestructorDoesNotBlock();
     void panelRunMatchesTable();
@@ -237,6 +240,84 @@ void TestProbePanel::workerRunObserved() {
     QVERIFY(rep.rows[0].ok());
     QCOMPARE(rep.rows[0].formatId, std::string("int8"));
     QCOMPARE(rep.rows[0].poolBytes, rep.rows[0].predictedPoolBytes);
+}
+
+// Reports that come within a few milliseconds of each other, then a long quiet step (as
+// "planning", "allocating pages", "poisoning the pool", "generating K/V" do): the last of them is
+// what the window shows during the quiet step, not the first; the run's last report arrives
+// before its end, and nothing after it.
+void TestProbePanel::workerDeliversTheLatestStage_data() {
+    QTest::addColumn<QStringList>("stages");
+    QTest::addColumn<QList<int>>("percents");
+    QTest::newRow("three stages") << QStringList{"planning", "allocating", "generating"}
+                                  << QList<int>{0, 2, 6};
+    QTest::newRow("one stage") << QStringList{"planning"} << QList<int>{0};
+    QTest::newRow("percent steps of one stage")
+        << QStringList{"storing", "storing", "storing", "storing"} << QList<int>{10, 11, 12, 13};
+}
+
+void TestProbePanel::workerDeliversTheLatestStage() {
+    QFETCH(QStringList, stages);
+    QFETCH(QList<int>, percents);
+    auto quiet = std::make_shared<std::atomic<bool>>(false);
+    widgets::ProbeWorker worker(nullptr,
+                                [stages, percents, quiet](const widgets::ProbeRequest&,
+                                                          const probe::ProgressFn& progress,
+                                                          const std::atomic<bool>*) {
+                                    for (int i = 0; i < stages.size(); ++i)
+                                        progress(percents[i], stages[i].toStdString());
+                                    *quiet = true;
+                                    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+                                    progress(100, "done");
+                                    probe::ProbeReport report;
+                                    report.rows.resize(1);
+                                    return report;
+                                });
+    SignalOrder seen(&worker);
+    QSignalSpy progress(&worker, &widgets::ProbeWorker::progressChanged);
+    QSignalSpy finished(&worker, &widgets::ProbeWorker::finished);
+    QVERIFY(worker.start(widgets::ProbeRequest{}));
+    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() &&
+                                 progress.last().at(1).toString() == stages.last() &&
+                                 progress.last().at(0).toInt() == percents.last(),
+                             2000);
+    QVERIFY(*quiet);
+    QVERIFY2(finished.isEmpty(), "the quiet step is still running");
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(progress.last().at(0).toInt(), 100);
+    QCOMPARE(progress.last().at(1).toString(), QStringLiteral("done"));
+    QTest::qWait(100); // a delivery still queued would arrive now
+    QVERIFY2(seen.order.endsWith(QLatin1Char('f')), qPrintable(seen.order));
+}
+
+// A run reporting a new percent every few microseconds: the signals stay at most one per
+// kProgressIntervalMs (with a little slack for the timers), and the last one is still the last.
+void TestProbePanel::workerCoalescesAFlood() {
+    constexpr int kReports = 200000;
+    widgets::ProbeWorker worker(nullptr, [](const widgets::ProbeRequest&,
+                                            const probe::ProgressFn& progress,
+                                            const std::atomic<bool>*) {
+        for (int i = 0; i < kReports; ++i) {
+            progress(100.0 * i / kReports, "step " + std::to_string(i));
+            if (i % 100 == 0)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        progress(100, "done");
+        probe::ProbeReport report;
+        report.rows.resize(1);
+        return report;
+    });
+    QSignalSpy progress(&worker, &widgets::ProbeWorker::progressChanged);
+    QSignalSpy finished(&worker, &widgets::ProbeWorker::finished);
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(worker.start(widgets::ProbeRequest{}));
+    QVERIFY(finished.wait(60000));
+    const qint64 elapsed = clock.elapsed();
+    QVERIFY2(progress.size() >= 2, qPrintable(QString::number(progress.size())));
+    QVERIFY2(progress.size() <= elapsed / (widgets::ProbeWorker::kProgressIntervalMs * 4 / 5) + 3,
+             qPrintable(QStringLiteral("%1 signals in %2 ms").arg(progress.size()).arg(elapsed)));
+    QCOMPARE(progress.last().at(1).toString(), QStringLiteral("done"));
 }
 
 // A real run cancelled mid-way: finished (Cancelled) is the last signal; no progress follows.
