@@ -119,9 +119,9 @@ Result<SynthKv> synthKv(const SynthParams& params, std::int64_t tokens, bool bf1
     for (int h = 0; h < heads; ++h)
         structures.push_back(headStructure(params, h));
     const float sinkNorm = params.sinkLogit * std::sqrt(float(dim)) / 4.0f; // queries: 4 x dir
-    // Each chunk rounds its own rows to the input type too: done afterwards over the whole
-    // tensors, on one thread and between two cancel polls, that took 100-170 ms at batch 4 x 4K
-    // on the 2-core VM, which a Cancel pressed then had to wait out (bench_probe_stall).
+    // Each chunk rounds its own rows to the input type too, in parallel and between cancel
+    // polls: done afterwards, it was one serial pass over both tensors (at batch 4 x 4K, 33.5M
+    // floats) with no poll, which a Cancel pressed then had to wait out.
     constexpr std::int64_t kChunk = 256;
     const Status generated =
         parallelFor((tokens + kChunk - 1) / kChunk, threads, cancel, [&](std::int64_t chunk) {
