@@ -135,15 +135,9 @@ void ProbeWorker::deliverProgress(std::uint64_t id) {
     // Progress of an abandoned run, or one that already finished, never arrives.
     if (!m_current || m_current->id != id)
         return;
-    if (!emitLatestProgress()) { // nothing new since the last delivery: the next report posts
-        const std::lock_guard<std::mutex> lock(m_current->mutex);
-        if (m_current->progressSeq == m_current->deliveredSeq) {
-            m_current->flushPosted = false;
-            return;
-        }
-    }
     // a pause before the next delivery; whatever arrives meanwhile goes out when it ends
-    QTimer::singleShot(kProgressIntervalMs, this, [this, id] { deliverProgress(id); });
+    if (emitLatestProgress())
+        QTimer::singleShot(kProgressIntervalMs, this, [this, id] { deliverProgress(id); });
 }
 
 bool ProbeWorker::emitLatestProgress() {
@@ -151,8 +145,10 @@ bool ProbeWorker::emitLatestProgress() {
     std::string stage;
     {
         const std::lock_guard<std::mutex> lock(m_current->mutex);
-        if (m_current->progressSeq == m_current->deliveredSeq)
+        if (m_current->progressSeq == m_current->deliveredSeq) {
+            m_current->flushPosted = false; // nothing new: the run's next report posts again
             return false;
+        }
         m_current->deliveredSeq = m_current->progressSeq;
         percent = m_current->percent;
         stage = m_current->stage;

@@ -67,7 +67,9 @@ signals:
 private:
     struct RunState; // shared by this object and one run's thread
     void deliverProgress(std::uint64_t id);
-    bool emitLatestProgress(); // the current run's progress, if new since the last; whether sent
+    // The current run's progress if new since the last delivery (whether it was sent); when
+    // nothing is new, the run's next report posts a delivery again.
+    bool emitLatestProgress();
     void deliverFinished(std::uint64_t id);
     void abandon();
 

@@ -887,6 +887,47 @@ private slots:
         QCOMPARE(r.status, ProbeStatus::Cancelled);
         QCOMPARE(r.error.code, ErrorCode::Cancelled);
     }
+    // Each generation chunk (256 tokens) rounds its own rows: every float is its code's value
+    // and every code the float's rounding, across partial last chunks, whatever the threads.
+    void synthRoundsEveryRowToItsCodes_data() {
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("one token") << 1 << false;
+        QTest::newRow("one chunk less a token") << 255 << false;
+        QTest::newRow("a chunk and a token, bf16") << 257 << true;
+        QTest::newRow("four chunks and a part") << 1100 << false;
+        QTest::newRow("four chunks and a part, bf16") << 1100 << true;
+    }
+    void synthRoundsEveryRowToItsCodes() {
+        QFETCH(int, tokens);
+        QFETCH(bool, bf16);
+        SynthParams sp;
+        sp.kvHeads = 2;
+        sp.headDim = 64;
+        const auto one = synthKv(sp, tokens, bf16, 1);
+        const auto two = synthKv(sp, tokens, bf16, 2);
+        QVERIFY(one && two);
+        const std::size_t elems = std::size_t(tokens) * 2 * 64;
+        QCOMPARE(one->k.size(), elems);
+        QCOMPARE(one->kBits.size(), elems);
+        QCOMPARE(one->vBits.size(), elems);
+        for (std::size_t i = 0; i < elems; ++i) {
+            for (const auto& [value, bits] :
+                 {std::pair{one->k[i], one->kBits[i]}, std::pair{one->v[i], one->vBits[i]}}) {
+                const std::uint16_t code = bf16 ? floatToBf16(value) : floatToHalf(value);
+                const float decoded = bf16 ? bf16ToFloat(bits) : halfToFloat(bits);
+                if (code != bits || decoded != value)
+                    QFAIL(qPrintable(QStringLiteral("element %1: %2 stored as 0x%3")
+                                         .arg(i)
+                                         .arg(double(value))
+                                         .arg(bits, 4, 16, QLatin1Char('0'))));
+            }
+        }
+        QVERIFY(one->k == two->k && one->v == two->v);
+        QVERIFY(one->kBits == two->kBits && one->vBits == two->vBits);
+        QVERIFY(std::any_of(one->kBits.begin(), one->kBits.end(),
+                            [](std::uint16_t b) { return b != 0; }));
+    }
     // The long steps on their own, with the flag already set.
     void longStepsReturnCancelled() {
         std::atomic<bool> cancel{true};
