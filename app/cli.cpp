@@ -1,7 +1,6 @@
 #include "cli.h"
 
-#include "widgets/chart_registry.h"
-#include "widgets/chart_widget.h"
+#include "widgets/charts/chart_registry.h"
 
 #include "core/engine.h"
 #include "core/io/catalog.h"
@@ -138,8 +137,8 @@ const std::vector<AppOption>& appOptions() {
              fileName},
             {"scale", "F",
              "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
-                 fixed(kMaxScale, 0) + ", at most " +
-                 fixed(widgets::ChartWidget::kMaxPngPixels / 1e6, 0) + " megapixels (default 1)",
+                 fixed(kMaxScale, 0) + ", at most " + fixed(widgets::kMaxPngPixels / 1e6, 0) +
+                 " megapixels (default 1)",
              [](const std::string& v) -> Status {
                  auto s = parseScale(v);
                  return s ? Status{} : Status{s.error()};

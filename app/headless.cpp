@@ -4,12 +4,12 @@
 #include "main_window.h"
 #include "theme.h"
 
-#include "widgets/atomic_write.h"
-#include "widgets/chart_registry.h"
-#include "widgets/chart_widget.h"
-#include "widgets/deployment_panel.h"
-#include "widgets/probe_panel.h"
-#include "widgets/speed_panel.h"
+#include "widgets/charts/chart_registry.h"
+#include "widgets/charts/chart_widget.h"
+#include "widgets/charts/speed_panel.h"
+#include "widgets/deployment/deployment_panel.h"
+#include "widgets/export/atomic_write.h"
+#include "widgets/probe/probe_panel.h"
 
 #include <QApplication>
 #include <QBuffer>

@@ -4,26 +4,26 @@
 #include "help_text.h"
 #include "theme.h"
 
-#include "widgets/atomic_write.h"
-#include "widgets/breakdown_chart.h"
-#include "widgets/chart_registry.h"
-#include "widgets/curve_chart.h"
-#include "widgets/deployment_panel.h"
-#include "widgets/hf_hub.h"
-#include "widgets/ladder_model.h"
-#include "widgets/model_picker.h"
-#include "widgets/plan_model.h"
-#include "widgets/probe_charts.h"
-#include "widgets/probe_overlay.h"
-#include "widgets/probe_panel.h"
-#include "widgets/probe_results_model.h"
-#include "widgets/report.h"
-#include "widgets/scenario_panel.h"
-#include "widgets/speed_panel.h"
-#include "widgets/status_text.h"
-#include "widgets/table_export.h"
-#include "widgets/vllm_command.h"
-#include "widgets/warnings_banner.h"
+#include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/chart_factory.h"
+#include "widgets/charts/curve_chart.h"
+#include "widgets/charts/ladder_model.h"
+#include "widgets/charts/speed_panel.h"
+#include "widgets/deployment/deployment_panel.h"
+#include "widgets/deployment/plan_model.h"
+#include "widgets/export/atomic_write.h"
+#include "widgets/export/report.h"
+#include "widgets/export/table_export.h"
+#include "widgets/probe/probe_charts.h"
+#include "widgets/probe/probe_overlay.h"
+#include "widgets/probe/probe_panel.h"
+#include "widgets/probe/probe_results_model.h"
+#include "widgets/scenario/hf_hub.h"
+#include "widgets/scenario/model_picker.h"
+#include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/vllm_command.h"
+#include "widgets/scenario/warnings_banner.h"
+#include "widgets/state/status_text.h"
 
 #include "core/io/json.h"
 #include "core/io/scenario_file.h"
@@ -88,10 +88,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     : QMainWindow(parent), m_options(options) {
     initKvlResources();
     setWindowIcon(QIcon(QStringLiteral(":/kvledger/icons/kvledger.svg")));
+    m_document = new widgets::ScenarioDocument(this);
+    connect(m_document, &widgets::ScenarioDocument::viewChanged, this, &MainWindow::publish);
     buildUi();
     buildActions();
     connect(m_panel, &widgets::ScenarioPanel::scenarioChanged, this, &MainWindow::recompute);
-    connect(m_panel, &widgets::ScenarioPanel::scenarioInvalid, this, &MainWindow::showInvalid);
+    connect(m_panel, &widgets::ScenarioPanel::scenarioInvalid, this,
+            [this](const core::Scenario& s) { recompute(s); });
     connect(m_panel, &widgets::ScenarioPanel::errorOccurred, this, &MainWindow::reportError);
     connect(m_panel, &widgets::ScenarioPanel::importRequested, this,
             &MainWindow::importInteractive);
@@ -148,7 +151,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
         connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
     if (m_options.useSettings)
         restoreSettings();
-    if (!m_view.snapshot) { // no settings, or a remembered scenario that no longer validates
+    if (!view().snapshot) { // no settings, or a remembered scenario that no longer validates
         setScenario(firstLaunchScenario());
         markClean();
     }
@@ -216,7 +219,7 @@ void MainWindow::buildUi() {
     ladderLayout->addWidget(m_vllmView, 2);
 
     // What matters about the scenario, most severe first; it wraps, and a long list opens in a
-    // popup (widgets/warnings_banner.h).
+    // popup (widgets/scenario/warnings_banner.h).
     m_banner = new widgets::WarningsBanner;
     m_banner->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
 
@@ -332,7 +335,7 @@ void MainWindow::buildActions() {
             measuredSection = spec.measured;
         }
         const QString label = widgets::chartMenuTitle(spec) +
-                              (spec.create ? QString() : QStringLiteral(" (CSV)")) +
+                              (!spec.table ? QString() : QStringLiteral(" (CSV)")) +
                               QStringLiteral("...");
         const QString name = QLatin1String(spec.name);
         exportMenu->addAction(label, this, [this, name] { exportChartInteractive(name); });
@@ -477,12 +480,12 @@ void MainWindow::syncSpeedPanel() {
     if (!m_speedStale)
         return;
     m_speedStale = false;
-    m_speedPanel->setView(m_view);
+    m_speedPanel->setView(view());
 }
 
 widgets::ChartWidget* MainWindow::chart(const QString& name) const {
     const widgets::ChartSpec* spec = widgets::findChartSpec(name);
-    if (!spec || !spec->create)
+    if (!spec || spec->table)
         return nullptr;
     return findChild<widgets::ChartWidget*>(widgets::chartObjectName(*spec));
 }
@@ -506,29 +509,13 @@ void MainWindow::setScenario(const core::Scenario& s) {
 }
 
 const core::Scenario& MainWindow::scenario() const {
-    return m_panel->scenario();
+    return m_document->scenario();
 }
 
 void MainWindow::recompute(const core::Scenario& s) {
-    m_view.snapshot = std::make_shared<const widgets::LedgerSnapshot>(widgets::computeSnapshot(s));
-    publish();
-    updateModified();
-    emit recomputed();
-}
-
-void MainWindow::showInvalid(const core::Scenario& s, const QString& message) {
-    // Nothing is computed for input that is not valid: the views get the scenario and the
-    // reason, and show that instead of the last valid numbers.
-    auto snap = std::make_shared<widgets::LedgerSnapshot>();
-    snap->scenario = s;
-    snap->invalid = true;
-    snap->ledger.error = message.toStdString();
-    snap->ledger.contextTokens = s.workload.context;
-    snap->ledger.kv.format = s.levers.quant.enabled
-                                 ? s.levers.quant.format
-                                 : core::KvFormat::defaultFor(s.model.nativeKvDtype);
-    m_view.snapshot = std::move(snap);
-    publish();
+    // The document checks the scenario (input that is not valid is published with its reason,
+    // so the views show that instead of the last valid numbers), computes it and publishes.
+    m_document->setScenario(s);
     updateModified();
     emit recomputed();
 }
@@ -563,11 +550,9 @@ void MainWindow::newScenario() {
     updateTitle();
 }
 
-void MainWindow::publish() {
-    if (!m_view.snapshot)
-        return; // nothing computed yet: the units wait for the first scenario
+void MainWindow::publish(const widgets::LedgerView& view) {
     m_awaitingReplots = true;
-    emit snapshotChanged(m_view);
+    emit snapshotChanged(view);
     onChartReplotted(); // when no chart had anything to redraw
 }
 
@@ -596,7 +581,7 @@ void MainWindow::showView(const widgets::LedgerView& view) {
 }
 
 QString MainWindow::summaryText() const {
-    return widgets::scopedSummaryLine(*m_view.snapshot, m_view.units, m_view.scope);
+    return widgets::scopedSummaryLine(*view().snapshot, view().units, view().scope);
 }
 
 QString MainWindow::warningText() const {
@@ -607,8 +592,8 @@ QString MainWindow::warningText() const {
 }
 
 QString MainWindow::vllmCommandText() const {
-    if (m_view.snapshot && m_view.snapshot->invalid)
-        return tr("# not computed: %1").arg(qs(m_view.snapshot->ledger.error));
+    if (view().snapshot && view().snapshot->invalid)
+        return tr("# not computed: %1").arg(qs(view().snapshot->ledger.error));
     return widgets::vllmCommand(scenario()).text();
 }
 
@@ -624,18 +609,16 @@ void MainWindow::copyVllmCommand() {
 }
 
 void MainWindow::setUnits(core::UnitSystem units) {
-    m_view.units = units;
     {
         QSignalBlocker block(m_unitsAction);
         m_unitsAction->setChecked(units == core::UnitSystem::Decimal);
     }
     m_unitsAction->setText(units == core::UnitSystem::Decimal ? tr("GB") : tr("GiB"));
     m_unitsAction->setToolTip(tr("Units: GiB (2^30 bytes) or GB (10^9 bytes); click to switch"));
-    publish();
+    m_document->setUnits(units);
 }
 
 void MainWindow::setScope(widgets::FigureScope scope) {
-    m_view.scope = scope;
     const int i = static_cast<int>(scope);
     if (i >= 0 && i < m_scopeActions.size())
         m_scopeActions[i]->setChecked(true);
@@ -643,14 +626,12 @@ void MainWindow::setScope(widgets::FigureScope scope) {
     m_scopeButton->setToolTip(
         tr("Which part of the deployment every figure covers: one GPU, one replica (TP x PP "
            "GPUs) or the cluster (DP replicas); click to switch"));
-    publish();
+    m_document->setScope(scope);
 }
 
 void MainWindow::pinReference() {
-    if (!m_view.snapshot || m_view.snapshot->invalid)
+    if (!m_document->pinReference())
         return;
-    m_view.reference = m_view.snapshot;
-    publish();
     notify(tr("Pinned the current scenario as the reference (dashed)"));
 }
 
@@ -696,8 +677,7 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void MainWindow::clearReference() {
-    m_view.reference.reset();
-    publish();
+    m_document->clearReference();
 }
 
 void MainWindow::reportError(const QString& title, const QString& message) {
@@ -802,7 +782,7 @@ QString MainWindow::tableCsv(const QString& name) const {
     if (name == QLatin1String("ladder"))
         return widgets::withCsvComments(
             m_ladderModel->csv(),
-            widgets::csvComments(*m_view.snapshot, m_view.scope, QDate::currentDate()));
+            widgets::csvComments(*view().snapshot, view().scope, QDate::currentDate()));
     if (name == QLatin1String("plan")) {
         m_deploymentPanel->planNow();
         return m_deploymentPanel->model()->csv();
@@ -832,7 +812,7 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
     if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
         m_deploymentPanel->planNow();
     Status written;
-    if (spec->create) {
+    if (!spec->table) {
         written = chart(name)->exportTo(path, scale, size);
     } else if (*format == widgets::ExportFormat::Csv) {
         written = widgets::writeFileAtomically(path, tableCsv(name).toUtf8());
@@ -841,9 +821,9 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         widgets::TableImage table;
         table.model = m_ladderModel;
         table.title = tr("Lever ladder: each step adds one lever of the scenario (%1)")
-                          .arg(widgets::scopeLabel(m_view.scope));
+                          .arg(widgets::scopeLabel(view().scope));
         table.caption =
-            widgets::exportCaption(*m_view.snapshot, m_view.scope, QDate::currentDate());
+            widgets::exportCaption(*view().snapshot, view().scope, QDate::currentDate());
         table.font = font();
         const auto bytes = widgets::renderTableFile(table, *format, scale, size);
         written = bytes ? widgets::writeFileAtomically(
@@ -858,13 +838,13 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
 
 bool MainWindow::exportReport(const QString& path, QString* error) {
     widgets::ReportInputs in;
-    in.snapshot = m_view.snapshot.get();
-    in.reference = m_view.reference.get();
+    in.snapshot = view().snapshot.get();
+    in.reference = view().reference.get();
     in.memoryChart = m_memoryChart;
     in.concurrencyChart = m_concurrencyChart;
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
-    in.units = m_view.units;
+    in.units = view().units;
     // the predicted Speed chart, its calibration and the Deployment tab's plan.
     syncSpeedPanel();
     in.predictedSpeedChart = m_speedPanel->concurrencyChart();
@@ -919,7 +899,7 @@ void MainWindow::exportChartInteractive(const QString& name) {
     }
     // kvledger export's size (900 x 520, 1800 px wide at 2x) for a chart, whatever the window;
     // a table takes the size it needs.
-    const QSize size = spec->create ? kDefaultChartSize : QSize();
+    const QSize size = !spec->table ? kDefaultChartSize : QSize();
     QString error;
     if (!exportChart(name, path, scale, size, &error))
         reportError(tr("Export"), error);
@@ -1193,10 +1173,10 @@ void MainWindow::saveSettings() {
     settings.setValue(QStringLiteral("window/rightSplitter"), m_rightSplitter->saveState());
     settings.setValue(QStringLiteral("window/topSplitter"), m_topSplitter->saveState());
     settings.setValue(QStringLiteral("window/bottomSplitter"), m_bottomSplitter->saveState());
-    settings.setValue(QStringLiteral("units"), m_view.units == core::UnitSystem::Decimal
+    settings.setValue(QStringLiteral("units"), view().units == core::UnitSystem::Decimal
                                                    ? QStringLiteral("GB")
                                                    : QStringLiteral("GiB"));
-    settings.setValue(QStringLiteral("scope"), static_cast<int>(m_view.scope));
+    settings.setValue(QStringLiteral("scope"), static_cast<int>(view().scope));
     settings.setValue(QStringLiteral("lastScenario"),
                       QByteArray::fromStdString(io::scenarioToJson(scenario())));
     settings.setValue(QStringLiteral("currentFile"), m_currentFile);

@@ -6,7 +6,8 @@
 // every view subscribes (each chart then queues a replot). Input that does not validate is
 // published too, as an invalid snapshot: the views show the error, not stale numbers.
 
-#include "widgets/ledger_view_state.h"
+#include "widgets/state/ledger_view_state.h"
+#include "widgets/state/scenario_document.h"
 
 #include "core/result.h"
 
@@ -60,9 +61,11 @@ public:
     void setScenario(const core::Scenario& s);
     const core::Scenario& scenario() const;
     // What every view shows: the snapshot of the scenario, the pinned reference, the units.
-    const widgets::LedgerView& view() const { return m_view; }
-    const widgets::LedgerSnapshot& snapshot() const { return *m_view.snapshot; }
-    const widgets::LedgerSnapshot* reference() const { return m_view.reference.get(); }
+    const widgets::LedgerView& view() const { return m_document->view(); }
+    const widgets::LedgerSnapshot& snapshot() const { return m_document->snapshot(); }
+    const widgets::LedgerSnapshot* reference() const { return m_document->view().reference.get(); }
+    // The document that owns the scenario and publishes what every view shows.
+    widgets::ScenarioDocument* document() const { return m_document; }
 
     widgets::ScenarioPanel* panel() const { return m_panel; }
     widgets::CurveChart* memoryChart() const { return m_memoryChart; }
@@ -105,10 +108,10 @@ public:
     QString vllmCommandText() const;
     widgets::WarningsBanner* banner() const { return m_banner; }
 
-    core::UnitSystem units() const { return m_view.units; }
+    core::UnitSystem units() const { return m_document->view().units; }
     void setUnits(core::UnitSystem units);
     // Per GPU, per replica or cluster: the scope of every figure the views show.
-    widgets::FigureScope scope() const { return m_view.scope; }
+    widgets::FigureScope scope() const { return m_document->view().scope; }
     void setScope(widgets::FigureScope scope);
 
     // The scenario differs from the one last saved, opened or started with New: New, Open and
@@ -146,14 +149,13 @@ private:
     void buildUi();
     void buildActions();
     void recompute(const core::Scenario& s);
-    void showInvalid(const core::Scenario& s, const QString& message);
     void updateModified();
     void markClean(); // the current scenario is the saved / opened / new one
     bool maybeSave(); // false when the user cancels (dialogs on and the scenario modified)
     void applyHubResult(const widgets::HfFetchResult& result);
     void openFromHubInteractive();
     void newScenario();
-    void publish();                                 // emits snapshotChanged with m_view
+    void publish(const widgets::LedgerView& view);  // emits snapshotChanged
     void showView(const widgets::LedgerView& view); // the status bar, warnings, vLLM command
     void onChartReplotted();
     QString tableCsv(const QString& name) const;
@@ -208,7 +210,7 @@ private:
     widgets::HfHubFetcher* m_hubFetcher = nullptr;
 
     QList<widgets::ChartWidget*> m_charts; // every chart of the window, for replot accounting
-    widgets::LedgerView m_view;
+    widgets::ScenarioDocument* m_document = nullptr;
     QString m_currentFile;
     QStringList m_recentFiles;
     QString m_lastError;

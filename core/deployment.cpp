@@ -71,6 +71,19 @@ std::vector<std::pair<int, int>> pipelineStages(int layers, int pp) {
     return out;
 }
 
+int kvCopiesUnderTp(const ModelSpec& m, int tp) {
+    return m.isMla() ? tp : std::max(1, tp / std::max(1, m.kvHeads));
+}
+
+Status checkScenario(const Scenario& s) {
+    if (auto problem = s.validate())
+        return makeError(ErrorCode::BadInput, *problem);
+    if (auto st = checkLayout(s.model, layoutOf(s)); !st)
+        return makeError(ErrorCode::BadInput,
+                         "layout " + layoutLabel(layoutOf(s)) + ": " + st.error().message);
+    return {};
+}
+
 Status checkLayout(const ModelSpec& m, const Layout& l) {
     auto bad = [](std::string msg) { return makeError(ErrorCode::Unsupported, std::move(msg)); };
     if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.dcp < 1)
@@ -106,7 +119,7 @@ Status checkLayout(const ModelSpec& m, const Layout& l) {
                        "Mamba layers");
         // DCP shards the copies TP would otherwise keep: the latent on every rank (MLA), or KV
         // heads replicated TP / KV heads times.
-        const int copies = m.isMla() ? l.tp : std::max(1, l.tp / std::max(1, m.kvHeads));
+        const int copies = kvCopiesUnderTp(m, l.tp);
         if (l.dcp > copies)
             return bad("decode context parallel " + num(l.dcp) + " exceeds the " + num(copies) +
                        " copies of the KV cache that tensor parallel " + num(l.tp) + " keeps");

@@ -36,6 +36,13 @@ std::vector<std::pair<int, int>> pipelineStages(int layers, int pp);
 // replicate evenly; the Mamba state shards; PP has at most one stage per layer; EP needs
 // experts; DCP divides TP, and is for MLA or replicated KV heads, never sliding windows.
 Status checkLayout(const ModelSpec& m, const Layout& l);
+// Copies of the KV cache that tensor parallel `tp` keeps: MLA's latent on every rank, or KV
+// heads replicated where there are fewer than ranks. Decode context parallel shards them.
+int kvCopiesUnderTp(const ModelSpec& m, int tp);
+// The one check of a scenario every front end runs (the window, the CLI, scenario files): the
+// fields (Scenario::validate), then the layout vLLM would refuse to start with, named
+// "layout TP 3: ...".
+Status checkScenario(const Scenario& s);
 
 // The model's parameters by where they live (estimated from the architecture numbers when the
 // config has them): the embedding and LM head on the first and last stage, the routed experts

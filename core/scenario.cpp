@@ -18,6 +18,11 @@ double bytesToGiB(std::int64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(kGiB);
 }
 
+int kvFormatCheckDim(const ModelSpec& m) {
+    return m.isMla() && m.countLayers(LayerKind::Mla) == m.numLayers() ? m.mlaLatentDim()
+                                                                       : m.headDim;
+}
+
 std::optional<std::string> Scenario::validate() const {
     if (auto e = model.validate())
         return e;
@@ -31,10 +36,7 @@ std::optional<std::string> Scenario::validate() const {
                    num(a.gqaKvHeads) + " KV heads";
     }
     if (levers.quant.enabled) {
-        const int dim = model.isMla() && model.countLayers(LayerKind::Mla) == model.numLayers()
-                            ? model.mlaLatentDim()
-                            : model.headDim;
-        if (auto e = core::validate(levers.quant.format, dim))
+        if (auto e = core::validate(levers.quant.format, kvFormatCheckDim(model)))
             return "kv format: " + *e;
     }
     if (levers.paging.enabled && (levers.paging.blockSize < 0 || levers.paging.blockSize > 1 << 20))

@@ -121,6 +121,10 @@ struct Scenario {
     std::optional<std::string> validate() const;
 };
 
+// The dimension a KV format's group size and per-channel scales are checked against: the MLA
+// latent for an all-MLA model (what it stores per token), else the head dimension.
+int kvFormatCheckDim(const ModelSpec& m);
+
 // Bytes <-> GiB helpers (GiB = 2^30; GB = 10^9; never mixed).
 inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 inline constexpr std::int64_t kGB = 1'000'000'000;

@@ -6,7 +6,7 @@
 // Usage: bench_probe_stall [--runs N] [--cancels N]
 #include "main_window.h"
 
-#include "widgets/probe_panel.h"
+#include "widgets/probe/probe_panel.h"
 
 #include <QApplication>
 #include <QElapsedTimer>

@@ -5,7 +5,7 @@
 
 #include "main_window.h"
 
-#include "widgets/scenario_panel.h"
+#include "widgets/scenario/scenario_panel.h"
 
 #include "core/kv_format.h"
 

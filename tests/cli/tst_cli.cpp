@@ -3,7 +3,7 @@
 // the same --units everywhere. JSON is read back with QJsonDocument, an independent parser.
 
 #include "tests/cli/cli_run.h"
-#include "widgets/chart_registry.h"
+#include "widgets/charts/chart_registry.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_args.h"

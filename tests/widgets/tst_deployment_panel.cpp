@@ -3,8 +3,8 @@
 // chosen GPU and layout to the window's scenario.
 
 #include "app/main_window.h"
-#include "widgets/deployment_panel.h"
-#include "widgets/plan_model.h"
+#include "widgets/deployment/deployment_panel.h"
+#include "widgets/deployment/plan_model.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"

@@ -6,9 +6,9 @@
 
 #include "main_window.h"
 
-#include "widgets/hf_hub.h"
-#include "widgets/model_picker.h"
-#include "widgets/scenario_panel.h"
+#include "widgets/scenario/hf_hub.h"
+#include "widgets/scenario/model_picker.h"
+#include "widgets/scenario/scenario_panel.h"
 
 #include <QDir>
 #include <QElapsedTimer>

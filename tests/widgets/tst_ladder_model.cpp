@@ -1,8 +1,8 @@
 // The lever-ladder table model: QAbstractItemModelTester on every update, exact values per
 // step, the reference delta column and the CSV.
 
-#include "widgets/breakdown_chart.h"
-#include "widgets/ladder_model.h"
+#include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/ladder_model.h"
 
 #include "core/engine.h"
 #include "core/io/catalog.h"

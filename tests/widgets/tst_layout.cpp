@@ -7,12 +7,12 @@
 
 #include "main_window.h"
 
-#include "widgets/breakdown_chart.h"
-#include "widgets/chart_widget.h"
-#include "widgets/curve_chart.h"
-#include "widgets/ladder_model.h"
-#include "widgets/scenario_panel.h"
-#include "widgets/warnings_banner.h"
+#include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/chart_widget.h"
+#include "widgets/charts/curve_chart.h"
+#include "widgets/charts/ladder_model.h"
+#include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/warnings_banner.h"
 
 #include "core/io/catalog.h"
 

@@ -8,10 +8,10 @@
 #include "headless.h"
 #include "main_window.h"
 
-#include "widgets/curve_chart.h"
-#include "widgets/probe_charts.h"
-#include "widgets/probe_panel.h"
-#include "widgets/probe_results_model.h"
+#include "widgets/charts/curve_chart.h"
+#include "widgets/probe/probe_charts.h"
+#include "widgets/probe/probe_panel.h"
+#include "widgets/probe/probe_results_model.h"
 
 #include "core/io/catalog.h"
 #include "core/io/json.h"

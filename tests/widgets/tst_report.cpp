@@ -2,13 +2,13 @@
 // the scope-labelled scenario, the plan table, the Speed chart and the Assumptions section
 // with its numbers.
 
-#include "widgets/breakdown_chart.h"
-#include "widgets/chart_registry.h"
-#include "widgets/curve_chart.h"
-#include "widgets/ladder_model.h"
-#include "widgets/plan_model.h"
-#include "widgets/report.h"
-#include "widgets/speed_chart.h"
+#include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/chart_factory.h"
+#include "widgets/charts/curve_chart.h"
+#include "widgets/charts/ladder_model.h"
+#include "widgets/charts/speed_chart.h"
+#include "widgets/deployment/plan_model.h"
+#include "widgets/export/report.h"
 
 #include "core/deployment.h"
 #include "core/engine.h"

@@ -4,9 +4,9 @@
 // scenario's GPU kind changes the attention term exactly as the formula says (and one from
 // another kind does not).
 
-#include "widgets/calibration.h"
-#include "widgets/chart_registry.h"
-#include "widgets/speed_chart.h"
+#include "widgets/charts/chart_factory.h"
+#include "widgets/charts/speed_chart.h"
+#include "widgets/probe/calibration.h"
 
 #include "core/engine.h"
 #include "core/io/catalog.h"

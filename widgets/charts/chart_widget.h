@@ -1,0 +1,131 @@
+#pragma once
+// Our chart widget: wraps QCustomPlot behind a domain API (its subclasses take ledger
+// snapshots), replots queued, re-colours on palette changes, shows hover tooltips and
+// exports to PNG / PDF / SVG (vector) / CSV through one path: rendered to memory, then
+// written with writeFileAtomically.
+
+#include "widgets/charts/chart_colors.h"
+#include "widgets/charts/chart_registry.h"
+
+#include "core/result.h"
+#include "core/units.h"
+
+#include <QByteArray>
+
+#include <QString>
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+class QCustomPlot;
+class QCPPainter;
+class QCPGraph;
+
+namespace kvl::widgets {
+
+class ChartWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit ChartWidget(QWidget* parent = nullptr);
+    ~ChartWidget() override;
+
+    QString title() const { return m_title; }
+    void setTitle(const QString& title);
+
+    core::UnitSystem units() const { return m_units; }
+    void setUnits(core::UnitSystem units);
+
+    // The line every exported image carries under the chart (model, GPUs x layout, KV format,
+    // context, date: status_text.h exportCaption), so it stands alone on a slide; and the
+    // '#' comment lines a CSV export starts with. The window sets both with each snapshot.
+    void setCaption(const QString& caption) { m_caption = caption; }
+    QString caption() const { return m_caption; }
+    void setCsvComments(const QStringList& lines) { m_csvComments = lines; }
+    QStringList csvComments() const { return m_csvComments; }
+    // The title as drawn: wrapped onto more lines when the chart is too narrow for one.
+    QString shownTitle() const { return m_shownTitle; }
+    QRect titleRect() const; // where the title is drawn, in this widget's coordinates
+    QFont titleFont() const;
+    QRect legendRect() const;   // the legend's rectangle; empty when it is hidden
+    QRect plotAreaRect() const; // the axis rect (where curves are drawn)
+
+    // Chooses the format from the suffix (.png .pdf .svg .csv). `size` empty = the widget's
+    // size (900 x 520 when never shown); `scale` multiplies PNG pixels for high-DPI output.
+    // The file is replaced only by a complete export; the error names the file.
+    Status exportTo(const QString& path, double scale = 1.0, QSize size = {});
+    // The bytes of the export in `format`, checked to be a complete file of that format.
+    Result<QByteArray> renderFile(ExportFormat format, double scale = 1.0, QSize size = {});
+    // A PNG is at most this many pixels: `--scale 8 --size 10000x10000` would be 25.6 GB.
+    static constexpr double kMaxPngPixels = widgets::kMaxPngPixels;
+    // Refuses a scale that is not a positive finite number, or a PNG over kMaxPngPixels.
+    static Status checkPngSize(QSize size, double scale);
+    // The chart's data as CSV: one row per data point, exact integers for bytes (an export
+    // puts csvComments() in front).
+    virtual QString csv() const = 0;
+    // Draws the chart with `painter` (vectorized) into (0,0)-(width,height).
+    void render(QCPPainter* painter, int width, int height);
+    // Re-applies the colours (the palette's, or the light set for print when `forPrint`).
+    void setPrintColors(bool forPrint);
+
+    // What is plotted, for tests and tooltips: the graphs in drawing order.
+    int seriesCount() const;
+    QString seriesName(int index) const;
+    QVector<double> seriesKeys(int index) const;
+    QVector<double> seriesValues(int index) const;
+    bool seriesDashed(int index) const;
+    int seriesIndex(const QString& name) const; // -1 when absent
+    // Where data point `point` of series `series` is drawn, in this widget's coordinates.
+    QPoint seriesPointPosition(int series, int point) const;
+    QString lastTooltip() const { return m_lastTooltip; }
+    // The tooltip the chart would show with the mouse at `pos` (widget coordinates).
+    virtual QString tooltipAt(const QPoint& pos) const;
+
+    // Queued: a burst of changes costs one replot. A chart hidden in a shown window (a tab not
+    // in front) replots when it is shown instead; exports draw from the data, not the screen.
+    void requestReplot();
+    int replotCount() const { return m_replotCount; }
+    bool replotPending() const { return m_replotPending; }     // requested, not yet drawn
+    bool replotWhenShown() const { return m_replotWhenShown; } // hidden: drawn when shown
+
+signals:
+    void replotted();
+
+protected:
+    QCustomPlot* plot() const { return m_plot; }
+    const ChartColors& colors() const { return m_colors; }
+    virtual void applyColors(); // base: background, axes, grid, legend; subclasses restyle
+    virtual void unitsChanged() {}
+    // Tooltip text for the data point nearest to pos, or empty.
+    virtual QString describePoint(const QCPGraph* graph, int index) const;
+    void changeEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    QSize exportSize(QSize requested) const;
+    void styleAxes();
+    // `text` broken at spaces into lines of at most `width` pixels in `fm` (a word longer than
+    // that keeps its own line).
+    static QString wrapToWidth(const QString& text, const QFontMetrics& fm, int width);
+    void updateTitleLayout(); // wraps the title to the chart's width
+
+private:
+    // The plot in (0,0)-(width, height - caption), the caption under it.
+    void paintExport(QCPPainter* painter, int width, int height);
+    int captionHeight(int width) const;
+    QFont captionFont() const;
+
+    QCustomPlot* m_plot = nullptr;
+    QString m_title;
+    QString m_shownTitle;
+    QString m_caption;
+    QStringList m_csvComments;
+    ChartColors m_colors;
+    bool m_forPrint = false;
+    core::UnitSystem m_units = core::UnitSystem::Binary;
+    int m_replotCount = 0;
+    bool m_replotPending = false;
+    bool m_replotWhenShown = false;
+    QString m_lastTooltip;
+};
+
+} // namespace kvl::widgets

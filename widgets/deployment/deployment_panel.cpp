@@ -1,0 +1,622 @@
+#include "widgets/deployment/deployment_panel.h"
+
+#include "widgets/charts/chart_factory.h"
+#include "widgets/deployment/plan_model.h"
+#include "widgets/scenario/token_spin_box.h"
+
+#include "core/io/catalog.h"
+#include "core/io/scenario_file.h"
+#include "core/vllm_command.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QFontDatabase>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenu>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+namespace kvl::widgets {
+
+namespace {
+constexpr int kDebounceMs = 250;
+
+std::int64_t defaultUsers(const LedgerSnapshot& snap) {
+    const core::Scenario& s = snap.scenario;
+    if (s.workload.targetRequests > 0)
+        return s.workload.targetRequests;
+    if (s.workload.concurrency > 0)
+        return s.workload.concurrency;
+    return std::max<std::int64_t>(1, snap.ledger.maxRequestsAtContext);
+}
+
+std::int64_t scenarioPrefix(const core::Scenario& s) {
+    return s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0;
+}
+
+int clampInt(std::int64_t v, int lo, int hi) {
+    return static_cast<int>(std::clamp<std::int64_t>(v, lo, hi));
+}
+} // namespace
+
+PlanOutcome runPlan(const core::PlanRequest& request, const std::atomic<bool>* cancel) {
+    // One GPU kind at a time, so a cancel takes effect within one kind's search (a few ms).
+    QElapsedTimer timer;
+    timer.start();
+    PlanOutcome out;
+    out.request = request;
+    auto result = std::make_shared<core::PlanResult>();
+    for (const core::GpuSpec& gpu : request.gpus) {
+        if (cancel && cancel->load()) {
+            out.cancelled = true;
+            break;
+        }
+        core::PlanRequest one = request;
+        one.gpus = {gpu};
+        core::PlanResult r = core::planDeployments(one);
+        for (auto& g : r.gpus)
+            result->gpus.push_back(std::move(g));
+    }
+    out.result = std::move(result);
+    out.elapsedMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+    return out;
+}
+
+DeploymentPanel::DeploymentPanel(QWidget* parent) : QWidget(parent) {
+    m_debounce = new QTimer(this);
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(kDebounceMs);
+    connect(m_debounce, &QTimer::timeout, this, [this] { startPlan(); });
+    buildUi();
+}
+
+DeploymentPanel::~DeploymentPanel() {
+    if (m_cancel)
+        m_cancel->store(true); // the worker stops after its current GPU kind
+}
+
+void DeploymentPanel::buildUi() {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(8);
+    auto label = [](const QString& text, QWidget* buddy) {
+        auto* l = new QLabel(text);
+        l->setBuddy(buddy);
+        return l;
+    };
+    m_users = new QSpinBox;
+    m_users->setObjectName(QStringLiteral("planUsersSpin"));
+    m_users->setRange(1, 1'000'000);
+    m_users->setGroupSeparatorShown(true);
+    m_users->setToolTip(tr("Concurrent requests (users) to hold, each at the context"));
+    m_context = new TokenSpinBox;
+    m_context->setObjectName(QStringLiteral("planContextSpin"));
+    m_context->setRange(1, 16 << 20);
+    m_context->setToolTip(tr("Tokens per request (prompt + output); vLLM starts with "
+                             "--max-model-len at least this"));
+    m_prefix = new TokenSpinBox;
+    m_prefix->setObjectName(QStringLiteral("planPrefixSpin"));
+    m_prefix->setRange(0, 16 << 20);
+    m_prefix->setSpecialValueText(tr("none"));
+    m_prefix->setToolTip(tr("A prompt prefix every request shares (system prompt): its full "
+                            "blocks are stored once (vLLM's prefix caching)"));
+    m_gpuButton = new QPushButton;
+    m_gpuButton->setObjectName(QStringLiteral("planGpuKindsButton"));
+    m_gpuButton->setMenu(new QMenu(m_gpuButton));
+    m_gpuButton->setToolTip(tr("The GPU kinds of the catalog to plan for"));
+    m_maxGpus = new QSpinBox;
+    m_maxGpus->setObjectName(QStringLiteral("planMaxGpusSpin"));
+    m_maxGpus->setRange(1, 512);
+    m_maxGpus->setValue(core::kMaxPlanGpus);
+    m_maxGpus->setToolTip(tr("The most GPUs a plan may use (TP x PP x DP)"));
+    m_perNode = new QSpinBox;
+    m_perNode->setObjectName(QStringLiteral("planGpusPerNodeSpin"));
+    m_perNode->setRange(1, 64);
+    m_perNode->setValue(8);
+    m_perNode->setToolTip(tr("GPUs per node: a layout whose TP x PP stays inside one node "
+                             "ranks first"));
+    m_rank = new QComboBox;
+    m_rank->setObjectName(QStringLiteral("planRankCombo"));
+    m_rank->addItem(tr("fewest GPUs"), int(core::PlanRank::Gpus));
+    m_rank->addItem(tr("throughput"), int(core::PlanRank::Throughput));
+    m_rank->setToolTip(tr("Among layouts of the same GPU count: the one holding the most "
+                          "requests, or the fastest cluster"));
+    m_planButton = new QPushButton(tr("&Plan"));
+    m_planButton->setObjectName(QStringLiteral("planButton"));
+    m_cancelButton = new QPushButton(tr("Cancel"));
+    m_cancelButton->setObjectName(QStringLiteral("planCancelButton"));
+    m_cancelButton->setEnabled(false);
+
+    form->addWidget(label(tr("&Users:"), m_users), 0, 0);
+    form->addWidget(m_users, 0, 1);
+    form->addWidget(label(tr("C&ontext:"), m_context), 0, 2);
+    form->addWidget(m_context, 0, 3);
+    form->addWidget(label(tr("Shared pre&fix:"), m_prefix), 0, 4);
+    form->addWidget(m_prefix, 0, 5);
+    form->addWidget(m_gpuButton, 0, 6, 1, 2);
+    form->addWidget(label(tr("Max &GPUs:"), m_maxGpus), 1, 0);
+    form->addWidget(m_maxGpus, 1, 1);
+    form->addWidget(label(tr("GPUs per &node:"), m_perNode), 1, 2);
+    form->addWidget(m_perNode, 1, 3);
+    form->addWidget(label(tr("&Rank by:"), m_rank), 1, 4);
+    form->addWidget(m_rank, 1, 5);
+    form->addWidget(m_planButton, 1, 6);
+    form->addWidget(m_cancelButton, 1, 7);
+    form->setColumnStretch(8, 1);
+    layout->addLayout(form);
+
+    m_status = new QLabel;
+    m_status->setObjectName(QStringLiteral("planStatusLabel"));
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_status);
+
+    m_model = new PlanTableModel(this);
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(PlanTableModel::SortRole);
+    m_table = new QTableView;
+    m_table->setObjectName(QStringLiteral("planTable"));
+    m_table->setModel(m_proxy);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(PlanTableModel::GpusColumn, Qt::AscendingOrder);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
+    // Twelve columns do not fit beside the chart on a small screen: the column titles' context
+    // menu shows and hides them (the GPU column stays), and the window remembers the choice.
+    QHeaderView* header = m_table->horizontalHeader();
+    header->setContextMenuPolicy(Qt::CustomContextMenu);
+    header->setToolTip(tr("Right-click a column title to show or hide columns"));
+    m_columnsMenu = new QMenu(tr("Columns"), this);
+    m_columnsMenu->setObjectName(QStringLiteral("planColumnsMenu"));
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
+        const QString title =
+            m_model->headerData(column, Qt::Horizontal).toString().replace(u'\n', u' ');
+        QAction* action = m_columnsMenu->addAction(title);
+        action->setObjectName(QStringLiteral("planColumn%1").arg(column));
+        action->setCheckable(true);
+        action->setChecked(true);
+        action->setEnabled(column != PlanTableModel::GpuColumn);
+        connect(action, &QAction::toggled, this, [this, column](bool shown) {
+            if (m_table->isColumnHidden(column) == !shown)
+                return;
+            m_table->setColumnHidden(column, !shown);
+            emit tableStateChanged();
+        });
+    }
+    m_columnsMenu->addSeparator();
+    QAction* showAll = m_columnsMenu->addAction(tr("Show All Columns"));
+    showAll->setObjectName(QStringLiteral("planShowAllColumns"));
+    connect(showAll, &QAction::triggered, this, [this] {
+        for (QAction* action : m_columnsMenu->actions())
+            if (action->isCheckable())
+                action->setChecked(true);
+    });
+    connect(header, &QHeaderView::customContextMenuRequested, this,
+            [this, header](QPoint at) { m_columnsMenu->popup(header->mapToGlobal(at)); });
+    m_chart = static_cast<GpusNeededChart*>(createChart(*findChartSpec(u"gpus-needed")));
+    auto* split = new QSplitter(Qt::Horizontal);
+    split->setObjectName(QStringLiteral("planSplitter"));
+    split->addWidget(m_table);
+    split->addWidget(m_chart);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 1);
+    split->setChildrenCollapsible(false);
+    layout->addWidget(split, 1);
+
+    auto* cmdRow = new QHBoxLayout;
+    m_commandTitle = new QLabel;
+    m_commandTitle->setObjectName(QStringLiteral("planCommandTitle"));
+    cmdRow->addWidget(m_commandTitle, 1);
+    m_applyButton = new QPushButton(tr("&Apply Layout to Scenario"));
+    m_applyButton->setObjectName(QStringLiteral("planApplyButton"));
+    m_applyButton->setToolTip(tr("Set the scenario's GPU, TP, PP, DP, EP, DCP and max model "
+                                 "length to the selected row's plan (or double-click the row)"));
+    m_copyButton = new QPushButton(tr("&Copy Command"));
+    m_copyButton->setObjectName(QStringLiteral("planCopyButton"));
+    cmdRow->addWidget(m_applyButton);
+    cmdRow->addWidget(m_copyButton);
+    layout->addLayout(cmdRow);
+    m_command = new QPlainTextEdit;
+    m_command->setObjectName(QStringLiteral("planCommandView"));
+    m_command->setReadOnly(true);
+    m_command->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_command->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12);
+    layout->addWidget(m_command);
+
+    updateGpuMenu();
+    for (QSpinBox* spin : {static_cast<QSpinBox*>(m_users), static_cast<QSpinBox*>(m_context),
+                           static_cast<QSpinBox*>(m_prefix), m_maxGpus, m_perNode})
+        connect(spin, &QSpinBox::valueChanged, this, &DeploymentPanel::onFieldEdited);
+    connect(m_rank, &QComboBox::currentIndexChanged, this, &DeploymentPanel::onFieldEdited);
+    connect(m_planButton, &QPushButton::clicked, this, [this] { startPlan(); });
+    connect(m_cancelButton, &QPushButton::clicked, this, &DeploymentPanel::cancelPlan);
+    connect(m_applyButton, &QPushButton::clicked, this, [this] { applySelected(); });
+    connect(m_table, &QTableView::doubleClicked, this, [this] { applySelected(); });
+    connect(m_copyButton, &QPushButton::clicked, this,
+            [this] { QApplication::clipboard()->setText(commandText()); });
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            &DeploymentPanel::updateCommand);
+    m_status->setText(tr("No plan yet"));
+    updateCommand();
+}
+
+void DeploymentPanel::syncColumnActions() {
+    const QList<QAction*> actions = m_columnsMenu->actions();
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
+        const QSignalBlocker quiet(actions[column]);
+        actions[column]->setChecked(!m_table->isColumnHidden(column));
+    }
+}
+
+QList<int> DeploymentPanel::hiddenColumns() const {
+    QList<int> hidden;
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        if (m_table->isColumnHidden(column))
+            hidden.append(column);
+    return hidden;
+}
+
+void DeploymentPanel::setHiddenColumns(const QList<int>& columns) {
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        m_table->setColumnHidden(column,
+                                 column != PlanTableModel::GpuColumn && columns.contains(column));
+    syncColumnActions();
+}
+
+void DeploymentPanel::updateGpuMenu() {
+    QMenu* menu = m_gpuButton->menu();
+    menu->clear();
+    const auto& gpus = io::builtinGpus();
+    QAction* all = menu->addAction(tr("All GPU kinds"));
+    connect(all, &QAction::triggered, this, [this] { setGpuKinds({}); });
+    menu->addSeparator();
+    for (const core::GpuSpec& g : gpus) {
+        QAction* a = menu->addAction(qs(g.name));
+        a->setCheckable(true);
+        const QString id = qs(g.id);
+        a->setChecked(m_gpuKinds.isEmpty() || m_gpuKinds.contains(id));
+        connect(a, &QAction::toggled, this, [this, id](bool on) {
+            QStringList kinds = gpuKinds();
+            kinds.removeAll(id);
+            if (on)
+                kinds << id;
+            if (kinds.isEmpty())
+                kinds << id; // at least one kind
+            setGpuKinds(kinds);
+        });
+    }
+    const int n =
+        m_gpuKinds.isEmpty() ? static_cast<int>(gpus.size()) : static_cast<int>(m_gpuKinds.size());
+    m_gpuButton->setText(m_gpuKinds.isEmpty() ? tr("GPU kinds: all %1").arg(n)
+                                              : tr("GPU kinds: %1 of %2").arg(n).arg(gpus.size()));
+}
+
+void DeploymentPanel::setGpuKinds(const QStringList& ids) {
+    QStringList all;
+    for (const auto& g : io::builtinGpus())
+        all << qs(g.id);
+    QStringList kinds;
+    for (const QString& id : ids)
+        if (all.contains(id) && !kinds.contains(id))
+            kinds << id;
+    if (kinds.size() == all.size())
+        kinds.clear();
+    if (kinds == m_gpuKinds)
+        return;
+    m_gpuKinds = kinds;
+    // Rebuilt after the menu's own signal returns (a toggled action must not be deleted in it).
+    QTimer::singleShot(0, this, [this] { updateGpuMenu(); });
+    onFieldEdited();
+}
+
+QStringList DeploymentPanel::gpuKinds() const {
+    if (!m_gpuKinds.isEmpty())
+        return m_gpuKinds;
+    QStringList all;
+    for (const auto& g : io::builtinGpus())
+        all << qs(g.id);
+    return all;
+}
+
+void DeploymentPanel::setUsers(std::int64_t users) {
+    m_users->setValue(clampInt(users, m_users->minimum(), m_users->maximum()));
+}
+void DeploymentPanel::setContext(std::int64_t tokens) {
+    m_context->setValue(clampInt(tokens, m_context->minimum(), m_context->maximum()));
+}
+void DeploymentPanel::setPrefixTokens(std::int64_t tokens) {
+    m_prefix->setValue(clampInt(tokens, m_prefix->minimum(), m_prefix->maximum()));
+}
+void DeploymentPanel::setMaxGpus(int n) {
+    m_maxGpus->setValue(n);
+}
+void DeploymentPanel::setGpusPerNode(int n) {
+    m_perNode->setValue(n);
+}
+void DeploymentPanel::setRank(core::PlanRank rank) {
+    m_rank->setCurrentIndex(m_rank->findData(int(rank)));
+}
+
+void DeploymentPanel::setView(const LedgerView& view) {
+    if (view.units != m_units) {
+        m_units = view.units;
+        m_model->setUnits(m_units);
+        updateCommand();
+    }
+    if (!view.snapshot)
+        return;
+    const LedgerSnapshot& snap = *view.snapshot;
+    m_base = snap.scenario;
+    m_haveBase = true;
+    // The fields follow the scenario's own values when those change.
+    auto follow = [](std::int64_t value, std::int64_t& followed, QSpinBox* spin) {
+        if (value == followed)
+            return;
+        followed = value;
+        const QSignalBlocker block(spin);
+        spin->setValue(clampInt(value, spin->minimum(), spin->maximum()));
+    };
+    follow(defaultUsers(snap), m_followedUsers, m_users);
+    follow(snap.scenario.workload.context, m_followedContext, m_context);
+    follow(scenarioPrefix(snap.scenario), m_followedPrefix, m_prefix);
+    const std::string key = planKey(planRequest());
+    if (key != m_outcomeKey && key != m_pendingKey)
+        schedulePlan();
+}
+
+void DeploymentPanel::onFieldEdited() {
+    if (m_haveBase)
+        schedulePlan();
+}
+
+void DeploymentPanel::schedulePlan() {
+    m_debounce->start();
+}
+
+core::PlanRequest DeploymentPanel::planRequest() const {
+    core::PlanRequest req;
+    req.base = m_base;
+    const std::int64_t prefix = m_prefix->value();
+    req.base.levers.prefix.enabled = prefix > 0;
+    if (prefix > 0)
+        req.base.levers.prefix.sharedTokens = prefix;
+    req.users = m_users->value();
+    req.context = m_context->value();
+    req.maxGpus = m_maxGpus->value();
+    req.gpusPerNode = m_perNode->value();
+    req.rank = static_cast<core::PlanRank>(m_rank->currentData().toInt());
+    const QStringList kinds = gpuKinds();
+    for (const auto& g : io::builtinGpus())
+        if (kinds.contains(qs(g.id)))
+            req.gpus.push_back(g);
+    return req;
+}
+
+std::string DeploymentPanel::planKey(const core::PlanRequest& r) const {
+    // What the planner reads: the base without its GPU, layout and workload point (the plan
+    // searches those), the users, the context, the kinds and the search limits.
+    core::Scenario s = r.base;
+    s.hardware.gpu = core::GpuSpec{};
+    core::applyLayout(s, core::Layout{});
+    s.hardware.kvMemoryBytes.reset();
+    s.workload.context = r.context;
+    s.workload.maxModelLen = std::max(r.context, r.base.workload.maxModelLen); // as planned
+    s.workload.targetRequests = 0;
+    s.workload.concurrency = 0;
+    std::string key = io::scenarioToJson(s);
+    for (const std::int64_t v : {r.users, std::int64_t{r.maxGpus}, std::int64_t{r.gpusPerNode},
+                                 std::int64_t{static_cast<int>(r.rank)}}) {
+        key += '|';
+        key += std::to_string(v);
+    }
+    for (const auto& g : r.gpus) {
+        key += '|';
+        key.append(g.id);
+    }
+    return key;
+}
+
+bool DeploymentPanel::resultIsCurrent() const {
+    return m_outcome.result && m_outcomeKey == planKey(planRequest());
+}
+
+quint64 DeploymentPanel::startPlan() {
+    m_debounce->stop();
+    if (!m_haveBase)
+        return m_generation;
+    if (m_cancel)
+        m_cancel->store(true); // an older run stops early; its result is dropped anyway
+    const quint64 gen = ++m_generation;
+    const core::PlanRequest req = planRequest();
+    m_pendingKey = planKey(req);
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    m_planning = true;
+    m_cancelButton->setEnabled(true);
+    m_status->setText(tr("Planning %n GPU kind(s) for %1 users × %2 tokens…", nullptr,
+                         static_cast<int>(req.gpus.size()))
+                          .arg(thousandsQ(req.users), formatTokensQ(req.context)));
+    auto* watcher = new QFutureWatcher<PlanOutcome>(this);
+    connect(watcher, &QFutureWatcher<PlanOutcome>::finished, this,
+            [this, gen, watcher] { onFinished(gen, watcher); });
+    // The worker gets copies only: the request and the cancel flag.
+    const std::shared_ptr<std::atomic<bool>> cancel = m_cancel;
+    watcher->setFuture(QtConcurrent::run([req, cancel] { return runPlan(req, cancel.get()); }));
+    return gen;
+}
+
+void DeploymentPanel::onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher) {
+    watcher->deleteLater();
+    if (generation != m_generation) {
+        ++m_discarded; // a newer request (or a cancel) made this one stale
+        return;
+    }
+    PlanOutcome outcome = watcher->result();
+    m_planning = false;
+    m_pendingKey.clear();
+    m_cancelButton->setEnabled(false);
+    if (outcome.cancelled) {
+        m_status->setText(tr("Planning cancelled; the table shows the previous plan"));
+        emit planFinished();
+        return;
+    }
+    showOutcome(std::move(outcome));
+}
+
+void DeploymentPanel::planNow() {
+    if (!m_haveBase || (resultIsCurrent() && !m_planning))
+        return;
+    m_debounce->stop();
+    if (m_cancel)
+        m_cancel->store(true);
+    ++m_generation; // an in-flight result is stale now
+    m_planning = false;
+    m_pendingKey.clear();
+    m_cancelButton->setEnabled(false);
+    showOutcome(runPlan(planRequest()));
+}
+
+void DeploymentPanel::cancelPlan() {
+    if (!m_planning)
+        return;
+    if (m_cancel)
+        m_cancel->store(true);
+    ++m_generation;
+    m_planning = false;
+    m_pendingKey.clear();
+    m_cancelButton->setEnabled(false);
+    m_status->setText(tr("Planning cancelled; the table shows the previous plan"));
+    emit planFinished();
+}
+
+void DeploymentPanel::showOutcome(PlanOutcome outcome) {
+    m_outcomeKey = planKey(outcome.request);
+    m_outcome = std::move(outcome);
+    const QString selected =
+        selectedPlan() ? qs(selectedPlan()->gpu.id) : QString(); // kept across re-plans
+    m_model->setPlan(m_outcome.result, m_units);
+    m_chart->setPlan(m_outcome.result, m_outcome.request.users, m_outcome.request.context,
+                     m_outcome.request.maxGpus);
+    const auto order = m_outcome.result->bestFirst();
+    int fitting = 0;
+    for (const core::GpuPlan* g : order)
+        fitting += g->fits ? 1 : 0;
+    QString text =
+        tr("%1 users × %2 tokens of %3: %4 of %5 GPU kinds hold them (planned in %6 "
+           "ms).")
+            .arg(thousandsQ(m_outcome.request.users), formatTokensQ(m_outcome.request.context),
+                 qs(m_outcome.request.base.model.name))
+            .arg(fitting)
+            .arg(order.size())
+            .arg(m_outcome.elapsedMs, 0, 'f', 0);
+    if (!order.empty() && order.front()->fits) {
+        const core::Deployment& d = order.front()->layouts.front();
+        text += QLatin1Char(' ') + tr("Best: %1 × %2 as %3.")
+                                       .arg(d.layout.gpus())
+                                       .arg(qs(order.front()->gpu.name), layoutText(d.layout));
+    }
+    text += QLatin1Char(' ') +
+            tr("Memory figures are per GPU; requests per replica and for the cluster.");
+    m_status->setText(text);
+    if (!selected.isEmpty())
+        selectGpu(selected);
+    updateCommand();
+    emit planFinished();
+}
+
+QString DeploymentPanel::statusText() const {
+    return m_status->text();
+}
+
+QString DeploymentPanel::commandText() const {
+    return m_command->toPlainText();
+}
+
+const core::GpuPlan* DeploymentPanel::selectedPlan() const {
+    const QModelIndexList rows = m_table->selectionModel()->selectedRows();
+    if (rows.isEmpty())
+        return nullptr;
+    return m_model->gpuPlan(m_proxy->mapToSource(rows.front()).row());
+}
+
+bool DeploymentPanel::selectGpu(const QString& gpuId) {
+    for (int r = 0; r < m_proxy->rowCount(); ++r) {
+        const QModelIndex i = m_proxy->index(r, 0);
+        if (i.data(PlanTableModel::GpuIdRole).toString() == gpuId) {
+            m_table->selectRow(r);
+            return true;
+        }
+    }
+    return false;
+}
+
+void DeploymentPanel::updateCommand() {
+    const core::GpuPlan* g = selectedPlan();
+    if (!g && m_outcome.result) {
+        const auto order = m_outcome.result->bestFirst();
+        if (!order.empty())
+            g = order.front();
+    }
+    if (!g) {
+        m_commandTitle->setText(tr("<b>vLLM command</b>: no plan yet"));
+        m_command->clear();
+        m_applyButton->setEnabled(false);
+        return;
+    }
+    if (!g->fits || g->layouts.empty()) {
+        m_commandTitle->setText(
+            tr("<b>%1</b> does not hold the users: %2").arg(qs(g->gpu.name), qs(g->reason)));
+        m_command->clear();
+        m_applyButton->setEnabled(false);
+        return;
+    }
+    const core::Deployment& d = g->layouts.front();
+    m_commandTitle->setText(tr("<b>vLLM command</b> for %1 × %2 as %3")
+                                .arg(d.layout.gpus())
+                                .arg(qs(g->gpu.name), layoutText(d.layout)));
+    m_command->setPlainText(qs(core::vllmServeCommand(d.scenario).text()));
+    m_applyButton->setEnabled(true);
+}
+
+bool DeploymentPanel::applySelected() {
+    const core::GpuPlan* g = selectedPlan();
+    if (!g && m_outcome.result) {
+        const auto order = m_outcome.result->bestFirst();
+        if (!order.empty())
+            g = order.front();
+    }
+    if (!g || !g->fits || g->layouts.empty())
+        return false;
+    // The planner's exact scenario (GPU, layout, max model length), holding the users as its
+    // target so the window's verdict reads against them.
+    core::Scenario s = g->layouts.front().scenario;
+    s.workload.targetRequests = m_outcome.request.users;
+    s.workload.concurrency = m_base.workload.concurrency;
+    emit applyRequested(s);
+    return true;
+}
+
+} // namespace kvl::widgets

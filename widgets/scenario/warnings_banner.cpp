@@ -1,0 +1,264 @@
+#include "widgets/scenario/warnings_banner.h"
+
+#include "widgets/state/status_text.h"
+
+#include "core/engine.h"
+
+#include <QApplication>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QStyle>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace kvl::widgets {
+
+namespace {
+
+QString tr(const char* text) {
+    return QCoreApplication::translate("kvl::widgets::WarningsBanner", text);
+}
+
+BannerItem item(Severity severity, const char* kind, const QString& title, const QString& text) {
+    return {severity, QLatin1String(kind), title, text};
+}
+
+bool isContextWarning(const std::string& w) {
+    return w.find("exceeds") != std::string::npos &&
+           w.find("max model length") != std::string::npos;
+}
+
+// vLLM's own message, without the "vLLM refuses to start: " the ledger puts in front.
+QString refusalText(const core::LedgerResult& r) {
+    QString text = qs(r.error);
+    const QString prefix = QStringLiteral("vLLM refuses to start: ");
+    if (text.startsWith(prefix))
+        text = text.mid(prefix.size());
+    if (r.estimatedMaxModelLen > 0 && !text.contains(QStringLiteral("estimated maximum model")))
+        text += tr(" The estimated maximum model length is %1.").arg(r.estimatedMaxModelLen);
+    return text;
+}
+
+BannerItem missedTarget(const LedgerSnapshot& snap, std::int64_t perReplica, bool capped) {
+    const core::Scenario& s = snap.scenario;
+    const std::int64_t target = s.workload.targetRequests;
+    const std::int64_t cluster = scopeRequests(perReplica, s, FigureScope::Cluster);
+    const core::GpusNeeded need =
+        snap.gpusNeeded ? *snap.gpusNeeded : core::computeGpusNeeded(s, target);
+    QString text =
+        tr("%1 requests at %2 on %3: %4 fit%5")
+            .arg(thousandsQ(target), formatTokensQ(s.workload.context), deploymentText(s),
+                 thousandsQ(cluster), capped ? tr(" (max_num_seqs)") : QString());
+    if (need.gpus > 0)
+        text += tr("; needs %1 x %2 as %3")
+                    .arg(need.gpus)
+                    .arg(qs(s.hardware.gpu.name), qs(core::layoutLabel(need.layout)));
+    else
+        text += tr("; no layout of %1 GPUs or fewer holds them (%2)")
+                    .arg(core::kMaxPlanGpus)
+                    .arg(qs(need.note));
+    return item(Severity::Error, "target", tr("Target missed"), text);
+}
+
+} // namespace
+
+QString BannerItem::html() const {
+    return QStringLiteral("<b>%1:</b> %2").arg(title.toHtmlEscaped(), text.toHtmlEscaped());
+}
+
+QString BannerItem::plain() const {
+    return title + QStringLiteral(": ") + text;
+}
+
+std::vector<BannerItem> bannerItems(const LedgerSnapshot& snap) {
+    std::vector<BannerItem> out;
+    const core::Scenario& s = snap.scenario;
+    const core::LedgerResult& r = snap.ledger;
+    if (snap.invalid) {
+        out.push_back(item(Severity::Error, "invalid", tr("Not computed"),
+                           qs(r.error) + tr(". Fix it in the scenario panel; the charts show "
+                                            "nothing until then.")));
+        return out;
+    }
+    const std::int64_t cap = core::effectiveMaxNumSeqs(s);
+    const bool capped = r.maxRequestsAtContext > cap;
+    const std::int64_t perReplica = std::min(r.maxRequestsAtContext, cap);
+    if (s.workload.targetRequests > 0 &&
+        s.workload.targetRequests > scopeRequests(perReplica, s, FigureScope::Cluster))
+        out.push_back(missedTarget(snap, perReplica, capped));
+    if (r.refused)
+        out.push_back(
+            item(Severity::Error, "refused", tr("vLLM would refuse to start"), refusalText(r)));
+    else if (!r.error.empty())
+        out.push_back(item(Severity::Error, "no-fit", tr("Does not fit"), qs(r.error)));
+    if (capped)
+        out.push_back(
+            item(Severity::Warning, "max-num-seqs", tr("max_num_seqs caps concurrency"),
+                 tr("vLLM runs at most %1 requests per replica (%2); %3 fit in memory at %4. Raise "
+                    "--max-num-seqs to use the memory.")
+                     .arg(thousandsQ(cap),
+                          s.engine.maxNumSeqs > 0
+                              ? tr("--max-num-seqs %1").arg(s.engine.maxNumSeqs)
+                              : tr("vLLM's default on %1").arg(qs(s.hardware.gpu.name)),
+                          thousandsQ(r.maxRequestsAtContext), formatTokensQ(r.contextTokens))));
+    for (const auto& w : r.warnings)
+        if (isContextWarning(w))
+            out.push_back(
+                item(Severity::Warning, "context", tr("Context beyond the model"), qs(w)));
+    for (const auto& w : r.warnings)
+        if (!isContextWarning(w))
+            out.push_back(item(Severity::Warning, "warning", tr("Warning"), qs(w)));
+    if (!formatInVllm(s))
+        out.push_back(item(Severity::Warning, "format", tr("Not in vLLM"),
+                           tr("vLLM has no --kv-cache-dtype for %1: the figures are what it "
+                              "would take; the vLLM command notes it as a comment")
+                               .arg(qs(core::formatLabel(r.kv.format)))));
+    for (const auto& n : r.notes)
+        out.push_back(item(Severity::Note, "note", tr("Note"), qs(n)));
+    return out;
+}
+
+WarningsBanner::WarningsBanner(QWidget* parent) : QFrame(parent) {
+    setObjectName(QStringLiteral("warningsBanner"));
+    setFrameShape(QFrame::NoFrame);
+    auto* outer = new QHBoxLayout(this);
+    outer->setContentsMargins(4, 2, 4, 2);
+    outer->setSpacing(4);
+    auto* rows = new QVBoxLayout;
+    rows->setSpacing(2);
+    for (int i = 0; i < kInlineItems; ++i) {
+        Row& r = m_rows[static_cast<std::size_t>(i)];
+        r.row = new QWidget(this);
+        r.row->setObjectName(QStringLiteral("bannerRow%1").arg(i));
+        r.row->setAttribute(Qt::WA_StyledBackground);
+        auto* h = new QHBoxLayout(r.row);
+        h->setContentsMargins(4, 1, 4, 1);
+        h->setSpacing(6);
+        r.icon = new QLabel(r.row);
+        r.icon->setFixedSize(16, 16);
+        r.text = new QLabel(r.row);
+        r.text->setObjectName(QStringLiteral("bannerItem%1").arg(i));
+        r.text->setWordWrap(true);
+        r.text->setTextFormat(Qt::RichText);
+        r.text->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        r.text->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        h->addWidget(r.icon, 0, Qt::AlignTop);
+        h->addWidget(r.text, 1);
+        rows->addWidget(r.row);
+    }
+    outer->addLayout(rows, 1);
+    m_showAll = new QToolButton(this);
+    m_showAll->setObjectName(QStringLiteral("bannerShowAll"));
+    m_showAll->setToolTip(tr("Every warning and note of the scenario, in a window"));
+    connect(m_showAll, &QToolButton::clicked, this, [this] { showAll(); });
+    outer->addWidget(m_showAll, 0, Qt::AlignTop);
+    setItems({});
+}
+
+QString WarningsBanner::noWarningsText() {
+    return tr("No warnings: the scenario is within the model's and vLLM's limits");
+}
+
+int WarningsBanner::shownCount() const {
+    return std::min<int>(kInlineItems, static_cast<int>(m_items.size()));
+}
+
+QLabel* WarningsBanner::itemLabel(int i) const {
+    return i >= 0 && i < kInlineItems ? m_rows[static_cast<std::size_t>(i)].text : nullptr;
+}
+
+void WarningsBanner::setItems(std::vector<BannerItem> items) {
+    m_items = std::move(items);
+    const int n = static_cast<int>(m_items.size());
+    // The first items in place, whole (they wrap); "Show all N" beside them for the rest.
+    const int inlineRows = std::min(n, kInlineItems);
+    QStyle* st = style();
+    for (int i = 0; i < kInlineItems; ++i) {
+        Row& r = m_rows[static_cast<std::size_t>(i)];
+        const bool empty = n == 0 && i == 0;
+        const bool shown = i < inlineRows || empty;
+        r.row->setVisible(shown);
+        if (!shown)
+            continue;
+        if (empty) {
+            r.icon->setPixmap(st->standardIcon(QStyle::SP_DialogApplyButton).pixmap(16, 16));
+            r.text->setText(noWarningsText().toHtmlEscaped());
+            r.text->setToolTip({});
+            r.row->setStyleSheet({});
+            continue;
+        }
+        const BannerItem& it = m_items[static_cast<std::size_t>(i)];
+        const auto icon = it.severity == Severity::Error     ? QStyle::SP_MessageBoxCritical
+                          : it.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
+                                                             : QStyle::SP_MessageBoxInformation;
+        r.icon->setPixmap(st->standardIcon(icon).pixmap(16, 16));
+        r.text->setText(it.html());
+        r.text->setToolTip(it.plain());
+        // A tint over whatever the theme's background is: red for errors, amber for warnings.
+        const char* tint = it.severity == Severity::Error     ? "rgba(220, 50, 47, 40)"
+                           : it.severity == Severity::Warning ? "rgba(230, 160, 0, 45)"
+                                                              : "transparent";
+        r.row->setStyleSheet(QStringLiteral("QWidget#%1 { background-color: %2; border-radius: "
+                                            "3px; }")
+                                 .arg(r.row->objectName(), QLatin1String(tint)));
+    }
+    m_showAll->setVisible(n > inlineRows);
+    m_showAll->setText(tr("Show all %1...").arg(n));
+    setToolTip(plainText());
+    updatePopup();
+}
+
+QString WarningsBanner::plainText() const {
+    if (m_items.empty())
+        return noWarningsText();
+    QStringList lines;
+    for (const auto& it : m_items)
+        lines << it.plain();
+    return lines.join(QLatin1Char('\n'));
+}
+
+void WarningsBanner::updatePopup() {
+    if (!m_popupText)
+        return;
+    QString html = QStringLiteral("<ol>");
+    for (const auto& it : m_items)
+        html += QStringLiteral("<li>") + it.html() + QStringLiteral("</li>");
+    html += QStringLiteral("</ol>");
+    m_popupText->setText(m_items.empty() ? noWarningsText().toHtmlEscaped() : html);
+}
+
+QDialog* WarningsBanner::popup() const {
+    return m_popup.data();
+}
+
+QDialog* WarningsBanner::showAll() {
+    if (!m_popup) {
+        m_popup = new QDialog(this);
+        m_popup->setObjectName(QStringLiteral("bannerPopup"));
+        m_popup->setWindowTitle(tr("Warnings and notes"));
+        auto* v = new QVBoxLayout(m_popup);
+        auto* scroll = new QScrollArea(m_popup);
+        scroll->setWidgetResizable(true);
+        m_popupText = new QLabel;
+        m_popupText->setObjectName(QStringLiteral("bannerPopupText"));
+        m_popupText->setWordWrap(true);
+        m_popupText->setTextFormat(Qt::RichText);
+        m_popupText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        m_popupText->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+        scroll->setWidget(m_popupText);
+        v->addWidget(scroll);
+        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, m_popup);
+        connect(buttons, &QDialogButtonBox::rejected, m_popup, &QDialog::close);
+        v->addWidget(buttons);
+        m_popup->resize(640, 360);
+    }
+    updatePopup();
+    m_popup->show();
+    m_popup->raise();
+    return m_popup;
+}
+
+} // namespace kvl::widgets

@@ -1,0 +1,71 @@
+#pragma once
+// The banner above the charts: the one place for what matters about the scenario, most severe
+// first: a missed target (with the planner's answer), vLLM refusing to start, input that is
+// not valid (nothing is computed then), max_num_seqs capping concurrency, a context beyond the
+// model's length, the other warnings, a KV format vLLM has not, and vLLM's notes. The first
+// items wrap in place; a longer list opens in a popup, so nothing is ever cut off.
+
+#include "widgets/state/ledger_view_state.h"
+
+#include <QFrame>
+#include <QPointer>
+
+#include <array>
+#include <vector>
+
+class QDialog;
+class QLabel;
+class QToolButton;
+
+namespace kvl::widgets {
+
+enum class Severity : std::uint8_t { Error, Warning, Note };
+
+struct BannerItem {
+    Severity severity = Severity::Note;
+    QString kind;          // "target", "refused", "no-fit", "invalid", "max-num-seqs", "context",
+                           // "warning", "format", "note"
+    QString title;         // "Target missed"
+    QString text;          // one paragraph, plain text
+    QString html() const;  // "<b>title:</b> text", escaped
+    QString plain() const; // "title: text"
+};
+
+// The items of a snapshot, most severe first, in the order above. Requests are per replica
+// (the cluster's are DP times that) whatever the figures' scope.
+std::vector<BannerItem> bannerItems(const LedgerSnapshot& snap);
+
+class WarningsBanner : public QFrame {
+    Q_OBJECT
+public:
+    explicit WarningsBanner(QWidget* parent = nullptr);
+
+    void setItems(std::vector<BannerItem> items);
+    const std::vector<BannerItem>& items() const { return m_items; }
+    // Every item, one per line ("No warnings: ..." when there is none).
+    QString plainText() const;
+    int shownCount() const; // items shown in place
+    QToolButton* showAllButton() const { return m_showAll; }
+    QLabel* itemLabel(int i) const; // the label of shown item i
+    // Opens the popup with every item (non-modal) and returns it.
+    QDialog* showAll();
+    QDialog* popup() const;
+
+    static constexpr int kInlineItems = 3;
+    static QString noWarningsText();
+
+private:
+    void updatePopup();
+    struct Row {
+        QWidget* row = nullptr;
+        QLabel* icon = nullptr;
+        QLabel* text = nullptr;
+    };
+    std::array<Row, kInlineItems> m_rows;
+    QToolButton* m_showAll = nullptr;
+    QPointer<QDialog> m_popup;
+    QLabel* m_popupText = nullptr;
+    std::vector<BannerItem> m_items;
+};
+
+} // namespace kvl::widgets

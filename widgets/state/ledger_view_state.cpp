@@ -1,0 +1,133 @@
+#include "widgets/state/ledger_view_state.h"
+
+#include "core/kv_format.h"
+
+#include <QStringList>
+
+#include <algorithm>
+#include <limits>
+
+namespace kvl::widgets {
+
+QString formatBytesQ(std::int64_t bytes, core::UnitSystem units, int decimals) {
+    return qs(core::formatBytes(bytes, units, decimals));
+}
+QString formatBytesQ(double bytes, core::UnitSystem units, int decimals) {
+    return qs(core::formatBytes(bytes, units, decimals));
+}
+QString formatTokensQ(std::int64_t tokens) {
+    return qs(core::formatTokens(tokens));
+}
+QString thousandsQ(std::int64_t value) {
+    return qs(core::withThousands(value));
+}
+
+LedgerSnapshot computeSnapshot(const core::Scenario& s) {
+    LedgerSnapshot snap;
+    snap.scenario = s;
+    snap.ledger = core::computeLedger(s);
+    snap.ladder = core::computeLadder(s);
+    snap.sweep = core::computeSweep(s);
+    if (s.workload.targetRequests > 0) {
+        snap.requests = s.workload.targetRequests;
+        snap.requestsAreTarget = true;
+        if (snap.requests > snap.ledger.maxRequestsAtContext)
+            snap.gpusNeeded = core::computeGpusNeeded(s, snap.requests);
+    } else {
+        snap.requests = snap.ledger.maxRequestsAtContext;
+    }
+    return snap;
+}
+
+LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units,
+                          const core::Scenario* reference) {
+    LedgerView v;
+    v.snapshot = std::make_shared<const LedgerSnapshot>(computeSnapshot(s));
+    if (reference)
+        v.reference = std::make_shared<const LedgerSnapshot>(computeSnapshot(*reference));
+    v.units = units;
+    return v;
+}
+
+std::int64_t gpusPerReplica(const core::Scenario& s) {
+    const std::int64_t tp = std::max(1, s.hardware.gpuCount);
+    const std::int64_t pp = std::max(1, s.hardware.pipelineParallel);
+    return tp * pp;
+}
+
+std::int64_t replicaCount(const core::Scenario& s) {
+    return std::max(1, s.hardware.dataParallel);
+}
+
+QString scopeLabel(FigureScope scope) {
+    switch (scope) {
+    case FigureScope::PerGpu:
+        return QStringLiteral("per GPU");
+    case FigureScope::PerReplica:
+        return QStringLiteral("per replica");
+    case FigureScope::Cluster:
+        return QStringLiteral("cluster");
+    }
+    return {};
+}
+
+namespace {
+std::int64_t saturatingMul(std::int64_t a, std::int64_t b) {
+    if (a <= 0 || b <= 0)
+        return 0;
+    if (a > std::numeric_limits<std::int64_t>::max() / b)
+        return std::numeric_limits<std::int64_t>::max();
+    return a * b;
+}
+} // namespace
+
+std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, FigureScope scope) {
+    switch (scope) {
+    case FigureScope::PerGpu:
+        return perGpuBytes;
+    case FigureScope::PerReplica:
+        return saturatingMul(perGpuBytes, gpusPerReplica(s));
+    case FigureScope::Cluster:
+        return saturatingMul(saturatingMul(perGpuBytes, gpusPerReplica(s)), replicaCount(s));
+    }
+    return perGpuBytes;
+}
+
+std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope) {
+    return scope == FigureScope::Cluster ? saturatingMul(perReplica, replicaCount(s)) : perReplica;
+}
+
+QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {
+    const core::Scenario& s = snap.scenario;
+    const core::LedgerResult& r = snap.ledger;
+    QStringList parts;
+    parts << qs(s.model.name);
+    parts << qs(r.kv.attentionLabel);
+    parts << qs(core::shortLabel(r.kv.format));
+    // The block size vLLM runs with (the user's, or the backend's and the hybrid alignment's).
+    parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(r.blockSize)
+                                      : QStringLiteral("contiguous"));
+    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
+        parts << QStringLiteral("prefix %1").arg(formatTokensQ(s.levers.prefix.sharedTokens));
+    else
+        parts << QStringLiteral("no prefix");
+    QString line = parts.join(QStringLiteral(" | "));
+    line += QStringLiteral(" -> %1/token").arg(formatBytesQ(r.kvBytesPerToken, units, 2));
+    line += QStringLiteral(" | %1 @%2")
+                .arg(formatBytesQ(r.kvBytesPerRequest, units, 2), formatTokensQ(r.contextTokens));
+    const QString gpu =
+        s.hardware.gpuCount > 1
+            ? QStringLiteral("%1x %2").arg(s.hardware.gpuCount).arg(qs(s.hardware.gpu.name))
+            : qs(s.hardware.gpu.name);
+    if (!r.error.empty())
+        line += QStringLiteral(" | does not fit on %1").arg(gpu); // the reason is in the banner
+    else
+        line += QStringLiteral(" | %1 %2 on %3")
+                    .arg(thousandsQ(r.maxRequestsAtContext))
+                    .arg(r.maxRequestsAtContext == 1 ? QStringLiteral("request")
+                                                     : QStringLiteral("requests"))
+                    .arg(gpu);
+    return line;
+}
+
+} // namespace kvl::widgets
