@@ -564,6 +564,8 @@ void addV1Json(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
     o["in_flight_tokens"] = r.inFlightTokens;
     o["hybrid_kv_cache_manager_disabled"] = r.hybridKvCacheManagerDisabled;
     o["capacity_log_line"] = r.capacityLogLine;
+    o["vllm_version"] = r.vllmVersion;
+    o["vllm_log_lines"] = r.vllmLogLines;
     o["attention_backend"] = r.blockSize > 0 ? core::resolveBlockSizes(s).backend : std::string();
     o["layout"] = layoutJson(core::layoutOf(s));
     o["max_num_seqs"] = core::effectiveMaxNumSeqs(s);
@@ -633,6 +635,7 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
     put("requested_bytes", r.requestedBytes);
     put("activation_bytes", r.activationBytes);
     put("overhead_bytes", r.overheadBytes);
+    put("cuda_graph_bytes", r.cudaGraphBytes);
     put("available_kv_bytes", r.availableKvBytes);
     put("kv_memory_overridden", r.kvMemoryOverridden);
     put("num_gpu_blocks", r.numGpuBlocks);
@@ -728,8 +731,11 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
         row("KV memory (fixed)", bytes(r.availableKvBytes));
     } else {
         row("GPU memory", bytes(r.gpuMemoryBytes));
-        row("Requested (x " + fixed2(s.hardware.memoryUtilization) + ")", bytes(r.requestedBytes));
-        row("Activation + non-torch reserve", bytes(r.activationBytes + r.overheadBytes));
+        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", bytes(r.requestedBytes));
+        row("Activation + non-torch reserve",
+            bytes(r.activationBytes + r.overheadBytes - r.cudaGraphBytes));
+        if (r.cudaGraphBytes > 0)
+            row("CUDA graphs (vLLM " + r.vllmVersion + "'s profile)", bytes(r.cudaGraphBytes));
         row("Available for KV cache", bytes(r.availableKvBytes));
     }
     if (r.blockSize > 0)
@@ -749,10 +755,10 @@ void printTable(std::ostream& out, const core::Scenario& s, const core::LedgerRe
                 << ", block " << g.blockSize << ", " << withThousands(g.admissionBlocks)
                 << " blocks per max-length request\n";
     }
-    if (r.blockSize > 0 && !r.capacityLogLine.empty()) {
-        out << "\n  vLLM would log:\n    " << r.capacityLogLine << "\n";
-        out << "    (older vLLM: GPU KV cache size " << withThousands(r.gpuKvCacheTokensLegacy)
-            << " tokens)\n";
+    if (r.blockSize > 0 && !r.vllmLogLines.empty()) {
+        out << "\n  vLLM " << r.vllmVersion << " would log (per GPU):\n";
+        for (const auto& line : r.vllmLogLines)
+            out << "    " << line << "\n";
     } else {
         out << "\n  Contiguous reservation (not vLLM): " << withThousands(r.gpuKvCacheTokens)
             << " tokens, " << fixed2(r.maxConcurrency) << "x at max model length\n";

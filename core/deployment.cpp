@@ -225,8 +225,11 @@ Reserves estimateReserves(const Scenario& s, const Layout& l) {
                  : tp == 2 ? 375'809'638
                  : tp <= 4 ? 536'870'912
                            : 2'147'483'648;
-    // CUDA graphs (full and piecewise): about 0.5 GiB for dense models, 1.5 GiB for MoE.
-    r.cudaGraphs = m.isMoe() ? 1'610'612'736 : 536'870'912;
+    // CUDA graphs (full and piecewise): about 0.5 GiB for dense models, 1.5 GiB for MoE, in
+    // the memory profile from vLLM 0.21 (VllmRule::CudaGraphsInProfile). Before, the graphs
+    // were captured after the KV cache was sized, out of the headroom utilization leaves.
+    if (vllmRules(s.engine.vllmVersion).cudaGraphsInProfile)
+        r.cudaGraphs = m.isMoe() ? 1'610'612'736 : 536'870'912;
     return r;
 }
 

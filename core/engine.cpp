@@ -218,6 +218,11 @@ SchedulerDefaults schedulerDefaults(const GpuSpec& gpu) {
     return {2048, 256};
 }
 
+double gpuMemoryUtilization(const Scenario& s) {
+    return s.hardware.memoryUtilization.value_or(
+        vllmRules(s.engine.vllmVersion).defaultGpuMemoryUtilization);
+}
+
 std::int64_t effectiveMaxNumSeqs(const Scenario& s) {
     if (s.engine.maxNumSeqs > 0)
         return s.engine.maxNumSeqs;
@@ -242,7 +247,8 @@ MambaCacheMode effectiveMambaCacheMode(const Scenario& s) {
         return MambaCacheMode::None; // attention-free models have no prefix caching
     MambaCacheMode mode = s.engine.mambaCacheMode;
     if (mode == MambaCacheMode::Auto)
-        return MambaCacheMode::Align;
+        return vllmRules(s.engine.vllmVersion).hybridPrefixCachingAlign ? MambaCacheMode::Align
+                                                                        : MambaCacheMode::None;
     // "all" needs a model that supports Mamba prefix caching (Mamba1/2 hybrids such as
     // Nemotron-H, Jamba, Granite-4.0-H); gated delta nets fall back to "align".
     if (mode == MambaCacheMode::All && m.state && m.state->kind == StateKind::GatedDeltaNet)

@@ -39,8 +39,8 @@ struct SchedulerDefaults {
 SchedulerDefaults schedulerDefaults(const GpuSpec& gpu);
 std::int64_t effectiveMaxNumBatchedTokens(const Scenario& s);
 std::int64_t effectiveMaxNumSeqs(const Scenario& s);
-// gpu_memory_utilization's default in vllm/config/cache.py.
-inline constexpr double kVllmGpuMemoryUtilization = 0.92;
+// The scenario's --gpu-memory-utilization, or its vLLM release's default (vllm/config/cache.py).
+double gpuMemoryUtilization(const Scenario& s);
 
 // The Mamba cache mode vLLM runs: prefix caching is on by default, hybrids then use "align"
 // (vLLM PR 50991); pure Mamba models (no attention, no prefix caching) "none".

@@ -63,8 +63,9 @@ int ppOf(const Scenario& s) {
     return std::clamp(s.hardware.pipelineParallel, 1, std::max(1, s.model.numLayers()));
 }
 
-std::int64_t requestedBytes(const Hardware& h) {
-    return static_cast<std::int64_t>(static_cast<double>(h.gpu.memoryBytes) * h.memoryUtilization);
+std::int64_t requestedBytes(const Scenario& s) {
+    return static_cast<std::int64_t>(static_cast<double>(s.hardware.gpu.memoryBytes) *
+                                     gpuMemoryUtilization(s));
 }
 
 } // namespace
@@ -112,6 +113,7 @@ struct Plan {
     std::int64_t sharingRequests = 0; // 0 = all
     std::int64_t weightsTotal = 0;
     std::int64_t activationBytes = 0, overheadBytes = 0; // per GPU, used
+    std::int64_t cudaGraphBytes = 0; // per GPU: the CUDA graphs' share of overheadBytes
     bool reservesEstimated = false;
     std::optional<WeightModel> weightModel; // cached: the same for every PP, DP and EP
     std::optional<Reserves> reserves;
@@ -211,6 +213,15 @@ std::optional<CacheSpec> cacheSpec(const LayerBytes& b, const KvFormat& f, int b
     return std::nullopt;
 }
 
+// What a layer holds: one that reads another layer's KV (kv_sharing_target_layer_name) gets
+// no KV cache spec in every modelled release (get_kv_cache_spec in
+// vllm/v1/worker/gpu_model_runner.py skips it, since before 0.10).
+LayerSpec heldLayer(const LayerSpec& l) {
+    if (l.kvShared)
+        return LayerSpec{LayerKind::None};
+    return l;
+}
+
 // The geometry: per-layer bytes, block sizes and KV cache groups. Depends on the model, the
 // levers, the GPU (backend block sizes), TP and DCP; not on PP, DP or EP.
 Plan planGeometry(const Scenario& s) {
@@ -221,9 +232,9 @@ Plan planGeometry(const Scenario& s) {
     p.dcp = std::max(1, s.hardware.decodeContextParallel);
     p.layers.reserve(s.model.layers.size());
     for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
-        const LayerSpec& l = s.model.layers[i];
+        const LayerSpec l = heldLayer(s.model.layers[i]);
         // Layers repeat: reuse the previous one's bytes when its spec is the same.
-        if (i > 0 && l == s.model.layers[i - 1])
+        if (i > 0 && s.model.layers[i] == s.model.layers[i - 1])
             p.layers.push_back(p.layers.back());
         else
             p.layers.push_back(layerBytes(s, l, p.format, p.tp));
@@ -302,7 +313,10 @@ void planMemory(Plan& p, const Scenario& s) {
     }
     const Reserves& estimate = *p.reserves;
     p.activationBytes = s.hardware.activationBytes.value_or(estimate.activation);
-    p.overheadBytes = s.hardware.overheadBytes.value_or(estimate.nonTorch + estimate.cudaGraphs);
+    p.cudaGraphBytes =
+        s.hardware.overheadBytes ? 0 : s.hardware.cudaGraphBytes.value_or(estimate.cudaGraphs);
+    p.overheadBytes =
+        s.hardware.overheadBytes.value_or(satAdd(estimate.nonTorch, p.cudaGraphBytes));
     p.reservesEstimated = !s.hardware.activationBytes || !s.hardware.overheadBytes;
     const bool paged = p.blockSize > 0;
     for (std::size_t stage = 0; stage < p.stages.size(); ++stage) {
@@ -312,7 +326,7 @@ void planMemory(Plan& p, const Scenario& s) {
         if (s.hardware.kvMemoryBytes) {
             st.availableKvBytes = std::max<std::int64_t>(0, *s.hardware.kvMemoryBytes);
         } else {
-            std::int64_t avail = satSub(requestedBytes(s.hardware), st.weightsBytes);
+            std::int64_t avail = satSub(requestedBytes(s), st.weightsBytes);
             avail = satSub(avail, p.activationBytes);
             avail = satSub(avail, p.overheadBytes);
             st.availableKvBytes = std::max<std::int64_t>(0, avail);
@@ -597,7 +611,14 @@ void fillPaged(const Plan& p, const Scenario& s, LedgerResult& r) {
     if (!st.groups.groups.empty())
         r.gpuKvCacheTokensLegacy =
             satMul(r.numGpuBlocks / static_cast<std::int64_t>(st.groups.groups.size()), minBlock);
+    // The release's "GPU KV cache size" (vllm/v1/core/kv_cache_utils.py): before 0.21 the
+    // blocks shared out over the groups, since then what max_model_len requests hold.
+    const VllmRules rules = vllmRules(s.engine.vllmVersion);
+    if (rules.tokensLine == TokensLineFormula::BlocksPerGroup)
+        r.gpuKvCacheTokens = r.gpuKvCacheTokensLegacy;
     r.capacityLogLine = vllmCapacityLogLine(r.gpuKvCacheTokens, p.maxModelLen, r.maxConcurrency);
+    r.vllmLogLines = vllmKvCacheLines(rules, r.availableKvBytes, r.gpuKvCacheTokens, p.maxModelLen,
+                                      r.maxConcurrency);
 }
 
 // _check_enough_kv_cache_memory on every worker, with the null block held back.
@@ -721,8 +742,8 @@ LedgerResult computeLedger(const Scenario& s) {
     r.notes = p.blockNotes;
     for (const auto& n : p.groups.notes)
         r.notes.push_back(n);
-    for (const auto& l : s.model.layers) {
-        switch (l.kind) {
+    for (const auto& layer : s.model.layers) {
+        switch (heldLayer(layer).kind) {
         case LayerKind::Full:
             ++r.layerMix.full;
             break;
@@ -759,9 +780,10 @@ LedgerResult computeLedger(const Scenario& s) {
     r.weightsBytes = p.weightsTotal;
     r.weightsBytesPerGpu = st.weightsBytes;
     r.gpuMemoryBytes = s.hardware.gpu.memoryBytes;
-    r.requestedBytes = requestedBytes(s.hardware);
+    r.requestedBytes = requestedBytes(s);
     r.activationBytes = p.activationBytes;
     r.overheadBytes = p.overheadBytes;
+    r.cudaGraphBytes = p.cudaGraphBytes;
     r.reservesEstimated = p.reservesEstimated;
     r.kvMemoryOverridden = s.hardware.kvMemoryBytes.has_value();
     r.availableKvBytes = st.availableKvBytes;
@@ -783,6 +805,10 @@ LedgerResult computeLedger(const Scenario& s) {
                c.bytesPerUnit);
 
     addWarnings(s, p, r);
+    r.vllmVersion = vllmRules(s.engine.vllmVersion).version.str();
+    if (s.engine.vllmVersion)
+        if (auto w = vllmVersionWarning(*s.engine.vllmVersion))
+            r.warnings.push_back(*w);
 
     if (!p.groupError.empty()) {
         r.refused = true;
@@ -798,6 +824,13 @@ LedgerResult computeLedger(const Scenario& s) {
         r.estimatedMaxModelLen = refusal.estimatedMaxModelLen;
         r.error = refusal.message;
     }
+    if (!r.refused)
+        if (const auto dtype = vllmCacheDtype(s))
+            if (auto why = vllmCacheDtypeRefusal(vllmRules(s.engine.vllmVersion), *dtype,
+                                                 s.hardware.gpu.computeCapability)) {
+                r.refused = true;
+                r.error = *why;
+            }
     if (r.error.empty() && r.maxRequestsAtContext == 0)
         r.error = "one request of " + withThousands(s.workload.context) + " tokens needs " +
                   formatBytes(r.kvBytesPerRequestPerGpu) + " per GPU but only " +
@@ -948,7 +981,7 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     out.totalBytes = satAdd(out.weightsBytes, out.kvBytes);
     const LedgerResult single = computeLedger(one);
     const std::int64_t perGpuBudget =
-        satSub(satSub(requestedBytes(s.hardware), single.activationBytes), single.overheadBytes);
+        satSub(satSub(requestedBytes(s), single.activationBytes), single.overheadBytes);
     if (perGpuBudget > 0 && out.totalBytes != kInt64Max)
         for (int n = 1; n <= kMaxGpus; ++n)
             if (satAdd(ceilDiv(out.weightsBytes, n), ceilDiv(out.kvBytes, n)) <= perGpuBudget) {

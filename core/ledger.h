@@ -73,6 +73,7 @@ struct LedgerResult {
     std::int64_t requestedBytes = 0;   // per GPU: memory x utilization
     std::int64_t activationBytes = 0;  // per GPU
     std::int64_t overheadBytes = 0;    // per GPU: non-torch memory + CUDA graphs
+    std::int64_t cudaGraphBytes = 0;   // per GPU: of the overhead, the CUDA graphs (0 = none)
     bool reservesEstimated = false;    // KV Ledger's estimate, not the user's figures
     std::int64_t availableKvBytes = 0; // per GPU, never negative
     bool kvMemoryOverridden = false;
@@ -97,7 +98,12 @@ struct LedgerResult {
     bool hybridKvCacheManagerDisabled = false; // sliding / chunked layers counted as full
     int pipelineStages = 1;
     int limitingStage = 0; // the PP stage with the fewest blocks (the per-GPU figures are its)
-    std::string capacityLogLine;    // "GPU KV cache size: N tokens, Maximum concurrency for ..."
+    std::string capacityLogLine; // "GPU KV cache size: N tokens, Maximum concurrency for ..."
+    // The vLLM release whose rules these figures follow ("0.20.1"), and the lines it prints at
+    // startup for them: "Available KV cache memory: ...", "GPU KV cache size: ...",
+    // "Maximum concurrency for ...", in that order (paged only; empty when vLLM refuses).
+    std::string vllmVersion;
+    std::vector<std::string> vllmLogLines;
     std::vector<std::string> notes; // vLLM's own notes: padding layers, forced block size
 
     std::vector<std::string> warnings; // e.g. context beyond max position embeddings

@@ -30,6 +30,10 @@ struct LayerSpec {
     int kvHeads = 0;
     int headDim = 0;
     int headDimV = 0;
+    // The layer reads an earlier layer's KV (kv_sharing_target_layer_name: Gemma-3n, Gemma-4's
+    // num_kv_shared_layers). vLLM from 0.21 gives it no cache; earlier releases gave it its own
+    // (core/vllm_version.h, VllmRule::KvSharing).
+    bool kvShared = false;
     friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
 

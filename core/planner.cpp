@@ -110,13 +110,14 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
     // the memory vLLM may use cannot hold anything.
     const WeightModel weights = weightModel(plain);
     const std::int64_t requested = static_cast<std::int64_t>(static_cast<double>(gpu.memoryBytes) *
-                                                             plain.hardware.memoryUtilization);
+                                                             gpuMemoryUtilization(plain));
     // Returns the largest stage's weights when hopeless, 0 otherwise.
     auto hopeless = [&](const Layout& l) -> std::int64_t {
         const Reserves r = estimateReserves(plain, l);
         const std::int64_t reserves =
             plain.hardware.activationBytes.value_or(r.activation) +
-            plain.hardware.overheadBytes.value_or(r.nonTorch + r.cudaGraphs);
+            plain.hardware.overheadBytes.value_or(
+                r.nonTorch + plain.hardware.cudaGraphBytes.value_or(r.cudaGraphs));
         const auto stages = pipelineStages(std::max(1, m.numLayers()), l.pp);
         std::int64_t most = 0;
         for (std::size_t i = 0; i < stages.size(); ++i)
@@ -207,7 +208,7 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
         } else {
             const Scenario s = planScenario(req.base, gpu, widestLayout, req.context);
             const std::int64_t requested = static_cast<std::int64_t>(
-                static_cast<double>(gpu.memoryBytes) * s.hardware.memoryUtilization);
+                static_cast<double>(gpu.memoryBytes) * gpuMemoryUtilization(s));
             const LedgerResult r = computeLedger(s);
             const std::int64_t reserves = r.activationBytes + r.overheadBytes;
             const std::int64_t weights = widest.weightsBytesPerGpu;

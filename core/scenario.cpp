@@ -67,9 +67,9 @@ std::optional<std::string> Scenario::validate() const {
         h.gpuCount % h.decodeContextParallel != 0)
         return "decode context parallel size must divide the tensor parallel size " +
                num(h.gpuCount) + ", got " + num(h.decodeContextParallel);
-    if (!(h.memoryUtilization > 0.0 && h.memoryUtilization <= 1.0))
+    if (h.memoryUtilization && !(*h.memoryUtilization > 0.0 && *h.memoryUtilization <= 1.0))
         return "gpu memory utilization must be in (0, 1], got " +
-               std::to_string(h.memoryUtilization);
+               std::to_string(*h.memoryUtilization);
     if (h.activationBytes &&
         (*h.activationBytes < 0 || *h.activationBytes > (std::int64_t{1} << 50)))
         return "activation reserve must be between 0 and 1 PiB, got " + num(*h.activationBytes);

@@ -4,6 +4,7 @@
 
 #include "kv_format.h"
 #include "model.h"
+#include "vllm_version.h"
 
 #include <cstdint>
 #include <optional>
@@ -67,18 +68,22 @@ struct GpuSpec {
 
 struct Hardware {
     GpuSpec gpu;
-    int gpuCount = 1;                // tensor parallel size (--tensor-parallel-size)
-    int pipelineParallel = 1;        // --pipeline-parallel-size: layers split over stages
-    int dataParallel = 1;            // --data-parallel-size: independent replicas
-    bool expertParallel = false;     // --enable-expert-parallel: experts split over TP x DP
-    int decodeContextParallel = 1;   // --decode-context-parallel-size: KV split along tokens
-    double memoryUtilization = 0.92; // vLLM's default gpu_memory_utilization (config/cache.py)
+    int gpuCount = 1;              // tensor parallel size (--tensor-parallel-size)
+    int pipelineParallel = 1;      // --pipeline-parallel-size: layers split over stages
+    int dataParallel = 1;          // --data-parallel-size: independent replicas
+    bool expertParallel = false;   // --enable-expert-parallel: experts split over TP x DP
+    int decodeContextParallel = 1; // --decode-context-parallel-size: KV split along tokens
+    // --gpu-memory-utilization; empty = the vLLM release's default (gpuMemoryUtilization()).
+    std::optional<double> memoryUtilization;
     // Memory vLLM's profiler keeps out of the KV pool on every GPU; empty = KV Ledger's
     // model-aware estimate (core/deployment.h estimateReserves).
     std::optional<std::int64_t> activationBytes; // activation peak
     std::optional<std::int64_t> overheadBytes;   // non-torch memory + CUDA graphs
-    std::optional<std::int64_t> kvMemoryBytes;   // vLLM kv_cache_memory_bytes: overrides all
-    std::optional<WeightDtype> weightDtype;      // weights lever; empty = the model's
+    // CUDA graphs' share of the overhead (empty = the release's estimate; 0 = not in the
+    // profile, as VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). overheadBytes overrides it.
+    std::optional<std::int64_t> cudaGraphBytes;
+    std::optional<std::int64_t> kvMemoryBytes; // vLLM kv_cache_memory_bytes: overrides all
+    std::optional<WeightDtype> weightDtype;    // weights lever; empty = the model's
     friend bool operator==(const Hardware&, const Hardware&) = default;
 };
 
@@ -104,6 +109,8 @@ struct EngineOptions {
     std::int64_t maxNumSeqs = 0;                          // --max-num-seqs; 0 = vLLM's default
     MambaCacheMode mambaCacheMode = MambaCacheMode::Auto; // --mamba-cache-mode
     std::optional<KvDtype> mambaSsmCacheDtype;            // --mamba-ssm-cache-dtype
+    // The vLLM release whose rules apply (core/vllm_version.h); empty = the newest known.
+    std::optional<VllmVersion> vllmVersion;
     friend bool operator==(const EngineOptions&, const EngineOptions&) = default;
 };
 

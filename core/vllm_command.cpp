@@ -102,7 +102,7 @@ VllmServeCommand vllmServeCommand(const Scenario& s) {
     if (h.kvMemoryBytes)
         flag(c, "--kv-cache-memory-bytes", num(*h.kvMemoryBytes));
     else
-        flag(c, "--gpu-memory-utilization", shortNumber(h.memoryUtilization));
+        flag(c, "--gpu-memory-utilization", shortNumber(gpuMemoryUtilization(s)));
     const std::int64_t maxModelLen = s.effectiveMaxModelLen();
     flag(c, "--max-model-len", num(maxModelLen));
     if (maxModelLen > s.model.maxContext && s.model.maxContext > 0) {

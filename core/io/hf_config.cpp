@@ -406,8 +406,8 @@ void readLayerKinds(const HfConfig& c, core::ModelSpec& m, Geometry& g,
 // Gemma-4 (vllm/model_executor/models/gemma4.py): full layers attend with global_head_dim and,
 // with attention_k_eq_v, num_global_key_value_heads; the cache still stores K and V for them
 // (head_size_v = head_size). The last num_kv_shared_layers layers read an earlier layer's KV
-// and hold none of their own (kv_sharing_target_layer_name: no spec in vLLM's
-// get_kv_cache_spec).
+// (kv_sharing_target_layer_name); they keep their kind, marked kvShared, since whether they
+// hold a cache depends on the vLLM release (core/vllm_version.h).
 void readLayerOverrides(const HfConfig& c, core::ModelSpec& m) {
     const auto globalHead = c.optional({"global_head_dim"}, 1, core::kMaxHeadDim);
     const Field globalKvField = c.find({"num_global_key_value_heads"});
@@ -433,7 +433,7 @@ void readLayerOverrides(const HfConfig& c, core::ModelSpec& m) {
                       " to hold a cache");
         for (std::size_t i = m.layers.size() - static_cast<std::size_t>(*shared);
              i < m.layers.size(); ++i)
-            m.layers[i] = core::LayerSpec{core::LayerKind::None};
+            m.layers[i].kvShared = true;
     }
 }
 

@@ -348,6 +348,21 @@ const std::array kOptions{
                        s.engine.asyncScheduling = false;
                        return {};
                    }},
+    ScenarioOption{.name = "vllm-version",
+                   .valueName = "X.Y[.Z]",
+                   .help = "the vLLM release to follow (0.10 and later): its log lines, defaults "
+                           "and KV cache rules",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           return core::vllmRules(b.engine.vllmVersion).version.series();
+                       },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       auto parsed = core::parseVllmVersion(v);
+                       if (!parsed)
+                           return parsed.error();
+                       s.engine.vllmVersion = *parsed;
+                       return {};
+                   }},
     ScenarioOption{.name = "mamba-cache-mode",
                    .valueName = "M",
                    .help = "vLLM --mamba-cache-mode for hybrids: none, align or all (auto = "
@@ -457,7 +472,7 @@ const std::array kOptions{
         .name = "gpu-mem-util",
         .valueName = "F",
         .help = "fraction of GPU memory vLLM may use (--gpu-memory-utilization)",
-        .defaultOf = [](const Scenario& b) { return shortNumber(b.hardware.memoryUtilization); },
+        .defaultOf = [](const Scenario& b) { return shortNumber(core::gpuMemoryUtilization(b)); },
         .apply = [](Scenario& s, const std::string& v) -> Status {
             auto f = numberIn(v, 0.0, 1.0, true);
             if (!f)
@@ -485,6 +500,26 @@ const std::array kOptions{
                        if (auto st = setGiB(v, bytes); !st)
                            return st;
                        s.hardware.overheadBytes = bytes;
+                       return {};
+                   }},
+    ScenarioOption{.name = "cuda-graph-gib",
+                   .valueName = "F",
+                   .help = "CUDA graphs' memory in vLLM's profile per GPU, GiB; 0 = off "
+                           "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           const auto r = core::computeLedger(b);
+                           return b.hardware.cudaGraphBytes
+                                      ? shortNumber(core::bytesToGiB(r.cudaGraphBytes))
+                                      : "the release's estimate, " +
+                                            shortNumber(core::bytesToGiB(r.cudaGraphBytes)) +
+                                            " here";
+                       },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t bytes = 0;
+                       if (auto st = setGiB(v, bytes); !st)
+                           return st;
+                       s.hardware.cudaGraphBytes = bytes;
                        return {};
                    }},
     ScenarioOption{.name = "kv-memory-gib",

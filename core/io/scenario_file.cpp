@@ -36,8 +36,9 @@ std::int64_t sharedWindowOf(const core::ModelSpec& m, core::LayerKind kind) {
 }
 
 // Smallest period p with layers[i] == layers[i % p] (Gemma-3's 62 layers are 6 entries), each
-// entry a plain kind name, or {"kind", "window", "kv_heads", "head_dim", "head_dim_v"} where
-// the layer has its own window or attention geometry.
+// entry a plain kind name, or {"kind", "window", "kv_heads", "head_dim", "head_dim_v",
+// "kv_shared"} where the layer has its own window or attention geometry, or reads another
+// layer's KV.
 Out layerPatternToJson(const core::ModelSpec& m, std::int64_t slidingWindow,
                        std::int64_t chunkSize) {
     const auto& layers = m.layers;
@@ -58,7 +59,7 @@ Out layerPatternToJson(const core::ModelSpec& m, std::int64_t slidingWindow,
                                     : l.kind == core::LayerKind::Chunked ? chunkSize
                                                                          : 0;
         const bool plain = l.window == shared && (shared != 0 || l.window == 0) && l.kvHeads == 0 &&
-                           l.headDim == 0 && l.headDimV == 0;
+                           l.headDim == 0 && l.headDimV == 0 && !l.kvShared;
         const std::string kind(core::layerKindName(l.kind));
         if (plain) {
             out.push_back(kind);
@@ -71,6 +72,8 @@ Out layerPatternToJson(const core::ModelSpec& m, std::int64_t slidingWindow,
             e["head_dim"] = l.headDim;
         if (l.headDimV != 0)
             e["head_dim_v"] = l.headDimV;
+        if (l.kvShared)
+            e["kv_shared"] = true;
         out.push_back(std::move(e));
     }
     return out;
@@ -148,9 +151,11 @@ Out hardwareToJson(const core::Hardware& h) {
     j["data_parallel"] = h.dataParallel;
     j["expert_parallel"] = h.expertParallel;
     j["decode_context_parallel"] = h.decodeContextParallel;
-    j["memory_utilization"] = h.memoryUtilization;
+    // null = the vLLM release's default
+    j["memory_utilization"] = h.memoryUtilization ? Out(*h.memoryUtilization) : Out(nullptr);
     j["activation_bytes"] = h.activationBytes ? Out(*h.activationBytes) : Out(nullptr);
     j["overhead_bytes"] = h.overheadBytes ? Out(*h.overheadBytes) : Out(nullptr);
+    j["cuda_graph_bytes"] = h.cudaGraphBytes ? Out(*h.cudaGraphBytes) : Out(nullptr);
     j["kv_memory_bytes"] = h.kvMemoryBytes ? Out(*h.kvMemoryBytes) : Out(nullptr);
     j["weight_dtype"] =
         h.weightDtype ? Out(std::string(core::weightDtypeName(*h.weightDtype))) : Out(nullptr);
@@ -173,7 +178,9 @@ Out engineToJson(const core::EngineOptions& e) {
              std::string(kMambaModeNames[static_cast<std::size_t>(e.mambaCacheMode)])},
             {"mamba_ssm_cache_dtype", e.mambaSsmCacheDtype
                                           ? Out(std::string(core::dtypeName(*e.mambaSsmCacheDtype)))
-                                          : Out(nullptr)}};
+                                          : Out(nullptr)},
+            // null = the newest release KV Ledger knows
+            {"vllm_version", e.vllmVersion ? Out(e.vllmVersion->str()) : Out(nullptr)}};
 }
 
 // --- reading --------------------------------------------------------------------------------
@@ -229,6 +236,7 @@ std::vector<core::LayerSpec> layerPatternFromJson(const Field& m) {
             readInt(e["kv_heads"], l.kvHeads, 0, core::kMaxHeads);
             readInt(e["head_dim"], l.headDim, 0, core::kMaxHeadDim);
             readInt(e["head_dim_v"], l.headDimV, 0, core::kMaxHeadDim);
+            readBool(e["kv_shared"], l.kvShared);
         } else if (!e.isString()) {
             e.failExpected("a layer kind (a string or {\"kind\", \"window\"})");
         }
@@ -358,13 +366,15 @@ void hardwareFromJson(const Field& j, core::Hardware& h) {
     readInt(j["data_parallel"], h.dataParallel, 1, 4096);
     readBool(j["expert_parallel"], h.expertParallel);
     readInt(j["decode_context_parallel"], h.decodeContextParallel, 1, 4096);
-    if (const Field u = j["memory_utilization"]; u.exists())
+    if (const Field u = j["memory_utilization"]; u.exists() && !u.isNull())
         h.memoryUtilization = u.numberAbove(0, 1);
     // null (or absent) = KV Ledger's estimate
     if (const Field f = j["activation_bytes"]; f.exists())
         h.activationBytes = f.optInteger(0, kMaxBytes);
     if (const Field f = j["overhead_bytes"]; f.exists())
         h.overheadBytes = f.optInteger(0, kMaxBytes);
+    if (const Field f = j["cuda_graph_bytes"]; f.exists())
+        h.cudaGraphBytes = f.optInteger(0, kMaxBytes);
     h.kvMemoryBytes = j["kv_memory_bytes"].optInteger(0, kMaxBytes);
     h.weightDtype.reset();
     if (const Field v = j["weight_dtype"]; v.present()) {
@@ -399,6 +409,15 @@ core::EngineOptions engineFromJson(const Field& j) {
                     *dt != core::KvDtype::Bf16))
             d.fail("must be null (auto) or one of fp32, fp16, bf16, got " + d.describe());
         e.mambaSsmCacheDtype = *dt;
+    }
+    if (const Field v = j["vllm_version"]; v.present()) {
+        if (!v.isString())
+            v.fail("must be null (the newest known) or a release such as \"0.11.2\", got " +
+                   v.describe());
+        auto parsed = core::parseVllmVersion(v.string());
+        if (!parsed)
+            v.fail(parsed.error().message);
+        e.vllmVersion = *parsed;
     }
     return e;
 }

@@ -2,6 +2,7 @@
 // replication, MLA, sliding windows, paging rounding, prefix sharing, the GPU count question and
 // overflow bounds.
 
+#include "core/engine.h"
 #include "core/kv_format.h"
 #include "core/ledger.h"
 #include "core/units.h"
@@ -382,7 +383,7 @@ void TestCore::gpusNeededSeed() {
     QCOMPARE(need.weightsBytes, weightBytes(70'000'000'000LL, static_cast<WeightDtype>(weights)));
     // One GPU fewer must not hold it.
     const auto single = computeLedger(s);
-    const qint64 budget = static_cast<qint64>(85017821184.0 * s.hardware.memoryUtilization) -
+    const qint64 budget = static_cast<qint64>(85017821184.0 * gpuMemoryUtilization(s)) -
                           single.activationBytes - single.overheadBytes;
     QVERIFY((need.totalBytes + gpus - 2) / (gpus - 1) > budget);
     // What vLLM runs: a whole layout, never fewer GPUs than the pooled count.

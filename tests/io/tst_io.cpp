@@ -3,6 +3,7 @@
 // scenario files. Expected figures come from the models' published config.json files
 // (fixtures in tests/io/data) and vLLM's KV-cache accounting.
 
+#include "core/engine.h"
 #include "core/io/catalog.h"
 #include "core/io/json.h"
 #include "core/io/json_fields.h"
@@ -55,7 +56,8 @@ qint64 fp16BytesPerToken(const core::ModelSpec& m) {
 QString kindLetters(const core::ModelSpec& m) {
     QString s;
     for (const auto& l : m.layers)
-        s += QLatin1Char("FSCMTN"[int(l.kind)]);
+        // A layer that reads another layer's KV (Gemma-4's num_kv_shared_layers) is lower case.
+        s += l.kvShared ? QLatin1Char("fscmtn"[int(l.kind)]) : QLatin1Char("FSCMTN"[int(l.kind)]);
     return s;
 }
 
@@ -1691,7 +1693,8 @@ void TstIo::defaultScenario() {
     QCOMPARE(QString::fromStdString(s.hardware.gpu.id), QStringLiteral("h100-80gb"));
     QCOMPARE(s.hardware.gpu.memoryBytes, qint64(85017821184));
     QCOMPARE(s.hardware.gpuCount, 1);
-    QCOMPARE(s.hardware.memoryUtilization, 0.92); // vLLM's gpu_memory_utilization default
+    QVERIFY(!s.hardware.memoryUtilization); // the release's default: 0.92 in the newest
+    QCOMPARE(core::gpuMemoryUtilization(s), 0.92);
     QVERIFY(!s.hardware.kvMemoryBytes && !s.hardware.weightDtype);
     QVERIFY(!s.hardware.activationBytes && !s.hardware.overheadBytes); // estimated
     QVERIFY(s.levers.paging.enabled);
@@ -1848,7 +1851,7 @@ void TstIo::scenarioErrors_data() {
         << edit("\"block_size\": 0", "\"block_size\": -16")
         << "levers.paging.block_size: must be between 0 and 1048576, got -16";
     QTest::addRow("utilization above 1")
-        << edit("\"memory_utilization\": 0.92", "\"memory_utilization\": 1.5")
+        << edit("\"memory_utilization\": null", "\"memory_utilization\": 1.5")
         << "hardware.memory_utilization: must be above 0 and at most 1, got 1.5";
     QTest::addRow("context negative")
         << edit("\"context\": 4096", "\"context\": -1")
@@ -2541,11 +2544,11 @@ void TstIo::hfLayerRules_data() {
                    "num_global_key_value_heads": 1, "layer_types": )" +
                 typesList("SSSFSSSF"))
         << "SSSFSSSF" << qint64(512) << 0 << 128;
-    QTest::addRow("gemma4 num_kv_shared_layers 3: the last 3 hold nothing")
+    QTest::addRow("gemma4 num_kv_shared_layers 3: the last 3 read earlier layers' KV")
         << tiny(R"("model_type": "gemma4_text", "sliding_window": 512, "num_kv_shared_layers": 3,
                    "layer_types": )" +
                 typesList("SSSFSSSF"))
-        << "SSSFSNNN" << qint64(512) << 0 << 0;
+        << "SSSFSssf" << qint64(512) << 0 << 0;
     QTest::addRow("global_head_dim equal to head_dim: no override")
         << tiny(R"("model_type": "gemma4_text", "global_head_dim": 64)") << "FFFFFFFF" << qint64(0)
         << 0 << 0;

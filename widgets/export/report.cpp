@@ -86,7 +86,7 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units) {
                                       .arg(qs(s.hardware.gpu.name), layoutText(layout))
                                       .arg(gpusPerReplica(s))
                                       .arg(replicaCount(s))
-                                      .arg(s.hardware.memoryUtilization, 0, 'f', 2));
+                                      .arg(core::gpuMemoryUtilization(s), 0, 'f', 2));
     h += row(QObject::tr("1 Attention"), attentionText(s, r));
     const auto vllmDtype = core::vllmCacheDtype(s);
     h += row(QObject::tr("2 KV format"),

@@ -815,7 +815,7 @@ void ScenarioPanel::showScenario() {
     m_dp->setValue(s.hardware.dataParallel);
     m_dcp->setValue(s.hardware.decodeContextParallel);
     m_ep->setChecked(s.hardware.expertParallel);
-    m_memUtil->setValue(s.hardware.memoryUtilization);
+    m_memUtil->setValue(core::gpuMemoryUtilization(s));
     setComboData(m_weightDtype,
                  s.hardware.weightDtype ? static_cast<int>(*s.hardware.weightDtype) : -1);
     m_maxNumSeqs->setValue(static_cast<int>(s.engine.maxNumSeqs));

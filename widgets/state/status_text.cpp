@@ -112,7 +112,7 @@ QStringList csvComments(const LedgerSnapshot& snap, FigureScope scope, const QDa
     QStringList engine;
     engine << tr("context %1").arg(thousandsQ(s.workload.context))
            << tr("max_model_len %1").arg(thousandsQ(s.effectiveMaxModelLen()))
-           << tr("gpu_memory_utilization %1").arg(s.hardware.memoryUtilization)
+           << tr("gpu_memory_utilization %1").arg(core::gpuMemoryUtilization(s))
            << tr("max_num_seqs %1").arg(thousandsQ(core::effectiveMaxNumSeqs(s)));
     if (s.workload.targetRequests > 0)
         engine << tr("target %1 requests").arg(thousandsQ(s.workload.targetRequests));
