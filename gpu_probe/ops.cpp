@@ -1,6 +1,6 @@
 #include "gpu_probe/ops.h"
 
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 
 #include <algorithm>
 #include <cmath>
