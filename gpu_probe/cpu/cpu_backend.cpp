@@ -1,6 +1,7 @@
 // The CPU backend: host memory, threads over work items (ops.cpp) running the vector kernels
-// this CPU supports (cpu_simd.h), the steady clock.
+// this CPU supports (cpu_ops.cpp, cpu_simd.h), the steady clock.
 #include "gpu_probe/backend.h"
+#include "gpu_probe/cpu/cpu_ops.h"
 #include "gpu_probe/cpu/cpu_simd.h"
 #include "gpu_probe/ops.h"
 

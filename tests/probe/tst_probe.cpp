@@ -2,6 +2,7 @@
 // error bounds per format, the block manager, memory against core, cancellation, bad input.
 #include "core/io/json.h"
 #include "core/ledger.h"
+#include "gpu_probe/cpu/cpu_ops.h"
 #include "gpu_probe/cpu/cpu_simd.h"
 #include "gpu_probe/io/npy.h"
 #include "gpu_probe/io/probe_json.h"
