@@ -6,8 +6,8 @@
 #include "core/io/model_table.h"
 #include "core/units.h"
 #include "gpu_probe/backend.h"
-#include "gpu_probe/probe.h"
-#include "gpu_probe/probe_json.h"
+#include "gpu_probe/io/probe_json.h"
+#include "gpu_probe/run/probe.h"
 
 #include <cerrno>
 #include <cstdio>

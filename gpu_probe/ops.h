@@ -1,8 +1,8 @@
 #pragma once
 // The probe's two operations (store, paged decode attention) as backend-neutral argument
-// structs, the layout builder over core's KV formats, the CPU implementations and the thread
-// pool they run on. Every failure is a kvl::Error (core/result.h); cancellation is
-// ErrorCode::Cancelled.
+// structs, the layout builder over core's KV formats, their checks, and the thread pool the CPU
+// implementations (cpu/cpu_ops.h) run on. Every failure is a kvl::Error (core/result.h);
+// cancellation is ErrorCode::Cancelled.
 
 #include "core/kv_format.h"
 #include "core/result.h"
@@ -38,12 +38,6 @@ Status validateStore(const StoreArgs& args, const std::int64_t* hostSlots);
 Status validateAttention(const AttentionArgs& args, std::int64_t numBlocks,
                          const std::int32_t* hostBlockTables, const std::int32_t* hostLens);
 
-// CPU implementations. `threads` <= 0 uses the hardware concurrency. `cancel` is polled
-// between work items.
-Status cpuStore(const StoreArgs& args, int threads, const std::atomic<bool>* cancel = nullptr);
-Status cpuAttention(const AttentionArgs& args, int threads,
-                    const std::atomic<bool>* cancel = nullptr);
-
 // Runs fn(i) for i in [0, n) on up to `threads` threads (dynamic scheduling); stops early when
 // cancel is set (Cancelled). An exception thrown by fn on any thread, or a worker thread that
 // cannot be started, stops the others and comes back as an error (OutOfMemory for bad_alloc and
@@ -55,12 +49,6 @@ int defaultThreads();
 namespace testing {
 // While on, parallelFor cannot start any worker thread (as under a process or memory limit).
 void failThreadStarts(bool on);
-// Whether cpuStore writes this side's rows through the current SIMD level's vector store (else
-// through kv_quant.h's scalar code), for a side of `headDim` channels.
-bool storesThroughVector(const SideLayout& side, int headDim);
-// Whether the attention decodes this side's rows through the current SIMD level's INT4 / INT2
-// group decoder (else through kv_quant.h's values in ops.cpp).
-bool decodesThroughVector(const SideLayout& side, int headDim);
 } // namespace testing
 
 } // namespace kvl::probe

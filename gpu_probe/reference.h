@@ -3,8 +3,8 @@
 // tuned kernels are compared with).
 
 #include "core/result.h"
-#include "gpu_probe/block_manager.h"
 #include "gpu_probe/kv_quant.h"
+#include "gpu_probe/run/block_manager.h"
 
 #include <atomic>
 #include <cstdint>

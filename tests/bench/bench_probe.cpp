@@ -21,9 +21,9 @@
 #include "core/io/json.h"
 #include "core/units.h"
 #include "gpu_probe/backend.h"
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 // Fuzzes the .npy reader: any bytes give an array or a one-line BadFile error; an array that is
 // returned holds exactly the elements its shape claims, and survives encode -> parse.
-#include "gpu_probe/npy.h"
+#include "gpu_probe/io/npy.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // Fuzzes loadNpy on files: each input is written to a file, and the file reader must agree with
 // the in-memory parser exactly (the same array, or the same error after "PATH: "), although it
 // reads the header first, checks the size and then streams the data in pieces.
-#include "gpu_probe/npy.h"
+#include "gpu_probe/io/npy.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Fuzzes loading kvprobe results JSON: any bytes give a report or a one-line error naming the
 // file; a loaded report survives a write/read round trip with the same rows.
-#include "gpu_probe/probe_json.h"
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/probe_json.h"
+#include "gpu_probe/io/results_io.h"
 
 #include <cmath>
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include "gpu_probe/backend.h"
 #include "gpu_probe/kv_quant.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <QtTest>
 

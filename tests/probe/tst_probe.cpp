@@ -2,15 +2,16 @@
 // error bounds per format, the block manager, memory against core, cancellation, bad input.
 #include "core/io/json.h"
 #include "core/ledger.h"
-#include "gpu_probe/block_manager.h"
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_ops.h"
+#include "gpu_probe/cpu/cpu_simd.h"
+#include "gpu_probe/io/npy.h"
+#include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/kv_quant.h"
-#include "gpu_probe/npy.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe.h"
-#include "gpu_probe/probe_json.h"
 #include "gpu_probe/reference.h"
-#include "gpu_probe/synth.h"
+#include "gpu_probe/run/block_manager.h"
+#include "gpu_probe/run/probe.h"
+#include "gpu_probe/run/synth.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,8 +1,8 @@
 // The probe's memory guard: the one estimate of a run's peak against the peak resident set a
 // run really reaches (measured in a child process: VmHWM after resetting it), a shape that
 // cannot fit refused before anything is allocated, with the figures, and the cgroup reader.
-#include "gpu_probe/memory_guard.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/memory_guard.h"
+#include "gpu_probe/run/probe.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

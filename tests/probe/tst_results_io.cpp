@@ -3,10 +3,10 @@
 // ill-typed and measurement-free files are rejected with one line naming the file and the JSON
 // path; the seed corpus loads; the emitter escapes, keeps integers exact and doubles bit-exact.
 #include "core/io/json.h"
-#include "gpu_probe/probe.h"
-#include "gpu_probe/probe_json.h"
-#include "gpu_probe/results_io.h"
-#include "gpu_probe/results_schema.h"
+#include "gpu_probe/io/probe_json.h"
+#include "gpu_probe/io/results_io.h"
+#include "gpu_probe/io/results_schema.h"
+#include "gpu_probe/run/probe.h"
 
 #include <QtTest>
 

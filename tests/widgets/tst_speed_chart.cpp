@@ -14,8 +14,8 @@
 #include "core/kv_format.h"
 #include "core/ledger.h"
 #include "core/speed.h"
-#include "gpu_probe/probe_json.h"
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/probe_json.h"
+#include "gpu_probe/io/results_io.h"
 
 #include <QElapsedTimer>
 #include <QFile>

@@ -8,7 +8,7 @@
 #include "core/ledger.h"
 #include "core/scenario.h"
 #include "core/speed.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <QString>
 

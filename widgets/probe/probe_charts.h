@@ -6,7 +6,7 @@
 #include "widgets/charts/chart_widget.h"
 #include "widgets/state/ledger_view_state.h"
 
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/results_io.h"
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 // (per-layer pool bytes / batch) x layers, and the concurrency overlay divides the scenario's
 // memory for KV by that. Every point carries a tooltip that states the scaling.
 
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/results_io.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include <QColor>

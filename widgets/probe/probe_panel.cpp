@@ -7,8 +7,8 @@
 #include "widgets/probe/probe_results_model.h"
 
 #include "gpu_probe/backend.h"
+#include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe_json.h"
 
 #include <QComboBox>
 #include <QDir>

@@ -4,7 +4,7 @@
 // the same run, and attention-output error. The report is swapped in wholesale.
 
 #include "core/units.h"
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/results_io.h"
 
 #include <QAbstractTableModel>
 

@@ -1,7 +1,7 @@
 #include "widgets/probe/probe_worker.h"
 
+#include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe_json.h"
 
 #include <QTimer>
 

@@ -9,7 +9,7 @@
 // within kAbandonMs of cancel(); at most one abandoned run ("orphan") winding down, and no new
 // run while it still holds its memory; the destructor never blocks longer than kCloseWaitMs.
 
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <QMetaType>
 #include <QObject>

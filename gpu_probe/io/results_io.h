@@ -8,7 +8,7 @@
 // (probe_json.h).
 
 #include "core/result.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <string>
 #include <string_view>

@@ -1,9 +1,9 @@
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include "core/io/model_table.h"
 #include "core/ledger.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe_run.h"
+#include "gpu_probe/run/probe_run.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 // One sweep over formats x contexts x batch sizes: `kvprobe bench` and the explorer's runs.
 #include "gpu_probe/backend.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "gpu_probe/synth.h"
+#include "gpu_probe/run/synth.h"
 
 #include "gpu_probe/kv_quant.h"
 #include "gpu_probe/ops.h"

@@ -1,7 +1,7 @@
 // Chooses the CPU kernels at run time: the widest instruction set this CPU and its OS support
 // (__builtin_cpu_supports checks both, through CPUID and XGETBV), a width that divides the head
 // dimension, or the level KVL_CPU_SIMD / a test names.
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 
 #include <cstdlib>
 #include <mutex>

@@ -1,10 +1,10 @@
 // The phases of one probe run (probe_run.h), in the order runProbe calls them.
-#include "gpu_probe/probe_run.h"
+#include "gpu_probe/run/probe_run.h"
 
-#include "gpu_probe/npy.h"
+#include "gpu_probe/io/npy.h"
 #include "gpu_probe/ops.h"
 #include "gpu_probe/reference.h"
-#include "gpu_probe/synth.h"
+#include "gpu_probe/run/synth.h"
 
 #include <algorithm>
 #include <cmath>

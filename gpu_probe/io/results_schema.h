@@ -3,7 +3,7 @@
 // tables. The writer (probe_json.cpp) and the reader (results_io.cpp) both iterate them, so
 // every key, its type, range and when it is required are written down once.
 
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/probe.h"
 
 #include <array>
 #include <cstdint>

@@ -1,9 +1,9 @@
 // kvprobe check: every operation x format x block size with random shapes against the FP64
 // references, the device's pages against the CPU's byte for byte, and the pool against core.
 #include "gpu_probe/backend.h"
-#include "gpu_probe/block_manager.h"
 #include "gpu_probe/ops.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/block_manager.h"
+#include "gpu_probe/run/probe.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -8,8 +8,8 @@
 // string escaping, exact integers and round-trip doubles.
 
 #include "gpu_probe/backend.h"
-#include "gpu_probe/probe.h"
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/results_io.h"
+#include "gpu_probe/run/probe.h"
 
 #include <cstdint>
 #include <string>

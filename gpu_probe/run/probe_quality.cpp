@@ -1,5 +1,5 @@
 // The last two phases of a probe run (probe_run.h): quality against FP64, and the account.
-#include "gpu_probe/probe_run.h"
+#include "gpu_probe/run/probe_run.h"
 
 #include "gpu_probe/ops.h"
 #include "gpu_probe/reference.h"

@@ -2,7 +2,7 @@
 // the same tiled kernel as the AVX2 / AVX-512 units over a vector of W floats held in an array,
 // which the compiler vectorizes for the target's baseline (SSE2, NEON). W = 8, and W = 1 for a
 // head_dim that no wider vector divides. The store's rows go through kv_quant.h's scalar code.
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 #include "gpu_probe/kv_quant.h"
 
 #include <cmath>
@@ -157,14 +157,14 @@ template <class V, int Bytes, float (*Convert)(const std::uint8_t*)> struct Dec 
 namespace portable8 {
 KVL_PORTABLE_KERNELS(8)
 namespace {
-#include "gpu_probe/cpu_simd_kernels.h"
+#include "gpu_probe/cpu/cpu_simd_kernels.h"
 }
 } // namespace portable8
 
 namespace portable1 {
 KVL_PORTABLE_KERNELS(1)
 namespace {
-#include "gpu_probe/cpu_simd_kernels.h"
+#include "gpu_probe/cpu/cpu_simd_kernels.h"
 }
 } // namespace portable1
 

@@ -84,7 +84,7 @@ struct SimdAttention {
     float smScale;
     int maxPartitions;
     int partitionTokens;
-    // split-K outputs, laid out as ops.cpp's AttentionScratch
+    // split-K outputs, laid out as cpu_ops.cpp's AttentionScratch
     float* maxLogit;
     float* expSum;
     float* partial;

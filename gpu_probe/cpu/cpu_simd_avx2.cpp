@@ -1,7 +1,7 @@
 // The CPU kernels for AVX2 with F16C and FMA (x86-64 since Haswell / Zen): 8 floats per vector.
 // Compiled with those -m flags alone (gpu_probe/CMakeLists.txt), so everything here stays in an
 // anonymous namespace and uses nothing inline from a shared header (see cpu_simd.h).
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 
 #include <immintrin.h>
 
@@ -145,7 +145,7 @@ struct DecE4M3 {
     }
 };
 
-#include "gpu_probe/cpu_simd_kernels.h"
+#include "gpu_probe/cpu/cpu_simd_kernels.h"
 
 template <int NG, int NT, class TileT>
 void DecI8::integerLogits(const std::int16_t* q16, int dim, const TileT& tile, int i0, int g0,

@@ -1,7 +1,8 @@
 // The CPU backend: host memory, threads over work items (ops.cpp) running the vector kernels
-// this CPU supports (cpu_simd.h), the steady clock.
+// this CPU supports (cpu_ops.cpp, cpu_simd.h), the steady clock.
 #include "gpu_probe/backend.h"
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_ops.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
@@ -87,7 +88,7 @@ public:
     // Fresh anonymous mappings (not malloc, which recycles resident heap memory): the RSS
     // delta then is an honest second account of what the pool occupies. Linux overcommits, so
     // an mmap that cannot be backed would only fail when touched, by the OOM killer: the run's
-    // memory guard (memory_guard.h) refuses such a run before anything is allocated.
+    // memory guard (run/memory_guard.h) refuses such a run before anything is allocated.
     Result<void*> allocate(std::size_t bytes) override {
         const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
         void* memory =

@@ -1,12 +1,12 @@
 // Reading kvprobe's results files with nlohmann-json, through the field tables of
 // results_schema.h (the writer, probe_json.cpp, iterates the same tables). Compiled only
 // where nlohmann-json is available (gpu_probe/CMakeLists.txt).
-#include "gpu_probe/results_io.h"
+#include "gpu_probe/io/results_io.h"
 
 #include "core/io/files.h"
 #include "core/io/json_fields.h"
-#include "gpu_probe/probe_json.h"
-#include "gpu_probe/results_schema.h"
+#include "gpu_probe/io/probe_json.h"
+#include "gpu_probe/io/results_schema.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "gpu_probe/memory_guard.h"
+#include "gpu_probe/run/memory_guard.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // The CPU kernels for AVX-512 (F, BW, VL, DQ, VNNI) with F16C and FMA: 16 floats per vector.
 // Compiled with those -m flags alone (gpu_probe/CMakeLists.txt), so everything here stays in an
 // anonymous namespace and uses nothing inline from a shared header (see cpu_simd.h).
-#include "gpu_probe/cpu_simd.h"
+#include "gpu_probe/cpu/cpu_simd.h"
 
 #include <immintrin.h>
 
@@ -235,7 +235,7 @@ struct DecE4M3 {
     }
 };
 
-#include "gpu_probe/cpu_simd_kernels.h"
+#include "gpu_probe/cpu/cpu_simd_kernels.h"
 static_assert(kTile == kTileTokens);
 
 template <int NG, int NT, class TileT>

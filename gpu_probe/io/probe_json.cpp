@@ -1,6 +1,6 @@
-#include "gpu_probe/probe_json.h"
+#include "gpu_probe/io/probe_json.h"
 
-#include "gpu_probe/results_schema.h"
+#include "gpu_probe/io/results_schema.h"
 
 #include <charconv>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "gpu_probe/npy.h"
+#include "gpu_probe/io/npy.h"
 
 #include "core/io/files.h"
 #include "gpu_probe/kv_quant.h"

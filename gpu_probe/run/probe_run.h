@@ -17,9 +17,9 @@
 // Each phase returns Status; the first failure (or Cancelled) ends the run.
 
 #include "gpu_probe/backend.h"
-#include "gpu_probe/block_manager.h"
-#include "gpu_probe/memory_guard.h"
-#include "gpu_probe/probe.h"
+#include "gpu_probe/run/block_manager.h"
+#include "gpu_probe/run/memory_guard.h"
+#include "gpu_probe/run/probe.h"
 
 #include <memory>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "gpu_probe/block_manager.h"
+#include "gpu_probe/run/block_manager.h"
 
 #include <algorithm>
 #include <random>
