@@ -35,7 +35,7 @@ ChartWidget* makeChart(QStringView name, QWidget* p) {
 ChartWidget* createChart(const ChartSpec& spec, QWidget* parent) {
     if (spec.table)
         return nullptr;
-    ChartWidget* c = makeChart(QLatin1String(spec.name), parent);
+    ChartWidget* c = makeChart(QString::fromLatin1(spec.name), parent);
     if (c)
         c->setObjectName(chartObjectName(spec));
     return c;
