@@ -11,9 +11,12 @@
 #include "widgets/export/atomic_write.h"
 #include "widgets/probe/probe_panel.h"
 
+#include "core/io/files.h"
+
 #include <QApplication>
 #include <QBuffer>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QImage>
 #include <QPixmap>
 #include <QTabWidget>
@@ -91,6 +94,28 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
                 if (auto ok = widgets::ChartWidget::checkPngSize(size, scale); !ok)
                     return fail("--scale: " + ok.error().message + "; lower --scale or --size");
         }
+    }
+    // The file to write, checked before anything is rendered: its name must say what it will
+    // hold (a PDF never goes out as r.png, a PNG as x.txt), and a path that exists must be a
+    // regular file this process may replace (a device node, FIFO, socket, directory or
+    // symbolic link is refused, exit 2; the OS's reason it cannot be written, exit 1).
+    const std::string outOption = screenshot ? "screenshot" : o.has("report") ? "report" : "out";
+    const std::string outPath = o.value(outOption);
+    if (outOption != "out") {
+        const auto kind = screenshot ? widgets::FileKind::Png : widgets::FileKind::Pdf;
+        const QString suffix = widgets::fileKindSuffix(kind);
+        const QString given = QFileInfo(QString::fromStdString(outPath)).suffix();
+        if (given.compare(suffix, Qt::CaseInsensitive) != 0)
+            return fail("--" + outOption + ": " +
+                        (screenshot ? "the screenshot is a PNG image"
+                                    : "the review report is a PDF document") +
+                        ": name it FILE." + suffix.toStdString() + ", not '" + outPath + "'");
+    }
+    if (Status writable = io::checkWritable(outPath); !writable) {
+        const bool badInput = writable.error().code == ErrorCode::BadFile ||
+                              writable.error().code == ErrorCode::BadInput;
+        return badInput ? fail("--" + outOption + ": " + writable.error().message)
+                        : fail("Could not write " + writable.error().message, 1);
     }
     // Read what the options name before any window exists: one line per problem.
     std::optional<core::Scenario> reference;

@@ -3,12 +3,14 @@
 // Options live in one table: each command accepts only its own, and --help is generated from it.
 // (Hand-written rather than a library: the GPU machine builds this with only CMake, nvcc and a
 // compiler, and the grammar is a handful of --name value pairs.)
+#include "core/io/files.h"
 #include "core/io/model_table.h"
 #include "core/units.h"
 #include "gpu_probe/backend.h"
 #include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/run/probe.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -381,17 +383,23 @@ int cmdRun(const Args& args) {
     auto plan = runPlan(args);
     if (!plan)
         return fail(plan.error());
-    const ProbeResult result = runProbe(*plan);
+    ProbeResult result = runProbe(*plan);
+    // The acceptance rule: the pool's bytes equal core's prediction exactly. A run that breaks
+    // it failed, in its JSON too (status "failed", the reason in "error", the measurements
+    // kept), not only in the exit status.
+    bool mismatch = false;
+    if (result.ok())
+        if (Status matches = checkPoolAgainstPrediction(result); !matches) {
+            result.fail(matches.error());
+            mismatch = true;
+        }
     if (args.has("--json")) {
         printJson(runJson(result));
-    } else if (result.ok()) {
+    } else if (result.ok() || mismatch) {
         printResultText(result);
     }
     if (!result.ok())
         return fail(result.error);
-    // The acceptance rule: the pool's bytes equal core's prediction exactly.
-    if (Status matches = checkPoolAgainstPrediction(result); !matches)
-        return fail(matches.error());
     return 0;
 }
 
@@ -448,49 +456,37 @@ std::string oneLine(const std::string& document) {
     return line + '\n';
 }
 
-// --jsonl FILE: rows appended and flushed as they finish (not an atomic write: the point is
-// that a run killed by a timeout leaves every finished row in the file), each also printed as a
-// table row on stderr.
+// --jsonl FILE: rows appended as they finish (not an atomic write: the point is that a run
+// killed by a timeout leaves every finished row in the file), each also printed as a table row
+// on stderr. io::AppendFile never truncates the file, refuses a FIFO, device or link without
+// blocking on it, and writes each row as one whole line: a write that fails (a full disk) cuts
+// its partial line off again and stops the bench at once, with the OS's reason.
 class RowLog {
 public:
     static Result<RowLog> open(const std::string& path) {
-        std::FILE* file = std::fopen(path.c_str(), "w");
+        auto file = io::AppendFile::open(path);
         if (!file)
-            return Error{ErrorCode::BadInput,
-                         "--jsonl " + path + ": cannot write: " + std::strerror(errno)};
-        return RowLog(file, path);
+            return file.error().prefixed("--jsonl");
+        return RowLog(std::move(*file));
     }
-    RowLog(RowLog&& other) noexcept : m_file(other.m_file), m_path(std::move(other.m_path)) {
-        other.m_file = nullptr;
-    }
-    RowLog(const RowLog&) = delete;
-    RowLog& operator=(const RowLog&) = delete;
-    ~RowLog() {
-        if (m_file)
-            std::fclose(m_file);
-    }
-    void write(const ProbeResult& row, std::size_t index, std::size_t total) {
-        const std::string line = oneLine(runJson(row));
-        if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() ||
-            std::fflush(m_file) != 0)
-            m_failed = true;
+    // False once a row could not be written; the bench stops then.
+    bool write(const ProbeResult& row, std::size_t index, std::size_t total) {
         if (index == 0)
             printBenchHeader(stderr);
         std::fprintf(stderr, "[row %zu/%zu] ", index + 1, total);
         printBenchRow(stderr, row);
+        if (Status written = m_file.appendLine(oneLine(runJson(row))); !written) {
+            m_error = written.error().prefixed("--jsonl");
+            return false;
+        }
+        return true;
     }
-    // A write that failed (a full disk) is reported once, at the end.
-    Status status() const {
-        if (m_failed)
-            return Error{ErrorCode::Io, "--jsonl " + m_path + ": a write failed"};
-        return {};
-    }
+    const std::optional<Error>& error() const { return m_error; }
 
 private:
-    RowLog(std::FILE* file, std::string path) : m_file(file), m_path(std::move(path)) {}
-    std::FILE* m_file = nullptr;
-    std::string m_path;
-    bool m_failed = false;
+    explicit RowLog(io::AppendFile file) : m_file(std::move(file)) {}
+    io::AppendFile m_file;
+    std::optional<Error> m_error;
 };
 
 int cmdBench(const Args& args) {
@@ -504,7 +500,8 @@ int cmdBench(const Args& args) {
         rowLog.emplace(std::move(*opened));
     }
     int lastDecile = -1;
-    const ProbeReport report = runSweep(
+    std::atomic<bool> stop{false}; // set when a row could not be written
+    ProbeReport report = runSweep(
         plan,
         [&](double percent, const std::string& stage) {
             if (int(percent) / 10 != lastDecile) {
@@ -512,20 +509,21 @@ int cmdBench(const Args& args) {
                 std::fprintf(stderr, "[%3.0f%%] %s\n", percent, stage.c_str());
             }
         },
-        nullptr,
+        &stop,
         [&](const ProbeResult& row, std::size_t index, std::size_t total) {
-            if (rowLog)
-                rowLog->write(row, index, total);
+            if (rowLog && !rowLog->write(row, index, total))
+                stop = true;
         });
+    // The sweep stopped because a row could not be written: that is why it failed, in the JSON
+    // as in the message and the exit status.
+    if (rowLog && rowLog->error())
+        report.fail(*rowLog->error());
     if (args.has("--json"))
         printJson(benchJson(report));
     else if (report.ok())
         printBenchText(report);
     if (!report.ok())
         return fail(report.error);
-    if (rowLog)
-        if (Status written = rowLog->status(); !written)
-            return fail(written.error());
     return report.okRows() == int(report.rows.size()) ? 0 : 1;
 }
 

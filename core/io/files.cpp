@@ -1,9 +1,13 @@
 #include "files.h"
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -39,6 +43,94 @@ Error failure(const std::string& path, int err) {
     default:
         return {ErrorCode::Io, path + ": cannot open: " + std::strerror(err)};
     }
+}
+
+// ---- writing helpers ----
+
+// "PATH: No space left on device": the OS's own words for why a write failed.
+Error writeError(const std::string& path, int err) {
+    return {ErrorCode::Io, path + ": " + std::strerror(err)};
+}
+
+// "is a symbolic link (to /dev/null), not a regular file".
+Error symlinkRefusal(const std::string& path) {
+    std::string text = path + ": is a symbolic link";
+    char target[4096];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target);
+    if (n > 0 && std::size_t(n) < sizeof target)
+        text += " (to " + std::string(target, std::size_t(n)) + ")";
+    return {ErrorCode::BadFile, text + ", not a regular file"};
+}
+
+// A descriptor closed on every return path.
+struct Fd {
+    int fd = -1;
+    explicit Fd(int f) : fd(f) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    // Closes now and reports close()'s own error (0 or errno).
+    int close() {
+        const int rc = ::close(std::exchange(fd, -1));
+        return rc == 0 ? 0 : errno;
+    }
+};
+
+// What a writer finds at a path: the folder and the name in it, and the regular file that is
+// there (nullopt when there is none yet).
+struct Target {
+    std::string dir;
+    std::string name;
+    std::optional<struct stat> existing;
+};
+
+// The checks of checkWritable, keeping what they found for replaceFile and AppendFile.
+Result<Target> examine(const std::string& path) {
+    if (path.empty())
+        return Error{ErrorCode::BadInput, "no file name given"};
+    Target t;
+    const auto slash = path.rfind('/');
+    t.dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    t.name = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (t.name.empty() || t.name == "." || t.name == "..")
+        return Error{ErrorCode::BadFile, path + ": names a folder, not a file"};
+    // lstat, not stat: the path itself must be a regular file, never a link to one or to
+    // anything else, and nothing about it is opened before it has been looked at.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return symlinkRefusal(path);
+        if (!S_ISREG(st.st_mode))
+            return Error{ErrorCode::BadFile, path + ": " + notRegular(st.st_mode)};
+        // Decided as for `cp` onto the file: the effective ids, so root may write a 0444 file
+        // and a user gets EACCES; a read-only mount gives EROFS whoever asks.
+        if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0)
+            return writeError(path, errno);
+        t.existing = st;
+    } else if (errno != ENOENT) {
+        return writeError(path, errno); // ENOTDIR, ELOOP in a folder, ENAMETOOLONG, EACCES
+    }
+    // The file is created (or replaced) in its folder, which must take a new entry.
+    if (::faccessat(AT_FDCWD, t.dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+        const int err = errno;
+        return Error{ErrorCode::Io,
+                     path + ": cannot create a file in " + t.dir + ": " + std::strerror(err)};
+    }
+    return t;
+}
+
+// ".a.png.kvl-1f3a-2": a name for the temporary file beside `name`, unlikely to be taken (the
+// caller retries on EEXIST).
+std::string temporaryName(const std::string& name) {
+    static std::atomic<unsigned> counter{0};
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    char tail[64];
+    std::snprintf(tail, sizeof tail, ".kvl-%lx-%llx-%x", static_cast<unsigned long>(::getpid()),
+                  static_cast<unsigned long long>(now), counter.fetch_add(1));
+    return "." + name + tail;
 }
 
 } // namespace
@@ -143,6 +235,198 @@ Result<std::string> readFile(const std::string& path) {
         return Error{ErrorCode::Io, path + ": changed while it was read (it grew)"};
     text.resize(*got);
     return text;
+}
+
+// ---- writing ----
+
+Status checkWritable(const std::string& path) {
+    auto target = examine(path);
+    if (!target)
+        return target.error();
+    return {};
+}
+
+Status replaceFile(const std::string& path, std::string_view bytes) {
+    auto examined = examine(path);
+    if (!examined)
+        return examined.error();
+    const Target& t = *examined;
+    Fd dir(::open(t.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (dir.fd < 0)
+        return writeError(path, errno);
+
+    // An unnamed file (O_TMPFILE, Linux 3.11; open(2)) vanishes by itself if the process dies
+    // before it is linked. File systems without it get a named temporary file, removed on
+    // failure.
+    Fd file(::openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+    std::string tempName; // the temporary file's name in the folder, once it has one
+    if (file.fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        for (int attempt = 0; attempt < 100 && file.fd < 0; ++attempt) {
+            const std::string candidate = temporaryName(t.name);
+            file.fd = ::openat(dir.fd, candidate.c_str(),
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            if (file.fd >= 0)
+                tempName = candidate;
+            else if (errno != EEXIST)
+                break;
+        }
+    }
+    if (file.fd < 0)
+        return writeError(path, errno); // EROFS, EACCES, ENOSPC (no inode left), EDQUOT
+    auto fail = [&](int err) {
+        if (!tempName.empty())
+            ::unlinkat(dir.fd, tempName.c_str(), 0);
+        return writeError(path, err);
+    };
+
+    if (t.existing) {
+        // Keep the replaced file's owner (root writing another user's file, as `cp` onto it
+        // keeps it) and permission bits (the set-id bits are not carried onto an export).
+        struct stat mine {};
+        if (::fstat(file.fd, &mine) != 0)
+            return fail(errno);
+        if (::geteuid() == 0 &&
+            (mine.st_uid != t.existing->st_uid || mine.st_gid != t.existing->st_gid))
+            if (::fchown(file.fd, t.existing->st_uid, t.existing->st_gid) != 0)
+                return fail(errno);
+        if (::fchmod(file.fd, t.existing->st_mode & 0777) != 0)
+            return fail(errno);
+    }
+    for (std::size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return fail(n < 0 ? errno : EIO);
+        done += std::size_t(n);
+    }
+    // Data that never reached the disk (a full disk seen only at writeback, NFS) fails here,
+    // before the file replaces anything.
+    if (::fsync(file.fd) != 0)
+        return fail(errno);
+    if (tempName.empty()) {
+        // Give the unnamed file a name beside the target (open(2)'s O_TMPFILE example), then
+        // rename it over the target: rename(2) replaces the entry atomically.
+        const std::string self = "/proc/self/fd/" + std::to_string(file.fd);
+        for (int attempt = 0; attempt < 100 && tempName.empty(); ++attempt) {
+            const std::string candidate = temporaryName(t.name);
+            if (::linkat(AT_FDCWD, self.c_str(), dir.fd, candidate.c_str(), AT_SYMLINK_FOLLOW) ==
+                    0 ||
+                // Without /proc: AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH (linkat(2)).
+                (errno == ENOENT &&
+                 ::linkat(file.fd, "", dir.fd, candidate.c_str(), AT_EMPTY_PATH) == 0))
+                tempName = candidate;
+            else if (errno != EEXIST)
+                return fail(errno);
+        }
+        if (tempName.empty())
+            return fail(EEXIST);
+    }
+    if (const int err = file.close(); err != 0)
+        return fail(err);
+    // The path may have become a link or a FIFO while the bytes were written: look again
+    // just before the rename (which replaces the entry itself and never follows a link).
+    struct stat now {};
+    if (::lstat(path.c_str(), &now) == 0 && (S_ISLNK(now.st_mode) || !S_ISREG(now.st_mode))) {
+        ::unlinkat(dir.fd, tempName.c_str(), 0);
+        return S_ISLNK(now.st_mode)
+                   ? symlinkRefusal(path)
+                   : Error{ErrorCode::BadFile, path + ": " + notRegular(now.st_mode)};
+    }
+    if (::renameat(dir.fd, tempName.c_str(), dir.fd, t.name.c_str()) != 0)
+        return fail(errno);
+    return {};
+}
+
+AppendFile::AppendFile(int fd, std::string path, bool needsNewline)
+    : m_fd(fd), m_path(std::move(path)), m_needsNewline(needsNewline) {}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)),
+      m_needsNewline(other.m_needsNewline) {}
+
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
+    if (this != &other) {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = std::exchange(other.m_fd, -1);
+        m_path = std::move(other.m_path);
+        m_needsNewline = other.m_needsNewline;
+    }
+    return *this;
+}
+
+AppendFile::~AppendFile() {
+    if (m_fd >= 0)
+        ::close(m_fd);
+}
+
+Result<AppendFile> AppendFile::open(const std::string& path) {
+    auto examined = examine(path);
+    if (!examined)
+        return examined.error();
+    // O_NOFOLLOW: a link put in its place since the lstat is refused (ELOOP), not followed.
+    // O_NONBLOCK: a FIFO put there returns at once (ENXIO without a reader) instead of blocking
+    // the open until a reader comes; fstat then refuses whatever is not a regular file.
+    const int fd = ::open(
+        path.c_str(),
+        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ELOOP)
+            return symlinkRefusal(path);
+        struct stat now {};
+        if (err == ENXIO && ::lstat(path.c_str(), &now) == 0 && !S_ISREG(now.st_mode))
+            return Error{ErrorCode::BadFile, path + ": " + notRegular(now.st_mode)};
+        return writeError(path, err);
+    }
+    AppendFile file(fd, path, false);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        return writeError(path, errno);
+    if (!S_ISREG(st.st_mode))
+        return Error{ErrorCode::BadFile, path + ": " + notRegular(st.st_mode)};
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    if (st.st_size > 0) {
+        // The last byte, through a descriptor of its own (this one is write-only; a file that
+        // cannot be read is taken to end its last line).
+        Fd reader(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+        char last = '\n';
+        if (reader.fd >= 0 && ::pread(reader.fd, &last, 1, st.st_size - 1) == 1)
+            file.m_needsNewline = last != '\n';
+    }
+    return file;
+}
+
+Status AppendFile::appendLine(std::string_view line) {
+    std::string bytes;
+    bytes.reserve(line.size() + 2);
+    if (m_needsNewline)
+        bytes += '\n'; // end the partial line a run killed mid-write left, not glue onto it
+    bytes += line;
+    if (bytes.empty() || bytes.back() != '\n')
+        bytes += '\n';
+    struct stat before {};
+    if (::fstat(m_fd, &before) != 0)
+        return writeError(m_path, errno);
+    // One write() for the line; a short one (the disk filled mid-line) is continued, and the
+    // write that fails gives the reason.
+    for (std::size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::write(m_fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : EIO;
+            // Cut the part of the line that did go out: the file keeps whole lines only.
+            (void)::ftruncate(m_fd, before.st_size);
+            return writeError(m_path, err);
+        }
+        done += std::size_t(n);
+    }
+    m_needsNewline = false;
+    return {};
 }
 
 } // namespace kvl::io

@@ -4,6 +4,14 @@
 // symbolic link loop is refused at once (never opened in a blocking way) and no file larger
 // than one limit is read whole.
 //
+// And the one way KV Ledger and kvprobe write one (replaceFile, AppendFile; the Qt exports reach
+// replaceFile through widgets::writeFileAtomically): a path that exists must be a regular file.
+// A device node, FIFO, socket or directory is refused before anything is opened, and so is a
+// symbolic link, whatever it points to: replacing through it once turned `ln -s /dev/null x.png`
+// into a regular file where /dev/null was. Every refusal and failure is one line naming the
+// path and, where the OS said why, its reason (strerror: "Read-only file system", "No space
+// left on device").
+//
 // Built as its own small library (kvl_files) with no JSON and no Qt dependency, so that
 // kvprobe links it in the probe-only build of the GPU machine as well. POSIX only (Linux):
 // that is where KV Ledger and kvprobe run.
@@ -13,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kvl::io {
 
@@ -59,5 +68,58 @@ private:
 // kMaxFileBytes ("...: is larger than 64 MiB (N bytes)", BadFile). A file that grows while it
 // is read is refused rather than read in part.
 Result<std::string> readFile(const std::string& path);
+
+// ---- writing -------------------------------------------------------------------------------
+
+// Whether `path` may be written, checked before any work is done (a command checks its output
+// paths before it renders anything). Absent (the folder is checked when the file is created),
+// or a regular file that this process may write: what `cp` decides for the same file, so a
+// 0444 file is refused for a user ("Permission denied") and written by root.
+// Refusals, one line "PATH: reason":
+//   BadFile  a symbolic link ("is a symbolic link (to /dev/null), not a regular file"), a
+//            directory, FIFO, character or block device or socket ("is a FIFO (named pipe), not
+//            a regular file"), or a path ending in '/';
+//   Io       the OS's reason it cannot be written (strerror of access(2): "Permission denied",
+//            "Read-only file system").
+Status checkWritable(const std::string& path);
+
+// Replaces `path` with `bytes`, or leaves it exactly as it was. After checkWritable, the bytes go
+// to an unnamed temporary file in the same folder (O_TMPFILE; a named one where the file system
+// has none), every write() and the fsync() checked, and only a complete file is renamed over
+// `path`: a full disk, a kill or a failed write never truncates what was there, and leaves no
+// temporary file behind. A file that is replaced keeps its permission bits (and, written by
+// root, its owner), as `cp` onto it would. Errors: checkWritable's, or Io "PATH: strerror".
+Status replaceFile(const std::string& path, std::string_view bytes);
+
+// A regular file that lines are appended to as they are produced (kvprobe bench --jsonl): the
+// file is never truncated, each line goes out in one write() and is checked at once, and a line
+// the disk could not take whole is cut off again, so the file holds whole lines only. Move-only;
+// closes its descriptor on destruction.
+class AppendFile {
+public:
+    // Creates the file (mode 0666 less the umask) or opens it to append. Refuses what
+    // checkWritable refuses, without opening a special file (a FIFO would block the open), and
+    // opens with O_NOFOLLOW | O_NONBLOCK so that a path swapped for a link or a FIFO meanwhile
+    // is refused too. An existing file whose last line lacks its newline gets one first.
+    static Result<AppendFile> open(const std::string& path);
+
+    AppendFile(AppendFile&& other) noexcept;
+    AppendFile& operator=(AppendFile&& other) noexcept;
+    AppendFile(const AppendFile&) = delete;
+    AppendFile& operator=(const AppendFile&) = delete;
+    ~AppendFile();
+
+    // Appends `line` (a '\n' is added when it lacks one). On a failure (Io "PATH: strerror")
+    // the file is cut back to its length before the call.
+    Status appendLine(std::string_view line);
+
+    const std::string& path() const { return m_path; }
+
+private:
+    AppendFile(int fd, std::string path, bool needsNewline);
+    int m_fd = -1;
+    std::string m_path;
+    bool m_needsNewline = false; // the existing file ended in a partial line
+};
 
 } // namespace kvl::io

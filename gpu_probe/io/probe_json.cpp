@@ -352,6 +352,12 @@ std::string runJson(const ProbeResult& result) {
     rep.date = utcNow();
     rep.host = hostName();
     rep.copyGBs = result.copyGBs;
+    // The document is this one run: its status is the run's at both levels (a failed run once
+    // said "status": "ok" at the top and "failed" in its row).
+    if (!result.ok()) {
+        rep.status = result.status;
+        rep.error = result.error;
+    }
     rep.rows = {result};
     return reportJson(rep);
 }

@@ -75,8 +75,10 @@ Status validatePlan(ProbeRun& run) {
         return badInput("no KV format given");
     if (auto invalid = model.validate())
         return badInput("model: " + *invalid);
+    // A model the probe cannot measure is a value it cannot take, as an unknown one is: bad
+    // input (kvprobe exits 2; gpu_probe/README.md's exit statuses), not a failed run (1).
     if (model.isMla())
-        return Error{ErrorCode::Unsupported,
+        return Error{ErrorCode::BadInput,
                      "model " + model.id +
                          ": MLA latent caches are not probed (full-attention layers only)"};
     result.kvHeads = model.kvHeads;

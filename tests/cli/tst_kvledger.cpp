@@ -2,9 +2,15 @@
 // headless instead of aborting; a Qt option (-reverse, -style S) never swallows the file after
 // it; a FIFO never blocks; headless errors are exactly one line on stderr (no Qt warning before
 // it); on a full disk `kvledger export` fails with exit 1 and leaves the file as it was.
+// Issue 32: every export command leaves a device node, a FIFO, a socket, a directory and a
+// symbolic link (to a FIFO, a device node, a file or nothing) exactly as it was, exit 2; a
+// replaced file keeps its mode; a read-only mount is named as the OS names it; an output's name
+// must say what it will hold.
 
 #include "../widgets/full_disk.h"
+#include "../widgets/special_files.h"
 
+#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QProcessEnvironment>
@@ -72,6 +78,13 @@ private slots:
     void headlessErrorsAreOneLine();
     void exportOnFullDisk();
     void exportWrites();
+    void exportsLeaveSpecialFilesAlone_data();
+    void exportsLeaveSpecialFilesAlone();
+    void exportKeepsTheMode_data();
+    void exportKeepsTheMode();
+    void exportOnReadOnlyMount();
+    void outputNameMatchesItsType_data();
+    void outputNameMatchesItsType();
 
 private:
     QTemporaryDir m_dir;
@@ -240,6 +253,161 @@ void TestKvledger::exportWrites() {
     const QByteArray csv = f.readAll();
     QVERIFY(csv.startsWith("# Llama-3-8B · 1 x H100 SXM 80GB (TP 1)"));
     QVERIFY(csv.contains("\nseries,context_tokens,"));
+}
+
+namespace {
+// The three commands that write a file, with a name of the right kind for each.
+QStringList exportCommand(const QString& command, const QString& path) {
+    if (command == QLatin1String("chart"))
+        return {"export", "--chart", "memory", "--out", path};
+    if (command == QLatin1String("report"))
+        return {"export", "--report", path};
+    return {"--screenshot", path};
+}
+QString exportName(const QString& command) {
+    return command == QLatin1String("report") ? QStringLiteral("out.pdf")
+                                              : QStringLiteral("out.png");
+}
+QStringList entries(const QString& dir) {
+    return QDir(dir).entryList(QDir::AllEntries | QDir::System | QDir::Hidden |
+                               QDir::NoDotAndDotDot);
+}
+} // namespace
+
+void TestKvledger::exportsLeaveSpecialFilesAlone_data() {
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("kind");
+    for (const QString& command : QStringList{"chart", "report", "screenshot"})
+        for (const QString& kind : kvl::test::specialKinds())
+            QTest::addRow("%s over %s", qPrintable(command), qPrintable(kind)) << command << kind;
+}
+
+void TestKvledger::exportsLeaveSpecialFilesAlone() {
+    // The reported cases: `mknod n.png c 1 3`, `mkfifo f.csv` and `ln -s /dev/null x.png` were
+    // each replaced by a regular file, with "wrote" and exit 0 (through the link, as root, it
+    // replaced the machine's /dev/null). Here the node, and a link's target, are the test's own.
+    QFETCH(QString, command);
+    QFETCH(QString, kind);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(exportName(command));
+    if (const QString why = kvl::test::makeSpecial(kind, path); !why.isEmpty()) {
+        if (kind.contains(QLatin1String("device")) && ::geteuid() != 0)
+            QSKIP(qPrintable(why));
+        QFAIL(qPrintable(why));
+    }
+    const QString before = kvl::test::describe(path);
+    const QStringList there = entries(dir.path());
+    const Run r = kvledger(exportCommand(command, path));
+    QVERIFY2(r.finished, "kvledger did not return: it blocked on the FIFO");
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out)); // no "wrote"
+    VERIFY_ONE_LINE(r.err);
+    QVERIFY2(r.err.contains(path + QStringLiteral(": ") + kvl::test::specialReason(kind, path)),
+             qPrintable(r.err));
+    QCOMPARE(kvl::test::describe(path), before);
+    QCOMPARE(entries(dir.path()), there); // nothing written beside it either
+}
+
+void TestKvledger::exportKeepsTheMode_data() {
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<int>("mode");
+    for (const QString& command : QStringList{"chart", "report", "screenshot"})
+        for (const int mode : {0444, 0600, 0755})
+            QTest::addRow("%s over %o", qPrintable(command), mode) << command << mode;
+}
+
+void TestKvledger::exportKeepsTheMode() {
+    // Exporting over a 0444 file left it 0644. As `cp` onto it: root writes it and it stays
+    // 0444; a user is refused with the OS's reason and the file stays as it was.
+    QFETCH(QString, command);
+    QFETCH(int, mode);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(exportName(command));
+    const QByteArray original("the file that was there\n");
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write(original) == original.size());
+    }
+    QCOMPARE(::chmod(QFile::encodeName(path).constData(), mode_t(mode)), 0);
+    const Run r = kvledger(exportCommand(command, path));
+    QVERIFY(r.finished);
+    struct stat st {};
+    QCOMPARE(::stat(QFile::encodeName(path).constData(), &st), 0);
+    QCOMPARE(int(st.st_mode & 07777), mode);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly)); // every mode here lets the owner read
+    if (::geteuid() == 0 || (mode & 0200)) {
+        QVERIFY2(r.rc == 0, qPrintable(r.err));
+        QVERIFY(f.readAll() != original);
+    } else {
+        QCOMPARE(r.rc, 1);
+        VERIFY_ONE_LINE(r.err);
+        QVERIFY2(r.err.contains(path + QStringLiteral(": ") +
+                                QString::fromLocal8Bit(std::strerror(EACCES))),
+                 qPrintable(r.err));
+        QCOMPARE(f.readAll(), original);
+    }
+}
+
+void TestKvledger::exportOnReadOnlyMount() {
+    // The OS's reason, "Read-only file system", not "not writable".
+    kvl::test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    const QByteArray original("series,context_tokens\n");
+    QVERIFY(disk.put(QStringLiteral("t.csv"), original));
+    QVERIFY(disk.makeReadOnly());
+    for (const QString& name : {QStringLiteral("t.csv"), QStringLiteral("new.csv")}) {
+        const QString path = disk.filePath(name);
+        const Run r = kvledger({"export", "--chart", "memory", "--out", path});
+        QCOMPARE(r.rc, 1);
+        QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+        VERIFY_ONE_LINE(r.err);
+        QVERIFY2(r.err.contains(path), qPrintable(r.err));
+        QVERIFY2(r.err.trimmed().endsWith(QString::fromLocal8Bit(std::strerror(EROFS))),
+                 qPrintable(r.err));
+    }
+    QFile f(disk.filePath(QStringLiteral("t.csv")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), original);
+    QVERIFY(!QFile::exists(disk.filePath(QStringLiteral("new.csv"))));
+}
+
+void TestKvledger::outputNameMatchesItsType_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("message");
+    // The reported cases: the report wrote a PDF named r.png, the screenshot a PNG named x.txt.
+    QTest::addRow("report as r.png")
+        << QStringList{"export", "--report"} << QStringLiteral("r.png")
+        << QStringLiteral("kvledger export: --report: the review report is a PDF document: name "
+                          "it FILE.pdf, not '%1'");
+    QTest::addRow("report without a suffix")
+        << QStringList{"export", "--report"} << QStringLiteral("review")
+        << QStringLiteral("kvledger export: --report: the review report is a PDF document: name "
+                          "it FILE.pdf, not '%1'");
+    QTest::addRow("screenshot as x.txt")
+        << QStringList{"--screenshot"} << QStringLiteral("x.txt")
+        << QStringLiteral("kvledger --screenshot: --screenshot: the screenshot is a PNG image: "
+                          "name it FILE.png, not '%1'");
+    QTest::addRow("screenshot as x.pdf")
+        << QStringList{"--screenshot"} << QStringLiteral("x.pdf")
+        << QStringLiteral("kvledger --screenshot: --screenshot: the screenshot is a PNG image: "
+                          "name it FILE.png, not '%1'");
+}
+
+void TestKvledger::outputNameMatchesItsType() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, file);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(file);
+    const Run r = kvledger(args + QStringList{path});
+    QVERIFY(r.finished);
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+    QCOMPARE(r.err, message.arg(path) + QLatin1Char('\n'));
+    QVERIFY(!QFile::exists(path));
 }
 
 QTEST_GUILESS_MAIN(TestKvledger)

@@ -1,9 +1,17 @@
 // io::readFile and io::RegularFile, the one way KV Ledger opens a file it reads (issue 15,
 // item 6): special files are refused at once, never opened in a blocking way; each failure
-// says what the path is; one size limit. Linked against kvl_files alone (no JSON, no Qt in the
-// library), as kvprobe is in the probe-only build.
+// says what the path is; one size limit. And io::replaceFile / io::AppendFile, the one way
+// KV Ledger and kvprobe write one (issue 32, items 1-3 and 15): anything that exists and is not
+// a regular file, symbolic links included, is refused and left as it was; a replaced file keeps
+// its mode; every failure gives the OS's reason; appending never truncates and keeps whole
+// lines on a full disk. Linked against kvl_files alone (no JSON, no Qt in the library), as
+// kvprobe is in the probe-only build.
 #include "core/io/files.h"
 
+#include "../widgets/full_disk.h"
+#include "../widgets/special_files.h"
+
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -26,6 +34,22 @@ std::string writeFile(const QTemporaryDir& dir, const char* name, const std::str
         f.write(bytes.data(), qint64(bytes.size())) != qint64(bytes.size()))
         qFatal("cannot write %s", path.c_str());
     return path;
+}
+
+std::string readAll(const std::string& path) {
+    QFile f(QString::fromStdString(path));
+    return f.open(QIODevice::ReadOnly) ? f.readAll().toStdString() : std::string("<unreadable>");
+}
+
+mode_t modeOf(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : mode_t(-1);
+}
+
+mode_t currentUmask() {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return mask;
 }
 
 } // namespace
@@ -183,6 +207,192 @@ private slots:
         QCOMPARE(::read(fd, header, 1), ssize_t(1));
         QCOMPARE(header[0], 'H');
         ::close(fd);
+    }
+
+    // Each writer refuses every special file with the same one line, and leaves it (and a
+    // link's target) exactly as it was; nothing else appears in the folder.
+    void writeRefusals_data() {
+        QTest::addColumn<QString>("kind");
+        for (const QString& kind : test::specialKinds())
+            QTest::addRow("%s", qPrintable(kind)) << kind;
+    }
+    void writeRefusals() {
+        QFETCH(QString, kind);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("out.png"));
+        if (const QString why = test::makeSpecial(kind, path); !why.isEmpty()) {
+            if (kind.contains(QLatin1String("device")) && ::geteuid() != 0)
+                QSKIP(qPrintable(why));
+            QFAIL(qPrintable(why));
+        }
+        const QString before = test::describe(path);
+        const QStringList entries =
+            QDir(dir.path())
+                .entryList(QDir::AllEntries | QDir::System | QDir::Hidden | QDir::NoDotAndDotDot);
+        const std::string p = path.toStdString();
+        const std::string expected = p + ": " + test::specialReason(kind, path).toStdString();
+        const Status checked = io::checkWritable(p);
+        QVERIFY(!checked);
+        QCOMPARE(checked.error().code, ErrorCode::BadFile);
+        QCOMPARE(checked.error().message, expected);
+        const Status replaced = io::replaceFile(p, "replacement bytes");
+        QVERIFY(!replaced);
+        QCOMPARE(replaced.error().code, ErrorCode::BadFile);
+        QCOMPARE(replaced.error().message, expected);
+        // In the test thread: a FIFO opened for writing without O_NONBLOCK would block here.
+        const auto appended = io::AppendFile::open(p);
+        QVERIFY(!appended);
+        QCOMPARE(appended.error().code, ErrorCode::BadFile);
+        QCOMPARE(appended.error().message, expected);
+        QCOMPARE(test::describe(path), before);
+        QCOMPARE(
+            QDir(dir.path())
+                .entryList(QDir::AllEntries | QDir::System | QDir::Hidden | QDir::NoDotAndDotDot),
+            entries);
+    }
+
+    void writeRefusesFolderNames() {
+        for (const std::string& p : {m_dir.path().toStdString() + "/", std::string("/"),
+                                     m_dir.path().toStdString() + "/.."}) {
+            const Status replaced = io::replaceFile(p, "x");
+            QVERIFY(!replaced);
+            QCOMPARE(replaced.error().code, ErrorCode::BadFile);
+            QCOMPARE(replaced.error().message, p + ": names a folder, not a file");
+        }
+        const Status empty = io::replaceFile("", "x");
+        QVERIFY(!empty);
+        QCOMPARE(empty.error().message, std::string("no file name given"));
+    }
+
+    // replaceFile writes the bytes, creates new files as open(2) with 0666 would, and keeps the
+    // permission bits of a file it replaces; a file `cp` could not write (a user's 0444 file) is
+    // refused with the OS's reason and left alone; root writes it and it stays 0444.
+    void replaceKeepsMode_data() {
+        QTest::addColumn<int>("mode");
+        for (const int mode : {0644, 0600, 0640, 0755, 0444, 0400})
+            QTest::addRow("%o", mode) << mode;
+    }
+    void replaceKeepsMode() {
+        QFETCH(int, mode);
+        QTemporaryDir dir;
+        const std::string path = writeFile(dir, "kept.csv", "the old bytes\n");
+        QCOMPARE(::chmod(path.c_str(), mode_t(mode)), 0);
+        const bool mayWrite = ::geteuid() == 0 || (mode & 0200);
+        const Status written = io::replaceFile(path, "new,bytes\n");
+        QCOMPARE(modeOf(path), mode_t(mode));
+        if (mayWrite) {
+            QVERIFY2(written, written ? "" : written.error().message.c_str());
+            QCOMPARE(readAll(path), std::string("new,bytes\n"));
+        } else {
+            QVERIFY(!written);
+            QCOMPARE(written.error().code, ErrorCode::Io);
+            QCOMPARE(written.error().message, path + ": " + std::strerror(EACCES));
+            QCOMPARE(readAll(path), std::string("the old bytes\n"));
+        }
+        // No temporary file left behind either way.
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden | QDir::System),
+                 QStringList{QStringLiteral("kept.csv")});
+        // A new file: 0666 less the umask, as any program's.
+        const std::string fresh = dir.filePath(QStringLiteral("fresh.csv")).toStdString();
+        QVERIFY(io::replaceFile(fresh, ""));
+        QCOMPARE(modeOf(fresh), mode_t(0666 & ~currentUmask()));
+        QCOMPARE(readAll(fresh), std::string());
+    }
+
+    // A read-only mount: the OS's words, for a file that is there and one that is not, from
+    // every writer; the file is untouched.
+    void readOnlyMount() {
+        test::FullDisk disk;
+        if (!disk.ok())
+            QSKIP(qPrintable(disk.whyNot()));
+        QVERIFY(disk.put(QStringLiteral("there.json"), "{}\n"));
+        QVERIFY(disk.makeReadOnly());
+        const std::string there = disk.filePath(QStringLiteral("there.json")).toStdString();
+        const std::string absent = disk.filePath(QStringLiteral("absent.json")).toStdString();
+        const std::string erofs = std::strerror(EROFS);
+        QCOMPARE(erofs, std::string("Read-only file system"));
+        for (const Status& s : {io::checkWritable(there), io::replaceFile(there, "x")}) {
+            QVERIFY(!s);
+            QCOMPARE(s.error().code, ErrorCode::Io);
+            QCOMPARE(s.error().message, there + ": " + erofs);
+        }
+        const auto appended = io::AppendFile::open(there);
+        QVERIFY(!appended);
+        QCOMPARE(appended.error().message, there + ": " + erofs);
+        const Status created = io::replaceFile(absent, "x");
+        QVERIFY(!created);
+        QCOMPARE(created.error().message,
+                 absent + ": cannot create a file in " + disk.path().toStdString() + ": " + erofs);
+        QCOMPARE(readAll(there), std::string("{}\n"));
+    }
+
+    // A full disk: the OS's reason, the original byte for byte, no temporary file.
+    void replaceOnFullDisk() {
+        test::FullDisk disk;
+        if (!disk.ok())
+            QSKIP(qPrintable(disk.whyNot()));
+        const QByteArray original("the original\n");
+        QVERIFY(disk.put(QStringLiteral("t.csv"), original));
+        QVERIFY(disk.fill());
+        const std::string path = disk.filePath(QStringLiteral("t.csv")).toStdString();
+        const Status s = io::replaceFile(path, std::string(10000, 'n'));
+        QVERIFY(!s);
+        QCOMPARE(s.error().message, path + ": " + std::strerror(ENOSPC));
+        QCOMPARE(readAll(path), original.toStdString());
+        QCOMPARE(disk.files(), (QStringList{QStringLiteral("filler"), QStringLiteral("t.csv")}));
+    }
+
+    // AppendFile appends (never truncates), adds the newline a line lacks, and ends a partial
+    // last line left by an earlier run before its first line.
+    void appendKeepsWhatWasThere_data() {
+        QTest::addColumn<QByteArray>("before"); // "-": no file yet
+        QTest::addColumn<QByteArray>("after");
+        QTest::addRow("new file") << QByteArray("-") << QByteArray("one\ntwo\n");
+        QTest::addRow("empty file") << QByteArray() << QByteArray("one\ntwo\n");
+        QTest::addRow("earlier rows")
+            << QByteArray("{\"row\": 1}\n") << QByteArray("{\"row\": 1}\none\ntwo\n");
+        QTest::addRow("cut-off last row")
+            << QByteArray("{\"row\": 1}\n{\"ro") << QByteArray("{\"row\": 1}\n{\"ro\none\ntwo\n");
+    }
+    void appendKeepsWhatWasThere() {
+        QFETCH(QByteArray, before);
+        QFETCH(QByteArray, after);
+        QTemporaryDir dir;
+        std::string path = dir.filePath(QStringLiteral("rows.jsonl")).toStdString();
+        if (before != "-")
+            path = writeFile(dir, "rows.jsonl", before.toStdString());
+        auto opened = io::AppendFile::open(path);
+        QVERIFY2(opened, opened ? "" : opened.error().message.c_str());
+        QVERIFY(opened->appendLine("one"));
+        QVERIFY(opened->appendLine("two\n"));
+        QCOMPARE(QByteArray::fromStdString(readAll(path)), after);
+    }
+
+    // A line the disk cannot take whole: the OS's reason at once, and the file keeps the whole
+    // lines it had, without the part of the line that did fit.
+    void appendOnFullDisk() {
+        test::FullDisk disk;
+        if (!disk.ok())
+            QSKIP(qPrintable(disk.whyNot()));
+        const QByteArray earlier("{\"row\": 1}\n{\"row\": 2}\n");
+        QVERIFY(disk.put(QStringLiteral("rows.jsonl"), earlier));
+        QVERIFY(disk.fill());
+        // Free one page, so that part of the next line fits and the rest does not.
+        const QByteArray filler = QFile::encodeName(disk.filePath(QStringLiteral("filler")));
+        struct stat st {};
+        QCOMPARE(::stat(filler.constData(), &st), 0);
+        QCOMPARE(::truncate(filler.constData(), st.st_size - 4096), 0);
+        const std::string path = disk.filePath(QStringLiteral("rows.jsonl")).toStdString();
+        auto opened = io::AppendFile::open(path);
+        QVERIFY2(opened, opened ? "" : opened.error().message.c_str());
+        const Status s = opened->appendLine(std::string(3 * 4096, 'x'));
+        QVERIFY(!s);
+        QCOMPARE(s.error().code, ErrorCode::Io);
+        QCOMPARE(s.error().message, path + ": " + std::strerror(ENOSPC));
+        QCOMPARE(QByteArray::fromStdString(readAll(path)), earlier);
+        // A line that fits still goes out whole after it.
+        QVERIFY(opened->appendLine("{\"row\": 3}"));
+        QCOMPARE(QByteArray::fromStdString(readAll(path)), earlier + "{\"row\": 3}\n");
     }
 
 private:

@@ -245,6 +245,8 @@ private slots:
     void writerDoubles();
     void benchRoundTrip();
     void realRunRoundTrip();
+    void runStatusAtEveryLevel_data();
+    void runStatusAtEveryLevel();
     void rejects_data();
     void rejects();
     void corpusLoads_data();
@@ -493,6 +495,34 @@ void TestResultsIo::realRunRoundTrip() {
     compareRows(expect, r.rows[0]);
     QCOMPARE(r.rows[0].device, run.device);
     QCOMPARE(r.rows[0].backend, std::string("cpu"));
+}
+
+void TestResultsIo::runStatusAtEveryLevel_data() {
+    QTest::addColumn<int>("status");
+    QTest::addRow("ok") << int(ProbeStatus::Ok);
+    QTest::addRow("failed") << int(ProbeStatus::Failed);
+    QTest::addRow("cancelled") << int(ProbeStatus::Cancelled);
+}
+
+void TestResultsIo::runStatusAtEveryLevel() {
+    // A `run` document is one run: the top level says what its row says (a failed run said
+    // "status": "ok" at the top level, issue 32 item 8), and the error is the row's.
+    QFETCH(int, status);
+    ProbeResult run = sampleRow("int8", "INT8", 2, 512, true, true);
+    if (ProbeStatus(status) == ProbeStatus::Failed)
+        run.fail(Error{ErrorCode::Internal, "pool of 1 B differs from core's prediction of 2 B"});
+    else if (ProbeStatus(status) == ProbeStatus::Cancelled)
+        run.fail(Error{ErrorCode::Cancelled, "cancelled"});
+    const std::string text = runJson(run);
+    auto parsed = parseProbeReport(text, "run.json");
+    if (!parsed)
+        QFAIL(parsed.error().message.c_str());
+    QCOMPARE(int(parsed->status), status);
+    QCOMPARE(parsed->error.message, run.error.message);
+    QCOMPARE(parsed->rows.size(), std::size_t(1));
+    QCOMPARE(int(parsed->rows[0].status), status);
+    // The measurements of a run that failed its acceptance check are kept.
+    QCOMPARE(parsed->rows[0].poolBytes, run.poolBytes);
 }
 
 void TestResultsIo::rejects_data() {

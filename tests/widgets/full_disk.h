@@ -2,7 +2,8 @@
 // A real full disk for the save and export tests: a 64 KiB tmpfs the test mounts over a
 // temporary directory (mount -t tmpfs -o size=64k tmpfs DIR), a file put there first, then
 // the rest filled to the brim so that not one more byte fits. Mounting needs root or
-// CAP_SYS_ADMIN (CI runs as root); where it is not allowed the test skips, saying why.
+// CAP_SYS_ADMIN (CI runs as root); where it is not allowed the test skips, saying why. The same
+// mount, remounted read-only, is the read-only file system of the write tests.
 
 #include <QByteArray>
 #include <QDir>
@@ -65,6 +66,16 @@ public:
     bool put(const QString& name, const QByteArray& bytes) const {
         QFile f(filePath(name));
         return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size() && f.flush();
+    }
+
+    // Remounts the file system read-only (after put()): every write then fails with EROFS.
+    bool makeReadOnly() const {
+#ifdef Q_OS_LINUX
+        return m_mounted && ::mount("tmpfs", QFile::encodeName(m_dir.path()).constData(), "tmpfs",
+                                    MS_REMOUNT | MS_RDONLY, "size=64k") == 0;
+#else
+        return false;
+#endif
     }
 
     // Grows a file named "filler" until the file system refuses a single byte more.

@@ -3,12 +3,15 @@
 // CSV starts with, PNG scale, the two-page review report, and the headless `export` /
 // `--screenshot` commands. On a full
 // disk every save and export fails with a message naming the file and leaves the previous
-// file byte for byte as it was.
+// file byte for byte as it was. Issue 32: the writer refuses what is not a regular file
+// (symbolic links included) and leaves it as it was, keeps a replaced file's mode, gives the
+// OS's reason on a read-only mount, and writes a PNG, PDF or SVG only under its own suffix.
 
 #include "cli.h"
 #include "full_disk.h"
 #include "headless.h"
 #include "main_window.h"
+#include "special_files.h"
 
 #include "widgets/charts/chart_registry.h"
 #include "widgets/charts/chart_widget.h"
@@ -140,6 +143,13 @@ private slots:
     void headlessReferenceErrors_data();
     void headlessReferenceErrors();
     void unitsSameAsLedger();
+    void writerRefusesSpecialFiles_data();
+    void writerRefusesSpecialFiles();
+    void writerKeepsTheMode_data();
+    void writerKeepsTheMode();
+    void writerOnReadOnlyMount();
+    void writerChecksTheSuffix_data();
+    void writerChecksTheSuffix();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -618,6 +628,157 @@ void TestExport::unitsSameAsLedger() {
              2);
     QCOMPARE(QString::fromStdString(e.str()),
              QStringLiteral("kvledger export: --units: expected gib or gb, got 'TB'\n"));
+}
+
+namespace {
+const QByteArray kPng = QByteArray("\x89PNG\r\n\x1a\n", 8) + QByteArray(40, 'x') +
+                        QByteArray("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+const QByteArray kPdf("%PDF-1.4\n1 0 obj\n%%EOF\n");
+const QByteArray kSvg("<?xml version=\"1.0\"?><svg></svg>\n");
+} // namespace
+
+void TestExport::writerRefusesSpecialFiles_data() {
+    QTest::addColumn<QString>("what");
+    QTest::addColumn<QString>("kind");
+    for (const QString& what : QStringList{"writer", "save", "chart", "report"})
+        for (const QString& kind : test::specialKinds())
+            QTest::addRow("%s over %s", qPrintable(what), qPrintable(kind)) << what << kind;
+}
+
+void TestExport::writerRefusesSpecialFiles() {
+    // The window's own saves and exports, which take the same writer: a device node, FIFO,
+    // socket, directory or link is refused with one line naming it, and left as it was.
+    QFETCH(QString, what);
+    QFETCH(QString, kind);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(what == QLatin1String("save") ? QStringLiteral("s.kvl.json")
+                                      : what == QLatin1String("report") ? QStringLiteral("r.pdf")
+                                                                        : QStringLiteral("c.png"));
+    if (const QString why = test::makeSpecial(kind, path); !why.isEmpty()) {
+        if (kind.contains(QLatin1String("device")) && ::geteuid() != 0)
+            QSKIP(qPrintable(why));
+        QFAIL(qPrintable(why));
+    }
+    const QString before = test::describe(path);
+    QString message;
+    if (what == QLatin1String("writer")) {
+        const auto st = widgets::writeFileAtomically(path, kPng, widgets::FileKind::Png);
+        QVERIFY(!st.ok());
+        message = QString::fromStdString(st.error().message);
+    } else if (what == QLatin1String("save")) {
+        QSignalSpy errors(m_window.get(), &MainWindow::errorRaised);
+        QVERIFY(!m_window->saveScenarioFile(path));
+        QCOMPARE(errors.count(), 1);
+        message = errors.at(0).at(1).toString();
+    } else if (what == QLatin1String("report")) {
+        QVERIFY(!m_window->exportReport(path, &message));
+    } else {
+        QVERIFY(
+            !m_window->exportChart(QStringLiteral("memory"), path, 1.0, QSize(800, 500), &message));
+    }
+    QCOMPARE(message,
+             QStringLiteral("Could not write %1: %2").arg(path, test::specialReason(kind, path)));
+    QCOMPARE(test::describe(path), before);
+}
+
+void TestExport::writerKeepsTheMode_data() {
+    QTest::addColumn<int>("mode");
+    for (const int mode : {0444, 0600, 0640, 0755})
+        QTest::addRow("%o", mode) << mode;
+}
+
+void TestExport::writerKeepsTheMode() {
+    // A replaced file keeps its permission bits (a 0444 file came out 0644); a user may not
+    // write a 0444 file at all, and hears the OS's reason.
+    QFETCH(int, mode);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("m.csv"));
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write("old\n") == 4);
+    }
+    const QByteArray p = QFile::encodeName(path);
+    QCOMPARE(::chmod(p.constData(), mode_t(mode)), 0);
+    const auto st = widgets::writeFileAtomically(path, "new\n");
+    struct stat after {};
+    QCOMPARE(::stat(p.constData(), &after), 0);
+    QCOMPARE(int(after.st_mode & 07777), mode);
+    if (::geteuid() == 0 || (mode & 0200)) {
+        QVERIFY2(st.ok(), st.ok() ? "" : st.error().message.c_str());
+        QCOMPARE(readAll(path), QByteArray("new\n"));
+    } else {
+        QVERIFY(!st.ok());
+        QCOMPARE(QString::fromStdString(st.error().message),
+                 QStringLiteral("Could not write %1: %2")
+                     .arg(path, QString::fromLocal8Bit(std::strerror(EACCES))));
+        QCOMPARE(readAll(path), QByteArray("old\n"));
+    }
+}
+
+void TestExport::writerOnReadOnlyMount() {
+    // "Could not write F: Read-only file system" (it said "not writable"), from the writer and
+    // from the window's save and export.
+    test::FullDisk disk;
+    if (!disk.ok())
+        QSKIP(qPrintable(disk.whyNot()));
+    const QByteArray original("{}\n");
+    for (const char* name : {"s.kvl.json", "m.png"})
+        QVERIFY(disk.put(QLatin1String(name), original));
+    QVERIFY(disk.makeReadOnly());
+    const QString erofs = QString::fromLocal8Bit(std::strerror(EROFS));
+    const QString save = disk.filePath(QStringLiteral("s.kvl.json"));
+    const QString png = disk.filePath(QStringLiteral("m.png"));
+    QSignalSpy errors(m_window.get(), &MainWindow::errorRaised);
+    QVERIFY(!m_window->saveScenarioFile(save));
+    QCOMPARE(errors.count(), 1);
+    QCOMPARE(errors.at(0).at(1).toString(),
+             QStringLiteral("Could not write %1: %2").arg(save, erofs));
+    QString message;
+    QVERIFY(!m_window->exportChart(QStringLiteral("memory"), png, 1.0, QSize(800, 500), &message));
+    QCOMPARE(message, QStringLiteral("Could not write %1: %2").arg(png, erofs));
+    QCOMPARE(readAll(save), original);
+    QCOMPARE(readAll(png), original);
+}
+
+void TestExport::writerChecksTheSuffix_data() {
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("refusal"); // empty: written
+    using widgets::FileKind;
+    QTest::addRow("pdf as .png") << int(FileKind::Pdf) << kPdf << QStringLiteral("r.png")
+                                 << QStringLiteral("a PDF document is named *.pdf");
+    QTest::addRow("pdf without suffix") << int(FileKind::Pdf) << kPdf << QStringLiteral("review")
+                                        << QStringLiteral("a PDF document is named *.pdf");
+    QTest::addRow("png as .txt") << int(FileKind::Png) << kPng << QStringLiteral("x.txt")
+                                 << QStringLiteral("a PNG image is named *.png");
+    QTest::addRow("svg as .png") << int(FileKind::Svg) << kSvg << QStringLiteral("c.png")
+                                 << QStringLiteral("an SVG image is named *.svg");
+    QTest::addRow("pdf as .PDF") << int(FileKind::Pdf) << kPdf << QStringLiteral("R.PDF")
+                                 << QString();
+    QTest::addRow("png as .png") << int(FileKind::Png) << kPng << QStringLiteral("x.png")
+                                 << QString();
+    QTest::addRow("data under any name")
+        << int(FileKind::Data) << QByteArray("a,b\n") << QStringLiteral("t.txt") << QString();
+}
+
+void TestExport::writerChecksTheSuffix() {
+    QFETCH(int, kind);
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, name);
+    QFETCH(QString, refusal);
+    QTemporaryDir dir;
+    const QString path = dir.filePath(name);
+    const auto st = widgets::writeFileAtomically(path, bytes, widgets::FileKind(kind));
+    if (refusal.isEmpty()) {
+        QVERIFY2(st.ok(), st.ok() ? "" : st.error().message.c_str());
+        QCOMPARE(readAll(path), bytes);
+        return;
+    }
+    QVERIFY(!st.ok());
+    QCOMPARE(QString::fromStdString(st.error().message),
+             QStringLiteral("Could not write %1: %2").arg(path, refusal));
+    QVERIFY(!QFileInfo::exists(path));
 }
 
 QTEST_MAIN(TestExport)

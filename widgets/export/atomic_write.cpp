@@ -1,8 +1,11 @@
 #include "widgets/export/atomic_write.h"
 
+#include "core/io/files.h"
+
 #include <QCoreApplication>
 #include <QDir>
-#include <QSaveFile>
+#include <QFile>
+#include <QFileInfo>
 
 namespace kvl::widgets {
 
@@ -10,12 +13,6 @@ namespace {
 
 QString tr(const char* text) {
     return QCoreApplication::translate("kvl::widgets::AtomicWrite", text);
-}
-
-Error ioError(const QString& path, const QString& why) {
-    return makeError(
-        ErrorCode::Io,
-        tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), why).toStdString());
 }
 
 // The trailer must sit within the last few bytes (writers may end with a newline or two).
@@ -54,27 +51,42 @@ Status verifyFileContent(const QByteArray& bytes, FileKind kind, const QString& 
         tr("Could not render %1: %2").arg(QDir::toNativeSeparators(path), problem).toStdString());
 }
 
+QString fileKindSuffix(FileKind kind) {
+    switch (kind) {
+    case FileKind::Data:
+        return {};
+    case FileKind::Png:
+        return QStringLiteral("png");
+    case FileKind::Pdf:
+        return QStringLiteral("pdf");
+    case FileKind::Svg:
+        return QStringLiteral("svg");
+    }
+    return {};
+}
+
 Status writeFileAtomically(const QString& path, const QByteArray& bytes, FileKind kind) {
+    if (path.isEmpty())
+        return makeError(ErrorCode::BadInput,
+                         tr("Could not write: no file name given").toStdString());
     if (auto ok = verifyFileContent(bytes, kind, path); !ok)
         return ok;
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly))
-        return ioError(path, file.errorString());
-    auto fail = [&] {
-        const QString why = file.errorString();
-        file.cancelWriting(); // commit() will not replace the file now
-        return ioError(path, why);
-    };
-    for (qsizetype done = 0; done < bytes.size();) {
-        const qint64 n = file.write(bytes.constData() + done, bytes.size() - done);
-        if (n <= 0)
-            return fail();
-        done += n;
+    if (const QString suffix = fileKindSuffix(kind);
+        !suffix.isEmpty() && QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0) {
+        const QString what = kind == FileKind::Png   ? tr("a PNG image")
+                             : kind == FileKind::Pdf ? tr("a PDF document")
+                                                     : tr("an SVG image");
+        return makeError(ErrorCode::BadInput, tr("Could not write %1: %2 is named *.%3")
+                                                  .arg(QDir::toNativeSeparators(path), what, suffix)
+                                                  .toStdString());
     }
-    if (!file.flush())
-        return fail();
-    if (!file.commit())
-        return ioError(path, file.errorString());
+    const auto written =
+        io::replaceFile(QFile::encodeName(path).toStdString(),
+                        std::string_view(bytes.constData(), std::size_t(bytes.size())));
+    if (!written)
+        return Error{written.error().code, tr("Could not write %1")
+                                               .arg(QString::fromStdString(written.error().message))
+                                               .toStdString()};
     return {};
 }
 
