@@ -1,0 +1,253 @@
+#include "options.h"
+
+#include "text.h"
+
+#include "app/cli.h"
+#include "widgets/charts/chart_registry.h"
+
+#include "core/io/scenario_args.h"
+#include "core/io/scenario_file.h"
+#include "core/scenario.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+namespace kvl::app {
+
+namespace cli {
+
+namespace {
+
+// A file name, not the next option swallowed as one (`--screenshot --help` must not write a
+// file named "--help"); a file that starts with a dash is still ./-name.
+Status fileName(const std::string& v) {
+    if (v.empty())
+        return bad("expected a file name, got ''");
+    if (v[0] == '-')
+        return bad("expected a file name, got the option '" + v + "' (write ./" + v +
+                   " for a file of that name)");
+    return {};
+}
+
+Status positiveInt(const std::string& v, std::int64_t hi) {
+    std::int64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+        return bad("expected a whole number, got '" + v + "'");
+    if (n < 1 || n > hi)
+        return bad("must be between 1 and " + std::to_string(hi) + ", got " + v);
+    return {};
+}
+
+std::string sizeText(QSize s) {
+    return std::to_string(s.width()) + "x" + std::to_string(s.height());
+}
+
+} // namespace
+
+const std::vector<AppOption>& appOptions() {
+    static const std::vector<AppOption> options = [] {
+        std::string charts;
+        for (const auto& c : widgets::chartSpecs()) {
+            if (!charts.empty())
+                charts += ", ";
+            charts +=
+                std::string(c.name) + " (" + widgets::formatSuffixes(c.formats).toStdString() + ")";
+        }
+        return std::vector<AppOption>{
+            {"json", "", "print JSON instead of a table"},
+            {"units", "U",
+             "gib (GiB, 2^30 bytes) or gb (GB, 10^9 bytes) for the figures shown (default gib)",
+             [](const std::string& v) -> Status {
+                 auto u = parseUnits(v);
+                 return u ? Status{} : Status{u.error()};
+             }},
+            {"chart", "NAME",
+             "the chart or table to export: " + charts +
+                 "; quality, speed and probe show --probe-results",
+             [](const std::string& v) -> Status {
+                 if (widgets::findChartSpec(QString::fromStdString(v)))
+                     return {};
+                 return bad("expected " + widgets::chartNames().toStdString() + ", got '" + v +
+                            "'");
+             }},
+            {"out", "FILE", "the file --chart writes; its suffix picks the format", fileName},
+            {"report", "FILE.pdf",
+             "the review report: scenario, charts, lever ladder and vLLM command (PDF), and a "
+             "measured page with --probe-results",
+             fileName},
+            {"scale", "F",
+             "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
+                 fixed(kMaxScale, 0) + ", at most " + fixed(widgets::kMaxPngPixels / 1e6, 0) +
+                 " megapixels (default 1)",
+             [](const std::string& v) -> Status {
+                 auto s = parseScale(v);
+                 return s ? Status{} : Status{s.error()};
+             }},
+            {"size", "WxH",
+             "chart size in pixels (default " + sizeText(kDefaultChartSize) +
+                 "), or the window's for --screenshot (default " + sizeText(kDefaultWindowSize) +
+                 "); " + std::to_string(kMinWidth) + "x" + std::to_string(kMinHeight) + " to " +
+                 std::to_string(kMaxSide) + "x" + std::to_string(kMaxSide),
+             [](const std::string& v) -> Status {
+                 auto s = parseSize(v);
+                 return s ? Status{} : Status{s.error()};
+             }},
+            {"reference", "FILE", "pin a saved scenario (.kvl.json) as the dashed reference",
+             fileName},
+            {"probe-results", "FILE",
+             "measured points from kvprobe bench --json or kvprobe run --json", fileName},
+            {"screenshot", "FILE.png", "the PNG of the whole window to write", fileName},
+            {"users", "N", "concurrent requests to hold, each of --context tokens",
+             [](const std::string& v) -> Status { return positiveInt(v, core::kMaxRequests); }},
+            {"all-gpus", "",
+             "try every GPU of the catalog (else each --gpu given, or the "
+             "scenario's)"},
+            {"max-gpus", "N", "the most GPUs a plan may use (default 64)",
+             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+            {"gpus-per-node", "N",
+             "GPUs in one node: a layout whose TP x PP fits in one ranks first (default 8)",
+             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+            {"rank", "R",
+             "order the layouts of the fewest GPUs by gpus (capacity) or throughput (default "
+             "gpus)",
+             [](const std::string& v) -> Status {
+                 return v == "gpus" || v == "throughput"
+                            ? Status{}
+                            : Status{bad("expected gpus or throughput, got '" + v + "'")};
+             }},
+            {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
+             [](const std::string& v) -> Status {
+                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
+                            ? Status{}
+                            : Status{bad("expected ledger, measured, speed or deployment, got '" +
+                                         v + "'")};
+             }},
+            {"theme", "T", "light or dark (default light)",
+             [](const std::string& v) -> Status {
+                 return v == "light" || v == "dark"
+                            ? Status{}
+                            : Status{bad("expected light or dark, got '" + v + "'")};
+             }},
+        };
+    }();
+    return options;
+}
+
+const AppOption* findAppOption(std::string_view name) {
+    for (const auto& o : appOptions())
+        if (o.name == name)
+            return &o;
+    return nullptr;
+}
+
+const std::vector<CommandSpec>& commands() {
+    static const std::vector<CommandSpec> table{
+        {"",
+         {"[FILE.kvl.json]"},
+         "open the explorer window, on a saved scenario when given (Qt's own options, such as "
+         "-style or -reverse, work too)",
+         {},
+         false,
+         1},
+        {"ledger",
+         {"ledger [options]"},
+         "the KV ledger of one scenario: bytes per token and request, the pool, vLLM's blocks "
+         "and concurrency, the lever ladder",
+         {"json", "units"},
+         true},
+        {"plan",
+         {"plan --users N [--gpu ID ...|--all-gpus] [options]"},
+         "the deployment planner: for each GPU kind, the fewest GPUs and the TP x PP x DP "
+         "layouts vLLM accepts that hold N users at --context, best first",
+         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "json", "units"},
+         true},
+        {"models", {"models [--json]"}, "the model catalog (resources/models.json)", {"json"}},
+        {"gpus", {"gpus [--json]"}, "the GPU catalog (resources/gpus.json)", {"json"}},
+        {"export",
+         {"export --chart NAME --out FILE [options]", "export --report FILE.pdf [options]"},
+         "a chart, a table or the review report, written without a window",
+         {"chart", "out", "report", "scale", "size", "units", "reference", "probe-results"},
+         true},
+        {"--screenshot",
+         {"--screenshot FILE.png [options]"},
+         "a PNG of the whole window, without a display",
+         {"screenshot", "size", "units", "reference", "probe-results", "tab", "theme"},
+         true},
+    };
+    return table;
+}
+
+const CommandSpec* findCommand(std::string_view name) {
+    for (const auto& c : commands())
+        if (c.name == name)
+            return &c;
+    return nullptr;
+}
+
+QString q(std::string_view s) {
+    return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+QList<QCommandLineOption> ownOptions(const CommandSpec& c) {
+    QList<QCommandLineOption> out;
+    for (const auto name : c.options) {
+        const AppOption* o = findAppOption(name);
+        out.append(QCommandLineOption(q(o->name), q(o->help), q(o->valueName)));
+    }
+    out.append(QCommandLineOption({QStringLiteral("h"), QStringLiteral("help")},
+                                  QStringLiteral("show this help")));
+    return out;
+}
+
+QList<QCommandLineOption> scenarioParserOptions() {
+    const core::Scenario base = io::defaultScenario();
+    QList<QCommandLineOption> out;
+    for (const auto& o : io::scenarioOptions())
+        out.append(QCommandLineOption(q(o.name), q(io::scenarioOptionDescription(o, base)),
+                                      q(o.valueName)));
+    return out;
+}
+
+} // namespace cli
+
+using cli::bad;
+using cli::fixed;
+using cli::q;
+
+Result<double> parseScale(std::string_view text) {
+    const std::string t(text);
+    char* end = nullptr;
+    const double v = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < kMinScale ||
+        v > kMaxScale)
+        return bad("expected a number from " + fixed(kMinScale, 2) + " to " + fixed(kMaxScale, 0) +
+                   ", got '" + t + "'");
+    return v;
+}
+
+Result<QSize> parseSize(std::string_view text) {
+    const QString t = q(text);
+    const QStringList parts = t.split(QLatin1Char('x'));
+    bool okW = false, okH = false;
+    const int w = parts.size() == 2 ? parts[0].toInt(&okW) : 0;
+    const int h = parts.size() == 2 ? parts[1].toInt(&okH) : 0;
+    if (!okW || !okH || w < kMinWidth || h < kMinHeight || w > kMaxSide || h > kMaxSide)
+        return bad("expected WIDTHxHEIGHT from " + std::to_string(kMinWidth) + "x" +
+                   std::to_string(kMinHeight) + " to " + std::to_string(kMaxSide) + "x" +
+                   std::to_string(kMaxSide) + " (e.g. 1600x1000), got '" + std::string(text) + "'");
+    return QSize(w, h);
+}
+
+Result<core::UnitSystem> parseUnits(std::string_view text) {
+    const QString t = q(text).toLower();
+    if (t == QLatin1String("gib"))
+        return core::UnitSystem::Binary;
+    if (t == QLatin1String("gb"))
+        return core::UnitSystem::Decimal;
+    return bad("expected gib or gb, got '" + std::string(text) + "'");
+}
+
+} // namespace kvl::app

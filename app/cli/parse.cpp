@@ -1,0 +1,137 @@
+#include "app/cli.h"
+
+#include "options.h"
+
+#include "core/io/scenario_args.h"
+#include "core/io/scenario_file.h"
+
+#include <QCommandLineOption>
+#include <QCommandLineParser>
+#include <QStringList>
+
+namespace kvl::app {
+
+namespace {
+
+using cli::AppOption;
+using cli::bad;
+using cli::CommandSpec;
+using cli::findAppOption;
+using cli::findCommand;
+using cli::ownOptions;
+using cli::q;
+using cli::scenarioParserOptions;
+
+std::string commandTitle(const CommandSpec& c) {
+    return c.name.empty() ? std::string("kvledger") : "kvledger " + std::string(c.name);
+}
+
+// What the user typed for an option Qt calls `name` ("frobnicate" -> "--frobnicate=1").
+std::string typedOption(const QStringList& argv, const QString& name) {
+    for (const QString& a : argv) {
+        QString n = a;
+        while (n.startsWith(QLatin1Char('-')))
+            n.remove(0, 1);
+        if (a.startsWith(QLatin1Char('-')) && n.section(QLatin1Char('='), 0, 0) == name)
+            return a.section(QLatin1Char('='), 0, 0).toStdString();
+    }
+    return (name.size() == 1 ? "-" : "--") + name.toStdString();
+}
+
+Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv) {
+    QCommandLineParser p;
+    // "-help" and "--help" alike: no option of ours is a bundle of one-letter flags.
+    p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+    const QList<QCommandLineOption> own = ownOptions(c);
+    p.addOptions(own);
+    if (c.scenario)
+        p.addOptions(scenarioParserOptions());
+    const std::string see = " (see " + commandTitle(c) + " --help)";
+    // Help wins wherever it is, even where an option would take it as its value
+    // (`kvledger --screenshot --help`).
+    if (argv.mid(1).contains(QStringLiteral("--help")) ||
+        argv.mid(1).contains(QStringLiteral("-h"))) {
+        Invocation inv;
+        inv.command = std::string(c.name);
+        inv.help = true;
+        return inv;
+    }
+    if (!p.parse(argv)) {
+        if (!p.unknownOptionNames().isEmpty())
+            return bad("unknown option '" + typedOption(argv, p.unknownOptionNames().front()) +
+                       "'" + see);
+        // Qt's own one line, e.g. "Missing value after '--context'."
+        QString e = p.errorText();
+        if (e.endsWith(QLatin1Char('.')))
+            e.chop(1);
+        if (!e.isEmpty())
+            e[0] = e[0].toLower();
+        return bad(e.toStdString());
+    }
+    Invocation inv;
+    inv.command = std::string(c.name);
+    if (p.isSet(QStringLiteral("help"))) {
+        inv.help = true;
+        return inv;
+    }
+    for (const auto name : c.options) {
+        const AppOption* o = findAppOption(name);
+        if (!p.isSet(q(name)))
+            continue;
+        const std::string v = o->valueName.empty() ? std::string() : p.value(q(name)).toStdString();
+        if (o->check)
+            if (auto ok = o->check(v); !ok)
+                return ok.error().prefixed("--" + std::string(name));
+        inv.options.emplace(std::string(name), v);
+    }
+    // After the options: `--out --units gb` is about --out, not about a stray "gb".
+    const QStringList positional = p.positionalArguments();
+    if (positional.size() > c.maxPositional)
+        return bad("unexpected argument '" + positional.value(c.maxPositional).toStdString() + "'" +
+                   see);
+    for (const QString& a : positional)
+        inv.positional.push_back(a.toStdString());
+    if (inv.has("units"))
+        inv.units = *parseUnits(inv.value("units"));
+    if (c.scenario) {
+        std::vector<io::GivenOption> given;
+        for (const auto& o : io::scenarioOptions())
+            if (p.isSet(q(o.name)))
+                given.push_back({std::string(o.name), o.valueName.empty()
+                                                          ? std::string()
+                                                          : p.value(q(o.name)).toStdString()});
+        auto s = io::applyScenarioOptions(given, io::defaultScenario());
+        if (!s)
+            return s.error();
+        if (auto problem = s->validate())
+            return bad(*problem);
+        inv.scenario = *s;
+        if (c.name == "plan")
+            for (const QString& g : p.values(QStringLiteral("gpu")))
+                inv.gpus.push_back(g.toStdString());
+    }
+    return inv;
+}
+
+} // namespace
+
+std::string Invocation::value(std::string_view name) const {
+    const auto it = options.find(name);
+    return it == options.end() ? std::string() : it->second;
+}
+
+Result<Invocation> parseCommand(std::string_view command, const std::vector<std::string>& args) {
+    const CommandSpec* c = findCommand(command);
+    if (!c)
+        return bad("unknown command '" + std::string(command) + "' (see kvledger --help)");
+    QStringList argv{QStringLiteral("kvledger")};
+    for (const auto& a : args)
+        argv << QString::fromStdString(a);
+    return parseArguments(*c, argv);
+}
+
+Result<Invocation> parseWindowArguments(const QStringList& arguments) {
+    return parseArguments(*findCommand(""), arguments);
+}
+
+} // namespace kvl::app

@@ -1,0 +1,255 @@
+#include "tables.h"
+
+#include "text.h"
+
+#include "app/cli.h"
+
+#include "core/engine.h"
+#include "core/io/ledger_json.h"
+#include "core/io/scenario_file.h"
+#include "core/speed.h"
+#include "core/vllm_command.h"
+
+#include <iomanip>
+#include <sstream>
+#include <string>
+
+namespace kvl::app::cli {
+
+namespace {
+
+using core::formatBytes;
+using core::withThousands;
+
+std::string fixed2(double v) {
+    return fixed(v, 2);
+}
+
+// "1.25 GiB (1,342,177,280 B)"
+std::string bytesText(std::int64_t b, core::UnitSystem u) {
+    return formatBytes(b, u) + " (" + withThousands(b) + " B)";
+}
+
+// The scenario: model, GPUs, geometry, attention, KV format, paging and prefix.
+void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
+    out << printable(s.model.name) << " on " << s.hardware.gpuCount << " x "
+        << printable(s.hardware.gpu.name) << "\n";
+    out << "  " << s.model.geometrySummary() << "\n";
+    out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format)
+        << ", "
+        << (r.blockSize > 0 ? "paged " + std::to_string(r.blockSize) : std::string("contiguous"));
+    if (s.levers.prefix.enabled)
+        out << ", prefix " << withThousands(s.levers.prefix.sharedTokens) << " tokens x "
+            << (s.levers.prefix.sharingRequests > 0
+                    ? std::to_string(s.levers.prefix.sharingRequests)
+                    : std::string("all"));
+    out << "\n\n";
+}
+
+// One row per ledger figure, the bytes in `u` and exact.
+void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
+                     core::UnitSystem u) {
+    auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
+    const int w = 34;
+    auto row = [&](const std::string& k, const std::string& v) {
+        out << "  " << std::left << std::setw(w) << k << v << "\n";
+    };
+    row("KV per token (model)", bytes(r.kvBytesPerToken));
+    row("KV per token (per GPU)", bytes(r.kvBytesPerTokenPerGpu));
+    if (r.blockSize > 0)
+        row("Block (all layers, per GPU)", bytes(r.pageBytesPerGpu));
+    row("KV per request @" + withThousands(r.contextTokens), bytes(r.kvBytesPerRequest));
+    if (s.hardware.gpuCount > 1)
+        row("KV per request per GPU", bytes(r.kvBytesPerRequestPerGpu));
+    if (r.sharedBytesPerRequestPerGpu > 0)
+        row("Shared prefix saved per request", bytes(r.sharedBytesPerRequestPerGpu));
+    row("Weights per GPU", bytes(r.weightsBytesPerGpu));
+    if (r.kvMemoryOverridden) {
+        row("KV memory (fixed)", bytes(r.availableKvBytes));
+    } else {
+        row("GPU memory", bytes(r.gpuMemoryBytes));
+        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", bytes(r.requestedBytes));
+        row("Activation + non-torch reserve",
+            bytes(r.activationBytes + r.overheadBytes - r.cudaGraphBytes));
+        if (r.cudaGraphBytes > 0)
+            row("CUDA graphs (vLLM " + r.vllmVersion + "'s profile)", bytes(r.cudaGraphBytes));
+        row("Available for KV cache", bytes(r.availableKvBytes));
+    }
+    if (r.blockSize > 0)
+        row("GPU blocks", withThousands(r.numGpuBlocks));
+    row("Requests of " + withThousands(r.contextTokens) + " that fit",
+        withThousands(r.maxRequestsAtContext));
+}
+
+// "sliding_window 1,024": a KV cache group's spec type and, for a windowed one, its window.
+// (Appended rather than "a" + b: GCC 12 warns a false -Wrestrict on the inlined insert.)
+std::string groupLabel(const core::KvCacheGroupUsage& g) {
+    std::string label(core::specTypeName(g.type));
+    if (g.window > 0) {
+        label += ' ';
+        label += withThousands(g.window);
+    }
+    return label;
+}
+
+// vLLM v1's KV cache groups over one pool and the capacity line vLLM logs (or the contiguous
+// reservation when paging is off).
+void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSystem u) {
+    auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
+    if (!r.kvCacheGroups.empty()) {
+        out << "\n  KV cache groups (vLLM v1, one pool of " << withThousands(r.numGpuBlocks)
+            << " blocks of " << bytes(r.bytesPerBlock) << "):\n";
+        for (const auto& g : r.kvCacheGroups)
+            out << "    " << std::left << std::setw(24) << groupLabel(g) << std::right
+                << std::setw(4) << g.layers << " layers"
+                << (g.paddingSlots > 0 ? " + " + std::to_string(g.paddingSlots) + " padding"
+                                       : std::string())
+                << ", block " << g.blockSize << ", " << withThousands(g.admissionBlocks)
+                << " blocks per max-length request\n";
+    }
+    if (r.blockSize > 0 && !r.vllmLogLines.empty()) {
+        out << "\n  vLLM " << r.vllmVersion << " would log (per GPU):\n";
+        for (const auto& line : r.vllmLogLines)
+            out << "    " << line << "\n";
+    } else {
+        out << "\n  Contiguous reservation (not vLLM): " << withThousands(r.gpuKvCacheTokens)
+            << " tokens, " << fixed2(r.maxConcurrency) << "x at max model length\n";
+    }
+}
+
+// The decode-speed estimate and, with --target-requests, the GPUs that many requests need.
+void printEstimates(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
+    {
+        const std::int64_t batch = io::speedBatch(s, r);
+        const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
+        if (d.stepMs > 0)
+            out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)
+                << "): " << withThousands(batch) << " requests x "
+                << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
+                << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
+                << fixed(d.clusterTokensPerSecond, 0) << " tokens/s per replica x DP ("
+                << core::regimeName(d.regime) << ")\n";
+    }
+    if (s.workload.targetRequests > 0) {
+        const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
+        out << "\n  " << withThousands(s.workload.targetRequests) << " requests x "
+            << withThousands(s.workload.context) << " tokens: weights "
+            << formatBytes(need.weightsBytes, core::UnitSystem::Decimal) << " + KV "
+            << formatBytes(need.kvBytes, core::UnitSystem::Decimal) << " = "
+            << formatBytes(need.totalBytes, core::UnitSystem::Decimal) << " -> ";
+        if (need.gpus > 0)
+            out << need.gpus << " x " << printable(s.hardware.gpu.name) << " as "
+                << core::layoutLabel(need.layout) << " (vLLM)"
+                << (need.pooledGpus > 0 && need.pooledGpus != need.gpus
+                        ? "; pooled memory alone would say " + std::to_string(need.pooledGpus)
+                        : std::string())
+                << "\n";
+        else
+            out << "no layout of " << core::kMaxPlanGpus
+                << " GPUs or fewer: " << printable(need.note) << "\n";
+    }
+}
+
+// The lever ladder, then the warnings and the error.
+void printLadder(std::ostream& out, const core::LedgerResult& r,
+                 const std::vector<core::LadderStep>& ladder, core::UnitSystem u) {
+    out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens\n";
+    out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(14) << "KV/token"
+        << std::setw(16) << "per request" << std::setw(12) << "requests"
+        << "\n";
+    for (const auto& st : ladder) {
+        out << "  " << std::left << std::setw(36) << printable(st.label) << std::right
+            << std::setw(14) << formatBytes(st.result.kvBytesPerToken, u) << std::setw(16)
+            << formatBytes(st.result.kvBytesPerRequest, u) << std::setw(12)
+            << withThousands(st.result.maxRequestsAtContext) << "\n";
+    }
+    for (const auto& wmsg : r.warnings)
+        out << "\n  warning: " << printable(wmsg);
+    if (!r.warnings.empty())
+        out << "\n";
+    if (!r.error.empty())
+        out << "\n  " << printable(r.error) << "\n";
+}
+
+} // namespace
+
+void printLedgerTable(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
+                      const std::vector<core::LadderStep>& ladder, core::UnitSystem u) {
+    printLedgerHead(out, s, r);
+    printLedgerRows(out, s, r, u);
+    printVllmPool(out, r, u);
+    printEstimates(out, s, r);
+    printLadder(out, r, ladder, u);
+}
+
+void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core::PlanResult& plan,
+                    core::UnitSystem u) {
+    const auto order = plan.bestFirst();
+    out << withThousands(req.users) << " users x " << withThousands(req.context) << " tokens of "
+        << printable(req.base.model.name) << ", KV "
+        << core::shortLabel(core::storedKvFormat(req.base)) << " (per GPU figures)\n\n";
+    out << "  " << std::left << std::setw(20) << "GPU" << std::right << std::setw(6) << "GPUs"
+        << "  " << std::left << std::setw(22) << "layout" << std::right << std::setw(10)
+        << "per repl." << std::setw(9) << "cluster" << std::setw(12) << "KV/GPU" << std::setw(12)
+        << "weights/GPU" << std::setw(12) << "headroom" << std::setw(12) << "tok/s/user"
+        << "\n";
+    for (const core::GpuPlan* g : order) {
+        out << "  " << std::left << std::setw(20) << printable(g->gpu.id);
+        if (!g->fits) {
+            out << "     -  " << printable(g->reason) << "\n";
+            continue;
+        }
+        const core::Deployment& d = g->layouts.front();
+        out << std::right << std::setw(6) << d.layout.gpus() << "  " << std::left << std::setw(22)
+            << core::layoutLabel(d.layout) << std::right << std::setw(10)
+            << withThousands(d.requestsPerReplica) << std::setw(9)
+            << withThousands(d.clusterRequests) << std::setw(12) << formatBytes(d.kvBytesPerGpu, u)
+            << std::setw(12) << formatBytes(d.weightsBytesPerGpu, u) << std::setw(12)
+            << formatBytes(d.headroomBytesPerGpu, u) << std::setw(12)
+            << fixed(d.tokensPerSecondPerUser, 1) << "\n";
+        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i)
+            out << "  " << std::setw(28) << ""
+                << "or " << core::layoutLabel(g->layouts[i].layout) << "\n";
+    }
+    if (!order.empty() && order.front()->fits) {
+        out << "\n  The best plan, for vLLM:\n";
+        std::istringstream lines(
+            core::vllmServeCommand(order.front()->layouts.front().scenario).text());
+        for (std::string line; std::getline(lines, line);)
+            out << "    " << line << "\n";
+    }
+}
+
+// KV bytes per token in the model's own dtype (vLLM "auto"), whole model.
+std::int64_t nativeBytesPerToken(const core::ModelSpec& m) {
+    core::Scenario s = io::defaultScenario();
+    s.model = m;
+    s.levers = {};
+    return core::computeLedger(s).kvBytesPerToken;
+}
+
+void printModelsTable(std::ostream& out, const std::vector<core::ModelSpec>& models) {
+    out << std::left << std::setw(24) << "id" << std::setw(16) << "family" << std::right
+        << std::setw(7) << "layers" << std::setw(8) << "q" << std::setw(5) << "kv" << std::setw(6)
+        << "hd" << std::setw(10) << "max ctx" << std::setw(14) << "KV/token"
+        << "  notes\n";
+    for (const auto& m : models) {
+        out << std::left << std::setw(24) << printable(m.id) << std::setw(16) << printable(m.family)
+            << std::right << std::setw(7) << m.numLayers() << std::setw(8) << m.qHeads
+            << std::setw(5) << m.kvHeads << std::setw(6) << m.headDim << std::setw(10)
+            << withThousands(m.maxContext) << std::setw(14) << withThousands(nativeBytesPerToken(m))
+            << "  " << printable(m.notes) << "\n";
+    }
+}
+
+void printGpusTable(std::ostream& out, const std::vector<core::GpuSpec>& gpus) {
+    out << std::left << std::setw(18) << "id" << std::setw(26) << "name" << std::right
+        << std::setw(14) << "memory" << std::setw(18) << "bytes" << std::setw(12) << "GB/s"
+        << "\n";
+    for (const auto& g : gpus)
+        out << std::left << std::setw(18) << printable(g.id) << std::setw(26) << printable(g.name)
+            << std::right << std::setw(14) << formatBytes(g.memoryBytes) << std::setw(18)
+            << withThousands(g.memoryBytes) << std::setw(12) << g.bandwidthGBs << "\n";
+}
+
+} // namespace kvl::app::cli

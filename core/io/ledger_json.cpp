@@ -1,0 +1,247 @@
+#include "ledger_json.h"
+
+#include "core/engine.h"
+#include "core/speed.h"
+#include "core/vllm_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kvl::io {
+
+namespace {
+
+using Json = nlohmann::ordered_json; // keeps the keys in the order written
+
+// vLLM prints the concurrency with two decimals; JSON carries the same rounding.
+double round2(double v) {
+    return std::round(v * 100.0) / 100.0;
+}
+
+Json layoutJson(const core::Layout& l) {
+    return {{"tp", l.tp},
+            {"pp", l.pp},
+            {"dp", l.dp},
+            {"ep", l.ep},
+            {"dcp", l.dcp},
+            {"gpus", l.gpus()},
+            {"label", core::layoutLabel(l)}};
+}
+
+// vLLM v1's accounting: the layer mix, the KV cache groups over one pool, the log line.
+void addV1Json(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
+    const auto& m = r.layerMix;
+    o["layer_mix"] = {{"full", m.full}, {"sliding", m.sliding}, {"chunked", m.chunked},
+                      {"mla", m.mla},   {"state", m.state},     {"none", m.none}};
+    Json groups = Json::array();
+    for (const auto& g : r.kvCacheGroups) {
+        Json go = {{"kind", std::string(core::specTypeName(g.type))},
+                   {"layers", g.layers},
+                   {"padding_slots", g.paddingSlots},
+                   {"uniform_type", g.uniformType},
+                   {"block_size", g.blockSize},
+                   {"page_bytes", g.pageBytes},
+                   {"real_page_bytes", g.realPageBytes},
+                   {"admission_blocks", g.admissionBlocks},
+                   {"blocks_at_context", g.blocksAtContext},
+                   {"shared_blocks_at_context", g.sharedBlocksAtContext}};
+        if (g.window > 0)
+            go["window"] = g.window;
+        groups.push_back(std::move(go));
+    }
+    o["kv_cache_groups"] = std::move(groups);
+    o["bytes_per_block"] = r.bytesPerBlock;
+    o["blocks_per_request"] = r.blocksPerRequest;
+    o["blocks_per_request_at_context"] = r.blocksPerRequestAtContext;
+    o["gpu_kv_cache_tokens_legacy"] = r.gpuKvCacheTokensLegacy;
+    o["estimated_max_model_len"] = r.estimatedMaxModelLen;
+    o["state_bytes_per_request"] = r.stateBytesPerRequest;
+    o["padding_bytes_per_request"] = r.paddingBytesPerRequest;
+    o["in_flight_tokens"] = r.inFlightTokens;
+    o["hybrid_kv_cache_manager_disabled"] = r.hybridKvCacheManagerDisabled;
+    o["capacity_log_line"] = r.capacityLogLine;
+    o["vllm_version"] = r.vllmVersion;
+    o["vllm_log_lines"] = r.vllmLogLines;
+    o["attention_backend"] = r.blockSize > 0 ? core::resolveBlockSizes(s).backend : std::string();
+    o["layout"] = layoutJson(core::layoutOf(s));
+    o["max_num_seqs"] = core::effectiveMaxNumSeqs(s);
+    o["max_num_batched_tokens"] = core::effectiveMaxNumBatchedTokens(s);
+    o["max_running_requests"] = std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s));
+    o["reserves_estimated"] = r.reservesEstimated;
+    Json notes = Json::array();
+    for (const auto& n : r.notes)
+        notes.push_back(n);
+    o["vllm_notes"] = std::move(notes);
+}
+
+void addSpeedJson(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
+    const core::SpeedAssumptions a;
+    const std::int64_t batch = speedBatch(s, r);
+    const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context, a);
+    o["concurrency"] = batch;
+    o["decode_step_ms"] = d.stepMs;
+    o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
+    o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
+    o["ttft_ms_estimate"] = core::prefillMsEstimate(s, s.workload.context, a);
+    o["regime"] = std::string(core::regimeName(d.regime));
+    o["speed_assumptions"] = {{"eta_mem", a.memoryEfficiency},
+                              {"eta_flops", a.flopsEfficiency},
+                              {"fixed_step_ms", a.fixedStepMs},
+                              {"bandwidth_gbs", s.hardware.gpu.bandwidthGBs},
+                              {"peak_tflops", core::peakTflops(s)}};
+}
+
+Json deploymentJson(const core::Deployment& d) {
+    Json o = layoutJson(d.layout);
+    o["fits"] = d.fits;
+    o["requests_per_replica"] = d.requestsPerReplica;
+    o["requests_memory_holds"] = d.requestsMemoryHolds;
+    o["max_num_seqs"] = d.maxNumSeqs;
+    o["capped_by_max_num_seqs"] = d.cappedByMaxNumSeqs;
+    o["cluster_requests"] = d.clusterRequests;
+    o["kv_bytes_per_gpu"] = d.kvBytesPerGpu;
+    o["kv_pool_bytes_per_gpu"] = d.kvPoolBytesPerGpu;
+    o["weights_bytes_per_gpu"] = d.weightsBytesPerGpu;
+    o["headroom_bytes_per_gpu"] = d.headroomBytesPerGpu;
+    o["within_one_node"] = d.withinOneNode;
+    o["decode_step_ms"] = d.decodeStepMs;
+    o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
+    o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
+    o["ttft_ms_estimate"] = core::prefillMsEstimate(d.scenario, d.scenario.workload.context);
+    o["regime"] = std::string(core::regimeName(
+        core::decodeStep(d.scenario, std::max<std::int64_t>(1, d.requestsPerReplica),
+                         d.scenario.workload.context)
+            .regime));
+    o["reason"] = d.reason;
+    o["vllm_command"] = core::vllmServeCommand(d.scenario).text();
+    return o;
+}
+
+} // namespace
+
+// The decode speed at the concurrency asked for (or as many requests as run) and the context.
+std::int64_t speedBatch(const core::Scenario& s, const core::LedgerResult& r) {
+    if (s.workload.concurrency > 0)
+        return s.workload.concurrency;
+    return std::max<std::int64_t>(1,
+                                  std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s)));
+}
+
+Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
+                const std::vector<core::LadderStep>& ladder) {
+    Json o = Json::object();
+    auto put = [&o](const std::string& k, Json v) { o[k] = std::move(v); };
+    put("model", s.model.id);
+    put("model_name", s.model.name);
+    put("gpu", s.hardware.gpu.id);
+    put("gpu_name", s.hardware.gpu.name);
+    put("tp", s.hardware.gpuCount);
+    put("attention", r.kv.attentionLabel);
+    put("kv_heads", r.kv.kvHeads);
+    put("kv_heads_per_gpu", r.kv.kvHeadsPerGpu);
+    put("kv_dtype", std::string(core::dtypeName(r.kv.format.dtype)));
+    put("kv_format", core::formatLabel(r.kv.format));
+    put("block_size", r.blockSize);
+    put("paging", r.blockSize > 0);
+    put("prefix_tokens", s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : std::int64_t{0});
+    put("prefix_requests", s.levers.prefix.sharingRequests);
+    put("context", r.contextTokens);
+    put("max_model_len", r.maxModelLen);
+    put("kv_bytes_per_token", r.kvBytesPerToken);
+    put("kv_bytes_per_token_per_gpu", r.kvBytesPerTokenPerGpu);
+    put("page_bytes_per_gpu", r.pageBytesPerGpu);
+    put("kv_bytes_per_request", r.kvBytesPerRequest);
+    put("kv_bytes_per_request_per_gpu", r.kvBytesPerRequestPerGpu);
+    put("shared_bytes_per_request_per_gpu", r.sharedBytesPerRequestPerGpu);
+    put("weights_bytes", r.weightsBytes);
+    put("weights_bytes_per_gpu", r.weightsBytesPerGpu);
+    put("gpu_memory_bytes", r.gpuMemoryBytes);
+    put("requested_bytes", r.requestedBytes);
+    put("activation_bytes", r.activationBytes);
+    put("overhead_bytes", r.overheadBytes);
+    put("cuda_graph_bytes", r.cudaGraphBytes);
+    put("available_kv_bytes", r.availableKvBytes);
+    put("kv_memory_overridden", r.kvMemoryOverridden);
+    put("num_gpu_blocks", r.numGpuBlocks);
+    put("gpu_kv_cache_tokens", r.gpuKvCacheTokens);
+    put("max_concurrency", round2(r.maxConcurrency));
+    put("max_requests_at_context", r.maxRequestsAtContext);
+    Json groups = Json::array();
+    for (const auto& g : r.groups) {
+        Json go = Json::object();
+        go["kind"] = std::string(core::layerKindName(g.kind));
+        if (g.kind == core::LayerKind::Sliding)
+            go["window"] = g.window;
+        go["layers"] = g.layers;
+        go["bytes_per_token_per_layer_per_gpu"] = g.bytesPerTokenPerLayerPerGpu;
+        go["blocks_per_request"] = g.blocksPerRequest;
+        go["tokens_held_per_request"] = g.tokensHeldPerRequest;
+        groups.emplace_back(std::move(go));
+    }
+    put("layer_groups", std::move(groups));
+    addV1Json(o, s, r);
+    addSpeedJson(o, s, r);
+    if (s.workload.targetRequests > 0) {
+        const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
+        put("target_requests", s.workload.targetRequests);
+        put("gpus_needed", need.gpus);
+        put("gpus_needed_layout", need.gpus > 0 ? Json(layoutJson(need.layout)) : Json());
+        put("gpus_needed_pooled", need.pooledGpus);
+        put("gpus_needed_note", need.note);
+        put("gpus_needed_tensor_parallel", need.tensorParallel);
+        put("target_weights_bytes", need.weightsBytes);
+        put("target_kv_bytes", need.kvBytes);
+        put("target_total_bytes", need.totalBytes);
+    }
+    Json steps = Json::array();
+    for (const auto& st : ladder) {
+        Json so = Json::object();
+        so["label"] = st.label;
+        so["applied"] = st.applied;
+        so["kv_bytes_per_token"] = st.result.kvBytesPerToken;
+        so["kv_bytes_per_request"] = st.result.kvBytesPerRequest;
+        so["kv_bytes_per_request_per_gpu"] = st.result.kvBytesPerRequestPerGpu;
+        so["max_requests_at_context"] = st.result.maxRequestsAtContext;
+        so["max_concurrency"] = round2(st.result.maxConcurrency);
+        steps.emplace_back(std::move(so));
+    }
+    put("ladder", std::move(steps));
+    Json warnings = Json::array();
+    for (const auto& w : r.warnings)
+        warnings.emplace_back(w);
+    put("warnings", std::move(warnings));
+    put("error", r.error.empty() ? Json() : Json(r.error));
+    put("vllm_refused", r.refused);
+    put("vllm_command", core::vllmServeCommand(s).text());
+    return o;
+}
+
+Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
+    Json plans = Json::array();
+    for (const core::GpuPlan* g : plan.bestFirst()) {
+        Json o = g->fits ? deploymentJson(g->layouts.front()) : Json::object();
+        o["gpu"] = g->gpu.id;
+        o["gpu_name"] = g->gpu.name;
+        o["fits"] = g->fits;
+        if (!g->fits) {
+            o["gpus"] = 0;
+            o["reason"] = g->reason;
+            o["memory_needed_bytes_per_gpu"] = g->memoryNeededBytes;
+        }
+        Json alternatives = Json::array();
+        for (std::size_t i = 1; i < g->layouts.size(); ++i)
+            alternatives.push_back(deploymentJson(g->layouts[i]));
+        o["alternatives"] = std::move(alternatives);
+        plans.push_back(std::move(o));
+    }
+    return {{"model", req.base.model.id},
+            {"users", req.users},
+            {"context", req.context},
+            {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
+                             core::shortLabel(core::storedKvFormat(req.base)))},
+            {"max_gpus", req.maxGpus},
+            {"plans", std::move(plans)}};
+}
+
+} // namespace kvl::io

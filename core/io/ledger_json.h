@@ -1,0 +1,34 @@
+#pragma once
+// The JSON documents of `kvledger ledger --json` and `kvledger plan --json`, built from core's
+// results. Pure C++ on nlohmann-json (no Qt), so the documents can be built and tested without
+// the command line; app/cli prints them with dumpJson (json.h). Keys come out in the order
+// written (ordered_json), which is the order of the documents kvledger has always printed.
+
+#include "core/ledger.h"
+#include "core/planner.h"
+#include "core/scenario.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace kvl::io {
+
+// The ledger of one scenario: bytes per token and request, the pool, vLLM's blocks and
+// concurrency, vLLM v1's KV cache groups and log line, the decode-speed estimate, the GPUs a
+// --target-requests needs, the lever ladder and the vLLM command. `r` and `ladder` are
+// core::computeLedger(s) and core::computeLadder(s).
+nlohmann::ordered_json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
+                                  const std::vector<core::LadderStep>& ladder);
+
+// The deployment plans of `plan` (core::planDeployments(request)), best first: for each GPU
+// kind the best layout (or why none fits) and the alternatives.
+nlohmann::ordered_json planJson(const core::PlanRequest& request, const core::PlanResult& plan);
+
+// The concurrency the ledger's decode-speed figures are taken at: the requests asked for
+// (--concurrency), else as many as run (those that fit, capped by max_num_seqs), at least one.
+// The ledger's JSON and its table both use it.
+std::int64_t speedBatch(const core::Scenario& s, const core::LedgerResult& r);
+
+} // namespace kvl::io
