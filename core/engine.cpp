@@ -263,6 +263,8 @@ bool usesV2ModelRunner(const ModelSpec& m) {
 std::int64_t inFlightTokens(const Scenario& s) {
     const int pp = std::max(1, s.hardware.pipelineParallel);
     const std::int64_t mnbt = effectiveMaxNumBatchedTokens(s);
+    if (!vllmRules(s.engine.vllmVersion).admissionInFlightTokens)
+        return mnbt; // VllmRule::AdmissionInFlight
     if (s.engine.asyncScheduling && !usesV2ModelRunner(s.model) && pp > 1)
         return mnbt * pp; // the v1 runner does not overlap batches across PP stages
     return maxInFlightTokens(mnbt, s.engine.asyncScheduling, pp);

@@ -619,6 +619,9 @@ void fillPaged(const Plan& p, const Scenario& s, LedgerResult& r) {
     r.capacityLogLine = vllmCapacityLogLine(r.gpuKvCacheTokens, p.maxModelLen, r.maxConcurrency);
     r.vllmLogLines = vllmKvCacheLines(rules, r.availableKvBytes, r.gpuKvCacheTokens, p.maxModelLen,
                                       r.maxConcurrency);
+    // With --kv-cache-memory-bytes vLLM skips the memory profile and its "Available" line.
+    if (s.hardware.kvMemoryBytes && !r.vllmLogLines.empty())
+        r.vllmLogLines.erase(r.vllmLogLines.begin());
 }
 
 // _check_enough_kv_cache_memory on every worker, with the null block held back.

@@ -18,7 +18,7 @@ constexpr VllmVersion kNewest{0, 31, 0};
 // oldest release's behaviour (the VllmRules defaults) and applies every row up to the release
 // asked. Where the first release is inferred rather than read in a tagged tree, the source
 // says so and names the evidence.
-const std::array<VllmRuleChange, 9> kChanges{{
+const VllmRuleChange kChanges[] = {
     {VllmRule::AvailableFormat,
      {0, 12, 0},
      "\"Available KV cache memory\" prints format_gib (\"49.0\"), no longer \"%.2f\" (\"49.00\")",
@@ -65,6 +65,14 @@ const std::array<VllmRuleChange, 9> kChanges{{
      "4-bit KV with a float32 scale per token and head",
      "vllm/config/cache.py CacheDType",
      [](VllmRules& r) { r.int4PerTokenHeadDtype = true; }},
+    {VllmRule::AdmissionInFlight,
+     {0, 26, 0},
+     "a sliding or chunked layer's request needs its window plus the tokens in flight "
+     "(max_concurrent_batches x max_num_batched_tokens), not plus max_num_batched_tokens",
+     "sliding and chunked groups take more blocks per request: fewer concurrent requests",
+     "vllm/config/vllm.py max_in_flight_tokens, vLLM PR #47728 (in 0.27.1; 0.26 inferred); "
+     "0.12's Llama-4 Scout log matches max_num_batched_tokens",
+     [](VllmRules& r) { r.admissionInFlightTokens = true; }},
     {VllmRule::CapacityOneLine,
      {0, 28, 0},
      "\"GPU KV cache size\" and \"Maximum concurrency\" print as one line",
@@ -77,7 +85,7 @@ const std::array<VllmRuleChange, 9> kChanges{{
      "hybrids keep an extra Mamba state per request and align their attention blocks",
      "vLLM PR #50991; vllm/config/cache.py mamba_cache_mode",
      [](VllmRules& r) { r.hybridPrefixCachingAlign = true; }},
-}};
+};
 
 bool readNumber(std::string_view& s, int& out) {
     const char* end = s.data() + s.size();

@@ -70,6 +70,10 @@ struct VllmRules {
     // Hybrid (attention + Mamba) models run prefix caching with mamba_cache_mode "align" by
     // default; before, Mamba layers kept one state per request (mode "none").
     bool hybridPrefixCachingAlign = false;
+    // A sliding or chunked group admits a request by its window plus the tokens in flight,
+    // max_concurrent_batches x max_num_batched_tokens (async scheduling: 2); before, plus
+    // max_num_batched_tokens alone.
+    bool admissionInFlightTokens = false;
     // --kv-cache-dtype values that exist.
     bool perTokenHeadDtypes = false; // int8_per_token_head, fp8_per_token_head
     bool int4PerTokenHeadDtype = false;
@@ -90,6 +94,7 @@ enum class VllmRule : std::uint8_t {
     CudaGraphsInProfile,
     TokensLine,
     Int4PerTokenHeadDtype,
+    AdmissionInFlight,
     CapacityOneLine,
     HybridPrefixCaching,
 };

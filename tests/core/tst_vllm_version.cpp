@@ -35,6 +35,8 @@ QString fieldOf(VllmRule rule, const VllmRules& r) {
         return QString::number(int(r.tokensLine));
     case VllmRule::Int4PerTokenHeadDtype:
         return QString::number(r.int4PerTokenHeadDtype);
+    case VllmRule::AdmissionInFlight:
+        return QString::number(r.admissionInFlightTokens);
     case VllmRule::CapacityOneLine:
         return QString::number(r.capacityOneLine);
     case VllmRule::HybridPrefixCaching:
@@ -152,7 +154,7 @@ void TestVllmVersion::parse() {
 
 void TestVllmVersion::tableIsSortedAndCited() {
     const auto rows = vllmRuleChanges();
-    QVERIFY(rows.size() >= 9);
+    QVERIFY(rows.size() >= 10);
     for (std::size_t i = 0; i < rows.size(); ++i) {
         QVERIFY(!rows[i].what.empty() && !rows[i].effect.empty());
         // Every row names the vLLM change or file it was read from.
@@ -281,10 +283,16 @@ void TestVllmVersion::tokensLineFollowsRelease() {
     QCOMPARE(old.gpuKvCacheTokens, old.numGpuBlocks / 7 * 16);
     QCOMPARE(now.gpuKvCacheTokens, qint64(now.maxConcurrency * 131072.0));
     QVERIFY(now.gpuKvCacheTokens > 3 * old.gpuKvCacheTokens);
-    QCOMPARE(qs(old.vllmLogLines.at(1)),
+    // A fixed KV memory is vLLM's --kv-cache-memory-bytes: no "Available" line is printed.
+    QCOMPARE(qs(old.vllmLogLines.at(0)),
              QStringLiteral("GPU KV cache size: %L1 tokens").arg(old.gpuKvCacheTokens));
-    QCOMPARE(old.vllmLogLines.size(), std::size_t(3));
-    QCOMPARE(computeLedger(gemma3("0.28.0")).vllmLogLines.size(), std::size_t(2));
+    QCOMPARE(old.vllmLogLines.size(), std::size_t(2));
+    QCOMPARE(computeLedger(gemma3("0.28.0")).vllmLogLines.size(), std::size_t(1));
+    Scenario profiled = gemma3("0.28.0");
+    profiled.hardware.kvMemoryBytes.reset();
+    const LedgerResult p = computeLedger(profiled);
+    QCOMPARE(p.vllmLogLines.size(), std::size_t(2));
+    QVERIFY(qs(p.vllmLogLines.at(0)).startsWith(QLatin1String("Available KV cache memory: ")));
     QCOMPARE(qs(old.vllmVersion), QStringLiteral("0.20.2"));
 }
 
