@@ -206,7 +206,7 @@ void MainWindow::buildUi() {
     ladderLayout->addWidget(ladderTitle);
     ladderLayout->addWidget(m_ladderView, 3);
     auto* cmdTitle =
-        new QLabel(tr("<b>vLLM command</b> for this scenario (Edit > Copy vLLM Command):"));
+        new QLabel(tr("<b>vLLM command</b> and what it logs (Edit > Copy vLLM Command):"));
     ladderLayout->addWidget(cmdTitle);
     m_vllmView = new QPlainTextEdit;
     m_vllmView->setObjectName(QStringLiteral("vllmView"));
@@ -559,7 +559,7 @@ void MainWindow::publish(const widgets::LedgerView& view) {
 void MainWindow::showView(const widgets::LedgerView& view) {
     m_summary->setText(summaryText());
     m_summary->setToolTip(summaryText());
-    m_vllmView->setPlainText(vllmCommandText());
+    m_vllmView->setPlainText(vllmCommandText() + vllmLogText());
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
     // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
     const QDate today = QDate::currentDate();
@@ -595,6 +595,17 @@ QString MainWindow::vllmCommandText() const {
     if (view().snapshot && view().snapshot->invalid)
         return tr("# not computed: %1").arg(qs(view().snapshot->ledger.error));
     return widgets::vllmCommand(scenario()).text();
+}
+
+QString MainWindow::vllmLogText() const {
+    const widgets::LedgerSnapshot* snap = view().snapshot.get();
+    if (!snap || snap->invalid || snap->ledger.vllmLogLines.empty())
+        return {};
+    // As '#' lines, so the box can still be pasted into a shell whole.
+    QString t = tr("\n# vLLM %1 would log (per GPU):").arg(qs(snap->ledger.vllmVersion));
+    for (const auto& line : snap->ledger.vllmLogLines)
+        t += QStringLiteral("\n#   ") + qs(line);
+    return t;
 }
 
 void MainWindow::copyVllmCommand() {

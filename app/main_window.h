@@ -106,6 +106,7 @@ public:
     QString summaryText() const;
     QString warningText() const; // the banner's items, one per line
     QString vllmCommandText() const;
+    QString vllmLogText() const; // the lines the scenario's vLLM release logs, as '#' lines
     widgets::WarningsBanner* banner() const { return m_banner; }
 
     core::UnitSystem units() const { return m_document->view().units; }

@@ -31,7 +31,9 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMouseEvent>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -156,6 +158,7 @@ private slots:
     void scopeToggle_data();
     void scopeToggle();
     void layoutAndEngineControls();
+    void vllmVersionSelector();
     void reservesShowTheEstimate();
     void controlsThatDoNotApply();
     void clickMovesContext();
@@ -596,9 +599,11 @@ void TestMainWindow::pinnedReference() {
                 .toString()
                 .startsWith(QLatin1Char('+')));
     // Weights, KV cache, Mamba state, block padding, KV over budget, activations + overhead,
-    // free for KV, not requested: the reference is drawn with the current scenario's segments.
+    // CUDA graphs, free for KV, not requested: the reference is drawn with the current
+    // scenario's segments.
     QCOMPARE(w->breakdownChart()->segments(true).size(), w->breakdownChart()->segments().size());
-    QCOMPARE(w->breakdownChart()->segments(true).size(), std::size_t{8});
+    QCOMPARE(w->breakdownChart()->segments(true).size(), std::size_t{widgets::kSegments});
+    QCOMPARE(std::size_t{widgets::kSegments}, std::size_t{9});
 
     w->clearReference();
     QCOMPARE(w->memoryChart()->seriesIndex(widgets::CurveChart::referenceSeriesName()), -1);
@@ -1268,6 +1273,53 @@ void TestMainWindow::scopeToggle() {
     }
     QTest::mouseClick(child<QToolButton>(w, "scopeButton"), Qt::LeftButton);
     QCOMPARE(w->scope(), widgets::FigureScope::PerGpu); // round and round
+}
+
+// The vLLM release: the list's series and any typed release reach the scenario, the default
+// utilization follows it, the change says what moved, and a typo is refused in red with the
+// scenario kept.
+void TestMainWindow::vllmVersionSelector() {
+    MainWindow* w = m_window.get();
+    auto* combo = child<QComboBox>(w, "vllmVersionCombo");
+    auto* info = child<QLabel>(w, "vllmVersionInfo");
+    QVERIFY(!w->scenario().engine.vllmVersion.has_value());
+    QCOMPARE(child<QDoubleSpinBox>(w, "memUtilSpin")->value(), 0.92);
+
+    const int i = combo->findText(QStringLiteral("0.20"));
+    QVERIFY(i > 0);
+    combo->setCurrentIndex(i);
+    emit combo->activated(i);
+    QCOMPARE(QString::fromStdString(w->scenario().engine.vllmVersion->str()),
+             QStringLiteral("0.20.0"));
+    QCOMPARE(child<QDoubleSpinBox>(w, "memUtilSpin")->value(), 0.9);
+    QVERIFY(!w->scenario().hardware.memoryUtilization.has_value()); // still vLLM's default
+    QVERIFY2(info->text().contains(QStringLiteral("0.92")), qPrintable(info->text()));
+    QCOMPARE(QString::fromStdString(w->snapshot().ledger.vllmVersion), QStringLiteral("0.20.0"));
+    // The command box shows the release's lines under the command; the copy is the command.
+    auto* cmd = child<QPlainTextEdit>(w, "vllmView");
+    QVERIFY2(cmd->toPlainText().contains(QStringLiteral("# vLLM 0.20.0 would log (per GPU):")),
+             qPrintable(cmd->toPlainText()));
+    for (const auto& line : w->snapshot().ledger.vllmLogLines)
+        QVERIFY(cmd->toPlainText().contains(QString::fromStdString(line)));
+    QVERIFY(!w->vllmCommandText().contains(QStringLiteral("would log")));
+
+    combo->setEditText(QStringLiteral("v0.11.2rc1"));
+    emit combo->lineEdit()->editingFinished();
+    QCOMPARE(QString::fromStdString(w->scenario().engine.vllmVersion->str()),
+             QStringLiteral("0.11.2"));
+    QVERIFY(w->snapshot().ledger.vllmLogLines.at(0).find("GiB") != std::string::npos);
+
+    combo->setEditText(QStringLiteral("banana"));
+    emit combo->lineEdit()->editingFinished();
+    QCOMPARE(QString::fromStdString(w->scenario().engine.vllmVersion->str()),
+             QStringLiteral("0.11.2"));
+    QVERIFY2(info->text().startsWith(QStringLiteral("vLLM version: expected a vLLM release")),
+             qPrintable(info->text()));
+
+    combo->setCurrentIndex(0);
+    emit combo->activated(0);
+    QVERIFY(!w->scenario().engine.vllmVersion.has_value());
+    QCOMPARE(child<QDoubleSpinBox>(w, "memUtilSpin")->value(), 0.92);
 }
 
 void TestMainWindow::layoutAndEngineControls() {

@@ -176,6 +176,14 @@ void TestReport::scenarioFiguresPerGpu() {
                                                                           "tokens")));
     QVERIFY(html.contains(QStringLiteral("4 × H100 SXM 80GB as TP 4 × PP 1 × DP 1")));
     QVERIFY(html.contains(QStringLiteral("%1 per replica").arg(num(r.maxRequestsAtContext))));
+    // The lines the scenario's vLLM prints, exactly, and the CUDA-graph reserve it profiles.
+    QVERIFY(!r.vllmLogLines.empty());
+    QVERIFY(html.contains(
+        QStringLiteral("vLLM %1 logs (per GPU)").arg(QString::fromStdString(r.vllmVersion))));
+    for (const auto& line : r.vllmLogLines)
+        QVERIFY2(html.contains(QString::fromStdString(line)), line.c_str());
+    QVERIFY(r.cudaGraphBytes > 0);
+    QVERIFY(html.contains(QStringLiteral("CUDA graphs (per GPU)")));
 }
 
 void TestReport::assumptions() {

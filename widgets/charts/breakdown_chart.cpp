@@ -83,7 +83,9 @@ std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     out.push_back({QObject::tr("Mamba / linear-attention state"), state});
     out.push_back({QObject::tr("Block padding"), padding});
     out.push_back({QObject::tr("KV over budget"), std::max<std::int64_t>(0, kv - kvFit)});
-    out.push_back({QObject::tr("Activations + overhead"), r.activationBytes + r.overheadBytes});
+    out.push_back({QObject::tr("Activations + overhead"),
+                   r.activationBytes + r.overheadBytes - r.cudaGraphBytes});
+    out.push_back({QObject::tr("CUDA graphs (vLLM %1)").arg(qs(r.vllmVersion)), r.cudaGraphBytes});
     out.push_back({QObject::tr("Free for KV"), std::max<std::int64_t>(0, budget - used - kvFit)});
     out.push_back({QObject::tr("Not requested (1 - utilization)"),
                    std::max<std::int64_t>(0, r.gpuMemoryBytes - std::max(budget, used))});
@@ -173,13 +175,21 @@ void BreakdownChart::applyColors() {
     const ChartColors& c = colors();
     // State in the +quantization step's hue; padding hatched in the KV colour: bytes vLLM
     // allocates that hold nothing.
-    const QBrush fills[kSegments] = {QBrush(c.weights),  QBrush(c.kv),
-                                     QBrush(c.steps[2]), QBrush(c.kv, Qt::BDiagPattern),
-                                     QBrush(c.overflow), QBrush(c.activations),
-                                     QBrush(c.free),     QBrush(c.reserved)};
+    const QBrush fills[kSegments] = {QBrush(c.weights),
+                                     QBrush(c.kv),
+                                     QBrush(c.steps[2]),
+                                     QBrush(c.kv, Qt::BDiagPattern),
+                                     QBrush(c.overflow),
+                                     QBrush(c.activations),
+                                     QBrush(c.activations, Qt::Dense4Pattern),
+                                     QBrush(c.free),
+                                     QBrush(c.reserved)};
     for (std::size_t i = 0; i < m_bars.size(); ++i) {
         m_bars[i]->setBrush(fills[i]);
-        m_bars[i]->setPen(QPen(i == 3 ? c.kv : c.background, 1));
+        m_bars[i]->setPen(QPen(i == kPadding      ? c.kv
+                               : i == kCudaGraphs ? c.activations
+                                                  : c.background,
+                               1));
     }
     m_verdictItem->setTextColor(c.foreground);
     requestReplot();

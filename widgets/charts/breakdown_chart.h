@@ -26,7 +26,8 @@ enum BreakdownIndex : int {
     kState,      // Mamba / linear-attention state (stateBytesPerRequest)
     kPadding,    // padding slots and padded pages (paddingBytesPerRequest)
     kOverBudget, // what the requests need beyond the memory for KV
-    kReserves,   // activations + non-torch + CUDA graphs
+    kReserves,   // activations + non-torch memory
+    kCudaGraphs, // CUDA graphs, where the vLLM release profiles them before the KV cache
     kFree,
     kNotRequested,
     kSegments

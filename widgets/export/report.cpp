@@ -144,6 +144,19 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units) {
                 .arg(formatBytesQ(r.availableKvBytes, units), formatBytesQ(r.requestedBytes, units),
                      formatBytesQ(r.weightsBytesPerGpu, units),
                      formatBytesQ(r.activationBytes, units), formatBytesQ(r.overheadBytes, units)));
+    if (r.cudaGraphBytes > 0)
+        h += row(QObject::tr("CUDA graphs (per GPU)"),
+                 QObject::tr("%1 of the overhead, in vLLM %2's memory profile")
+                     .arg(formatBytesQ(r.cudaGraphBytes, units), qs(r.vllmVersion)));
+    if (r.blockSize > 0 && !r.vllmLogLines.empty()) {
+        QStringList lines;
+        for (const auto& l : r.vllmLogLines)
+            lines << qs(l).toHtmlEscaped();
+        // The lines as vLLM prints them, one per row, in a fixed-width face.
+        h += QStringLiteral("<tr><td><b>%1</b></td><td><tt>%2</tt></td></tr>")
+                 .arg(QObject::tr("vLLM %1 logs (per GPU)").arg(qs(r.vllmVersion)).toHtmlEscaped(),
+                      lines.join(QStringLiteral("<br>")));
+    }
     if (r.blockSize > 0)
         h += row(QObject::tr("vLLM figures (per GPU)"),
                  QObject::tr("%1 GPU blocks, KV cache %2 tokens, max concurrency %3x at %4 tokens")

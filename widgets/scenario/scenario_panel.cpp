@@ -3,6 +3,7 @@
 #include "core/deployment.h"
 #include "core/engine.h"
 #include "core/ledger.h"
+#include "core/vllm_version.h"
 
 #include "widgets/scenario/model_picker.h"
 #include "widgets/scenario/token_spin_box.h"
@@ -18,6 +19,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScopedValueRollback>
 #include <QSignalBlocker>
@@ -280,6 +282,25 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     auto* box = new QGroupBox(tr("vLLM engine and reserves"));
     box->setObjectName(QStringLiteral("engineGroup"));
     auto* f = form(box);
+    // The release the user runs: its rules (core/vllm_version.h) decide the defaults, the CUDA
+    // graph reserve and the lines vLLM prints. Editable, so a pasted "0.20.1" or "v0.11.2rc1"
+    // is taken as typed; the list offers each series, newest first.
+    m_vllmVersion = new QComboBox(box);
+    m_vllmVersion->setObjectName(QStringLiteral("vllmVersionCombo"));
+    m_vllmVersion->setEditable(true);
+    m_vllmVersion->setInsertPolicy(QComboBox::NoInsert);
+    m_vllmVersion->addItem(tr("newest (%1)").arg(qs(core::newestKnownVllm().str())), QString());
+    const auto series = core::knownVllmSeries();
+    for (auto it = series.rbegin(); it != series.rend(); ++it)
+        m_vllmVersion->addItem(qs(it->series()), qs(it->str()));
+    m_vllmVersion->setToolTip(
+        tr("The vLLM release you run (--vllm-version): its defaults, its CUDA-graph reserve and "
+           "the startup lines it prints. Type any release from %1 on, e.g. 0.20.1")
+            .arg(qs(core::oldestKnownVllm().series())));
+    m_versionInfo = new QLabel(box);
+    m_versionInfo->setObjectName(QStringLiteral("vllmVersionInfo"));
+    m_versionInfo->setWordWrap(true);
+    m_versionInfo->setVisible(false);
     m_maxNumSeqs = new QSpinBox(box);
     m_maxNumSeqs->setObjectName(QStringLiteral("maxNumSeqsSpin"));
     m_maxNumSeqs->setRange(0, static_cast<int>(core::kMaxRequests));
@@ -337,6 +358,8 @@ QWidget* ScenarioPanel::buildEngineGroup() {
         return h;
     };
     m_mambaLabel = new QLabel(tr("Mamba cache"), box);
+    f->addRow(tr("vLLM version"), m_vllmVersion);
+    f->addRow(m_versionInfo);
     f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
     f->addRow(tr("Activations"), withButton(m_activationGiB, m_activationEstimate));
     f->addRow(tr("Overhead"), withButton(m_overheadGiB, m_overheadEstimate));
@@ -536,6 +559,9 @@ void ScenarioPanel::connectEdits() {
             edit([this] { m_scenario.hardware.expertParallel = m_ep->isChecked(); }));
     connect(m_maxNumSeqs, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.engine.maxNumSeqs = m_maxNumSeqs->value(); }));
+    connect(m_vllmVersion, &QComboBox::activated, this, [this] { applyVllmVersion(); });
+    connect(m_vllmVersion->lineEdit(), &QLineEdit::editingFinished, this,
+            [this] { applyVllmVersion(); });
     connect(m_asyncScheduling, &QCheckBox::toggled, this,
             edit([this] { m_scenario.engine.asyncScheduling = m_asyncScheduling->isChecked(); }));
     connect(m_disableHybrid, &QCheckBox::toggled, this, edit([this] {
@@ -819,6 +845,7 @@ void ScenarioPanel::showScenario() {
     setComboData(m_weightDtype,
                  s.hardware.weightDtype ? static_cast<int>(*s.hardware.weightDtype) : -1);
     m_maxNumSeqs->setValue(static_cast<int>(s.engine.maxNumSeqs));
+    showVllmVersion();
     m_asyncScheduling->setChecked(s.engine.asyncScheduling);
     m_disableHybrid->setChecked(s.engine.disableHybridKvCacheManager);
     setComboData(m_mambaMode, static_cast<int>(s.engine.mambaCacheMode));
@@ -981,6 +1008,79 @@ void ScenarioPanel::commit() {
         return;
     }
     emit scenarioChanged(m_scenario);
+}
+
+void ScenarioPanel::showVllmVersion() {
+    const QSignalBlocker block(m_vllmVersion);
+    const auto& v = m_scenario.engine.vllmVersion;
+    const int i = v ? m_vllmVersion->findData(qs(v->str())) : 0;
+    if (i >= 0)
+        m_vllmVersion->setCurrentIndex(i);
+    else
+        m_vllmVersion->setEditText(qs(v->str()));
+    m_vllmVersion->setStyleSheet(QString());
+}
+
+void ScenarioPanel::applyVllmVersion() {
+    if (m_updating)
+        return;
+    const QString text = m_vllmVersion->currentText().trimmed();
+    std::optional<core::VllmVersion> next;
+    if (m_vllmVersion->currentIndex() > 0 &&
+        text == m_vllmVersion->itemText(m_vllmVersion->currentIndex()))
+        next =
+            core::parseVllmVersion(m_vllmVersion->currentData().toString().toStdString()).value();
+    else if (!text.isEmpty() && text != m_vllmVersion->itemText(0)) {
+        const auto parsed = core::parseVllmVersion(text.toStdString());
+        if (!parsed) {
+            // Bad input names the field and keeps the scenario as it was.
+            m_vllmVersion->setStyleSheet(QStringLiteral("QComboBox { color: #b00020; }"));
+            m_versionInfo->setText(tr("vLLM version: %1").arg(qs(parsed.error().message)));
+            m_versionInfo->setVisible(true);
+            return;
+        }
+        next = parsed.value();
+    }
+    m_vllmVersion->setStyleSheet(QString());
+    if (next == m_scenario.engine.vllmVersion)
+        return;
+    const core::Scenario before = m_scenario;
+    m_scenario.engine.vllmVersion = next;
+    m_versionInfo->setText(versionChangeText(before, m_scenario));
+    m_versionInfo->setVisible(!m_versionInfo->text().isEmpty());
+    {
+        const QScopedValueRollback guard(m_updating, true);
+        m_memUtil->setValue(core::gpuMemoryUtilization(m_scenario));
+    }
+    commit();
+}
+
+QString versionChangeText(const core::Scenario& before, const core::Scenario& after) {
+    const core::VllmVersion a = core::vllmRules(before.engine.vllmVersion).version;
+    const core::VllmVersion b = core::vllmRules(after.engine.vllmVersion).version;
+    QStringList lines;
+    const auto changes = core::vllmChangesBetween(a, b);
+    if (changes.empty())
+        lines << QObject::tr("%1 → %2: no rule KV Ledger follows changed between them.")
+                     .arg(qs(a.str()), qs(b.str()));
+    for (const auto& c : changes)
+        lines << QStringLiteral("• ") + qs(c);
+    // What the change does to this scenario: vLLM's logged tokens and the requests that fit.
+    const core::LedgerResult ra = core::computeLedger(before);
+    const core::LedgerResult rb = core::computeLedger(after);
+    if (ra.gpuKvCacheTokens > 0 && rb.gpuKvCacheTokens != ra.gpuKvCacheTokens)
+        lines << QObject::tr("%1 → %2: GPU KV cache size %L3 → %L4 tokens (%5×)")
+                     .arg(qs(a.series()), qs(b.series()))
+                     .arg(ra.gpuKvCacheTokens)
+                     .arg(rb.gpuKvCacheTokens)
+                     .arg(double(rb.gpuKvCacheTokens) / double(ra.gpuKvCacheTokens), 0, 'f', 2);
+    if (rb.maxRequestsAtContext != ra.maxRequestsAtContext)
+        lines << QObject::tr("requests that fit at the context: %L1 → %L2")
+                     .arg(ra.maxRequestsAtContext)
+                     .arg(rb.maxRequestsAtContext);
+    if (rb.refused && !ra.refused)
+        lines << QObject::tr("vLLM %1 refuses this scenario: %2").arg(qs(b.str()), qs(rb.error));
+    return lines.join(QLatin1Char('\n'));
 }
 
 } // namespace kvl::widgets

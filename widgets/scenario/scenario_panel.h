@@ -25,6 +25,11 @@ namespace kvl::widgets {
 class ModelPicker;
 class TokenSpinBox;
 
+// What a change of vLLM release moves in the scenario, one line per rule of
+// core/vllm_version.h that changed between the two, then the logged tokens and the requests
+// that fit before and after ("0.20 → 0.21: GPU KV cache size 18,784 → 178,432 tokens").
+QString versionChangeText(const core::Scenario& before, const core::Scenario& after);
+
 class ScenarioPanel : public QWidget {
     Q_OBJECT
 public:
@@ -74,9 +79,11 @@ private:
     void showPrefixInfo();
 
     void showScenario(); // scenario -> controls (signals blocked)
-    void showModel();    // the model fields and the attention choices
-    void showFormat();   // the KV format fields
-    void readControls(); // controls -> scenario, then validate and emit
+    void showVllmVersion();
+    void applyVllmVersion(); // the combo's text -> the scenario, or a red one-line reason
+    void showModel();        // the model fields and the attention choices
+    void showFormat();       // the KV format fields
+    void readControls();     // controls -> scenario, then validate and emit
     void onModelChosen(const core::ModelSpec& m);
     void onModelFieldEdited();
     void onDtypeChanged();
@@ -112,6 +119,8 @@ private:
     QDoubleSpinBox* m_memUtil = nullptr;
     QComboBox* m_weightDtype = nullptr;
 
+    QComboBox* m_vllmVersion = nullptr; // editable: a listed series or any release typed
+    QLabel* m_versionInfo = nullptr;    // what moved at the last version change, and why
     QSpinBox* m_maxNumSeqs = nullptr;
     QCheckBox* m_asyncScheduling = nullptr;
     QCheckBox* m_disableHybrid = nullptr;
