@@ -697,6 +697,28 @@ void addWarnings(const Scenario& s, const Plan& p, LedgerResult& r) {
         r.warnings.push_back(p.blockError);
     if (r.kvBytesPerRequest == kInt64Max)
         r.warnings.push_back("bytes per request exceed 8 EiB and are shown saturated");
+    // vLLM #54458: an attention block raised to hold a Mamba page is a floor per request in
+    // every group, whatever the request's length.
+    if (p.blockSize >= 1024 && s.model.countLayers(LayerKind::State) > 0 &&
+        !p.groups.groups.empty())
+        r.warnings.push_back(
+            "vLLM raises the attention block to " + withThousands(p.blockSize) +
+            " tokens so that one page holds a Mamba state: every running request holds at least "
+            "one block in each of the " +
+            std::to_string(p.groups.groups.size()) +
+            " KV cache groups, whatever its length, and prefixes are shared in whole blocks "
+            "(vLLM #54458)");
+    // vLLM #51454: MLA's latent cache has one head, so tensor parallelism copies it to every
+    // GPU; data parallelism (or decode context parallelism) splits the requests instead.
+    if (s.model.isMla() && tp > 1 && s.hardware.decodeContextParallel <= 1) {
+        const std::string n = std::to_string(tp);
+        // DP needs the whole model on one GPU; DCP keeps TP's weight split.
+        const bool dpFits = r.weightsBytes < r.requestedBytes;
+        r.warnings.push_back("MLA under TP " + n +
+                             " keeps a whole copy of the KV cache on every GPU: " +
+                             (dpFits ? "DP " + n + " or --dcp " + n : "--dcp " + n) +
+                             " holds up to " + n + "x the tokens on the same GPUs (vLLM #51454)");
+    }
     for (const auto& l : s.model.layers)
         if (l.kind == LayerKind::Sliding && l.window > s.model.maxContext) {
             r.warnings.push_back("the sliding window (" + withThousands(l.window) +
@@ -826,6 +848,21 @@ LedgerResult computeLedger(const Scenario& s) {
         r.refused = refusal.refused;
         r.estimatedMaxModelLen = refusal.estimatedMaxModelLen;
         r.error = refusal.message;
+    }
+    // compilation.py's check (vLLM PR #38270): one Mamba block per decode sequence.
+    if (!r.refused && p.blockSize > 0 && s.model.countLayers(LayerKind::State) > 0 &&
+        vllmRules(s.engine.vllmVersion).mambaSeqsRefused) {
+        const std::int64_t seqs = effectiveMaxNumSeqs(s);
+        if (seqs > r.numGpuBlocks) {
+            r.refused = true;
+            r.error = "vLLM refuses to start: max_num_seqs (" + std::to_string(seqs) +
+                      ") exceeds available Mamba cache blocks (" + std::to_string(r.numGpuBlocks) +
+                      "). Each decode sequence requires one Mamba cache block, so CUDA graph "
+                      "capture cannot proceed. Please lower max_num_seqs to at most " +
+                      std::to_string(r.numGpuBlocks) + " or increase gpu_memory_utilization.";
+            r.warnings.push_back("clamp: --max-num-seqs " + std::to_string(r.numGpuBlocks) +
+                                 " starts it (the pool's blocks; vLLM #49064)");
+        }
     }
     if (!r.refused)
         if (const auto dtype = vllmCacheDtype(s))

@@ -26,6 +26,13 @@ const VllmRuleChange kChanges[] = {
      "vllm/utils/mem_utils.py format_gib in vllm/v1/worker/gpu_worker.py; 0.11.x prints %.2f, "
      "0.17 format_gib; the release between is inferred",
      [](VllmRules& r) { r.availableFormatGib = true; }},
+    {VllmRule::MambaSeqsRefused,
+     {0, 19, 0},
+     "a Mamba / linear-attention hybrid refuses to start when max_num_seqs exceeds the pool's "
+     "blocks (each decode sequence needs one Mamba block for full CUDA graphs)",
+     "long max_model_len on a hybrid needs --max-num-seqs at most the blocks",
+     "vLLM PR #38270 (vllm/config/compilation.py); #49064, #55148",
+     [](VllmRules& r) { r.mambaSeqsRefused = true; }},
     {VllmRule::PerTokenHeadDtypes,
      {0, 19, 0},
      "--kv-cache-dtype int8_per_token_head and fp8_per_token_head exist",

@@ -74,6 +74,10 @@ struct VllmRules {
     // max_concurrent_batches x max_num_batched_tokens (async scheduling: 2); before, plus
     // max_num_batched_tokens alone.
     bool admissionInFlightTokens = false;
+    // A hybrid with Mamba / linear-attention layers refuses to start when max_num_seqs exceeds
+    // the pool's blocks (one Mamba block per decode sequence, for full CUDA graphs); before,
+    // the CUDA-graph sizes were capped silently.
+    bool mambaSeqsRefused = false;
     // --kv-cache-dtype values that exist.
     bool perTokenHeadDtypes = false; // int8_per_token_head, fp8_per_token_head
     bool int4PerTokenHeadDtype = false;
@@ -88,6 +92,7 @@ VllmRules vllmRules(const std::optional<VllmVersion>& v);
 // vLLM changed it.
 enum class VllmRule : std::uint8_t {
     AvailableFormat,
+    MambaSeqsRefused,
     PerTokenHeadDtypes,
     Nvfp4Dtype,
     GpuMemoryUtilization,

@@ -59,6 +59,7 @@ class TestConfigs : public QObject {
 private slots:
     void ledgerMatchesVllm_data();
     void ledgerMatchesVllm();
+    void mambaSeqsRefusal();
     void lmcache1739();
 };
 
@@ -245,6 +246,35 @@ void TestConfigs::ledgerMatchesVllm_data() {
                               << 16 << qint64(4551) << "1.78" << qint64(72816) << qint64(0);
 }
 
+// vLLM 0.19+ (PR #38270, vllm/config/compilation.py) refuses a hybrid whose max_num_seqs
+// exceeds the pool's blocks, with the number to lower it to; 0.18 capped the CUDA graphs
+// silently and started. Qwen3.5-27B in 30 GiB: 626 blocks (ledgerMatchesVllm) against the
+// H100's default 1024 (vLLM #49064 reports the same on Qwen3.6/3.8-27B).
+void TestConfigs::mambaSeqsRefusal() {
+    const QStringList base{"ledger",          "--config", fixture("configs/qwen3.5-27b.json"),
+                           "--kv-memory-gib", "30",       "--max-model-len",
+                           "32768",           "--json"};
+    auto ledger = [&](const QStringList& extra) {
+        const Run r = run(base + extra);
+        return QJsonDocument::fromJson(r.out.toUtf8()).object();
+    };
+    const QJsonObject now = ledger({});
+    QCOMPARE(now.value("num_gpu_blocks").toInteger(), qint64(626));
+    QCOMPARE(now.value("error").toString(),
+             QStringLiteral("vLLM refuses to start: max_num_seqs (1024) exceeds available Mamba "
+                            "cache blocks (626). Each decode sequence requires one Mamba cache "
+                            "block, so CUDA graph capture cannot proceed. Please lower "
+                            "max_num_seqs to at most 626 or increase gpu_memory_utilization."));
+    QVERIFY(now.value("vllm_refused").toBool());
+    bool clamp = false;
+    for (const auto& w : now.value("warnings").toArray())
+        clamp = clamp || w.toString().contains(QStringLiteral("--max-num-seqs 626"));
+    QVERIFY(clamp);
+    QVERIFY(ledger({"--max-num-seqs", "626"}).value("error").isNull());
+    QVERIFY(!ledger({"--max-num-seqs", "627"}).value("error").isNull());
+    QVERIFY(ledger({"--vllm-version", "0.18.1"}).value("error").isNull());
+}
+
 void TestConfigs::ledgerMatchesVllm() {
     QFETCH(QString, config);
     QFETCH(qint64, kvMemory);
@@ -256,9 +286,12 @@ void TestConfigs::ledgerMatchesVllm() {
     QFETCH(QString, concurrency);
     QFETCH(qint64, tokens);
     QFETCH(qint64, estimate);
-    const Run r = run({"ledger", "--config", fixture(config), "--kv-memory-bytes",
-                       QString::number(kvMemory), "--max-model-len", QString::number(maxModelLen),
-                       "--tp", QString::number(tp), "--kv-dtype", kvDtype, "--json"});
+    // --max-num-seqs 128: below every hybrid's Mamba blocks here, which vLLM 0.19+ requires
+    // (mambaSeqsRefusal); the seqs change none of the figures checked.
+    const Run r =
+        run({"ledger", "--config", fixture(config), "--kv-memory-bytes", QString::number(kvMemory),
+             "--max-model-len", QString::number(maxModelLen), "--tp", QString::number(tp),
+             "--kv-dtype", kvDtype, "--max-num-seqs", "128", "--json"});
     // A refusal is a result, not bad input: exit 0 with "error" set.
     QCOMPARE(r.rc, 0);
     QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
