@@ -875,6 +875,8 @@ LedgerResult computeLedger(const Scenario& s) {
         r.error = "one request of " + withThousands(s.workload.context) + " tokens needs " +
                   formatBytes(r.kvBytesPerRequestPerGpu) + " per GPU but only " +
                   formatBytes(st.availableKvBytes) + " is available for the KV cache";
+    r.requestsYouCanRun =
+        r.error.empty() ? std::min(r.maxRequestsAtContext, effectiveMaxNumSeqs(s)) : 0;
     return r;
 }
 

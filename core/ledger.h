@@ -82,6 +82,9 @@ struct LedgerResult {
     std::int64_t gpuKvCacheTokens = 0; // vLLM's "GPU KV cache size: N tokens"
     double maxConcurrency = 0; // vLLM's "Maximum concurrency for M tokens" (M = max_model_len)
     std::int64_t maxRequestsAtContext = 0; // whole requests of this context that fit
+    // What vLLM runs at once: 0 when it refuses to start (or one request does not fit), else
+    // the requests that fit capped by max_num_seqs. The one number to quote per replica.
+    std::int64_t requestsYouCanRun = 0;
     std::int64_t kvBytesAtMaxRequests = 0; // per GPU, what those requests take
 
     // vLLM v1: KV cache groups over one block pool (paged only).

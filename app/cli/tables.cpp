@@ -72,13 +72,20 @@ void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::Led
         row("Activation + non-torch reserve",
             bytes(r.activationBytes + r.overheadBytes - r.cudaGraphBytes));
         if (r.cudaGraphBytes > 0)
-            row("CUDA graphs (vLLM " + r.vllmVersion + "'s profile)", bytes(r.cudaGraphBytes));
+            row("CUDA graphs (in profile)", bytes(r.cudaGraphBytes));
         row("Available for KV cache", bytes(r.availableKvBytes));
     }
     if (r.blockSize > 0)
         row("GPU blocks", withThousands(r.numGpuBlocks));
-    row("Requests of " + withThousands(r.contextTokens) + " that fit",
-        withThousands(r.maxRequestsAtContext));
+    // One number to trust: what vLLM runs, with why it is not what the KV cache holds.
+    std::string run = withThousands(r.requestsYouCanRun);
+    if (r.refused)
+        run += " (vLLM refuses to start; see below)";
+    else if (!r.error.empty())
+        run += " (one request does not fit)";
+    else if (r.requestsYouCanRun < r.maxRequestsAtContext)
+        run += " (max_num_seqs; the KV cache holds " + withThousands(r.maxRequestsAtContext) + ")";
+    row("Requests of " + withThousands(r.contextTokens) + " you can run", run);
 }
 
 // "sliding_window 1,024": a KV cache group's spec type and, for a windowed one, its window.

@@ -167,6 +167,7 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
     put("gpu_kv_cache_tokens", r.gpuKvCacheTokens);
     put("max_concurrency", round2(r.maxConcurrency));
     put("max_requests_at_context", r.maxRequestsAtContext);
+    put("requests_you_can_run", r.requestsYouCanRun);
     Json groups = Json::array();
     for (const auto& g : r.groups) {
         Json go = Json::object();

@@ -60,6 +60,8 @@ private slots:
     void ledgerMatchesVllm_data();
     void ledgerMatchesVllm();
     void mambaSeqsRefusal();
+    void requestsYouCanRun_data();
+    void requestsYouCanRun();
     void lmcache1739();
 };
 
@@ -273,6 +275,45 @@ void TestConfigs::mambaSeqsRefusal() {
     QVERIFY(ledger({"--max-num-seqs", "626"}).value("error").isNull());
     QVERIFY(!ledger({"--max-num-seqs", "627"}).value("error").isNull());
     QVERIFY(ledger({"--vllm-version", "0.18.1"}).value("error").isNull());
+}
+
+// Issue 29's one number: what vLLM runs is 0 when it refuses, else the requests that fit capped
+// by max_num_seqs; the JSON keeps what the KV cache holds beside it.
+void TestConfigs::requestsYouCanRun_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("why"); // "refused", "cap" (max_num_seqs) or "fit"
+    QTest::addRow("gemma-3-27b at 128K on an H100: refused")
+        << QStringList{"--model", "gemma-3-27b", "--context", "131072"} << "refused";
+    QTest::addRow("llama-3-8b at 1K: max_num_seqs caps it")
+        << QStringList{"--model", "llama-3-8b", "--context", "1024"} << "cap";
+    QTest::addRow("llama-3-8b at 32K: what fits")
+        << QStringList{"--model", "llama-3-8b", "--context", "32768", "--max-model-len", "32768"}
+        << "fit";
+    QTest::addRow("max_num_seqs 7 caps it")
+        << QStringList{"--model", "llama-3-8b", "--max-num-seqs", "7"} << "cap";
+}
+
+void TestConfigs::requestsYouCanRun() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, why);
+    const Run r = run(QStringList{"ledger", "--json"} + args);
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    const qint64 fit = o.value("max_requests_at_context").toInteger();
+    const qint64 seqs = o.value("max_num_seqs").toInteger();
+    const qint64 run = o.value("requests_you_can_run").toInteger();
+    QVERIFY(fit > 0);
+    if (why == QLatin1String("refused")) {
+        QVERIFY(o.value("vllm_refused").toBool());
+        QCOMPARE(run, qint64(0));
+    } else if (why == QLatin1String("cap")) {
+        QVERIFY(fit > seqs);
+        QCOMPARE(run, seqs);
+    } else {
+        QVERIFY(fit < seqs);
+        QCOMPARE(run, fit);
+    }
+    const Run text = kvl::test::run(QStringList{"ledger"} + args);
+    QVERIFY2(text.out.contains(QStringLiteral("you can run   ")), qPrintable(text.out));
 }
 
 void TestConfigs::ledgerMatchesVllm() {
