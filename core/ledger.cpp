@@ -263,7 +263,18 @@ Plan planGeometry(const Scenario& s) {
     for (auto& sp : specs)
         if (sp && sp->type == SpecType::Mamba && bs.mambaPagePadded > sp->realPageBytes)
             sp->paddedPageBytes = bs.mambaPagePadded;
-    auto groups = kvCacheGroups(specs, s.engine.disableHybridKvCacheManager);
+    // vllm/config/vllm.py: chunked local attention turns the hybrid manager off unless the
+    // release keeps it or the user's environment allows it (VllmRule::ChunkedLocalHybrid).
+    const VllmRules rules = vllmRules(s.engine.vllmVersion);
+    const bool chunkedOff = s.model.countLayers(LayerKind::Chunked) > 0 &&
+                            !rules.chunkedLocalHybridByDefault && !s.engine.allowChunkedLocalHybrid;
+    if (chunkedOff && !s.engine.disableHybridKvCacheManager)
+        p.blockNotes.push_back(
+            "vLLM " + rules.version.str() +
+            " disables the hybrid KV cache manager for chunked local attention by default "
+            "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 keeps it): chunked layers "
+            "hold every token");
+    auto groups = kvCacheGroups(specs, s.engine.disableHybridKvCacheManager || chunkedOff);
     if (groups)
         p.groups = std::move(groups.value());
     else

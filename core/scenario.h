@@ -104,7 +104,10 @@ enum class MambaCacheMode : std::uint8_t { Auto, None, Align, All };
 
 // vLLM engine flags that change the accounting.
 struct EngineOptions {
-    bool disableHybridKvCacheManager = false;             // --disable-hybrid-kv-cache-manager
+    bool disableHybridKvCacheManager = false; // --disable-hybrid-kv-cache-manager
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1: keeps the hybrid manager for
+    // chunked local attention in the releases that disable it by default (0.10.1-0.12).
+    bool allowChunkedLocalHybrid = false;
     bool asyncScheduling = true;                          // --async-scheduling (vLLM's default: on)
     std::int64_t maxNumSeqs = 0;                          // --max-num-seqs; 0 = vLLM's default
     MambaCacheMode mambaCacheMode = MambaCacheMode::Auto; // --mamba-cache-mode

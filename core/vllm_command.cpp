@@ -132,6 +132,8 @@ VllmServeCommand vllmServeCommand(const Scenario& s) {
         flag(c, "--decode-context-parallel-size", num(h.decodeContextParallel));
     if (s.engine.disableHybridKvCacheManager)
         flag(c, "--disable-hybrid-kv-cache-manager");
+    if (s.engine.allowChunkedLocalHybrid && s.model.countLayers(LayerKind::Chunked) > 0)
+        c.env.push_back("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1");
     if (!s.engine.asyncScheduling)
         flag(c, "--no-async-scheduling");
     if (s.model.countLayers(LayerKind::State) > 0) {

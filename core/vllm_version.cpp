@@ -19,6 +19,13 @@ constexpr VllmVersion kNewest{0, 31, 0};
 // asked. Where the first release is inferred rather than read in a tagged tree, the source
 // says so and names the evidence.
 const VllmRuleChange kChanges[] = {
+    {VllmRule::ChunkedLocalHybrid,
+     {0, 10, 1},
+     "chunked local attention (Llama-4) disables the hybrid KV cache manager by default "
+     "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
+     "Llama-4's chunked layers hold every token, as full attention does: far fewer tokens",
+     "vLLM PR #21761 (vllm/envs.py, vllm/config/vllm.py)",
+     [](VllmRules& r) { r.chunkedLocalHybridByDefault = false; }},
     {VllmRule::AvailableFormat,
      {0, 12, 0},
      "\"Available KV cache memory\" prints format_gib (\"49.0\"), no longer \"%.2f\" (\"49.00\")",
@@ -26,6 +33,14 @@ const VllmRuleChange kChanges[] = {
      "vllm/utils/mem_utils.py format_gib in vllm/v1/worker/gpu_worker.py; 0.11.x prints %.2f, "
      "0.17 format_gib; the release between is inferred",
      [](VllmRules& r) { r.availableFormatGib = true; }},
+    {VllmRule::ChunkedLocalHybrid,
+     {0, 13, 0},
+     "chunked local attention keeps the hybrid KV cache manager by default again "
+     "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1)",
+     "Llama-4's chunked layers hold their chunk plus the tokens in flight",
+     "vLLM PR #29627 (vllm/envs.py); 0.12.0's Llama-4 Scout log still disables it, so 0.13 is "
+     "inferred",
+     [](VllmRules& r) { r.chunkedLocalHybridByDefault = true; }},
     {VllmRule::MambaSeqsRefused,
      {0, 19, 0},
      "a Mamba / linear-attention hybrid refuses to start when max_num_seqs exceeds the pool's "

@@ -70,6 +70,10 @@ struct VllmRules {
     // Hybrid (attention + Mamba) models run prefix caching with mamba_cache_mode "align" by
     // default; before, Mamba layers kept one state per request (mode "none").
     bool hybridPrefixCachingAlign = false;
+    // Chunked local attention (Llama-4) keeps the hybrid KV cache manager by default; where
+    // false vLLM disables it unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and
+    // chunked layers then hold every token as full attention does.
+    bool chunkedLocalHybridByDefault = true;
     // A sliding or chunked group admits a request by its window plus the tokens in flight,
     // max_concurrent_batches x max_num_batched_tokens (async scheduling: 2); before, plus
     // max_num_batched_tokens alone.
@@ -91,6 +95,7 @@ VllmRules vllmRules(const std::optional<VllmVersion>& v);
 // One row of the table: the first release with the new behaviour, what changed and where
 // vLLM changed it.
 enum class VllmRule : std::uint8_t {
+    ChunkedLocalHybrid,
     AvailableFormat,
     MambaSeqsRefused,
     PerTokenHeadDtypes,

@@ -342,6 +342,14 @@ const std::array kOptions{
                        s.engine.disableHybridKvCacheManager = true;
                        return {};
                    }},
+    ScenarioOption{.name = "allow-chunked-local-hybrid",
+                   .help = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1: keep the hybrid "
+                           "KV cache manager for chunked local attention (Llama-4) in vLLM "
+                           "0.10.1-0.12, which disable it by default",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.engine.allowChunkedLocalHybrid = true;
+                       return {};
+                   }},
     ScenarioOption{.name = "no-async-scheduling",
                    .help = "vLLM --no-async-scheduling: one batch in flight instead of two",
                    .apply = [](Scenario& s, const std::string&) -> Status {

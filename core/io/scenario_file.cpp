@@ -172,6 +172,7 @@ Out workloadToJson(const core::Workload& w) {
 
 Out engineToJson(const core::EngineOptions& e) {
     return {{"disable_hybrid_kv_cache_manager", e.disableHybridKvCacheManager},
+            {"allow_chunked_local_hybrid", e.allowChunkedLocalHybrid},
             {"async_scheduling", e.asyncScheduling},
             {"max_num_seqs", e.maxNumSeqs},
             {"mamba_cache_mode",
@@ -399,6 +400,7 @@ core::Workload workloadFromJson(const Field& j) {
 core::EngineOptions engineFromJson(const Field& j) {
     core::EngineOptions e;
     readBool(j["disable_hybrid_kv_cache_manager"], e.disableHybridKvCacheManager);
+    readBool(j["allow_chunked_local_hybrid"], e.allowChunkedLocalHybrid);
     readBool(j["async_scheduling"], e.asyncScheduling);
     readInt(j["max_num_seqs"], e.maxNumSeqs, 0, core::kMaxRequests); // 0 = vLLM's default
     e.mambaCacheMode = static_cast<core::MambaCacheMode>(readName(

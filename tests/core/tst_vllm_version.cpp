@@ -21,6 +21,8 @@ QString qs(const std::string& s) {
 // The rule's own field, as text, so one comparison covers every kind of field.
 QString fieldOf(VllmRule rule, const VllmRules& r) {
     switch (rule) {
+    case VllmRule::ChunkedLocalHybrid:
+        return QString::number(r.chunkedLocalHybridByDefault);
     case VllmRule::AvailableFormat:
         return QString::number(r.availableFormatGib);
     case VllmRule::MambaSeqsRefused:
@@ -97,6 +99,8 @@ private slots:
     void parse();
     void tableIsSortedAndCited();
     void eachRowFlipsAtItsRelease();
+    void chunkedLocalHybridDefault_data();
+    void chunkedLocalHybridDefault();
     void changesBetween();
     void newerThanKnown();
     void dtypeRefusal_data();
@@ -156,7 +160,7 @@ void TestVllmVersion::parse() {
 
 void TestVllmVersion::tableIsSortedAndCited() {
     const auto rows = vllmRuleChanges();
-    QVERIFY(rows.size() >= 11);
+    QVERIFY(rows.size() >= 13);
     for (std::size_t i = 0; i < rows.size(); ++i) {
         QVERIFY(!rows[i].what.empty() && !rows[i].effect.empty());
         // Every row names the vLLM change or file it was read from.
@@ -171,16 +175,51 @@ void TestVllmVersion::tableIsSortedAndCited() {
 }
 
 void TestVllmVersion::eachRowFlipsAtItsRelease() {
-    for (const auto& row : vllmRuleChanges()) {
+    const auto rows = vllmRuleChanges();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& row = rows[i];
         const VllmRules at = vllmRules(row.since);
         const VllmRules prior = vllmRules(before(row.since));
         QVERIFY2(fieldOf(row.rule, at) != fieldOf(row.rule, prior), row.what.data());
-        // And it stays as it is across every other known series.
-        for (const auto& v : knownVllmSeries()) {
-            const VllmRules r = vllmRules(v);
-            QCOMPARE(fieldOf(row.rule, r), fieldOf(row.rule, v < row.since ? prior : at));
-        }
+        // And it holds from its release until the next row of the same rule (a rule may
+        // change twice: Llama-4's hybrid manager default went off in 0.10.1, on in 0.13).
+        std::optional<VllmVersion> next;
+        for (std::size_t j = i + 1; j < rows.size() && !next; ++j)
+            if (rows[j].rule == row.rule)
+                next = rows[j].since;
+        for (const auto& v : knownVllmSeries())
+            if (row.since <= v && (!next || v < *next))
+                QCOMPARE(fieldOf(row.rule, vllmRules(v)), fieldOf(row.rule, at));
     }
+}
+
+// Llama-4 Scout (chunked 8192 on three of four layers): 0.10.0 keeps the hybrid manager,
+// 0.10.1-0.12 disable it unless the environment allows it, 0.13 keeps it again.
+void TestVllmVersion::chunkedLocalHybridDefault_data() {
+    QTest::addColumn<QString>("version");
+    QTest::addColumn<bool>("allow");
+    QTest::addColumn<bool>("disabled");
+    QTest::addRow("0.10.0") << "0.10.0" << false << false;
+    QTest::addRow("0.10.1") << "0.10.1" << false << true;
+    QTest::addRow("0.12.0") << "0.12.0" << false << true;
+    QTest::addRow("0.12.0 with the env var") << "0.12.0" << true << false;
+    QTest::addRow("0.13.0") << "0.13.0" << false << false;
+    QTest::addRow("newest") << "0.31.0" << false << false;
+}
+
+void TestVllmVersion::chunkedLocalHybridDefault() {
+    QFETCH(QString, version);
+    QFETCH(bool, allow);
+    QFETCH(bool, disabled);
+    Scenario s = gemma3(version.toLatin1().constData());
+    for (auto& l : s.model.layers)
+        if (l.kind == LayerKind::Sliding)
+            l = {LayerKind::Chunked, 8192};
+    s.engine.allowChunkedLocalHybrid = allow;
+    const LedgerResult r = computeLedger(s);
+    QCOMPARE(r.hybridKvCacheManagerDisabled, disabled);
+    // Off, the chunked layers are promoted to full attention: one group of 62 layers.
+    QCOMPARE(r.kvCacheGroups.size(), disabled ? std::size_t(1) : std::size_t(7));
 }
 
 void TestVllmVersion::changesBetween() {
