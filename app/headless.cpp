@@ -9,6 +9,7 @@
 #include "widgets/charts/speed_panel.h"
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/probe/probe_charts.h"
 #include "widgets/probe/probe_panel.h"
 
 #include "core/io/files.h"
@@ -140,6 +141,23 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         QString why;
         if (!w.probePanel()->loadResults(QString::fromStdString(o.value("probe-results")), &why))
             return fail("--probe-results: " + why.toStdString());
+        // A file with nothing to draw wrote an empty chart and exited 0 (issue 32 item 9): a
+        // chart of measurements is refused when no row gives it a point, saying why.
+        const std::string name = chart ? chart->name : "";
+        const widgets::ProbeChart* drawn =
+            name == "speed" ? static_cast<const widgets::ProbeChart*>(w.probePanel()->speedChart())
+            : name == "quality" ? w.probePanel()->qualityChart()
+                                : nullptr;
+        if (drawn && !drawn->hasData()) {
+            const probe::ProbeReport& report = w.probePanel()->report();
+            const std::string why = report.okRows() == 0 ? "every row failed"
+                                    : name == "speed"
+                                        ? "no row that ran has a positive attention_ms"
+                                        : "no row that ran has a finite rel_l2_error";
+            return fail("--probe-results: " + o.value("probe-results") +
+                        ": nothing to draw in the " +
+                        widgets::chartTitle(*chart).toLower().toStdString() + ": " + why);
+        }
     }
     if (o.value("tab") == "measured")
         w.showMeasuredTab();

@@ -234,23 +234,25 @@ Result<NpyArray> parseNpy(const std::uint8_t* data, std::size_t size) {
     return a;
 }
 
-Result<NpyArray> loadNpy(const std::string& path) {
-    auto file = io::RegularFile::open(path);
-    if (!file)
-        return file.error();
-    const std::size_t fileBytes = std::size_t(std::max<std::int64_t>(0, file->size()));
-    auto readExactly = [&](std::uint8_t* buffer, std::size_t n) -> Status {
-        auto got = file->read(buffer, n);
-        if (!got)
-            return got.error();
-        if (*got != n)
-            return Error{ErrorCode::Io, path + ": changed while it was read (it shrank)"};
-        return {};
-    };
-    // The fixed prefix, then the header it announces (at most 64 KiB), then the checks: nothing
-    // of the data is read, or allocated, before the header and the file's size agree.
+namespace {
+
+// Reads exactly n bytes; a file that ends sooner changed after its size was taken.
+Status readExactly(io::RegularFile& file, const std::string& path, std::uint8_t* buffer,
+                   std::size_t n) {
+    auto got = file.read(buffer, n);
+    if (!got)
+        return got.error();
+    if (*got != n)
+        return Error{ErrorCode::Io, path + ": changed while it was read (it shrank)"};
+    return {};
+}
+
+// The fixed prefix, then the header it announces (at most 64 KiB), parsed: nothing of the data is
+// read.
+Result<NpyHeader> readHeader(io::RegularFile& file, const std::string& path,
+                             std::size_t fileBytes) {
     std::vector<std::uint8_t> head(std::min<std::size_t>(fileBytes, 12));
-    if (Status got = readExactly(head.data(), head.size()); !got)
+    if (Status got = readExactly(file, path, head.data(), head.size()); !got)
         return got.error();
     auto end = headerEnd(head.data(), head.size());
     if (!end)
@@ -259,12 +261,40 @@ Result<NpyArray> loadNpy(const std::string& path) {
     if (wanted > head.size()) {
         const std::size_t had = head.size();
         head.resize(wanted);
-        if (Status got = readExactly(head.data() + had, wanted - had); !got)
+        if (Status got = readExactly(file, path, head.data() + had, wanted - had); !got)
             return got.error();
     }
+    // A header that parses is longer than the 12 bytes read first (it names three keys), so the
+    // file is at its data's first byte.
     auto header = parseHeader(head.data(), head.size());
     if (!header)
         return header.error().prefixed(path);
+    return header;
+}
+
+std::size_t sizeOf(const io::RegularFile& file) {
+    return std::size_t(std::max<std::int64_t>(0, file.size()));
+}
+
+} // namespace
+
+Result<NpyHeader> readNpyHeader(const std::string& path) {
+    auto file = io::RegularFile::open(path);
+    if (!file)
+        return file.error();
+    return readHeader(*file, path, sizeOf(*file));
+}
+
+Result<NpyArray> loadNpy(const std::string& path) {
+    auto file = io::RegularFile::open(path);
+    if (!file)
+        return file.error();
+    const std::size_t fileBytes = sizeOf(*file);
+    // The header and the file's size must agree before anything of the data is read or
+    // allocated.
+    auto header = readHeader(*file, path, fileBytes);
+    if (!header)
+        return header.error();
     if (Status fits = checkDataBytes(*header, fileBytes - header->dataOffset); !fits)
         return fits.error().prefixed(path);
     NpyArray a;
@@ -282,7 +312,8 @@ Result<NpyArray> loadNpy(const std::string& path) {
     const std::size_t perPiece = kPiece / std::size_t(a.itemBytes);
     for (std::size_t done = 0; done < a.data.size();) {
         const std::size_t count = std::min(perPiece, a.data.size() - done);
-        if (Status got = readExactly(piece.data(), count * std::size_t(a.itemBytes)); !got)
+        if (Status got = readExactly(*file, path, piece.data(), count * std::size_t(a.itemBytes));
+            !got)
             return got.error();
         convertData(piece.data(), count, a.itemBytes, a.data.data() + done);
         done += count;
@@ -290,17 +321,23 @@ Result<NpyArray> loadNpy(const std::string& path) {
     return a;
 }
 
-Status checkKvShape(const NpyArray& a, int kvHeads, int headDim, const std::string& what) {
-    if (a.shape.size() != 3)
+Status checkKvShape(const std::vector<std::int64_t>& shape, int kvHeads, int headDim,
+                    const std::string& what) {
+    if (shape.size() != 3)
         return bad(what + ": expected shape [tokens, kv_heads, head_dim], got " +
-                   std::to_string(a.shape.size()) + " dimensions");
-    if (a.shape[0] < 1)
+                   std::to_string(shape.size()) + " dimensions");
+    if (shape[0] < 1)
         return bad(what + ": no tokens");
-    if (a.shape[1] != kvHeads || a.shape[2] != headDim)
-        return bad(what + ": shape [" + std::to_string(a.shape[0]) + ", " +
-                   std::to_string(a.shape[1]) + ", " + std::to_string(a.shape[2]) +
-                   "] does not match the layer (kv_heads " + std::to_string(kvHeads) +
-                   ", head_dim " + std::to_string(headDim) + ")");
+    if (shape[1] != kvHeads || shape[2] != headDim)
+        return bad(what + ": shape [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                   ", " + std::to_string(shape[2]) + "] does not match the layer (kv_heads " +
+                   std::to_string(kvHeads) + ", head_dim " + std::to_string(headDim) + ")");
+    return {};
+}
+
+Status checkKvShape(const NpyArray& a, int kvHeads, int headDim, const std::string& what) {
+    if (Status fits = checkKvShape(a.shape, kvHeads, headDim, what); !fits)
+        return fits;
     for (float x : a.data)
         if (!std::isfinite(x))
             return bad(what + ": holds NaN or infinity");

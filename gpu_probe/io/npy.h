@@ -3,10 +3,13 @@
 // C order, little-endian (NumPy format versions 1.0, 2.0 and 3.0). Every malformed input gets
 // a one-line error naming what is wrong (BadFile); parseNpy never reads past `size` (fuzzed).
 //
-// loadNpy opens the file through io::RegularFile (core/io/files.h), so a FIFO, a device or a
-// directory is refused at once instead of blocking, reads and checks the header first, checks
-// the data's size against the file's before allocating anything, and then streams the data
-// into floats: a large file that is not a .npy costs one header read, never its size in memory.
+// readNpyHeader and loadNpy open the file through io::RegularFile (core/io/files.h), so a FIFO,
+// a device or a directory is refused at once instead of blocking. readNpyHeader reads the
+// header alone (at most 12 + 64 KiB), so a caller can check shapes and weigh the memory a run
+// needs before any data is read (the probe's memory guard, issue 32). loadNpy reads and checks
+// the header, checks the data's size against the file's before allocating anything, and then
+// streams the data into floats in 1 MiB pieces: a large file that is not a .npy costs one
+// header read, never its size in memory.
 
 #include "core/result.h"
 
@@ -41,10 +44,17 @@ struct NpyHeader {
 Result<NpyHeader> parseNpyHeader(const std::uint8_t* data, std::size_t size);
 // A whole .npy in memory.
 Result<NpyArray> parseNpy(const std::uint8_t* data, std::size_t size);
+// A .npy file's header, nothing of its data read; errors name the file. The data's size is not
+// compared with the file's here but by loadNpy, where the data is read.
+Result<NpyHeader> readNpyHeader(const std::string& path);
 // A .npy file; errors name the file.
 Result<NpyArray> loadNpy(const std::string& path);
 
-// Checks a loaded K or V array against a layer's shape (BadFile naming `what` otherwise).
+// Checks a K or V shape (from a header) against a layer's: [tokens >= 1, kvHeads, headDim]
+// (BadFile naming `what` otherwise).
+Status checkKvShape(const std::vector<std::int64_t>& shape, int kvHeads, int headDim,
+                    const std::string& what);
+// The same for a loaded array, and its values finite.
 Status checkKvShape(const NpyArray& a, int kvHeads, int headDim, const std::string& what);
 
 // Serializes an array (for tests and for users who want the probe's synthetic data).

@@ -144,6 +144,18 @@ ProbeResult readResult(const Field& row, const std::string& backend, const std::
     r.error.code = r.status == ProbeStatus::Cancelled ? ErrorCode::Cancelled : ErrorCode::Internal;
     if (r.ok() && r.formatId.empty())
         row["format"].fail("must not be empty");
+    // A format this build does not know ("int3") has no colour, marker or byte size of its own:
+    // drawn, it would pass for another format, so it is refused by name.
+    if (!r.formatId.empty()) {
+        std::string known;
+        bool found = false;
+        for (const ProbeFormat& format : allProbeFormats()) {
+            found = found || format.id == r.formatId;
+            known += (known.empty() ? "" : ", ") + format.id;
+        }
+        if (!found)
+            row["format"].fail("must be one of " + known + ", got " + row["format"].describe());
+    }
     if (r.formatLabel.empty())
         r.formatLabel = r.formatId;
     if (r.allocatedPoolBytes == 0)

@@ -104,29 +104,33 @@ Status validatePlan(ProbeRun& run) {
     return {};
 }
 
-// Real K/V from two .npy files: checked against the layer, the contexts clamped to their length.
-Status loadRealKv(ProbeRun& run) {
+// Real K/V from two .npy files, judged by their headers alone: each shape against the layer, K's
+// tokens against V's, the contexts clamped to their length. Nothing of the data is read here, so
+// the memory guard weighs the run before a byte of it is loaded (issue 32: two 2 GiB files were
+// read into 8.4 GB before the guard said the run needed 116 GB).
+Status inspectRealKv(ProbeRun& run) {
     const ProbePlan& plan = run.plan;
     if (plan.kNpy.empty() && plan.vNpy.empty())
         return {};
     if (plan.kNpy.empty() || plan.vNpy.empty())
         return badInput("real K/V needs both --k-npy and --v-npy");
-    auto keyFile = loadNpy(plan.kNpy);
-    if (!keyFile)
-        return keyFile.error();
-    auto valueFile = loadNpy(plan.vNpy);
-    if (!valueFile)
-        return valueFile.error();
-    NpyArray& keys = *keyFile;
-    NpyArray& values = *valueFile;
+    auto keyHeader = readNpyHeader(plan.kNpy);
+    if (!keyHeader)
+        return keyHeader.error();
+    auto valueHeader = readNpyHeader(plan.vNpy);
+    if (!valueHeader)
+        return valueHeader.error();
     const int heads = plan.model.kvHeads, dim = plan.model.headDim;
-    if (Status fits = checkKvShape(keys, heads, dim, "K .npy"); !fits)
+    if (Status fits = checkKvShape(keyHeader->shape, heads, dim, "K .npy"); !fits)
         return fits.error();
-    if (Status fits = checkKvShape(values, heads, dim, "V .npy"); !fits)
+    if (Status fits = checkKvShape(valueHeader->shape, heads, dim, "V .npy"); !fits)
         return fits.error();
-    if (keys.shape[0] != values.shape[0])
-        return Error{ErrorCode::BadFile, "K and V .npy files hold different token counts"};
-    const std::int64_t tokens = keys.shape[0];
+    const std::int64_t tokens = keyHeader->shape[0];
+    if (tokens != valueHeader->shape[0])
+        return Error{ErrorCode::BadFile, "K and V .npy files hold different token counts (K " +
+                                             std::to_string(tokens) + ", V " +
+                                             std::to_string(valueHeader->shape[0]) + ")"};
+    run.npyTokens = tokens;
     const std::int64_t longest = *std::max_element(run.contexts.begin(), run.contexts.end());
     if (tokens < longest + run.paddingRows) {
         run.result.notes.push_back("context clamped to the " +
@@ -135,8 +139,35 @@ Status loadRealKv(ProbeRun& run) {
         for (auto& context : run.contexts)
             context = std::max<std::int64_t>(1, std::min(context, tokens - run.paddingRows));
     }
-    run.host.keys = std::move(keys.data);
-    run.host.values = std::move(values.data);
+    return {};
+}
+
+// The real K/V's data, after the memory guard let the run go on: each file streamed in bounded
+// pieces (loadNpy), its values checked finite.
+Status loadRealKv(ProbeRun& run) {
+    if (run.npyTokens == 0)
+        return {};
+    const ProbePlan& plan = run.plan;
+    const int heads = plan.model.kvHeads, dim = plan.model.headDim;
+    auto load = [&](const std::string& path, const char* what) -> Result<NpyArray> {
+        auto file = loadNpy(path);
+        if (!file)
+            return file.error();
+        // The guard weighed the header read a moment ago; a file replaced since is not run.
+        if (file->shape.empty() || file->shape[0] != run.npyTokens)
+            return Error{ErrorCode::BadFile, path + ": changed while it was read"};
+        if (Status fits = checkKvShape(*file, heads, dim, what); !fits)
+            return fits.error();
+        return file;
+    };
+    auto keys = load(plan.kNpy, "K .npy");
+    if (!keys)
+        return keys.error();
+    auto values = load(plan.vNpy, "V .npy");
+    if (!values)
+        return values.error();
+    run.host.keys = std::move(keys->data);
+    run.host.values = std::move(values->data);
     run.result.dataSource = "npy";
     return {};
 }
@@ -248,10 +279,9 @@ Status prepareRun(ProbeRun& run) {
     run.backend->setThreads(run.plan.threads);
     run.backend->setSeed(run.plan.seed);
     run.result.device = run.backend->deviceName();
-    if (Status loaded = loadRealKv(run); !loaded)
-        return loaded;
-    const std::int64_t rowElems = std::int64_t(run.layout.kvHeads) * run.layout.headDim;
-    const std::int64_t dataRowsHeld = std::int64_t(run.host.keys.size()) / rowElems;
+    if (Status inspected = inspectRealKv(run); !inspected)
+        return inspected;
+    const std::int64_t dataRowsHeld = run.npyTokens; // a loaded .npy is held whole
     run.longestContext = *std::max_element(run.contexts.begin(), run.contexts.end());
     run.result.batch = run.batch();
     run.result.context = run.longestContext;
@@ -266,7 +296,9 @@ Status planRun(ProbeRun& run) {
         return prepared;
     const std::int64_t available =
         run.plan.hostMemoryLimitBytes > 0 ? run.plan.hostMemoryLimitBytes : hostAvailableBytes();
-    return checkMemoryFits(run.result.estimatedPeakHostBytes, available);
+    if (Status fits = checkMemoryFits(run.result.estimatedPeakHostBytes, available); !fits)
+        return fits;
+    return loadRealKv(run);
 }
 
 // ---- allocate

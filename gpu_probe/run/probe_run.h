@@ -2,8 +2,9 @@
 // One probe run as a value and its phases, in order (internal to gpu_probe; runProbe in
 // probe.cpp drives them):
 //
-//   planRun        checks the plan, loads real K/V, counts pages and stream rows, estimates the
-//                  whole run's peak memory and refuses what would not fit; allocates nothing
+//   planRun        checks the plan and the real K/V files' headers, counts pages and stream
+//                  rows, estimates the whole run's peak memory and refuses what would not fit,
+//                  then loads the real K/V (nothing of them is read before the refusal)
 //   allocateRun    the block manager's pages and slot mapping, the pool (poisoned, its device
 //                  account measured alone) and every other device buffer
 //   fillRun        synthetic K/V (or the loaded samples' bits), queries, fp8 scales, uploads
@@ -70,7 +71,8 @@ struct ProbeRun {
     int paddingRows = 0; // padding slots per request (check mode)
     RunShape shape;
     std::unique_ptr<Backend> backend;
-    HostKv host; // a loaded .npy arrives here already
+    std::int64_t npyTokens = 0; // tokens of the real K/V files, from their headers (0: synthetic)
+    HostKv host;                // a loaded .npy arrives here already
 
     // allocate
     std::optional<BlockManager> blocks;
@@ -103,7 +105,8 @@ Status timeAttentionRun(ProbeRun& run);
 Status measureQualityRun(ProbeRun& run);
 Status accountRun(ProbeRun& run);
 
-// The plan phase up to its estimate, without the refusal (estimatePeakHostBytes).
+// The plan phase up to its estimate, without the refusal and without loading the real K/V
+// (estimatePeakHostBytes): a .npy plan reads the files' headers only.
 Status prepareRun(ProbeRun& run);
 
 } // namespace kvl::probe

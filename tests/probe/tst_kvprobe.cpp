@@ -3,7 +3,8 @@
 // link; on a full disk it keeps whole lines, says why at once and stops the bench, exit 1;
 // `run --json` says "failed" at the top level when its run failed; a model the probe does not
 // support is bad input, exit 2 (gpu_probe/README.md: 0 ok, 1 a run failed, 2 bad usage or
-// input).
+// input); real K/V (.npy) are judged by their headers (shapes, K's tokens against V's, the
+// memory guard) before a byte of their data is read.
 
 #include "../widgets/full_disk.h"
 #include "../widgets/special_files.h"
@@ -68,6 +69,27 @@ int checkRows(const QByteArray& file, int skip) {
     return int(lines.size()) - skip;
 }
 
+// A .npy file whose header claims float16 [tokens, heads, 128] but which holds only `dataBytes`
+// bytes of data (zeros): shorter than its header says, so reading its data fails ("truncated
+// data") and any other refusal proves the data was never read. resize() makes the file sparse.
+bool writeNpyHeader(const QString& path, qint64 tokens, int heads, qint64 dataBytes) {
+    QByteArray header = QStringLiteral("{'descr': '<f2', 'fortran_order': False, 'shape': (%1, "
+                                       "%2, 128), }")
+                            .arg(tokens)
+                            .arg(heads)
+                            .toLatin1();
+    while ((10 + header.size() + 1) % 64 != 0)
+        header += ' ';
+    header += '\n';
+    QByteArray bytes("\x93NUMPY\x01\x00", 8);
+    bytes += char(header.size() & 0xff);
+    bytes += char(header.size() >> 8);
+    bytes += header;
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size() &&
+           f.resize(bytes.size() + dataBytes);
+}
+
 const QStringList kBench{"bench", "--quick", "--jsonl"};
 constexpr int kQuickRows = 6; // bench --quick: 3 formats x 1 context x 2 batch sizes
 
@@ -82,6 +104,8 @@ private slots:
     void jsonlOnFullDisk();
     void runStatusAtEveryLevel_data();
     void runStatusAtEveryLevel();
+    void npyHeadersJudgedBeforeData_data();
+    void npyHeadersJudgedBeforeData();
 };
 
 void TestKvprobe::jsonlRefusesSpecialFiles_data() {
@@ -193,6 +217,57 @@ void TestKvprobe::runStatusAtEveryLevel() {
             QStringLiteral("kvprobe: %1\n").arg(row.value(QStringLiteral("error")).toString()));
     else
         QVERIFY(r.err.isEmpty());
+}
+
+void TestKvprobe::npyHeadersJudgedBeforeData_data() {
+    QTest::addColumn<qint64>("kTokens");
+    QTest::addColumn<qint64>("vTokens");
+    QTest::addColumn<int>("vHeads");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("rc");
+    QTest::addColumn<QString>("message"); // a regular expression for stderr's one line
+    // The reported case: two 2 GiB files and a context of 1M read into 8.4 GB before the guard
+    // said "needs 116.4 GB". The headers claim 2M tokens (4 GiB each); 4096 requests of 1M
+    // tokens need terabytes on any machine. Had the data been read, it would be "truncated".
+    QTest::addRow("memory guard before the data")
+        << (qint64(1) << 21) << (qint64(1) << 21) << 8 << 4096 << 1
+        << QStringLiteral("^kvprobe: needs [0-9]{5,}\\.[0-9] GB of host memory, [0-9.]+ GB "
+                          "available .*\n$");
+    // K/V token counts, and a shape against the layer, from the headers alone.
+    QTest::addRow("K and V token counts differ")
+        << qint64(1000) << qint64(999) << 8 << 1 << 2
+        << QStringLiteral("^kvprobe: K and V \\.npy files hold different token counts \\(K "
+                          "1000, V 999\\)\n$");
+    QTest::addRow("V's heads differ from the layer's")
+        << qint64(1000) << qint64(1000) << 4 << 1 << 2
+        << QStringLiteral("^kvprobe: V \\.npy: shape \\[1000, 4, 128\\] does not match the layer "
+                          "\\(kv_heads 8, head_dim 128\\)\n$");
+    // A run that fits goes on to read the data, and the file's shortness is found there.
+    QTest::addRow("a run that fits reads the data")
+        << qint64(1000) << qint64(1000) << 8 << 1 << 2
+        << QStringLiteral("^kvprobe: .*k\\.npy: truncated data \\(2048000 bytes declared by the "
+                          "shape, 4096 present\\)\n$");
+}
+
+void TestKvprobe::npyHeadersJudgedBeforeData() {
+    QFETCH(qint64, kTokens);
+    QFETCH(qint64, vTokens);
+    QFETCH(int, vHeads);
+    QFETCH(int, batch);
+    QFETCH(int, rc);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    const QString k = dir.filePath(QStringLiteral("k.npy"));
+    const QString v = dir.filePath(QStringLiteral("v.npy"));
+    QVERIFY(writeNpyHeader(k, kTokens, 8, 4096));
+    QVERIFY(writeNpyHeader(v, vTokens, vHeads, 4096));
+    // llama-3-8b: 8 KV heads of 128.
+    const Run r = kvprobe({"run", "--model", "llama-3-8b", "--kv-dtype", "fp16", "--block-size",
+                           "16", "--batch", QString::number(batch), "--context",
+                           QString::number(1 << 20), "--repeats", "1", "--k-npy", k, "--v-npy", v});
+    QVERIFY(r.finished);
+    QVERIFY2(QRegularExpression(message).match(r.err).hasMatch(), qPrintable(r.err));
+    QCOMPARE(r.rc, rc);
 }
 
 QTEST_GUILESS_MAIN(TestKvprobe)

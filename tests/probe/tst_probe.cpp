@@ -234,21 +234,20 @@ private slots:
             p.measureQuality = false;
             return p;
         };
-        // 64 times the tokens: the small step is mostly its fixed cost (threads, scratch), and
-        // with 16 times (4K) the faster kernels left a median ratio of 4-5 that a loaded machine
-        // pulled under 2 (the fresh-machine run did); at 16K it stays above 4 under load.
+        // Its shape: one time per plan per round, each a real, positive step time. That the
+        // 64x larger plan took longer was asserted here as a median ratio above 2: a statement
+        // about the machine's load, not about timeDecodeInTurn, and it failed once under ctest
+        // -j2 on a loaded machine (issue 32 item 16). Which plan runs when is checked below,
+        // without a clock, through the caller's step and the cancel flag; the ratios themselves
+        // are what tests/bench/bench_probe reports.
         const auto times = timeDecodeInTurn({planOf(256, 16), planOf(16384, 16)}, 5);
         QVERIFY2(times.ok(), times.ok() ? "" : times.error().message.c_str());
         QCOMPARE(int(times->size()), 2);
-        std::vector<double> ratios;
-        for (int round = 0; round < 5; ++round) {
-            for (const auto& plan : *times)
-                QVERIFY(plan[std::size_t(round)] > 0.0 && std::isfinite(plan[std::size_t(round)]));
-            ratios.push_back((*times)[1][std::size_t(round)] / (*times)[0][std::size_t(round)]);
+        for (const auto& plan : *times) {
+            QCOMPARE(int(plan.size()), 5);
+            for (double ms : plan)
+                QVERIFY(ms > 0.0 && std::isfinite(ms));
         }
-        std::sort(ratios.begin(), ratios.end());
-        qInfo("decodeInTurn median ratio %.2f", ratios[2]);
-        QVERIFY2(ratios[2] > 2.0, qPrintable(QString::number(ratios[2])));
 
         const auto bad = timeDecodeInTurn({planOf(256, 16), planOf(256, 0)}, 2);
         QVERIFY(!bad.ok());

@@ -261,6 +261,7 @@ private slots:
 void TestResultsIo::everyTableFieldRoundTrips() {
     ProbeResult full;
     fillDistinct(full, schema::kResultFields);
+    full.formatId = "fp8_e5m2-per-head"; // the reader refuses a format it does not know
     full.status = ProbeStatus::Ok;
     full.error.code = ErrorCode::Internal; // a read row's code follows its status
     full.speedMeasured = full.qualityMeasured = true;
@@ -582,6 +583,11 @@ void TestResultsIo::rejects_data() {
     row("bad quality point",
         replaced(good, "\"quality_vs_context\": [", "\"quality_vs_context\": [{\"context\": -1},"),
         "results[0].quality_vs_context[0].context: must be between 1 and 1099511627776, got -1");
+    // It was plotted as FP16 (issue 32 item 9).
+    row("unknown format", replaced(good, "\"format\": \"int8\"", "\"format\": \"int3\""),
+        "gpu.json: results[0].format: must be one of fp16, bf16, fp32, ");
+    row("unknown format, named as kvprobe never writes it",
+        replaced(good, "\"format\": \"int8\"", "\"format\": \"INT8\""), ", got string \"INT8\"");
     row("note not a string", replaced(good, "\"notes\": [", "\"notes\": [7, "),
         "results[0].notes[0]: expected a string, got 7");
 }

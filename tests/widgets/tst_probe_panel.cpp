@@ -127,6 +127,8 @@ private slots:
     void headlessExport_data();
     void headlessExport();
     void headlessBadProbeResults();
+    void headlessNothingToDraw_data();
+    void headlessNothingToDraw();
     void saveResults();
     void saveResultsOnFullDisk();
     void qualityGuide();
@@ -764,6 +766,74 @@ void TestProbePanel::headlessBadProbeResults() {
     QCOMPARE(app::runHeadlessGuiCommand({"export", "--chart", "speed", "--out", "s.png"}, o2, e2),
              2);
     QVERIFY(e2.str().find("--probe-results") != std::string::npos);
+}
+
+void TestProbePanel::headlessNothingToDraw_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<QString>("change"); // what is done to every row of cpu-bench-quick.json
+    QTest::addColumn<int>("rc");
+    QTest::addColumn<QString>("message"); // the end of stderr's one line
+    // Each wrote an empty chart and exited 0, or drew "int3" as FP16 (issue 32 item 9).
+    for (const char* chart : {"speed", "quality"})
+        QTest::addRow("%s, every row failed", chart)
+            << QString::fromLatin1(chart) << QStringLiteral("failed") << 2
+            << QStringLiteral(": every row failed\n");
+    QTest::addRow("speed, attention_ms 0")
+        << QStringLiteral("speed") << QStringLiteral("zero time") << 2
+        << QStringLiteral(": nothing to draw in the speed chart: no row that ran has a positive "
+                          "attention_ms\n");
+    // The rows still have their quality: that chart is drawn.
+    QTest::addRow("quality, attention_ms 0")
+        << QStringLiteral("quality") << QStringLiteral("zero time") << 0 << QString();
+    QTest::addRow("speed, format int3")
+        << QStringLiteral("speed") << QStringLiteral("int3") << 2
+        << QStringLiteral("results[0].format: must be one of fp16, bf16, fp32, fp8_e4m3, "
+                          "fp8_e4m3-per-head, fp8_e5m2, fp8_e5m2-per-head, int8, int4-g32, "
+                          "int4-g64, int4-g128, int4-kivi, int2-kivi, got string \"int3\"\n");
+}
+
+void TestProbePanel::headlessNothingToDraw() {
+    QFETCH(QString, chart);
+    QFETCH(QString, change);
+    QFETCH(int, rc);
+    QFETCH(QString, message);
+    nlohmann::json doc = parseFile(kCorpus + QStringLiteral("cpu-bench-quick.json"));
+    QVERIFY(doc.at("results").size() > 1);
+    for (auto& row : doc.at("results")) {
+        if (change == QLatin1String("failed")) {
+            row["ok"] = false;
+            row["status"] = "failed";
+            row["error"] = "cuda: out of memory";
+        } else if (change == QLatin1String("zero time")) {
+            row["attention_ms"] = 0;
+        } else {
+            row["format"] = "int3";
+        }
+    }
+    const QString results = m_dir.filePath(QStringLiteral("nothing-%1.json").arg(change));
+    {
+        QFile f(results);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QByteArray::fromStdString(doc.dump()));
+    }
+    const QString out = m_dir.filePath(QStringLiteral("nothing-%1-%2.csv").arg(chart, change));
+    QFile::remove(out);
+    std::ostringstream o, e;
+    const int got =
+        app::runHeadlessGuiCommand({"export", "--chart", chart.toStdString(), "--out",
+                                    out.toStdString(), "--probe-results", results.toStdString()},
+                                   o, e);
+    const QString err = QString::fromStdString(e.str());
+    QCOMPARE(got, rc);
+    if (rc == 0) {
+        QVERIFY2(err.isEmpty(), qPrintable(err));
+        QVERIFY(QFile::exists(out));
+        return;
+    }
+    QVERIFY2(err.startsWith(QStringLiteral("kvledger export: --probe-results: ")), qPrintable(err));
+    QVERIFY2(err.endsWith(message), qPrintable(err));
+    QCOMPARE(err.count(QLatin1Char('\n')), 1);
+    QVERIFY(!QFile::exists(out)); // no empty chart written
 }
 
 void TestProbePanel::saveResults() {
