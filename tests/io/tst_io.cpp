@@ -1385,6 +1385,32 @@ void TstIo::hfImportErrors_data() {
                 QByteArray(kLinear).replace("\"linear_num_value_heads\": 8",
                                             "\"linear_num_value_heads\": 0"))
         << "linear_num_value_heads: must be between 1 and 4096, got 0";
+    // Issue 32, item 13: vLLM's GatedDeltaNet repeats each key head over
+    // num_v_heads // num_k_heads value heads (qwen3_next.py): 33 over 4 is refused.
+    QTest::addRow("linear_num_value_heads not a multiple of the key heads")
+        << tiny(R"("model_type": "qwen3_5_text", )" +
+                QByteArray(kLinear).replace("\"linear_num_value_heads\": 8",
+                                            "\"linear_num_value_heads\": 33"))
+        << "cfg.json: linear_num_value_heads: must be a multiple of linear_num_key_heads (4), "
+           "got 33";
+    // An unknown rope_type is refused as vLLM's get_rope refuses it, not read as a factor.
+    QTest::addRow("rope_type unknown")
+        << llamaWith("rope_scaling", R"({"rope_type": "banana", "factor": 8.0})")
+        << "cfg.json: rope_scaling.rope_type: unknown RoPE scaling type 'banana'";
+    QTest::addRow("legacy type unknown")
+        << llamaWith("rope_scaling", R"({"type": "banana", "factor": 8.0})")
+        << "cfg.json: rope_scaling.type: unknown RoPE scaling type 'banana'";
+    // Experts per token with no routed experts.
+    QTest::addRow("top-k 8 of 0 experts")
+        << QByteArray(llamaWith("num_local_experts", "0"))
+               .replace("\"num_local_experts\":0",
+                        "\"num_local_experts\":0,\"num_experts_per_tok\":8")
+        << "cfg.json: num_experts_per_tok: routes 8 experts per token, but the model has no "
+           "routed experts (an expert count of 0)";
+    QTest::addRow("top-k 8 and no expert count")
+        << llamaWith("num_experts_per_tok", "8")
+        << "cfg.json: num_experts_per_tok: routes 8 experts per token, but the model has no "
+           "routed experts (no expert count)";
     QTest::addRow("linear_conv_kernel_dim string")
         << tiny(R"("model_type": "qwen3_5_text", )" +
                 QByteArray(kLinear).replace("\"linear_conv_kernel_dim\": 4",
