@@ -226,9 +226,20 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
         o["gpu_name"] = g->gpu.name;
         o["fits"] = g->fits;
         if (!g->fits) {
-            o["gpus"] = 0;
+            // No layout holds the users: no GPU count to give (null, never a fake 0), the
+            // binding constraint in the reason, and the nearest layout that holds some.
+            o["gpus"] = nullptr;
             o["reason"] = g->reason;
-            o["memory_needed_bytes_per_gpu"] = g->memoryNeededBytes;
+            o["memory_needed_bytes_per_gpu"] =
+                g->memoryNeededBytes > 0 ? Json(g->memoryNeededBytes) : Json();
+            if (g->nearestUsers > 0) {
+                Json n = layoutJson(g->nearestLayout);
+                n["users"] = g->nearestUsers;
+                n["requests_per_replica"] = g->nearestPerReplica;
+                o["nearest"] = std::move(n);
+            } else {
+                o["nearest"] = nullptr;
+            }
         }
         Json alternatives = Json::array();
         for (std::size_t i = 1; i < g->layouts.size(); ++i)
@@ -236,13 +247,14 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
         o["alternatives"] = std::move(alternatives);
         plans.push_back(std::move(o));
     }
-    return {{"model", req.base.model.id},
-            {"users", req.users},
-            {"context", req.context},
-            {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
-                             core::shortLabel(core::storedKvFormat(req.base)))},
-            {"max_gpus", req.maxGpus},
-            {"plans", std::move(plans)}};
+    Json o = {{"model", req.base.model.id},
+              {"users", req.users},
+              {"context", req.context},
+              {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
+                               core::shortLabel(core::storedKvFormat(req.base)))},
+              {"max_gpus", req.maxGpus},
+              {"plans", std::move(plans)}};
+    return o;
 }
 
 } // namespace kvl::io

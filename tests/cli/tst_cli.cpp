@@ -104,6 +104,8 @@ private slots:
     void defaultIsWhatVllmRuns();
     void planLlama70b();
     void planJsonShape();
+    void planInfeasible_data();
+    void planInfeasible();
     void planDuplicateGpus();
     void scenarioFileNamesTheField_data();
     void scenarioFileNamesTheField();
@@ -703,6 +705,53 @@ void TestCli::planJsonShape() {
     }
     // Best first: the kinds that fit, by GPU count.
     QVERIFY(plans.first().toObject().value("fits").toBool());
+}
+
+void TestCli::planInfeasible_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("reason");
+    QTest::addColumn<int>("nearestGpus");
+    // Issue 32, item 5: 100,000 users of 32K on Llama-3.1-70B need more than 64 GPUs of any
+    // kind; the reason names memory for the users and the most that fit, never the heads.
+    // The deepest pipeline holds the most: 64 H100s give about 64 x 74 GB to KV after 141 GB
+    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 440.
+    QTest::addRow("b200")
+        << QStringList{"--gpu", "b200"}
+        << "memory for the users: at most 1,048 fit on 64 x B200 180GB as TP 4 x PP 8 x DP 2 (524 "
+           "per replica); 100,000 need more than 64 GPUs"
+        << 64;
+    QTest::addRow("h100")
+        << QStringList{"--gpu", "h100-80gb"}
+        << "memory for the users: at most 440 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
+           "need more than 64 GPUs"
+        << 64;
+}
+
+void TestCli::planInfeasible() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, reason);
+    QFETCH(int, nearestGpus);
+    const Run r = run(QStringList{"plan", "--json", "--model", "llama-3.1-70b", "--context",
+                                  "32768", "--users", "100000"} +
+                      args);
+    QCOMPARE(r.rc, 0);
+    const auto p = QJsonDocument::fromJson(r.out.toUtf8())
+                       .object()
+                       .value("plans")
+                       .toArray()
+                       .first()
+                       .toObject();
+    QCOMPARE(p.value("fits"), QJsonValue(false));
+    QVERIFY(p.value("gpus").isNull()); // no fake 0
+    QCOMPARE(p.value("reason").toString(), reason);
+    QVERIFY(!p.value("reason").toString().contains(QStringLiteral("heads")));
+    const auto n = p.value("nearest").toObject();
+    QCOMPARE(n.value("gpus").toInt(), nearestGpus);
+    QCOMPARE(n.value("gpus").toInt(),
+             n.value("tp").toInt() * n.value("pp").toInt() * n.value("dp").toInt());
+    QCOMPARE(n.value("users").toInteger(),
+             n.value("requests_per_replica").toInteger() * n.value("dp").toInteger());
+    QVERIFY(n.value("users").toInteger() < 100000);
 }
 
 void TestCli::planDuplicateGpus() {
