@@ -107,6 +107,7 @@ private slots:
     void planInfeasible_data();
     void planInfeasible();
     void planDuplicateGpus();
+    void saturatedFigures();
     void scenarioFileNamesTheField_data();
     void scenarioFileNamesTheField();
     void planBadInput_data();
@@ -762,6 +763,33 @@ void TestCli::planDuplicateGpus() {
     const auto plans = QJsonDocument::fromJson(r.out.toUtf8()).object().value("plans").toArray();
     QCOMPARE(plans.size(), 2);
     QVERIFY(plans[0].toObject().value("gpu") != plans[1].toObject().value("gpu"));
+}
+
+void TestCli::saturatedFigures() {
+    // Issue 32, item 7: DeepSeek-V3.2 at 1e9 tokens x 1e8 requests saturates the target's KV
+    // bytes at INT64_MAX: JSON says null and lists it, the table says "over", never the
+    // number.
+    const QStringList args{"ledger",     "--model",           "deepseek-v3.2", "--context",
+                           "1000000000", "--target-requests", "100000000"};
+    Run r = run(args + QStringList{"--json"});
+    QCOMPARE(r.rc, 0);
+    QVERIFY(!r.out.contains(QStringLiteral("9223372036854775807")));
+    const auto o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY(o.value("target_kv_bytes").isNull());
+    QVERIFY(o.value("target_total_bytes").isNull());
+    const auto saturated = o.value("saturated").toArray();
+    QVERIFY(saturated.contains(QJsonValue(QStringLiteral("target_kv_bytes"))));
+    QVERIFY(saturated.contains(QJsonValue(QStringLiteral("target_total_bytes"))));
+    for (const auto& v : saturated) // each listed field is null where it stands at the top
+        if (o.contains(v.toString()))
+            QVERIFY2(o.value(v.toString()).isNull(), qPrintable(v.toString()));
+    // An ordinary scenario saturates nothing.
+    const auto plain = QJsonDocument::fromJson(run({"ledger", "--json"}).out.toUtf8()).object();
+    QCOMPARE(plain.value("saturated").toArray().size(), 0);
+    r = run(args);
+    QCOMPARE(r.rc, 0);
+    QVERIFY(!r.out.contains(QStringLiteral("9,223,372,036,854,775,807")));
+    QVERIFY2(r.out.contains(QStringLiteral("over 9.22 EB")), qPrintable(r.out));
 }
 
 void TestCli::scenarioFileNamesTheField_data() {

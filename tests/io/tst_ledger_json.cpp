@@ -186,7 +186,9 @@ void TestLedgerJson::ledgerKeysInOrder() {
     const std::vector<std::string> first{"model",    "model_name", "gpu",
                                          "gpu_name", "tp",         "attention"};
     QCOMPARE(std::vector<std::string>(keys.begin(), keys.begin() + 6), first);
-    QCOMPARE(keys.back(), std::string("vllm_command"));
+    // The saturated list (issue 32) closes the document, after the command.
+    QCOMPARE(keys.back(), std::string("saturated"));
+    QCOMPARE(keys[keys.size() - 2], std::string("vllm_command"));
     // Without --target-requests there are no target figures.
     QVERIFY(!j.contains("target_requests"));
 }
@@ -289,6 +291,7 @@ void TestLedgerJson::planDoesNotFit() {
     QVERIFY(i64(n, "gpus") <= 4);
     QCOMPARE(i64(n, "users"), i64(n, "requests_per_replica") * i64(n, "dp"));
     QVERIFY(g.nearestUsers > 0 && g.nearestUsers < 5000);
+    QCOMPARE(j.at("saturated").size(), std::size_t{0});
     QCOMPARE(p.at("alternatives").size(), std::size_t{0});
 }
 
