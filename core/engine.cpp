@@ -290,7 +290,7 @@ BlockSizes resolveBlockSizes(const Scenario& s) {
             for (const Backend* b : backends)
                 for (int k : b->kernelSizes)
                     sizes += (sizes.empty() ? "" : ", ") + std::to_string(k);
-            out.error = "vLLM has no attention backend for --block-size " + std::to_string(user) +
+            out.error = "vLLM has no attention backend for block size " + std::to_string(user) +
                         " with " + s.model.name + " on " + s.hardware.gpu.name +
                         ": use a multiple of one of " + sizes;
             out.attention = user;

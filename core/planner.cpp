@@ -170,6 +170,20 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
                             continue;
                         }
                         const std::int64_t perReplica = std::min(c.requests, maxNumSeqs);
+                        // The most users this TP x PP (x EP) holds within maxGpus, should no
+                        // layout hold them all: the nearest feasible answer the reason gives.
+                        if (perReplica > 0) {
+                            const int mostDp = ep ? dp : maxGpus / (tp * pp);
+                            const std::int64_t held = satMul(perReplica, mostDp);
+                            const Layout at{tp, pp, mostDp, ep, dcp};
+                            if (mostDp >= 1 &&
+                                (held > gp.nearestUsers || (held == gp.nearestUsers &&
+                                                            at.gpus() < gp.nearestLayout.gpus()))) {
+                                gp.nearestUsers = held;
+                                gp.nearestPerReplica = perReplica;
+                                gp.nearestLayout = at;
+                            }
+                        }
                         int needDp = dp;
                         if (!ep)
                             needDp = static_cast<int>(
@@ -202,7 +216,18 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
     gp.layouts = std::move(found);
     gp.fits = !gp.layouts.empty();
     if (!gp.fits) {
-        if (widestGpus == 0) {
+        if (gp.nearestUsers > 0) {
+            // Memory for the users binds, not the heads or the weights: say how many fit at
+            // most and on what, and that the rest need more GPUs than allowed.
+            const Layout& l = gp.nearestLayout;
+            gp.reason = "memory for the users: at most " + withThousands(gp.nearestUsers) +
+                        " fit on " + std::to_string(l.gpus()) + " x " + gpu.name + " as " +
+                        layoutLabel(l);
+            if (l.dp > 1)
+                gp.reason += " (" + withThousands(gp.nearestPerReplica) + " per replica)";
+            gp.reason += "; " + withThousands(users) + " need more than " +
+                         std::to_string(maxGpus) + " GPUs";
+        } else if (widestGpus == 0) {
             gp.reason = "no layout of at most " + std::to_string(maxGpus) + " GPUs is valid for " +
                         m.name + " (tensor parallel must divide its heads)";
         } else {

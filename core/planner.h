@@ -55,6 +55,11 @@ struct GpuPlan {
     // For a kind that holds nothing: the memory one GPU would need for the smallest layout
     // (weights + reserves + one request) at the largest layout tried.
     std::int64_t memoryNeededBytes = 0;
+    // For a kind whose layouts hold requests but not all the users within the GPUs allowed:
+    // the layout of at most maxGpus GPUs that holds the most (nearestUsers 0: none holds one).
+    Layout nearestLayout;
+    std::int64_t nearestUsers = 0;
+    std::int64_t nearestPerReplica = 0;
 };
 
 struct PlanResult {

@@ -1,6 +1,11 @@
 #include "scenario.h"
 
+#include "engine.h"
+#include "units.h"
+
 #include <cmath>
+#include <cstdio>
+#include <utility>
 
 namespace kvl::core {
 
@@ -23,9 +28,69 @@ int kvFormatCheckDim(const ModelSpec& m) {
                                                                        : m.headDim;
 }
 
+namespace {
+std::string numText(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+} // namespace
+
+std::optional<FieldProblem> gpuProblem(const GpuSpec& g, bool bandwidthKnown) {
+    constexpr std::int64_t kMaxMemory = std::int64_t{1} << 50; // 1 PiB
+    if (g.memoryBytes <= 0 || g.memoryBytes > kMaxMemory)
+        return FieldProblem{"gpu.memory_bytes",
+                            "must be between 1 and 1125899906842624 bytes (1 PiB), got " +
+                                num(g.memoryBytes)};
+    const double bw = g.bandwidthGBs;
+    if (!std::isfinite(bw) || ((bw != 0.0 || bandwidthKnown) && (bw < 1.0 || bw > 1e5)))
+        return FieldProblem{"gpu.bandwidth_gbs",
+                            "must be between 1 and 100000 GB/s, got " + numText(bw)};
+    for (const auto& [field, v] :
+         {std::pair{"gpu.bf16_tflops", g.bf16Tflops}, std::pair{"gpu.fp8_tflops", g.fp8Tflops}})
+        if (!std::isfinite(v) || (v != 0.0 && (v < 1.0 || v > 1e6)))
+            return FieldProblem{field, "must be 0 (not known) or between 1 and 1000000 TFLOP/s, "
+                                       "got " +
+                                           numText(v)};
+    return std::nullopt;
+}
+
+std::optional<FieldProblem> Scenario::fieldProblem() const {
+    if (auto p = gpuProblem(hardware.gpu))
+        return p;
+    // vLLM's kv_cache_memory_bytes is carved out of the GPU's memory: a pool larger than the
+    // device is not one vLLM can allocate.
+    const auto& h = hardware;
+    if (h.kvMemoryBytes && (*h.kvMemoryBytes < 0 || *h.kvMemoryBytes > h.gpu.memoryBytes))
+        return FieldProblem{"hardware.kv_memory_bytes",
+                            "must be at most the GPU's memory (" + formatBytes(h.gpu.memoryBytes) +
+                                " on " + h.gpu.name + "), got " + formatBytes(*h.kvMemoryBytes)};
+    // KIVI's scale groups run along the head's channels: a group larger than head_dim is not a
+    // group (per-group must also divide head_dim: kv_format.cpp's validate says so).
+    const auto& f = levers.quant.format;
+    const int dim = kvFormatCheckDim(model);
+    if (levers.quant.enabled && f.granularity == Granularity::KPerChannelVPerToken && dim > 0 &&
+        f.groupSize > dim)
+        return FieldProblem{"levers.quant.format.group_size", "must be at most head_dim " +
+                                                                  num(dim) + " for KIVI, got " +
+                                                                  num(f.groupSize)};
+    return std::nullopt;
+}
+
+std::optional<FieldProblem> blockSizeProblem(const Scenario& s) {
+    if (!s.levers.paging.enabled || s.levers.paging.blockSize <= 0)
+        return std::nullopt;
+    const BlockSizes b = resolveBlockSizes(s);
+    if (b.error.empty())
+        return std::nullopt;
+    return FieldProblem{"levers.paging.block_size", b.error};
+}
+
 std::optional<std::string> Scenario::validate() const {
     if (auto e = model.validate())
         return e;
+    if (auto p = fieldProblem())
+        return p->field + ": " + p->message;
     const auto& a = levers.attention;
     if (a.enabled && a.mode == AttentionMode::Gqa) {
         if (a.gqaKvHeads < 1 || a.gqaKvHeads > model.qHeads)
@@ -51,9 +116,6 @@ std::optional<std::string> Scenario::validate() const {
                    num(levers.prefix.sharingRequests);
     }
     const auto& h = hardware;
-    if (h.gpu.memoryBytes <= 0 || h.gpu.memoryBytes > (std::int64_t{1} << 50))
-        return "gpu '" + h.gpu.id + "': memory must be between 1 byte and 1 PiB, got " +
-               num(h.gpu.memoryBytes);
     if (h.gpuCount < 1 || h.gpuCount > 4096)
         return "tp (GPU count) must be between 1 and 4096, got " + num(h.gpuCount);
     if (h.pipelineParallel < 1 || h.pipelineParallel > 4096)

@@ -66,6 +66,20 @@ struct GpuSpec {
     friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
+// A value out of range, with the scenario file's path of the field that holds it
+// ("gpu.bandwidth_gbs", "hardware.kv_memory_bytes"); the CLI names its option instead.
+struct FieldProblem {
+    std::string field;
+    std::string message; // without the field: "must be ..., got ..."
+};
+
+// The GPU's datasheet figures within sane bounds: memory 1 byte to 1 PiB, bandwidth 1 GB/s to
+// 100,000 GB/s, TFLOP/s 0 (not known) or 1 to 1,000,000, all finite. A bandwidth of 4.9e-324
+// would give an infinite decode step. A bandwidth of 0 is "not known" (the speed model gives
+// no figures) for a GpuSpec built in code; a scenario file always carries the figure, so its
+// reader passes bandwidthKnown and 0 is refused there (it read as a 0 ms step).
+std::optional<FieldProblem> gpuProblem(const GpuSpec& g, bool bandwidthKnown = false);
+
 struct Hardware {
     GpuSpec gpu;
     int gpuCount = 1;              // tensor parallel size (--tensor-parallel-size)
@@ -129,7 +143,17 @@ struct Scenario {
     }
     // A one-line error naming the first bad field, or nothing.
     std::optional<std::string> validate() const;
+    // The checks whose value a user types as a field of the scenario file or as a command-line
+    // option, with the file's field path, so that each reader names the field or the option
+    // that holds the value with the same message. validate() runs these first.
+    std::optional<FieldProblem> fieldProblem() const;
 };
+
+// A block size vLLM would refuse (its attention backends' supported sizes for the model and
+// GPU, core::resolveBlockSizes), named as the file's field levers.paging.block_size. Not part
+// of validate(): the window shows such a block size as a what-if; the scenario file, the
+// --reference file and the command line refuse it.
+std::optional<FieldProblem> blockSizeProblem(const Scenario& s);
 
 // The dimension a KV format's group size and per-channel scales are checked against: the MLA
 // latent for an all-MLA model (what it stores per token), else the head dimension.

@@ -1,4 +1,5 @@
 #include "units.h"
+#include "saturating.h"
 
 #include <array>
 #include <cmath>
@@ -29,6 +30,9 @@ std::string formatBytes(double bytes, UnitSystem units, int decimals) {
 }
 
 std::string formatBytes(std::int64_t bytes, UnitSystem units, int decimals) {
+    // A saturated sum or product (core/saturating.h) is a bound, not a figure.
+    if (bytes == kSaturated)
+        return units == UnitSystem::Binary ? "over 8 EiB" : "over 9.22 EB";
     return formatBytes(static_cast<double>(bytes), units, decimals);
 }
 

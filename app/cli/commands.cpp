@@ -10,6 +10,7 @@
 #include "core/ledger.h"
 #include "core/planner.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kvl::app {
@@ -100,7 +101,11 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
                     << "' (kvledger gpus lists them)\n";
                 return 2;
             }
-            req.gpus.push_back(*g);
+            // `--gpu b200 --gpu b200` asks for one kind: one plan each.
+            const bool seen = std::any_of(req.gpus.begin(), req.gpus.end(),
+                                          [&](const core::GpuSpec& k) { return k.id == g->id; });
+            if (!seen)
+                req.gpus.push_back(*g);
         }
     } else {
         req.gpus = {inv.scenario.hardware.gpu};

@@ -38,6 +38,15 @@ std::string typedOption(const QStringList& argv, const QString& name) {
     return (name.size() == 1 ? "-" : "--") + name.toStdString();
 }
 
+// The scenario file's fields and the options that set them.
+const std::vector<std::pair<std::string_view, std::vector<const char*>>> kOptionsOfField{
+    {"hardware.kv_memory_bytes", {"kv-memory-gib", "kv-memory-bytes"}},
+    {"levers.paging.block_size", {"block-size"}},
+    {"levers.quant.format.group_size", {"kv-group-size", "kv-granularity", "kv-dtype"}},
+    {"gpu.memory_bytes", {"gpu"}},
+    {"gpu.bandwidth_gbs", {"gpu"}},
+};
+
 Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv) {
     QCommandLineParser p;
     // "-help" and "--help" alike: no option of ours is a bundle of one-letter flags.
@@ -103,8 +112,30 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
         auto s = io::applyScenarioOptions(given, io::defaultScenario());
         if (!s)
             return s.error();
+        // The rules a scenario file names by its field, named here by the option that set the
+        // value (the same message); a value that came from --scenario's file keeps the field.
+        const auto named = [&](const core::FieldProblem& p) {
+            for (const auto& [field, options] : kOptionsOfField)
+                if (p.field == field)
+                    for (const auto* o : options)
+                        for (const auto& g : given)
+                            if (g.name == o)
+                                return bad("--" + g.name + ": " + p.message);
+            return bad("--scenario: " + p.field + ": " + p.message);
+        };
+        if (auto problem = s->fieldProblem())
+            return named(*problem);
         if (auto problem = s->validate())
             return bad(*problem);
+        if (auto problem = core::blockSizeProblem(*s))
+            return named(*problem);
+        // The planner sizes each GPU kind's KV pool from that kind's memory, as vLLM does with
+        // --gpu-memory-utilization; one fixed pool cannot be honoured across kinds.
+        if (c.name == "plan" && s->hardware.kvMemoryBytes)
+            return named(core::FieldProblem{
+                "hardware.kv_memory_bytes",
+                "plan sizes each GPU's KV pool from its memory (--gpu-memory-utilization); a "
+                "fixed KV memory is for ledger, export and the window"});
         inv.scenario = *s;
         if (c.name == "plan")
             for (const QString& g : p.values(QStringLiteral("gpu")))

@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/io/ledger_json.h"
 #include "core/io/scenario_file.h"
+#include "core/saturating.h"
 #include "core/speed.h"
 #include "core/vllm_command.h"
 
@@ -27,6 +28,8 @@ std::string fixed2(double v) {
 
 // "1.25 GiB (1,342,177,280 B)"
 std::string bytesText(std::int64_t b, core::UnitSystem u) {
+    if (b == core::kSaturated) // a bound, not a figure
+        return formatBytes(b, u);
     return formatBytes(b, u) + " (" + withThousands(b) + " B)";
 }
 

@@ -13,6 +13,7 @@
 #include "json_fields.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <set>
@@ -480,6 +481,14 @@ void readState(const HfConfig& c, core::ModelSpec& m, const Geometry& g,
         st.keyHeadDim = stateInt(c, {"linear_key_head_dim"}, 1, core::kMaxHeadDim, why);
         st.valueHeadDim = stateInt(c, {"linear_value_head_dim"}, 1, core::kMaxHeadDim, why);
         st.convKernel = stateInt(c, {"linear_conv_kernel_dim"}, 1, 1024, why);
+        // vLLM's GatedDeltaNet (vllm/model_executor/models/qwen3_next.py,
+        // fix_query_key_value_ordering) splits the projection per key head and repeats each
+        // key head over num_v_heads // num_k_heads value heads: the value heads must be a
+        // multiple of the key heads.
+        if (st.numValueHeads % st.numKeyHeads != 0)
+            c.find({"linear_num_value_heads"})
+                .fail("must be a multiple of linear_num_key_heads (" + num(st.numKeyHeads) +
+                      "), got " + num(st.numValueHeads));
         // Qwen3_5ForConditionalGenerationConfig: mamba_ssm_dtype sets the SSM state's dtype
         // (the released configs say float32); Qwen3-Next has no such override.
         if (startsWith(modelType, "qwen3_5"))
@@ -564,6 +573,20 @@ void readMoe(const HfConfig& c, core::ModelSpec& m, std::string_view modelType) 
     const auto moeInter =
         c.optional({"moe_intermediate_size", "expert_intermediate_size"}, 0, kMaxWidth);
     m.intermediateSize = inter;
+    // Experts per token with no routed experts is not a MoE vLLM can build (FusedMoE routes
+    // top_k of num_experts): refuse it rather than read a dense model.
+    if (experts == 0) {
+        const Field topK = c.find({"num_experts_per_tok", "top_k_experts", "experts_per_token"});
+        if (topK.exists() && !topK.isNull() &&
+            topK.optInteger(0, core::kMaxExperts).value_or(0) > 0)
+            topK.fail("routes " + num(*topK.optInteger(0, core::kMaxExperts)) +
+                      " experts per token, but the model has no routed experts (" +
+                      std::string(
+                          c.find({"num_local_experts", "num_experts", "n_routed_experts"}).exists()
+                              ? "an expert count of 0"
+                              : "no expert count") +
+                      ")");
+    }
     if (experts > 0) {
         m.numExperts = static_cast<int>(experts);
         const Field topK = c.find({"num_experts_per_tok", "top_k_experts", "experts_per_token"});
@@ -643,6 +666,19 @@ void applyRopeScaling(const HfConfig& c, core::ModelSpec& m, std::string_view mo
         }
         if (type == "llama3")
             continue;
+        // vLLM's get_rope (vllm/model_executor/layers/rotary_embedding/__init__.py) builds one
+        // rotary embedding per scaling type and raises "Unknown RoPE scaling type" for any
+        // other: an unknown type is refused, never read as a plain factor.
+        static constexpr std::array<std::string_view, 11> kKnown{
+            "default", "linear",  "dynamic",    "ntk",          "yarn",  "deepseek_yarn",
+            "llama4",  "mllama4", "dual_chunk", "proportional", "xdrope"};
+        if (std::find(kKnown.begin(), kKnown.end(), type) == kKnown.end()) {
+            std::string known = "longrope, llama3, mrope";
+            for (const auto k : kKnown)
+                known += ", " + std::string(k);
+            typeField.fail("unknown RoPE scaling type '" + type + "' (vLLM's get_rope knows " +
+                           known + ")");
+        }
         if (const Field f = rp["factor"]; f.exists())
             factor = f.isNull() ? std::nullopt : std::optional<double>(f.numberAbove(0, 1e6));
         if (type == "yarn")

@@ -1,6 +1,7 @@
 #include "ledger_json.h"
 
 #include "core/engine.h"
+#include "core/saturating.h"
 #include "core/speed.h"
 #include "core/vllm_command.h"
 
@@ -17,6 +18,31 @@ using Json = nlohmann::ordered_json; // keeps the keys in the order written
 // vLLM prints the concurrency with two decimals; JSON carries the same rounding.
 double round2(double v) {
     return std::round(v * 100.0) / 100.0;
+}
+
+// Saturated arithmetic (core/saturating.h) stops at INT64_MAX, which means "more than 8 EiB",
+// never a figure: each such value goes out as null and its path (e.g. "target_kv_bytes",
+// "ladder[2].kv_bytes_per_request") in the document's "saturated" list.
+void markSaturated(Json& j, const std::string& path, Json& list) {
+    if (j.is_number_integer() && !j.is_number_unsigned() &&
+        j.get<std::int64_t>() == core::kSaturated) {
+        list.push_back(path);
+        j = nullptr;
+        return;
+    }
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it)
+            markSaturated(it.value(), path.empty() ? it.key() : path + "." + it.key(), list);
+    } else if (j.is_array()) {
+        for (std::size_t i = 0; i < j.size(); ++i)
+            markSaturated(j[i], path + "[" + std::to_string(i) + "]", list);
+    }
+}
+
+void putSaturated(Json& o) {
+    Json list = Json::array();
+    markSaturated(o, "", list);
+    o["saturated"] = std::move(list);
 }
 
 Json layoutJson(const core::Layout& l) {
@@ -215,6 +241,7 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
     put("error", r.error.empty() ? Json() : Json(r.error));
     put("vllm_refused", r.refused);
     put("vllm_command", core::vllmServeCommand(s).text());
+    putSaturated(o);
     return o;
 }
 
@@ -226,9 +253,20 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
         o["gpu_name"] = g->gpu.name;
         o["fits"] = g->fits;
         if (!g->fits) {
-            o["gpus"] = 0;
+            // No layout holds the users: no GPU count to give (null, never a fake 0), the
+            // binding constraint in the reason, and the nearest layout that holds some.
+            o["gpus"] = nullptr;
             o["reason"] = g->reason;
-            o["memory_needed_bytes_per_gpu"] = g->memoryNeededBytes;
+            o["memory_needed_bytes_per_gpu"] =
+                g->memoryNeededBytes > 0 ? Json(g->memoryNeededBytes) : Json();
+            if (g->nearestUsers > 0) {
+                Json n = layoutJson(g->nearestLayout);
+                n["users"] = g->nearestUsers;
+                n["requests_per_replica"] = g->nearestPerReplica;
+                o["nearest"] = std::move(n);
+            } else {
+                o["nearest"] = nullptr;
+            }
         }
         Json alternatives = Json::array();
         for (std::size_t i = 1; i < g->layouts.size(); ++i)
@@ -236,13 +274,15 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
         o["alternatives"] = std::move(alternatives);
         plans.push_back(std::move(o));
     }
-    return {{"model", req.base.model.id},
-            {"users", req.users},
-            {"context", req.context},
-            {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
-                             core::shortLabel(core::storedKvFormat(req.base)))},
-            {"max_gpus", req.maxGpus},
-            {"plans", std::move(plans)}};
+    Json o = {{"model", req.base.model.id},
+              {"users", req.users},
+              {"context", req.context},
+              {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
+                               core::shortLabel(core::storedKvFormat(req.base)))},
+              {"max_gpus", req.maxGpus},
+              {"plans", std::move(plans)}};
+    putSaturated(o);
+    return o;
 }
 
 } // namespace kvl::io

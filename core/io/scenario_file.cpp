@@ -291,6 +291,15 @@ core::ModelSpec modelFromJson(const Field& j) {
     return m;
 }
 
+// core's GPU bounds, named as the file's field (a file always carries the bandwidth: 0 is
+// refused, where a GpuSpec built in code may leave it unknown).
+void failOnGpuProblem(const Field& j, const core::GpuSpec& g) {
+    if (const auto p = core::gpuProblem(g, true)) {
+        const std::string_view prefix = "gpu.";
+        j[std::string_view(p->field).substr(prefix.size())].fail(p->message);
+    }
+}
+
 core::GpuSpec gpuFromJson(const Field& j) {
     core::GpuSpec g;
     g.id = j["id"].string();
@@ -308,12 +317,14 @@ core::GpuSpec gpuFromJson(const Field& j) {
             g.fp8Tflops = known->fp8Tflops;
             g.source = known->source;
         }
+        failOnGpuProblem(j, g);
         return g;
     }
     readInt(j["compute_capability"], g.computeCapability, 0, 1000);
     g.bf16Tflops = j["bf16_tflops"].optNumber(0, 1e6).value_or(0);
     g.fp8Tflops = j["fp8_tflops"].optNumber(0, 1e6).value_or(0);
     g.source = j["source"].optString().value_or("");
+    failOnGpuProblem(j, g);
     return g;
 }
 
@@ -441,6 +452,10 @@ core::Scenario scenarioFrom(const Field& doc) {
     s.engine = engineFromJson(section(doc, "engine"));
     if (auto problem = s.validate())
         doc.fail(*problem);
+    // The block size vLLM refuses, as the command line's --block-size refuses it, but named as
+    // this file's field (the same check for --scenario and --reference files).
+    if (const auto p = core::blockSizeProblem(s))
+        section(section(doc, "levers"), "paging")["block_size"].fail(p->message);
     return s;
 }
 

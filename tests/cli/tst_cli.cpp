@@ -104,6 +104,12 @@ private slots:
     void defaultIsWhatVllmRuns();
     void planLlama70b();
     void planJsonShape();
+    void planInfeasible_data();
+    void planInfeasible();
+    void planDuplicateGpus();
+    void saturatedFigures();
+    void scenarioFileNamesTheField_data();
+    void scenarioFileNamesTheField();
     void planBadInput_data();
     void planBadInput();
 };
@@ -242,6 +248,18 @@ void TestCli::badInput_data() {
         << QStringList{"--config", "/nonexistent/config.json"} << "config.json";
     QTest::addRow("int4 group not dividing")
         << QStringList{"--kv-dtype", "int4", "--kv-group-size", "48"} << "group size";
+    // Issue 32, item 14: a KV pool larger than the GPU (80 GB H100 by default), and a KIVI
+    // group larger than head_dim (128), name the option that set them.
+    QTest::addRow("kv memory above the gpu")
+        << QStringList{"--kv-memory-gib", "1048576"}
+        << "--kv-memory-gib: must be at most the GPU's memory (79.18 GiB on H100 SXM 80GB), got "
+           "1 PiB";
+    QTest::addRow("kv memory bytes above the gpu")
+        << QStringList{"--kv-memory-bytes", "85017821185"}
+        << "--kv-memory-bytes: must be at most the GPU's memory";
+    QTest::addRow("kivi group above head_dim")
+        << QStringList{"--kv-dtype", "int4", "--kv-granularity", "kivi", "--kv-group-size", "4096"}
+        << "--kv-group-size: must be at most head_dim 128 for KIVI, got 4096";
 }
 
 void TestCli::badInput() {
@@ -593,7 +611,7 @@ void TestCli::blockSizeVllmRefuses() {
     const Run r = run({"ledger", "--block-size", "8"});
     QCOMPARE(r.rc, 2);
     QVERIFY2(r.err.startsWith(QStringLiteral("kvledger ledger: --block-size: vLLM has no attention "
-                                             "backend for --block-size 8")),
+                                             "backend for block size 8")),
              qPrintable(r.err));
     QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
     QCOMPARE(run({"ledger", "--block-size", "32"}).rc, 0);
@@ -690,9 +708,139 @@ void TestCli::planJsonShape() {
     QVERIFY(plans.first().toObject().value("fits").toBool());
 }
 
+void TestCli::planInfeasible_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("reason");
+    QTest::addColumn<int>("nearestGpus");
+    // Issue 32, item 5: 100,000 users of 32K on Llama-3.1-70B need more than 64 GPUs of any
+    // kind; the reason names memory for the users and the most that fit, never the heads.
+    // The deepest pipeline holds the most: 64 H100s give about 64 x 74 GB to KV after 141 GB
+    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 440.
+    QTest::addRow("b200")
+        << QStringList{"--gpu", "b200"}
+        << "memory for the users: at most 1,048 fit on 64 x B200 180GB as TP 4 x PP 8 x DP 2 (524 "
+           "per replica); 100,000 need more than 64 GPUs"
+        << 64;
+    QTest::addRow("h100")
+        << QStringList{"--gpu", "h100-80gb"}
+        << "memory for the users: at most 440 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
+           "need more than 64 GPUs"
+        << 64;
+}
+
+void TestCli::planInfeasible() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, reason);
+    QFETCH(int, nearestGpus);
+    const Run r = run(QStringList{"plan", "--json", "--model", "llama-3.1-70b", "--context",
+                                  "32768", "--users", "100000"} +
+                      args);
+    QCOMPARE(r.rc, 0);
+    const auto p = QJsonDocument::fromJson(r.out.toUtf8())
+                       .object()
+                       .value("plans")
+                       .toArray()
+                       .first()
+                       .toObject();
+    QCOMPARE(p.value("fits"), QJsonValue(false));
+    QVERIFY(p.value("gpus").isNull()); // no fake 0
+    QCOMPARE(p.value("reason").toString(), reason);
+    QVERIFY(!p.value("reason").toString().contains(QStringLiteral("heads")));
+    const auto n = p.value("nearest").toObject();
+    QCOMPARE(n.value("gpus").toInt(), nearestGpus);
+    QCOMPARE(n.value("gpus").toInt(),
+             n.value("tp").toInt() * n.value("pp").toInt() * n.value("dp").toInt());
+    QCOMPARE(n.value("users").toInteger(),
+             n.value("requests_per_replica").toInteger() * n.value("dp").toInteger());
+    QVERIFY(n.value("users").toInteger() < 100000);
+}
+
+void TestCli::planDuplicateGpus() {
+    // Issue 32, item 14: one plan per kind, however often --gpu names it.
+    const Run r = run({"plan", "--json", "--users", "4", "--gpu", "h100-80gb", "--gpu", "a10g",
+                       "--gpu", "h100-80gb"});
+    QCOMPARE(r.rc, 0);
+    const auto plans = QJsonDocument::fromJson(r.out.toUtf8()).object().value("plans").toArray();
+    QCOMPARE(plans.size(), 2);
+    QVERIFY(plans[0].toObject().value("gpu") != plans[1].toObject().value("gpu"));
+}
+
+void TestCli::saturatedFigures() {
+    // Issue 32, item 7: DeepSeek-V3.2 at 1e9 tokens x 1e8 requests saturates the target's KV
+    // bytes at INT64_MAX: JSON says null and lists it, the table says "over", never the
+    // number.
+    const QStringList args{"ledger",     "--model",           "deepseek-v3.2", "--context",
+                           "1000000000", "--target-requests", "100000000"};
+    Run r = run(args + QStringList{"--json"});
+    QCOMPARE(r.rc, 0);
+    QVERIFY(!r.out.contains(QStringLiteral("9223372036854775807")));
+    const auto o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY(o.value("target_kv_bytes").isNull());
+    QVERIFY(o.value("target_total_bytes").isNull());
+    const auto saturated = o.value("saturated").toArray();
+    QVERIFY(saturated.contains(QJsonValue(QStringLiteral("target_kv_bytes"))));
+    QVERIFY(saturated.contains(QJsonValue(QStringLiteral("target_total_bytes"))));
+    for (const auto& v : saturated) // each listed field is null where it stands at the top
+        if (o.contains(v.toString()))
+            QVERIFY2(o.value(v.toString()).isNull(), qPrintable(v.toString()));
+    // An ordinary scenario saturates nothing.
+    const auto plain = QJsonDocument::fromJson(run({"ledger", "--json"}).out.toUtf8()).object();
+    QCOMPARE(plain.value("saturated").toArray().size(), 0);
+    r = run(args);
+    QCOMPARE(r.rc, 0);
+    QVERIFY(!r.out.contains(QStringLiteral("9,223,372,036,854,775,807")));
+    QVERIFY2(r.out.contains(QStringLiteral("over 9.22 EB")), qPrintable(r.out));
+}
+
+void TestCli::scenarioFileNamesTheField_data() {
+    QTest::addColumn<QByteArray>("from");
+    QTest::addColumn<QByteArray>("to");
+    QTest::addColumn<QString>("message");
+    // Issue 32, items 6, 10 and 14: the rules --block-size, --kv-memory-gib and the GPU's
+    // figures obey, named as the file's field when the value came from a --scenario file.
+    QTest::addRow("block size 7")
+        << QByteArray("\"block_size\": 16") << QByteArray("\"block_size\": 7")
+        << "s.kvl.json: levers.paging.block_size: vLLM has no attention backend for block size 7";
+    QTest::addRow("bandwidth 0") << QByteArray("\"bandwidth_gbs\": 3350")
+                                 << QByteArray("\"bandwidth_gbs\": 0")
+                                 << "s.kvl.json: gpu.bandwidth_gbs: must be between 1 and 100000 "
+                                    "GB/s, got 0";
+    QTest::addRow("bandwidth denormal")
+        << QByteArray("\"bandwidth_gbs\": 3350") << QByteArray("\"bandwidth_gbs\": 4.9e-324")
+        << "s.kvl.json: gpu.bandwidth_gbs: must be between 1 and 100000 GB/s, got 4.94066e-324";
+    QTest::addRow("kv memory above the gpu")
+        << QByteArray("\"kv_memory_bytes\": null")
+        << QByteArray("\"kv_memory_bytes\": 100000000000000")
+        << "s.kvl.json: hardware.kv_memory_bytes: must be at most the GPU's memory (79.18 GiB on "
+           "H100 SXM 80GB), got 90.95 TiB";
+}
+
+void TestCli::scenarioFileNamesTheField() {
+    QFETCH(QByteArray, from);
+    QFETCH(QByteArray, to);
+    QFETCH(QString, message);
+    QFile good(QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/scenario_file/default.kvl.json"));
+    QVERIFY(good.open(QIODevice::ReadOnly));
+    QByteArray text = good.readAll();
+    QVERIFY2(text.contains(from), from.constData());
+    text.replace(from, to);
+    QTemporaryDir dir;
+    const QString path = writeFile(dir, QStringLiteral("s.kvl.json"), text);
+    const Run r = run({"ledger", "--scenario", path});
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.startsWith(QStringLiteral("kvledger ledger: --scenario: ")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
 void TestCli::planBadInput_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("message");
+    // Issue 32, item 14: plan sizes each kind's pool from its memory; a fixed one is refused,
+    // not ignored.
+    QTest::addRow("kv memory")
+        << QStringList{"plan", "--users", "4", "--kv-memory-gib", "10"}
+        << "kvledger plan: --kv-memory-gib: plan sizes each GPU's KV pool from its memory";
     QTest::addRow("no users") << QStringList{"plan"} << "--users: missing";
     QTest::addRow("zero users") << QStringList{"plan", "--users", "0"}
                                 << "--users: must be between 1";

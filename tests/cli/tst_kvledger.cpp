@@ -202,6 +202,29 @@ void TestKvledger::headlessErrorsAreOneLine_data() {
         << QStringList{"export",  "--chart", "memory", "--out",      m_dir.filePath("x.png"),
                        "--scale", "8",       "--size", "10000x10000"}
         << 2 << QStringLiteral("megapixels");
+    // Issue 32, item 10: a --reference file goes through the block-size rule --scenario
+    // obeys, named as its field.
+    {
+        QFile good(
+            QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/scenario_file/default.kvl.json"));
+        if (!good.open(QIODevice::ReadOnly))
+            qFatal("default.kvl.json missing");
+        QFile bad(m_dir.filePath(QStringLiteral("block7.kvl.json")));
+        if (!bad.open(QIODevice::WriteOnly))
+            qFatal("cannot write block7.kvl.json");
+        bad.write(good.readAll().replace("\"block_size\": 16", "\"block_size\": 7"));
+    }
+    QTest::addRow("reference with block size 7")
+        << QStringList{"export",
+                       "--chart",
+                       "memory",
+                       "--out",
+                       m_dir.filePath("x.csv"),
+                       "--reference",
+                       m_dir.filePath("block7.kvl.json")}
+        << 2
+        << QStringLiteral("levers.paging.block_size: vLLM has no attention backend for block "
+                          "size 7");
     QTest::addRow("gpus --json extra")
         << QStringList{"gpus", "--json", "extra"} << 2 << QStringLiteral("'extra'");
     QTest::addRow("mistyped command") << QStringList{"legder"} << 2 << QStringLiteral("'legder'");

@@ -50,8 +50,12 @@ QStringList ledgerArgs(const QJsonObject& e) {
     a << QStringLiteral("--vllm-version") << e[QStringLiteral("vllm_version")].toString();
     a << QStringLiteral("--max-model-len")
       << QString::number(e[QStringLiteral("concurrency_tokens")].toInteger());
-    if (const QString gpu = e[QStringLiteral("gpu")].toString(); !gpu.isEmpty())
-        a << QStringLiteral("--gpu") << gpu;
+    // A GPU the catalog lacks (a Jetson Thor, an RTX 3060) replays on an H200: Hopper like the
+    // default H100, so the same attention backend, and with the memory to hold any KV pool
+    // these logs print (the Thor's 85.79 GiB of unified memory); a fixed KV memory must be at
+    // most the GPU's (issue 32), and vLLM's figures below do not depend on the rest.
+    const QString gpu = e[QStringLiteral("gpu")].toString();
+    a << QStringLiteral("--gpu") << (gpu.isEmpty() ? QStringLiteral("h200") : gpu);
     const QJsonObject f = e[QStringLiteral("flags")].toObject();
     auto flag = [&](const char* key, const char* option) {
         const QJsonValue v = f[QLatin1String(key)];

@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/ledger.h"
 #include "core/planner.h"
+#include "core/units.h"
 
 #include <QtTest>
 
@@ -129,6 +130,8 @@ private slots:
     void deepseekDpAttentionBeatsTp();
     void maxNumSeqsCaps();
     void fitsNoGpu();
+    void usersDoNotFit_data();
+    void usersDoNotFit();
     void seedNeedsAValidLayout_data();
     void seedNeedsAValidLayout();
 };
@@ -326,6 +329,54 @@ void TestPlanner::fitsNoGpu() {
     QVERIFY(!g.fits);
     QVERIFY2(QString::fromStdString(g.reason).contains("the weights do not fit"), g.reason.c_str());
     QVERIFY(g.memoryNeededBytes > h100().memoryBytes);
+}
+
+void TestPlanner::usersDoNotFit_data() {
+    QTest::addColumn<qint64>("users");
+    QTest::addColumn<int>("maxGpus");
+    // Issue 32, item 5: Llama-3.1-70B at 32K. Every layout holds some users, none holds them
+    // all within maxGpus: the binding constraint is memory for the users, not the heads.
+    QTest::addRow("100,000 on 64") << qint64(100'000) << 64;
+    QTest::addRow("5,000 on 4") << qint64(5'000) << 4;
+    QTest::addRow("5,000 on 6") << qint64(5'000) << 6;
+}
+
+void TestPlanner::usersDoNotFit() {
+    QFETCH(qint64, users);
+    QFETCH(int, maxGpus);
+    PlanRequest req;
+    req.base = base(llama70b());
+    req.users = users;
+    req.context = 32768;
+    req.gpus = {h100()};
+    req.maxGpus = maxGpus;
+    const GpuPlan g = planDeployments(req).gpus[0];
+    QVERIFY(!g.fits);
+    const QString reason = QString::fromStdString(g.reason);
+    QVERIFY2(reason.startsWith(QStringLiteral("memory for the users: at most ")),
+             qPrintable(reason));
+    QVERIFY2(reason.endsWith(QStringLiteral("; %1 need more than %2 GPUs")
+                                 .arg(QString::fromStdString(withThousands(users)))
+                                 .arg(maxGpus)),
+             qPrintable(reason));
+    QVERIFY(!reason.contains(QStringLiteral("heads")));
+    QCOMPARE(g.memoryNeededBytes, qint64(0)); // one GPU is not short of memory
+    // The nearest answer is a real layout within the limit, holding what the ledger says.
+    QVERIFY(g.nearestLayout.gpus() <= maxGpus);
+    QVERIFY(g.nearestUsers > 0 && g.nearestUsers < users);
+    QVERIFY(checkLayout(req.base.model, g.nearestLayout));
+    const Deployment d = evaluateDeployment(req.base, h100(), g.nearestLayout, users, req.context);
+    QCOMPARE(d.clusterRequests, g.nearestUsers);
+    QCOMPARE(d.requestsPerReplica, g.nearestPerReplica);
+    QVERIFY(reason.contains(QStringLiteral("at most %1 fit on %2 x H100 SXM 80GB as %3")
+                                .arg(QString::fromStdString(withThousands(g.nearestUsers)))
+                                .arg(g.nearestLayout.gpus())
+                                .arg(QString::fromStdString(layoutLabel(g.nearestLayout)))));
+    // No layout within the limit holds more.
+    for (int n = 1; n <= maxGpus; ++n)
+        for (const Layout& l : layoutsOf(req.base.model, n))
+            QVERIFY(evaluateDeployment(req.base, h100(), l, users, req.context).clusterRequests <=
+                    g.nearestUsers);
 }
 
 void TestPlanner::seedNeedsAValidLayout_data() {

@@ -433,7 +433,7 @@ void TestVllmV1::userBlockSizeMustBeAccepted() {
     Scenario s = scenarioFor(attentionModel(32, 32, 8, 128, 8192), 20 * G);
     s.levers.paging.blockSize = 8;
     BlockSizes b = resolveBlockSizes(s);
-    QVERIFY(QString::fromStdString(b.error).contains("--block-size 8"));
+    QVERIFY(QString::fromStdString(b.error).contains("block size 8"));
     s.levers.paging.blockSize = 32;
     QVERIFY(resolveBlockSizes(s).error.empty());
     // DeepSeek with fp8 on Hopper: 16 is not FlashMLA's, so vLLM runs Triton MLA.

@@ -1385,6 +1385,32 @@ void TstIo::hfImportErrors_data() {
                 QByteArray(kLinear).replace("\"linear_num_value_heads\": 8",
                                             "\"linear_num_value_heads\": 0"))
         << "linear_num_value_heads: must be between 1 and 4096, got 0";
+    // Issue 32, item 13: vLLM's GatedDeltaNet repeats each key head over
+    // num_v_heads // num_k_heads value heads (qwen3_next.py): 33 over 4 is refused.
+    QTest::addRow("linear_num_value_heads not a multiple of the key heads")
+        << tiny(R"("model_type": "qwen3_5_text", )" +
+                QByteArray(kLinear).replace("\"linear_num_value_heads\": 8",
+                                            "\"linear_num_value_heads\": 33"))
+        << "cfg.json: linear_num_value_heads: must be a multiple of linear_num_key_heads (4), "
+           "got 33";
+    // An unknown rope_type is refused as vLLM's get_rope refuses it, not read as a factor.
+    QTest::addRow("rope_type unknown")
+        << llamaWith("rope_scaling", R"({"rope_type": "banana", "factor": 8.0})")
+        << "cfg.json: rope_scaling.rope_type: unknown RoPE scaling type 'banana'";
+    QTest::addRow("legacy type unknown")
+        << llamaWith("rope_scaling", R"({"type": "banana", "factor": 8.0})")
+        << "cfg.json: rope_scaling.type: unknown RoPE scaling type 'banana'";
+    // Experts per token with no routed experts.
+    QTest::addRow("top-k 8 of 0 experts")
+        << QByteArray(llamaWith("num_local_experts", "0"))
+               .replace("\"num_local_experts\":0",
+                        "\"num_local_experts\":0,\"num_experts_per_tok\":8")
+        << "cfg.json: num_experts_per_tok: routes 8 experts per token, but the model has no "
+           "routed experts (an expert count of 0)";
+    QTest::addRow("top-k 8 and no expert count")
+        << llamaWith("num_experts_per_tok", "8")
+        << "cfg.json: num_experts_per_tok: routes 8 experts per token, but the model has no "
+           "routed experts (no expert count)";
     QTest::addRow("linear_conv_kernel_dim string")
         << tiny(R"("model_type": "qwen3_5_text", )" +
                 QByteArray(kLinear).replace("\"linear_conv_kernel_dim\": 4",
@@ -1859,6 +1885,29 @@ void TstIo::scenarioErrors_data() {
     QTest::addRow("kv dtype unknown")
         << edit("\"kv_dtype\": \"bf16\"", "\"kv_dtype\": \"fp7\"")
         << "model.kv_dtype: must be a KV dtype such as fp16 or bf16, got string \"fp7\"";
+    // Issue 32, item 6: the GPU's figures are positive, finite and sane, named by field.
+    QTest::addRow("bandwidth zero")
+        << edit("\"bandwidth_gbs\": 3350.0", "\"bandwidth_gbs\": 0")
+        << "s.kvl.json: gpu.bandwidth_gbs: must be between 1 and 100000 GB/s, got 0";
+    QTest::addRow("bandwidth denormal")
+        << edit("\"bandwidth_gbs\": 3350.0", "\"bandwidth_gbs\": 4.9e-324")
+        << "s.kvl.json: gpu.bandwidth_gbs: must be between 1 and 100000 GB/s, got 4.94066e-324";
+    QTest::addRow("bandwidth absurd")
+        << edit("\"bandwidth_gbs\": 3350.0", "\"bandwidth_gbs\": 9999999")
+        << "s.kvl.json: gpu.bandwidth_gbs: must be between 1 and 100000 GB/s, got 1e+07";
+    QTest::addRow("bf16 tflops denormal")
+        << edit("\"bf16_tflops\": 989.5", "\"bf16_tflops\": 1e-300")
+        << "s.kvl.json: gpu.bf16_tflops: must be 0 (not known) or between 1 and 1000000 TFLOP/s, "
+           "got 1e-300";
+    // Item 14: the KV pool is at most the GPU's memory.
+    QTest::addRow("kv memory above the gpu")
+        << edit("\"kv_memory_bytes\": null", "\"kv_memory_bytes\": 85017821185")
+        << "s.kvl.json: hardware.kv_memory_bytes: must be at most the GPU's memory (79.18 GiB on "
+           "H100 SXM 80GB), got 79.18 GiB";
+    // Item 10: the block size vLLM refuses is refused here too, named by the field.
+    QTest::addRow("block size vLLM refuses")
+        << edit("\"block_size\": 0", "\"block_size\": 7")
+        << "s.kvl.json: levers.paging.block_size: vLLM has no attention backend for block size 7";
     QTest::addRow("gpu memory zero")
         << edit("\"memory_bytes\": 85017821184", "\"memory_bytes\": 0")
         << "gpu.memory_bytes: must be between 1 and 1125899906842624, got 0";

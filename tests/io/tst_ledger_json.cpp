@@ -186,7 +186,9 @@ void TestLedgerJson::ledgerKeysInOrder() {
     const std::vector<std::string> first{"model",    "model_name", "gpu",
                                          "gpu_name", "tp",         "attention"};
     QCOMPARE(std::vector<std::string>(keys.begin(), keys.begin() + 6), first);
-    QCOMPARE(keys.back(), std::string("vllm_command"));
+    // The saturated list (issue 32) closes the document, after the command.
+    QCOMPARE(keys.back(), std::string("saturated"));
+    QCOMPARE(keys[keys.size() - 2], std::string("vllm_command"));
     // Without --target-requests there are no target figures.
     QVERIFY(!j.contains("target_requests"));
 }
@@ -277,12 +279,19 @@ void TestLedgerJson::planDoesNotFit() {
     const core::GpuPlan& g = plan.gpus.front();
     QVERIFY(!g.fits);
     QCOMPARE(p.at("fits").get<bool>(), false);
-    QCOMPARE(i64(p, "gpus"), 0);
+    // Issue 32, item 5: no fake 0 GPUs; the nearest layout that holds some users instead.
+    QVERIFY(p.at("gpus").is_null());
     QVERIFY(!p.contains("tp"));
     QCOMPARE(p.at("reason").get<std::string>(), g.reason);
-    QVERIFY(!g.reason.empty());
-    QCOMPARE(i64(p, "memory_needed_bytes_per_gpu"), g.memoryNeededBytes);
-    QVERIFY(g.memoryNeededBytes > 0);
+    QVERIFY(g.reason.starts_with("memory for the users: at most "));
+    QVERIFY(p.at("memory_needed_bytes_per_gpu").is_null()); // one GPU is not short
+    const Json& n = p.at("nearest");
+    QCOMPARE(i64(n, "users"), g.nearestUsers);
+    QCOMPARE(i64(n, "gpus"), g.nearestLayout.gpus());
+    QVERIFY(i64(n, "gpus") <= 4);
+    QCOMPARE(i64(n, "users"), i64(n, "requests_per_replica") * i64(n, "dp"));
+    QVERIFY(g.nearestUsers > 0 && g.nearestUsers < 5000);
+    QCOMPARE(j.at("saturated").size(), std::size_t{0});
     QCOMPARE(p.at("alternatives").size(), std::size_t{0});
 }
 
