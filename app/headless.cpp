@@ -11,8 +11,10 @@
 #include "widgets/export/atomic_write.h"
 #include "widgets/probe/probe_charts.h"
 #include "widgets/probe/probe_panel.h"
+#include "widgets/scenario/scenario_panel.h"
 
 #include "core/io/files.h"
+#include "core/units.h"
 
 #include <QApplication>
 #include <QBuffer>
@@ -72,6 +74,13 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     if (screenshot) {
         if (!size.isValid())
             size = kDefaultWindowSize;
+        // Issue 32 item 11: a context the window's box cannot show made a screenshot whose
+        // Context read 16M beside figures for 1e9.
+        if (o.scenario.workload.context > widgets::kWindowMaxContext)
+            return fail("--context " + core::withThousands(o.scenario.workload.context) +
+                        ": the window shows contexts up to " +
+                        core::withThousands(widgets::kWindowMaxContext) +
+                        " tokens; use kvledger ledger or export --chart for this one");
     } else {
         if (o.has("report") == o.has("chart"))
             return fail("give either --chart NAME --out FILE or --report FILE.pdf (see " + cmd +
@@ -177,6 +186,12 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     w.resize(screenshot ? size : kDefaultWindowSize);
     w.show();
     settle(w);
+    // The window does not shrink below what its panels need: a --size under that gave a larger
+    // image than asked (200x150 -> 1173x606). Say so instead of writing it.
+    if (screenshot && w.size() != size)
+        return fail("--size " + o.value("size") + ": the window needs at least " +
+                    std::to_string(w.width()) + "x" + std::to_string(w.height()) +
+                    " for its panels; ask for that or more");
 
     QString error;
     bool ok = false;

@@ -554,6 +554,15 @@ void TestExport::headlessScale_data() {
     QTest::addRow("just over 100 MP") << (png + QStringList{"--scale", "2", "--size", "5001x5000"})
                                       << QStringLiteral("megapixels");
     QTest::addRow("bad size") << (png + QStringList{"--size", "10x10"}) << QStringLiteral("--size");
+    // Issue 32 item 11: a screenshot smaller than the window can be, or of a context its
+    // Context box cannot show, is refused instead of written at another size or number.
+    const QStringList shot{"--screenshot", "x.png"};
+    QTest::addRow("screenshot 200x150")
+        << (shot + QStringList{"--size", "200x150"})
+        << QStringLiteral("--size 200x150: the window needs at least ");
+    QTest::addRow("screenshot at 1e9 tokens")
+        << (shot + QStringList{"--context", "1000000000", "--max-model-len", "1000000000"})
+        << QStringLiteral("--context 1,000,000,000: the window shows contexts up to 16,777,216");
 }
 
 void TestExport::headlessScale() {

@@ -500,7 +500,7 @@ QWidget* ScenarioPanel::buildWorkloadGroup() {
     m_contextSlider->setToolTip(tr("Context length per request, log scale 256 .. 1M"));
     m_context = new TokenSpinBox(box);
     m_context->setObjectName(QStringLiteral("contextSpin"));
-    m_context->setRange(1, 1 << 24);
+    m_context->setRange(1, static_cast<int>(kWindowMaxContext));
     m_context->setToolTip(tr("Tokens per request (prompt + output). Type 32K, 1M or 200000"));
     m_maxModelLen = new TokenSpinBox(box);
     m_maxModelLen->setObjectName(QStringLiteral("maxModelLenSpin"));

@@ -10,6 +10,8 @@
 
 #include <QWidget>
 
+#include <cstdint>
+
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -29,6 +31,10 @@ class TokenSpinBox;
 // core/vllm_version.h that changed between the two, then the logged tokens and the requests
 // that fit before and after ("0.20 → 0.21: GPU KV cache size 18,784 → 178,432 tokens").
 QString versionChangeText(const core::Scenario& before, const core::Scenario& after);
+
+// The largest context the window's Context box shows (a headless screenshot refuses a larger
+// one rather than show another number than the figures are for).
+inline constexpr std::int64_t kWindowMaxContext = std::int64_t{1} << 24;
 
 class ScenarioPanel : public QWidget {
     Q_OBJECT
