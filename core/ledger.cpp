@@ -118,6 +118,7 @@ struct Plan {
     std::optional<WeightModel> weightModel; // cached: the same for every PP, DP and EP
     std::optional<Reserves> reserves;
     CacheGroups groups; // whole model (paged)
+    VllmRules rules;    // the scenario's vLLM release, looked up once per plan
     std::vector<StagePlan> stages;
     int limiting = 0;           // stage index with the fewest blocks (or least memory unpaged)
     std::int64_t numBlocks = 0; // min over stages
@@ -265,7 +266,8 @@ Plan planGeometry(const Scenario& s) {
             sp->paddedPageBytes = bs.mambaPagePadded;
     // vllm/config/vllm.py: chunked local attention turns the hybrid manager off unless the
     // release keeps it or the user's environment allows it (VllmRule::ChunkedLocalHybrid).
-    const VllmRules rules = vllmRules(s.engine.vllmVersion);
+    p.rules = vllmRules(s.engine.vllmVersion);
+    const VllmRules& rules = p.rules;
     const bool chunkedOff = s.model.countLayers(LayerKind::Chunked) > 0 &&
                             !rules.chunkedLocalHybridByDefault && !s.engine.allowChunkedLocalHybrid;
     if (chunkedOff && !s.engine.disableHybridKvCacheManager)
@@ -624,7 +626,7 @@ void fillPaged(const Plan& p, const Scenario& s, LedgerResult& r) {
             satMul(r.numGpuBlocks / static_cast<std::int64_t>(st.groups.groups.size()), minBlock);
     // The release's "GPU KV cache size" (vllm/v1/core/kv_cache_utils.py): before 0.21 the
     // blocks shared out over the groups, since then what max_model_len requests hold.
-    const VllmRules rules = vllmRules(s.engine.vllmVersion);
+    const VllmRules& rules = p.rules;
     if (rules.tokensLine == TokensLineFormula::BlocksPerGroup)
         r.gpuKvCacheTokens = r.gpuKvCacheTokensLegacy;
     r.capacityLogLine = vllmCapacityLogLine(r.gpuKvCacheTokens, p.maxModelLen, r.maxConcurrency);
@@ -841,7 +843,7 @@ LedgerResult computeLedger(const Scenario& s) {
                c.bytesPerUnit);
 
     addWarnings(s, p, r);
-    r.vllmVersion = vllmRules(s.engine.vllmVersion).version.str();
+    r.vllmVersion = p.rules.version.str();
     if (s.engine.vllmVersion)
         if (auto w = vllmVersionWarning(*s.engine.vllmVersion))
             r.warnings.push_back(*w);
@@ -862,7 +864,7 @@ LedgerResult computeLedger(const Scenario& s) {
     }
     // compilation.py's check (vLLM PR #38270): one Mamba block per decode sequence.
     if (!r.refused && p.blockSize > 0 && s.model.countLayers(LayerKind::State) > 0 &&
-        vllmRules(s.engine.vllmVersion).mambaSeqsRefused) {
+        p.rules.mambaSeqsRefused) {
         const std::int64_t seqs = effectiveMaxNumSeqs(s);
         if (seqs > r.numGpuBlocks) {
             r.refused = true;
@@ -877,8 +879,8 @@ LedgerResult computeLedger(const Scenario& s) {
     }
     if (!r.refused)
         if (const auto dtype = vllmCacheDtype(s))
-            if (auto why = vllmCacheDtypeRefusal(vllmRules(s.engine.vllmVersion), *dtype,
-                                                 s.hardware.gpu.computeCapability)) {
+            if (auto why =
+                    vllmCacheDtypeRefusal(p.rules, *dtype, s.hardware.gpu.computeCapability)) {
                 r.refused = true;
                 r.error = *why;
             }

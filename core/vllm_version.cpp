@@ -222,13 +222,20 @@ std::optional<std::string> vllmCacheDtypeRefusal(const VllmRules& rules, std::st
                                                  int computeCapability) {
     const bool perTokenHead = dtype == "int8_per_token_head" || dtype == "fp8_per_token_head";
     const bool nvfp4 = dtype == "nvfp4";
+    // The release a dtype arrived in is its row of the table, not a number restated here.
+    auto firstRelease = [](VllmRule rule) -> std::optional<VllmVersion> {
+        for (const auto& c : kChanges)
+            if (c.rule == rule)
+                return c.since;
+        return std::nullopt;
+    };
     std::optional<VllmVersion> since;
     if (perTokenHead && !rules.perTokenHeadDtypes)
-        since = VllmVersion{0, 19, 0};
+        since = firstRelease(VllmRule::PerTokenHeadDtypes);
     else if (dtype == "int4_per_token_head" && !rules.int4PerTokenHeadDtype)
-        since = VllmVersion{0, 25, 1};
+        since = firstRelease(VllmRule::Int4PerTokenHeadDtype);
     else if (nvfp4 && !rules.nvfp4Dtype)
-        since = VllmVersion{0, 21, 0};
+        since = firstRelease(VllmRule::Nvfp4Dtype);
     if (since)
         // argparse's own refusal of a value outside CacheDType's choices.
         return "vLLM " + rules.version.str() +
