@@ -178,6 +178,18 @@ std::int64_t stateBytesPerLayer(const StateSpec& st, KvDtype modelDtype,
     return 0;
 }
 
+std::optional<KvDtype> effectiveSsmDtype(const Scenario& s) {
+    if (s.engine.mambaSsmCacheDtype)
+        return s.engine.mambaSsmCacheDtype;
+    if (!s.model.state)
+        return std::nullopt;
+    // NemotronHForCausalLMConfig (vllm/model_executor/models/config.py) resolves "auto" to the
+    // config's mamba_ssm_cache_dtype, else to its default: float16, float32 since vLLM #39032.
+    if (s.model.state->ssmDtypeNemotronHDefault)
+        return vllmRules(s.engine.vllmVersion).nemotronHSsmFp32 ? KvDtype::Fp32 : KvDtype::Fp16;
+    return s.model.state->ssmDtype;
+}
+
 Status checkStateTensorParallel(const StateSpec& st, int tp) {
     auto need = [&](std::int64_t v, const char* what) -> Status {
         if (v % tp != 0)
@@ -311,9 +323,8 @@ BlockSizes resolveBlockSizes(const Scenario& s) {
         return out;
     // Platform._align_hybrid_block_size: the attention block grows until one attention page
     // holds a Mamba state, and the Mamba page is padded to the attention page.
-    const std::int64_t mambaPage = stateBytesPerLayer(
-        *m.state, m.nativeKvDtype,
-        s.engine.mambaSsmCacheDtype ? s.engine.mambaSsmCacheDtype : m.state->ssmDtype, tpOf(s));
+    const std::int64_t mambaPage =
+        stateBytesPerLayer(*m.state, m.nativeKvDtype, effectiveSsmDtype(s), tpOf(s));
     const std::int64_t perToken = attentionBytesPerToken(s, f);
     if (mambaPage <= 0 || perToken <= 0)
         return out;

@@ -26,6 +26,9 @@ namespace kvl::core {
 // the model's own default), else the model dtype. 0 when TP does not divide the state.
 std::int64_t stateBytesPerLayer(const StateSpec& state, KvDtype modelDtype,
                                 std::optional<KvDtype> ssmDtype, int tp);
+// The SSM (temporal) state's dtype vLLM runs for the scenario: --mamba-ssm-cache-dtype, else
+// the model's (NemotronH's default as the scenario's release picks it); empty = the model dtype.
+std::optional<KvDtype> effectiveSsmDtype(const Scenario& s);
 // Why vLLM cannot shard the state over `tp` ranks (MambaStateShapeCalculator divide()).
 Status checkStateTensorParallel(const StateSpec& state, int tp);
 

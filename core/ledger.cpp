@@ -168,10 +168,8 @@ LayerBytes layerBytes(const Scenario& s, const LayerSpec& l, const KvFormat& f, 
                 satAdd(b.perTokenPerGpu, sparseIndexerBytesPerToken(s.model.indexHeadDim));
         b.perTokenModel = b.perTokenPerGpu;
     } else if (l.kind == LayerKind::State && s.model.state) {
-        b.statePerRequest = stateBytesPerLayer(
-            *s.model.state, s.model.nativeKvDtype,
-            s.engine.mambaSsmCacheDtype ? s.engine.mambaSsmCacheDtype : s.model.state->ssmDtype,
-            tp);
+        b.statePerRequest =
+            stateBytesPerLayer(*s.model.state, s.model.nativeKvDtype, effectiveSsmDtype(s), tp);
     }
     return b;
 }

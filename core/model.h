@@ -59,6 +59,10 @@ struct StateSpec {
     // the SSM (temporal) state's dtype on its own.
     std::optional<KvDtype> convDtype;
     std::optional<KvDtype> ssmDtype;
+    // NemotronH with no mamba_ssm_cache_dtype in its config: vLLM's NemotronHForCausalLMConfig
+    // picks the SSM state's dtype, and the pick changed between releases (float16, then
+    // float32; VllmRules::nemotronHSsmFp32). ssmDtype is then empty.
+    bool ssmDtypeNemotronHDefault = false;
     friend bool operator==(const StateSpec&, const StateSpec&) = default;
 };
 
@@ -68,6 +72,8 @@ std::string_view layerKindName(LayerKind kind); // full sliding chunked mla stat
 std::optional<LayerKind> parseLayerKind(std::string_view name); // the inverse of layerKindName
 std::string_view stateKindName(StateKind kind); // mamba1 mamba2 gated_delta_net short_conv
 std::optional<StateKind> parseStateKind(std::string_view name);
+// The catalog's and the scenario file's "ssm_dtype" for StateSpec::ssmDtypeNemotronHDefault.
+inline constexpr std::string_view kNemotronHSsmDefaultName = "nemotron_h_default";
 std::string_view weightDtypeName(WeightDtype dtype); // fp32 fp16 bf16 fp8 int8 int4 fp4
 std::optional<WeightDtype> parseWeightDtype(std::string_view name);
 std::optional<LayerKind> parseLayerKind(std::string_view name); // nullopt if unknown

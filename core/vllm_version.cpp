@@ -54,6 +54,15 @@ const VllmRuleChange kChanges[] = {
      "8-bit KV with a float32 scale per token and head",
      "vLLM PR #38378 (0.19 or 0.20)",
      [](VllmRules& r) { r.perTokenHeadDtypes = true; }},
+    {VllmRule::NemotronHSsmFp32,
+     {0, 20, 0},
+     "NemotronH models whose config names no mamba_ssm_cache_dtype keep the SSM state in "
+     "float32, no longer float16",
+     "the Mamba page doubles, and with it the attention block: Nemotron-H-56B at 40 GiB goes "
+     "from 504 blocks of 2,080 tokens to 254 of 4,128",
+     "vLLM PR #39032 (vllm/model_executor/models/config.py NemotronHForCausalLMConfig; merged "
+     "after 0.19.0 shipped, so 0.20 is inferred)",
+     [](VllmRules& r) { r.nemotronHSsmFp32 = true; }},
     {VllmRule::Nvfp4Dtype,
      {0, 21, 0},
      "--kv-cache-dtype nvfp4 exists (compute capability 10.x)",

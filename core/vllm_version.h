@@ -86,6 +86,9 @@ struct VllmRules {
     bool perTokenHeadDtypes = false; // int8_per_token_head, fp8_per_token_head
     bool int4PerTokenHeadDtype = false;
     bool nvfp4Dtype = false; // nvfp4 (compute capability 10.x)
+    // NemotronH keeps its SSM state in float32 when its config names no
+    // mamba_ssm_cache_dtype; before, in float16 (half the Mamba page, half the attention block).
+    bool nemotronHSsmFp32 = false;
 };
 
 VllmRules vllmRules(const VllmVersion& v);
@@ -99,6 +102,7 @@ enum class VllmRule : std::uint8_t {
     AvailableFormat,
     MambaSeqsRefused,
     PerTokenHeadDtypes,
+    NemotronHSsmFp32,
     Nvfp4Dtype,
     GpuMemoryUtilization,
     CudaGraphsInProfile,

@@ -507,9 +507,13 @@ void readState(const HfConfig& c, core::ModelSpec& m, const Geometry& g,
         st.convKernel = stateInt(c, {"conv_kernel", "mamba_d_conv"}, 1, 1024, kWhy);
         st.chunkSize = static_cast<int>(
             c.optional({"chunk_size", "mamba_chunk_size"}, 1, core::kMaxContext).value_or(0));
-        // NemotronHForCausalLMConfig: the config's mamba_ssm_cache_dtype, else float32.
+        // NemotronHForCausalLMConfig: the config's mamba_ssm_cache_dtype, else vLLM's default
+        // for the release (core::effectiveSsmDtype).
         const Field dt = c.find({"mamba_ssm_cache_dtype"});
-        st.ssmDtype = dt ? stateDtype(dt) : std::optional<core::KvDtype>(core::KvDtype::Fp32);
+        if (dt)
+            st.ssmDtype = stateDtype(dt);
+        else
+            st.ssmDtypeNemotronHDefault = true;
         break;
     }
     case StateSource::Granite: {

@@ -51,7 +51,11 @@ core::StateSpec readStateSpec(const Field& f) {
     readInt(f["key_head_dim"], s.keyHeadDim, 0, core::kMaxHeadDim);
     readInt(f["value_head_dim"], s.valueHeadDim, 0, core::kMaxHeadDim);
     s.convDtype = readStateDtype(f["conv_dtype"]);
-    s.ssmDtype = readStateDtype(f["ssm_dtype"]);
+    const Field ssm = f["ssm_dtype"];
+    if (ssm && ssm.isString() && ssm.string() == core::kNemotronHSsmDefaultName)
+        s.ssmDtypeNemotronHDefault = true;
+    else
+        s.ssmDtype = readStateDtype(ssm);
     return s;
 }
 
@@ -74,7 +78,9 @@ nlohmann::ordered_json writeStateSpec(const core::StateSpec& s) {
                  : nlohmann::ordered_json(nullptr);
     };
     j["conv_dtype"] = dtype(s.convDtype);
-    j["ssm_dtype"] = dtype(s.ssmDtype);
+    j["ssm_dtype"] = s.ssmDtypeNemotronHDefault
+                         ? nlohmann::ordered_json(std::string(core::kNemotronHSsmDefaultName))
+                         : dtype(s.ssmDtype);
     return j;
 }
 

@@ -71,9 +71,10 @@ Result<core::ModelSpec> modelFromRow(const ModelRow& row) {
         st.numValueHeads = row.stateValueHeads;
         st.keyHeadDim = row.stateKeyHeadDim;
         st.valueHeadDim = row.stateValueHeadDim;
+        st.ssmDtypeNemotronHDefault = row.stateSsmDtype == core::kNemotronHSsmDefaultName;
         for (const auto& [text, dtype] : {std::pair{row.stateConvDtype, &st.convDtype},
                                           std::pair{row.stateSsmDtype, &st.ssmDtype}}) {
-            if (text.empty())
+            if (text.empty() || text == core::kNemotronHSsmDefaultName)
                 continue;
             const auto d = core::parseDtype(text);
             if (!d)

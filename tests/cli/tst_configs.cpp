@@ -60,6 +60,8 @@ private slots:
     void ledgerMatchesVllm_data();
     void ledgerMatchesVllm();
     void mambaSeqsRefusal();
+    void nemotronH56b_data();
+    void nemotronH56b();
     void requestsYouCanRun_data();
     void requestsYouCanRun();
     void lmcache1739();
@@ -246,6 +248,69 @@ void TestConfigs::ledgerMatchesVllm_data() {
     // tokens int(1.777734 x 40960) = 72,816.
     QTest::addRow("qwen3-8b") << "configs/qwen3-8b.json" << 10 * GiB << qint64(40960) << 1 << "auto"
                               << 16 << qint64(4551) << "1.78" << qint64(72816) << qint64(0);
+}
+
+// Nemotron-H-56B (the catalog's nemotron-h-56b, its config.json naming no
+// mamba_ssm_cache_dtype) in 40 GiB at max_model_len 8192, TP 1: an independent reading of
+// vLLM v1 gave 31.5x where the ledger gives 18.14x. Both are vLLM's answer, under different
+// assumptions; the rows say which.
+//   Mamba page: conv 3 x (16384 + 2 x 8 x 256) x 2 = 122,880 B, SSM 256 x 64 x 256 x S
+//   (S = 4 for float32: 16,777,216; 2 for float16: 8,388,608). Attention 4,096 B per token.
+//   Block (Platform._align_hybrid_block_size): A x cdiv(page, A x 4096), where A is the
+//   kernel alignment, max(FLASH_ATTN's MultipleOf(16), --block-size): float32 4128
+//   (16 x 258), or 4160 (64 x 65) with --block-size 64; float16 2080 (16 x 130).
+//   Groups: 10 attention + 54 Mamba layers, group size 10: 1 + 6 groups; bytes per block
+//   10 x block x 4096; 40 GiB // that = 254 (4128), 252 (4160), 504 (2080).
+//   Per request: attention cdiv(8192, block) (2, 2, 4) + per Mamba group 2 in mode "align"
+//   (the default with prefix caching since vLLM 0.28, PR #50991) or 1 in mode "none"
+//   (MambaSpec.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py).
+// So 18.14x = 254 / 14 is vLLM >= 0.28's default; 31.75x = 254 / 8 is mode "none" (0.27 and
+// before, or --mamba-cache-mode none); the 31.5x read is mode "none" with a 64-token
+// alignment (252 / 8), or float16 SSM state with "align" (504 / 16): float16 is what vLLM
+// before 0.20 picked for NemotronH (PR #39032 made it float32).
+void TestConfigs::nemotronH56b_data() {
+    QTest::addColumn<QString>("version");
+    QTest::addColumn<QStringList>("extra");
+    QTest::addColumn<qint64>("blockSize");
+    QTest::addColumn<qint64>("numBlocks");
+    QTest::addColumn<qint64>("blocksPerRequest");
+    QTest::addColumn<double>("concurrency");
+    QTest::addRow("0.31 default (align: 2 state blocks per group)")
+        << "0.31.0" << QStringList{} << qint64(4128) << qint64(254) << qint64(14) << 18.14;
+    QTest::addRow("0.31 --mamba-cache-mode none")
+        << "0.31.0" << QStringList{"--mamba-cache-mode", "none"} << qint64(4128) << qint64(254)
+        << qint64(8) << 31.75;
+    QTest::addRow("0.27 default (none)")
+        << "0.27.0" << QStringList{} << qint64(4128) << qint64(254) << qint64(8) << 31.75;
+    QTest::addRow("0.27 --block-size 64: the independent 31.5x")
+        << "0.27.0" << QStringList{"--block-size", "64"} << qint64(4160) << qint64(252) << qint64(8)
+        << 31.5;
+    QTest::addRow("0.31 float16 SSM state with align: also 31.5x")
+        << "0.31.0" << QStringList{"--mamba-ssm-cache-dtype", "float16"} << qint64(2080)
+        << qint64(504) << qint64(16) << 31.5;
+    QTest::addRow("0.19 default (float16 SSM, none)")
+        << "0.19.0" << QStringList{} << qint64(2080) << qint64(504) << qint64(10) << 50.4;
+    QTest::addRow("0.20 default (float32 SSM, none)")
+        << "0.20.0" << QStringList{} << qint64(4128) << qint64(254) << qint64(8) << 31.75;
+}
+
+void TestConfigs::nemotronH56b() {
+    QFETCH(QString, version);
+    QFETCH(QStringList, extra);
+    QFETCH(qint64, blockSize);
+    QFETCH(qint64, numBlocks);
+    QFETCH(qint64, blocksPerRequest);
+    QFETCH(double, concurrency);
+    const Run r = run(QStringList{"ledger", "--model", "nemotron-h-56b", "--gpu", "h100-80gb",
+                                  "--kv-memory-gib", "40", "--context", "8192", "--vllm-version",
+                                  version, "--json"} +
+                      extra);
+    const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY2(!j.isEmpty(), qPrintable(r.err));
+    QCOMPARE(j.value("block_size").toInteger(), blockSize);
+    QCOMPARE(j.value("num_gpu_blocks").toInteger(), numBlocks);
+    QCOMPARE(j.value("blocks_per_request").toInteger(), blocksPerRequest);
+    QCOMPARE(j.value("max_concurrency").toDouble(), concurrency);
 }
 
 // vLLM 0.19+ (PR #38270, vllm/config/compilation.py) refuses a hybrid whose max_num_seqs

@@ -31,6 +31,8 @@ QString fieldOf(VllmRule rule, const VllmRules& r) {
         return QString::number(r.perTokenHeadDtypes);
     case VllmRule::Nvfp4Dtype:
         return QString::number(r.nvfp4Dtype);
+    case VllmRule::NemotronHSsmFp32:
+        return QString::number(r.nemotronHSsmFp32);
     case VllmRule::GpuMemoryUtilization:
         return QString::number(r.defaultGpuMemoryUtilization);
     case VllmRule::CudaGraphsInProfile:
@@ -287,7 +289,7 @@ void TestVllmVersion::logLines_data() {
     QTest::addColumn<qint64>("bytes");
     QTest::addColumn<QStringList>("lines");
     const qint64 gib49 = qint64(49) << 30;
-    QTest::addRow("0.11: %.2f, two lines")
+    QTest::addRow("0.11: %%.2f, two lines")
         << "0.11.2" << gib49
         << QStringList{"Available KV cache memory: 49.00 GiB", "GPU KV cache size: 42,656 tokens",
                        "Maximum concurrency for 32,768 tokens per request: 1.30x"};

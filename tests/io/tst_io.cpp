@@ -2231,7 +2231,8 @@ void TstIo::catalogStates() {
     QCOMPARE(n.state->stateSize, 256);
     QCOMPARE(n.state->convKernel, 4);
     QCOMPARE(n.state->chunkSize, 128);
-    QVERIFY(n.state->ssmDtype == core::KvDtype::Fp32); // vLLM's Nemotron-H default
+    QVERIFY(!n.state->ssmDtype); // no mamba_ssm_cache_dtype: vLLM's Nemotron-H default
+    QVERIFY(n.state->ssmDtypeNemotronHDefault);
     const auto& nano = model("nemotron-3-nano-30b-a3b");
     QCOMPARE(nano.state->intermediateSize, qint64(64 * 64));
     QCOMPARE(nano.state->stateSize, 128);
@@ -2476,6 +2477,10 @@ void TstIo::hfMatchesCatalog_data() {
         {"configs/llama-4-maverick-17b-128e-instruct.json", "llama-4-maverick-17b-128e"},
         {"configs/gemma-4-26b-a4b.json", "gemma-4-26b-a4b"},
         {"configs/gemma-4-31b-it-nvfp4.json", "gemma-4-31b-it-nvfp4"},
+        {"configs/qwen3-0.6b.json", "qwen3-0.6b"},
+        {"configs/qwen3-4b.json", "qwen3-4b"},
+        {"configs/llama-3.2-1b-instruct.json", "llama-3.2-1b"},
+        {"configs/llama-3.2-3b.json", "llama-3.2-3b"},
         {"configs/qwen3-8b.json", "qwen3-8b"},
         {"configs/qwen3-14b.json", "qwen3-14b"},
         {"configs/qwen3-32b.json", "qwen3-32b"},
@@ -2639,17 +2644,20 @@ void TstIo::hfState_data() {
     QTest::addColumn<int>("valueHeads");
     QTest::addColumn<int>("keyDim");
     QTest::addColumn<int>("valueDim");
-    QTest::addColumn<int>("ssm"); // KvDtype of the SSM state, -1 = the model's (auto)
+    // KvDtype of the SSM state, -1 = the model's (auto), -2 = NemotronH's default for the
+    // vLLM release (float16 before 0.20, float32 since)
+    QTest::addColumn<int>("ssm");
     const int m1 = int(core::StateKind::Mamba1), m2 = int(core::StateKind::Mamba2);
     const int gdn = int(core::StateKind::GatedDeltaNet);
     const int fp32 = int(core::KvDtype::Fp32);
     const QByteArray nemo =
         R"("model_type": "nemotron_h", "hybrid_override_pattern": "M*M*M*M*", )";
-    // nemotron_h.py: intermediate = mamba_num_heads x mamba_head_dim; SSM state float32
-    // unless mamba_ssm_cache_dtype says otherwise (NemotronHForCausalLMConfig).
-    QTest::addRow("nemotron-h: fp32 SSM by default")
+    // nemotron_h.py: intermediate = mamba_num_heads x mamba_head_dim; the SSM state's dtype is
+    // mamba_ssm_cache_dtype, else NemotronHForCausalLMConfig's default for the release.
+    const int nemoDefault = -2;
+    QTest::addRow("nemotron-h: the release's SSM default")
         << tiny(nemo + kMamba) << m2 << qint64(512) << 8 << 64 << 2 << 16 << 4 << 128 << 0 << 0 << 0
-        << 0 << fp32;
+        << 0 << nemoDefault;
     QTest::addRow("nemotron-h: mamba_ssm_cache_dtype bfloat16")
         << tiny(nemo + kMamba + R"(, "mamba_ssm_cache_dtype": "bfloat16")") << m2 << qint64(512)
         << 8 << 64 << 2 << 16 << 4 << 128 << 0 << 0 << 0 << 0 << int(core::KvDtype::Bf16);
@@ -2659,7 +2667,7 @@ void TstIo::hfState_data() {
     QTest::addRow("mamba2 aliases (mamba_n_heads, mamba_d_head, ...)")
         << tiny(nemo + R"("mamba_n_heads": 16, "mamba_d_head": 32, "mamba_n_groups": 4,
                           "mamba_d_state": 64, "mamba_d_conv": 3, "mamba_chunk_size": 256)")
-        << m2 << qint64(512) << 16 << 32 << 4 << 64 << 3 << 256 << 0 << 0 << 0 << 0 << fp32;
+        << m2 << qint64(512) << 16 << 32 << 4 << 64 << 3 << 256 << 0 << 0 << 0 << 0 << nemoDefault;
     QTest::addRow("granite: expand x hidden, d_head auto")
         << tiny(R"("model_type": "granitemoehybrid", "layer_types": )" + typesList("MAMAMAMA") +
                 R"(, "mamba_n_heads": 16, "mamba_d_head": "auto", "mamba_n_groups": 1,
@@ -2710,7 +2718,7 @@ void TstIo::hfState() {
     QCOMPARE(st.numValueHeads, valueHeads);
     QCOMPARE(st.keyHeadDim, keyDim);
     QCOMPARE(st.valueHeadDim, valueDim);
-    QCOMPARE(st.ssmDtype ? int(*st.ssmDtype) : -1, ssm);
+    QCOMPARE(st.ssmDtype ? int(*st.ssmDtype) : st.ssmDtypeNemotronHDefault ? -2 : -1, ssm);
     QVERIFY(!st.convDtype);
     if (json.contains("qwen3_next"))
         QVERIFY2(m.notes.find("mamba_ssm_cache_dtype") != std::string::npos, m.notes.c_str());
