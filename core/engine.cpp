@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <numeric>
+#include <tuple>
 
 namespace kvl::core {
 
@@ -57,6 +58,8 @@ bool accepts(const Backend& b, int blockSize) {
 const Backend kFlashAttn{"FLASH_ATTN", {16}, 16};
 const Backend kFlashInfer{"FLASHINFER", {16, 32, 64}, 16};
 const Backend kTritonAttn{"TRITON_ATTN", {16}, 16};
+// The TurboQuant attention backend (vLLM PR #38479): TurboQuant pages are its own layout.
+const Backend kTurboQuant{"TURBOQUANT", {16}, 16};
 const Backend kFlashAttnMla{"FLASH_ATTN_MLA", {16}, 16};
 const Backend kFlashMla{"FLASHMLA", {64}, 64};
 const Backend kFlashInferMla{"FLASHINFER_MLA", {32, 64}, 32};
@@ -107,7 +110,9 @@ BackendList backendsFor(const Scenario& s, const KvFormat& f) {
         out.add(kTritonMla);
         return out;
     }
-    if (isPerTokenHead(f) && f.dtype != KvDtype::Fp32) {
+    if (f.granularity == Granularity::TurboQuant) {
+        out.add(kTurboQuant);
+    } else if (isPerTokenHead(f) && f.dtype != KvDtype::Fp32) {
         out.add(kTritonAttn); // int8/fp8/int4 per token-head: the Triton backend only
     } else if (f.dtype == KvDtype::Fp4E2M1) {
         out.add(kFlashInfer);
@@ -403,6 +408,16 @@ std::optional<std::string> vllmCacheDtype(const Scenario& s) {
         return std::nullopt;
     case Granularity::DsMla:
         return std::string("fp8_ds_mla");
+    case Granularity::TurboQuant:
+        if (f.keyBits == 8 && f.valueBits == 4)
+            return std::string("turboquant_k8v4");
+        if (f.keyBits == 4 && f.valueBits == 4)
+            return std::string("turboquant_4bit_nc");
+        if (f.keyBits == 3 && f.valueBits == 4)
+            return std::string("turboquant_k3v4_nc");
+        if (f.keyBits == 3 && f.valueBits == 3)
+            return std::string("turboquant_3bit_nc");
+        return std::nullopt;
     case Granularity::PerHead:
     case Granularity::KPerChannelVPerToken:
         return std::nullopt;
@@ -421,7 +436,11 @@ std::vector<std::string> vllmCacheDtypeNames() {
             "int8_per_token_head",
             "fp8_per_token_head",
             "int4_per_token_head",
-            "nvfp4"};
+            "nvfp4",
+            "turboquant_k8v4",
+            "turboquant_4bit_nc",
+            "turboquant_k3v4_nc",
+            "turboquant_3bit_nc"};
 }
 
 Result<KvFormat> formatForVllmCacheDtype(std::string_view name, const ModelSpec& model) {
@@ -455,7 +474,35 @@ Result<KvFormat> formatForVllmCacheDtype(std::string_view name, const ModelSpec&
         f.granularity = Granularity::DsMla;
         return f;
     }
-    if (name.substr(0, 11) == "turboquant_" || name == "nvfp4_ds_mla" || name == "nvfp4_4over6")
+    // TQ_PRESETS (vllm/model_executor/layers/quantization/turboquant/config.py).
+    constexpr std::array<std::tuple<std::string_view, int, int>, 4> kTurboQuant{{
+        {"turboquant_k8v4", 8, 4},
+        {"turboquant_4bit_nc", 4, 4},
+        {"turboquant_k3v4_nc", 3, 4},
+        {"turboquant_3bit_nc", 3, 3},
+    }};
+    for (const auto& [preset, keyBits, valueBits] : kTurboQuant) {
+        if (name != preset)
+            continue;
+        if (model.isMla())
+            return makeError(ErrorCode::Unsupported,
+                             "--kv-dtype " + std::string(name) +
+                                 ": TurboQuant packs per-head keys and values, and an MLA model "
+                                 "stores one latent");
+        // vLLM gives sliding and chunked layers a plain spec sized by the uncompressed
+        // formula and builds hybrids' Mamba alignment from another page; KV Ledger models
+        // TurboQuant where every attention layer is full attention.
+        if (model.countLayers(LayerKind::Sliding) + model.countLayers(LayerKind::Chunked) +
+                model.countLayers(LayerKind::State) >
+            0)
+            return makeError(ErrorCode::Unsupported,
+                             "--kv-dtype " + std::string(name) +
+                                 ": KV Ledger models TurboQuant for models whose every "
+                                 "attention layer is full attention; " +
+                                 model.name + " has sliding, chunked or state layers");
+        return turboQuantFormat(keyBits, valueBits);
+    }
+    if (name == "nvfp4_ds_mla" || name == "nvfp4_4over6")
         return makeError(ErrorCode::Unsupported, "--kv-dtype " + std::string(name) +
                                                      ": vLLM accepts it, but KV Ledger does "
                                                      "not model its layout yet");

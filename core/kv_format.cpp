@@ -31,8 +31,9 @@ const DtypeInfo& info(KvDtype d) {
     return kDtypes[static_cast<std::size_t>(d)];
 }
 
-constexpr std::array<std::string_view, 7> kGranularityNames{
-    "none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi", "ds-mla"};
+constexpr std::array<std::string_view, 8> kGranularityNames{
+    "none",      "per-tensor", "per-head", "per-token-head",
+    "per-group", "kivi",       "ds-mla",   "turboquant"};
 
 std::int64_t dataBytes(KvDtype d, int dim) {
     return ceilDiv(std::int64_t{dim} * info(d).bits, 8);
@@ -184,7 +185,20 @@ std::string shortLabel(const KvFormat& f) {
         s += " KIVI g" + std::to_string(f.groupSize);
     else if (f.granularity == Granularity::DsMla)
         s += " DS-MLA";
+    else if (f.granularity == Granularity::TurboQuant)
+        s = "TQ k" + std::to_string(f.keyBits) + "v" + std::to_string(f.valueBits);
     return s;
+}
+
+KvFormat turboQuantFormat(int keyBits, int valueBits) {
+    KvFormat f;
+    f.dtype = KvDtype::Int4;
+    f.granularity = Granularity::TurboQuant;
+    f.scaleType = ScaleType::Fp16;
+    f.hasZeroPoint = true;
+    f.keyBits = keyBits;
+    f.valueBits = valueBits;
+    return f;
 }
 
 std::string formatLabel(const KvFormat& f) {
@@ -215,6 +229,11 @@ std::string formatLabel(const KvFormat& f) {
     case Granularity::DsMla:
         s += " DeepSeek sparse-MLA layout (fp32 scale per 128, 16-bit RoPE part)";
         break;
+    case Granularity::TurboQuant:
+        s = "TurboQuant " +
+            (f.keyBits == 8 ? std::string("FP8") : std::to_string(f.keyBits) + "-bit") + " keys, " +
+            std::to_string(f.valueBits) + "-bit values (fp16 norm, scale+zero)";
+        break;
     }
     return s;
 }
@@ -226,6 +245,13 @@ std::optional<std::string> validate(const KvFormat& f, int headDim) {
     if (quantized && f.granularity == Granularity::None)
         return std::string(dtypeName(f.dtype)) + " needs scales: granularity must not be none";
     const bool isFp8 = f.dtype == KvDtype::Fp8E4M3 || f.dtype == KvDtype::Fp8E5M2;
+    if (f.granularity == Granularity::TurboQuant) {
+        if (f.keyBits != 8 && f.keyBits != 4 && f.keyBits != 3)
+            return "TurboQuant keys are 8 (fp8), 4 or 3 bits, got " + std::to_string(f.keyBits);
+        if (f.valueBits != 4 && f.valueBits != 3)
+            return "TurboQuant values are 4 or 3 bits, got " + std::to_string(f.valueBits);
+        return std::nullopt;
+    }
     if (f.granularity == Granularity::DsMla) {
         if (f.dtype != KvDtype::Fp8E4M3)
             return "the ds-mla layout stores fp8_e4m3";
@@ -276,11 +302,22 @@ std::int64_t valueBytesPerToken(const KvFormat& f, int dim) {
         const std::int64_t nope = std::max(0, dim - kRope);
         return nope + ceilDiv(nope, 128) * 4 + std::int64_t{std::min(dim, kRope)} * 2;
     }
+    case Granularity::TurboQuant: {
+        // TurboQuantConfig.value_packed_size: ceil(dim x bits / 8) + an fp16 scale and zero.
+        // The slot (key + value) is rounded up to an even size (slot_size_aligned); the odd
+        // byte, where there is one, is counted here.
+        const std::int64_t value = ceilDiv(std::int64_t{dim} * f.valueBits, 8) + 4;
+        return value + (value + keyBytesPerToken(f, dim)) % 2;
+    }
     }
     return data;
 }
 
 std::int64_t keyBytesPerToken(const KvFormat& f, int dim) {
+    if (f.granularity == Granularity::TurboQuant)
+        // TurboQuantConfig.key_packed_size: fp8 keys take one byte per element; 3/4-bit keys
+        // their packed codes and an fp16 vector norm.
+        return f.keyBits == 8 ? std::int64_t{dim} : ceilDiv(std::int64_t{dim} * f.keyBits, 8) + 2;
     if (f.granularity == Granularity::KPerChannelVPerToken)
         // KIVI keys: one scale (+zero) per channel for every G tokens.
         return dataBytes(f.dtype, dim) +

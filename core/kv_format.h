@@ -25,6 +25,11 @@ enum class Granularity : std::uint8_t {
     // vLLM's fp8_ds_mla (DeepSeek-V3.2, vllm/v1/attention/backends/mla/flashmla_sparse.py): the
     // latent's no-RoPE part in fp8 with one fp32 scale per 128, its 64 RoPE dims in 16 bits.
     DsMla,
+    // vLLM's TurboQuant presets (--kv-cache-dtype turboquant_*, vLLM PR #38479;
+    // vllm/model_executor/layers/quantization/turboquant/config.py): keys either fp8 (8 bits)
+    // or Hadamard-rotated 3/4-bit codes with an fp16 norm, values 3/4-bit uniform with an fp16
+    // scale and zero, one packed slot per token and head. KvFormat::keyBits / valueBits.
+    TurboQuant,
 };
 
 enum class ScaleType : std::uint8_t { Fp32, Fp16, Fp8 };
@@ -35,6 +40,8 @@ struct KvFormat {
     int groupSize = 0; // G, for PerGroup and KPerChannelVPerToken
     ScaleType scaleType = ScaleType::Fp32;
     bool hasZeroPoint = false; // asymmetric schemes store a zero next to each scale
+    int keyBits = 0;           // TurboQuant: 8 (fp8 keys), 4 or 3
+    int valueBits = 0;         // TurboQuant: 4 or 3
 
     // The usual scheme for a dtype (as vLLM, LMDeploy and KIVI use them): fp8 per tensor, int8
     // symmetric per token-head with an fp32 scale, int4 asymmetric per group of 128 with fp16 scale
@@ -71,6 +78,9 @@ KvFormat withGranularity(KvFormat format, Granularity g, int dim);
 
 // Human label such as "INT4 g128 (fp16 scale+zero)" or "FP8 E4M3 per-tensor".
 std::string formatLabel(const KvFormat& format);
+// A TurboQuant preset's format (keyBits 8, 4 or 3; valueBits 4 or 3); the dtype is nominally
+// INT4, the page bytes come from the bits.
+KvFormat turboQuantFormat(int keyBits, int valueBits);
 // Short label for tables and status lines: "FP16", "FP8", "INT8", "INT4 g128", "INT2 KIVI".
 std::string shortLabel(const KvFormat& format);
 

@@ -80,6 +80,7 @@ struct LayerBytes {
     std::int64_t perTokenModel = 0;   // the same without TP: the formula figure
     std::int64_t statePerRequest = 0; // state layers, one GPU
     int kvHeadsPerGpu = 0, headSize = 0, headSizeV = 0;
+    KvFormat format; // the layer's own: TurboQuant leaves a dense model's boundary layers be
 };
 
 // A stage's layers summed for contiguous reservation: full-length layers, windowed layers
@@ -139,6 +140,7 @@ using detail::UnpagedSums;
 LayerBytes layerBytes(const Scenario& s, const LayerSpec& l, const KvFormat& f, int tp) {
     LayerBytes b;
     b.kind = l.kind;
+    b.format = f;
     b.window = (l.kind == LayerKind::Sliding || l.kind == LayerKind::Chunked) ? l.window : 0;
     if (isAttention(l.kind)) {
         const int heads = leverKvHeads(s, l);
@@ -221,6 +223,20 @@ LayerSpec heldLayer(const LayerSpec& l) {
     return l;
 }
 
+// The format layer `i` stores. TurboQuant (TurboQuantConfig.get_boundary_skip_layers, vLLM's
+// turboquant/config.py) keeps a dense model's first and last n = min(2, layers / 2) layers in
+// the model's dtype (kv_cache_dtype_skip_layers): their full-attention specs join the
+// quantized ones in one UniformTypeKVCacheSpecs group, each block holding both pages.
+KvFormat layerFormat(const Scenario& s, const KvFormat& f, std::size_t i) {
+    if (f.granularity != Granularity::TurboQuant)
+        return f;
+    const std::size_t layers = s.model.layers.size();
+    const std::size_t n = std::min<std::size_t>(2, layers / 2);
+    if (i < n || i + n >= layers)
+        return KvFormat::defaultFor(s.model.nativeKvDtype);
+    return f;
+}
+
 // The geometry: per-layer bytes, block sizes and KV cache groups. Depends on the model, the
 // levers, the GPU (backend block sizes), TP and DCP; not on PP, DP or EP.
 Plan planGeometry(const Scenario& s) {
@@ -232,11 +248,12 @@ Plan planGeometry(const Scenario& s) {
     p.layers.reserve(s.model.layers.size());
     for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
         const LayerSpec l = heldLayer(s.model.layers[i]);
+        const KvFormat f = layerFormat(s, p.format, i);
         // Layers repeat: reuse the previous one's bytes when its spec is the same.
-        if (i > 0 && s.model.layers[i] == s.model.layers[i - 1])
+        if (i > 0 && s.model.layers[i] == s.model.layers[i - 1] && p.layers.back().format == f)
             p.layers.push_back(p.layers.back());
         else
-            p.layers.push_back(layerBytes(s, l, p.format, p.tp));
+            p.layers.push_back(layerBytes(s, l, f, p.tp));
     }
     p.maxModelLen = std::max<std::int64_t>(1, s.effectiveMaxModelLen());
     p.admission.maxModelLen = p.maxModelLen;
@@ -257,7 +274,7 @@ Plan planGeometry(const Scenario& s) {
     std::vector<std::optional<CacheSpec>> specs;
     specs.reserve(p.layers.size());
     for (const auto& b : p.layers)
-        specs.push_back(cacheSpec(b, p.format, bs.attention, bs.mamba, bs.mambaMode));
+        specs.push_back(cacheSpec(b, b.format, bs.attention, bs.mamba, bs.mambaMode));
     // Mamba pages padded to the attention page (Platform._align_hybrid_block_size).
     for (auto& sp : specs)
         if (sp && sp->type == SpecType::Mamba && bs.mambaPagePadded > sp->realPageBytes)

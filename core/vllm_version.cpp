@@ -54,6 +54,14 @@ const VllmRuleChange kChanges[] = {
      "8-bit KV with a float32 scale per token and head",
      "vLLM PR #38378 (0.19 or 0.20)",
      [](VllmRules& r) { r.perTokenHeadDtypes = true; }},
+    {VllmRule::TurboQuantDtypes,
+     {0, 20, 0},
+     "--kv-cache-dtype turboquant_k8v4, turboquant_4bit_nc, turboquant_k3v4_nc and "
+     "turboquant_3bit_nc exist (dense models keep their first and last 2 layers unquantized)",
+     "about 2.6x (k8v4) to 4.9x (3bit_nc) FP16's tokens on the quantized layers",
+     "vLLM PR #38479 (vllm/model_executor/layers/quantization/turboquant/config.py), in the "
+     "v0.20.0 release notes as quoted in defilantech/LLMKube#354",
+     [](VllmRules& r) { r.turboQuantDtypes = true; }},
     {VllmRule::NemotronHSsmFp32,
      {0, 20, 0},
      "NemotronH models whose config names no mamba_ssm_cache_dtype keep the SSM state in "
@@ -245,6 +253,8 @@ std::optional<std::string> vllmCacheDtypeRefusal(const VllmRules& rules, std::st
         since = firstRelease(VllmRule::Int4PerTokenHeadDtype);
     else if (nvfp4 && !rules.nvfp4Dtype)
         since = firstRelease(VllmRule::Nvfp4Dtype);
+    else if (dtype.substr(0, 11) == "turboquant_" && !rules.turboQuantDtypes)
+        since = firstRelease(VllmRule::TurboQuantDtypes);
     if (since)
         // argparse's own refusal of a value outside CacheDType's choices.
         return "vLLM " + rules.version.str() +

@@ -85,7 +85,8 @@ struct VllmRules {
     // --kv-cache-dtype values that exist.
     bool perTokenHeadDtypes = false; // int8_per_token_head, fp8_per_token_head
     bool int4PerTokenHeadDtype = false;
-    bool nvfp4Dtype = false; // nvfp4 (compute capability 10.x)
+    bool nvfp4Dtype = false;       // nvfp4 (compute capability 10.x)
+    bool turboQuantDtypes = false; // turboquant_k8v4, _4bit_nc, _k3v4_nc, _3bit_nc
     // NemotronH keeps its SSM state in float32 when its config names no
     // mamba_ssm_cache_dtype; before, in float16 (half the Mamba page, half the attention block).
     bool nemotronHSsmFp32 = false;
@@ -102,6 +103,7 @@ enum class VllmRule : std::uint8_t {
     AvailableFormat,
     MambaSeqsRefused,
     PerTokenHeadDtypes,
+    TurboQuantDtypes,
     NemotronHSsmFp32,
     Nvfp4Dtype,
     GpuMemoryUtilization,

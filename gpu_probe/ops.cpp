@@ -47,7 +47,8 @@ bool isKivi(const core::KvFormat& format) {
 // One side (K or V) of a head's page slice: codes first, then scales / zeros, padded to core's
 // budget for that side.
 Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& page, bool isKey) {
-    if (format.dtype == core::KvDtype::Fp4E2M1 || format.granularity == core::Granularity::DsMla)
+    if (format.dtype == core::KvDtype::Fp4E2M1 || format.granularity == core::Granularity::DsMla ||
+        format.granularity == core::Granularity::TurboQuant)
         return makeError(ErrorCode::Unsupported,
                          "the probe does not implement " + core::formatLabel(format) + " yet");
     SideLayout side;
@@ -76,6 +77,7 @@ Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& pa
             side.group = std::min(format.groupSize, page.headDim);
         break;
     case core::Granularity::DsMla: // refused above
+    case core::Granularity::TurboQuant:
         break;
     }
     if (side.group > 0)

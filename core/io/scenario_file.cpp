@@ -128,7 +128,9 @@ Out formatToJson(const core::KvFormat& f) {
             {"granularity", std::string(core::granularityName(f.granularity))},
             {"group_size", f.groupSize},
             {"scale_type", std::string(kScaleNames[static_cast<std::size_t>(f.scaleType)])},
-            {"zero_point", f.hasZeroPoint}};
+            {"zero_point", f.hasZeroPoint},
+            {"key_bits", f.keyBits},
+            {"value_bits", f.valueBits}};
 }
 
 Out leversToJson(const core::Levers& l) {
@@ -338,14 +340,16 @@ core::KvFormat formatFromJson(const Field& j, core::KvFormat f) {
     if (const Field v = j["granularity"]; v.exists()) {
         const auto g = v.isString() ? core::parseGranularity(v.string()) : std::nullopt;
         if (!g)
-            v.failOneOf({"none", "per-tensor", "per-head", "per-token-head", "per-group",
-                         "k-per-channel-v-per-token"});
+            v.failOneOf({"none", "per-tensor", "per-head", "per-token-head", "per-group", "kivi",
+                         "ds-mla", "turboquant"});
         f.granularity = *g;
     }
     readInt(j["group_size"], f.groupSize, 0, core::kMaxHeadDim);
     f.scaleType = static_cast<core::ScaleType>(
         readName(j["scale_type"], kScaleNames, static_cast<std::size_t>(f.scaleType)));
     readBool(j["zero_point"], f.hasZeroPoint);
+    readInt(j["key_bits"], f.keyBits, 0, 8);     // TurboQuant only
+    readInt(j["value_bits"], f.valueBits, 0, 8); // TurboQuant only
     return f;
 }
 

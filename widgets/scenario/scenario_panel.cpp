@@ -61,6 +61,8 @@ QString granularityText(core::Granularity g) {
         return QObject::tr("K per channel, V per token (KIVI)");
     case core::Granularity::DsMla:
         return QObject::tr("fp8_ds_mla (sparse MLA)");
+    case core::Granularity::TurboQuant:
+        return QObject::tr("TurboQuant (vLLM turboquant_*)");
     }
     return {};
 }
