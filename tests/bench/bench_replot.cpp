@@ -24,7 +24,9 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <numeric>
+#include <string>
 #include <vector>
 
 using Clock = std::chrono::steady_clock;
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
     auto* prefixTokens = child<QSpinBox>(&w, "prefixTokensSpin");
     auto* slider = child<QSlider>(&w, "contextSlider");
     auto* gpus = child<QSpinBox>(&w, "gpuCountSpin");
+    auto* version = child<QComboBox>(&w, "vllmVersionCombo");
 
     // A mix of lever toggles, choices and slider drags (the slider dominates, as in use).
     struct Op {
@@ -129,9 +132,17 @@ int main(int argc, char** argv) {
         {"prefix", [&](int) { prefix->setChecked(!prefix->isChecked()); }},
         {"prefix tokens", [&](int i) { prefixTokens->setValue(512 * (1 + i % 16)); }},
         {"tensor parallel", [&](int) { gpus->setValue(gpus->value() == 1 ? 2 : 1); }},
+        // The vLLM version selector, as a user picks a release from its list (activated).
+        {"vllm version",
+         [&](int) {
+             const int next = (version->currentIndex() + 1) % version->count();
+             version->setCurrentIndex(next);
+             Q_EMIT version->activated(next);
+         }},
     };
 
     std::vector<double> replotMs, paintedMs, recomputeMs;
+    std::map<std::string, std::vector<double>> replotByKind, recomputeByKind;
     const int warmup = 12;
     for (int i = 0; i < changes + warmup; ++i) {
         const Op& op = ops[static_cast<std::size_t>(i) % ops.size()];
@@ -149,6 +160,8 @@ int main(int argc, char** argv) {
         };
         recomputeMs.push_back(ms(t0, t1));
         replotMs.push_back(ms(t0, t2));
+        recomputeByKind[op.kind].push_back(ms(t0, t1));
+        replotByKind[op.kind].push_back(ms(t0, t2));
         paintedMs.push_back(ms(t0, t3));
     }
 
@@ -159,13 +172,19 @@ int main(int argc, char** argv) {
                 "window 1600x1000, platform %s\n",
                 changes, qPrintable(QGuiApplication::platformName()));
     std::printf("  change -> all charts replotted: median %.2f ms, p95 %.2f ms, max %.2f ms "
-                "(target p95 <= 16 ms)\n",
+                "(target p95 <= 8 ms, issue 27)\n",
                 median, p95, maxMs);
     std::printf("  change -> recomputed (ledger + ladder + sweep + table + status): median %.3f "
                 "ms, p95 %.3f ms\n",
                 percentile(recomputeMs, 0.5), percentile(recomputeMs, 0.95));
     std::printf("  change -> window painted: median %.2f ms, p95 %.2f ms\n",
                 percentile(paintedMs, 0.5), percentile(paintedMs, 0.95));
+    // Per kind of change: which edits are slow (the vLLM version selector's log lines and
+    // release notes are part of the recompute).
+    std::printf("  per change kind (n, recompute p95 ms, replotted p95 ms):\n");
+    for (const auto& [kind, times] : replotByKind)
+        std::printf("    %-16s %4zu  %7.2f  %7.2f\n", kind.c_str(), times.size(),
+                    percentile(recomputeByKind[kind], 0.95), percentile(times, 0.95));
     if (!jsonPath.isEmpty()) {
         QJsonObject j;
         j[QStringLiteral("changes")] = changes;
@@ -178,8 +197,8 @@ int main(int argc, char** argv) {
         j[QStringLiteral("recompute_p95_ms")] = percentile(recomputeMs, 0.95);
         j[QStringLiteral("painted_median_ms")] = percentile(paintedMs, 0.5);
         j[QStringLiteral("painted_p95_ms")] = percentile(paintedMs, 0.95);
-        j[QStringLiteral("target_p95_ms")] = 16.0;
-        j[QStringLiteral("meets_target")] = p95 <= 16.0;
+        j[QStringLiteral("target_p95_ms")] = 8.0;
+        j[QStringLiteral("meets_target")] = p95 <= 8.0;
         QFile f(jsonPath);
         if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(j).toJson()) < 0) {
             std::fprintf(stderr, "bench_replot: could not write %s\n", qPrintable(jsonPath));
