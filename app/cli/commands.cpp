@@ -1,6 +1,7 @@
 #include "app/cli.h"
 
 #include "options.h"
+#include "simulate.h"
 #include "tables.h"
 
 #include "core/engine.h"
@@ -145,7 +146,8 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
 #endif
         return 0;
     }
-    if (first != "ledger" && first != "plan" && first != "models" && first != "gpus") {
+    if (first != "ledger" && first != "plan" && first != "models" && first != "gpus" &&
+        first != "simulate") {
         handled = false;
         return 0;
     }
@@ -163,6 +165,8 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
         return runLedger(*inv, out, err);
     if (first == "plan")
         return runPlan(*inv, out, err);
+    if (first == "simulate")
+        return cli::runSimulate(*inv, out, err);
     if (first == "models")
         return runModels(*inv, out);
     return runGpus(*inv, out);
