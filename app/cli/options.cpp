@@ -235,10 +235,16 @@ const std::vector<CommandSpec>& commands() {
          {"json", "units"},
          true},
         {"plan",
-         {"plan --users N [--gpu ID ...|--all-gpus] [options]"},
+         {"plan --users N [--gpu ID ...|--all-gpus] [options]",
+          "plan --users N --rate R --slo-ttft-ms A [--slo-tpot-ms B] [options]"},
          "the deployment planner: for each GPU kind, the fewest GPUs and the TP x PP x DP "
-         "layouts vLLM accepts that hold N users at --context, best first",
-         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "json", "units"},
+         "layouts vLLM accepts that hold N users at --context, best first; with --rate and an "
+         "SLO, each layout's replica is simulated at its share of the rate (simulate's "
+         "workload options, prompts by default --context less the output) and the layouts that "
+         "meet the SLO rank first",
+         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "rate", "slo-ttft-ms",
+          "slo-tpot-ms", "slo-attainment", "prompt-tokens", "output-tokens", "requests", "seed",
+          "json", "units"},
          true},
         {"simulate",
          {"simulate --rate R | --concurrency C [--prompt-tokens DIST] [--output-tokens DIST] "

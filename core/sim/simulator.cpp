@@ -933,4 +933,32 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
     return out;
 }
 
+void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptions& o,
+                   double attainment, int layoutsPerGpu) {
+    plan.rankedBySlo = true;
+    if (w.arrival == ArrivalKind::ClosedLoop)
+        w.arrival = ArrivalKind::Poisson;
+    for (GpuPlan& g : plan.gpus) {
+        const int n = std::min<int>(layoutsPerGpu, static_cast<int>(g.layouts.size()));
+        for (int i = 0; i < n; ++i) {
+            Deployment& d = g.layouts[static_cast<std::size_t>(i)];
+            // DP replicas are independent engines; each takes its share of the arrivals.
+            w.rate = rate / std::max(1, d.layout.dp);
+            const SimResult r = simulate(d.scenario, w, o);
+            d.sloChecked = true;
+            d.sloAttainment = r.sloAttainment;
+            d.ttftP99Ms = r.ttftMs.p99;
+            d.tpotP99Ms = r.tpotMs.p99;
+            d.sloNote = !r.error.empty() ? r.error : r.capped;
+            d.meetsSlo = r.error.empty() && r.capped.empty() && r.sloAttainment >= attainment;
+        }
+        std::stable_sort(g.layouts.begin(), g.layouts.begin() + n,
+                         [](const Deployment& a, const Deployment& b) {
+                             if (a.meetsSlo != b.meetsSlo)
+                                 return a.meetsSlo;
+                             return a.layout.gpus() < b.layout.gpus();
+                         });
+    }
+}
+
 } // namespace kvl::core::sim

@@ -35,6 +35,7 @@
 // found group by group as one consecutive run of cached blocks, and Mamba groups never shorten
 // a hit (their state is assumed cached at the boundary, as mamba_cache_mode "align" aims to).
 
+#include "core/planner.h"
 #include "core/result.h"
 #include "core/scenario.h"
 #include "core/sim/workload.h"
@@ -137,5 +138,11 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
 // (its prefill at core::prefillMsEstimate, plus its share of the decode steps at that batch at
 // core::decodeStep).
 double staticRateBound(const Scenario& s, const WorkloadSpec& w, const SpeedAssumptions& a = {});
+
+// kvledger plan --rate: simulates one replica of each of a GPU kind's first `layoutsPerGpu`
+// layouts at rate / DP and ranks them by whether `attainment` of their requests meet the SLO,
+// then by GPUs (the planner's order among equals); sets plan.rankedBySlo.
+void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptions& o,
+                   double attainment = 0.99, int layoutsPerGpu = 8);
 
 } // namespace kvl::core::sim

@@ -115,6 +115,7 @@ private slots:
     void planBadInput();
     void simulateJson();
     void simulateTable();
+    void planWithRate();
     void simulateTrace_data();
     void simulateTrace();
     void simulateBadInput_data();
@@ -853,6 +854,18 @@ void TestCli::planBadInput_data() {
                                 << "--users: must be between 1";
     QTest::addRow("unknown gpu") << QStringList{"plan", "--users", "4", "--gpu", "h999"}
                                  << "unknown GPU 'h999'";
+    // Issue 30: plan --rate needs an SLO, and the SLO a rate.
+    QTest::addRow("rate without slo") << QStringList{"plan", "--users", "4", "--rate", "2"}
+                                      << "kvledger plan: --rate: needs --slo-ttft-ms";
+    QTest::addRow("slo without rate") << QStringList{"plan", "--users", "4", "--slo-tpot-ms", "50"}
+                                      << "kvledger plan: --slo-tpot-ms: needs --rate";
+    QTest::addRow("absurd rate") << QStringList{"plan", "--users",       "4",  "--rate",
+                                                "-3",   "--slo-ttft-ms", "100"}
+                                 << "--rate: expected requests per second";
+    QTest::addRow("prompt beyond context")
+        << QStringList{"plan", "--users",         "4",    "--rate", "1", "--slo-ttft-ms",
+                       "100",  "--prompt-tokens", "20000"}
+        << "--prompt-tokens: prompts up to 20,000 tokens reach the max model length";
     QTest::addRow("bad rank") << QStringList{"plan", "--users", "4", "--rank", "speed"}
                               << "--rank: expected gpus or throughput";
 }
@@ -957,6 +970,24 @@ void TestCli::simulateJson() {
     QCOMPARE(c.value("per_replica").toObject().value("peak_running").toInteger(), 8);
     QCOMPARE(c.value("cluster").toObject().value("throughput_rps").toDouble(),
              2 * c.value("per_replica").toObject().value("throughput_rps").toDouble());
+}
+
+// plan --rate: every layout shown carries its simulation, and the order meets-first.
+void TestCli::planWithRate() {
+    const Run r =
+        run({"plan", "--users", "8", "--context", "8192", "--gpu", "h100-80gb", "--gpu",
+             "a100-40gb", "--rate", "0.05", "--slo-ttft-ms", "400", "--requests", "40", "--json"});
+    QCOMPARE(r.rc, 0);
+    const auto plans = QJsonDocument::fromJson(r.out.toUtf8()).object().value("plans").toArray();
+    QCOMPARE(plans.size(), 2);
+    // A lone 8K prompt takes ~0.2 s on an H100 (989 TFLOP/s) and ~0.7 s on an A100 (312).
+    QCOMPARE(plans[0].toObject().value("gpu").toString(), QStringLiteral("h100-80gb"));
+    QCOMPARE(plans[0].toObject().value("slo").toObject().value("meets").toBool(), true);
+    QCOMPARE(plans[1].toObject().value("slo").toObject().value("meets").toBool(), false);
+    const Run t = run({"plan", "--users", "8", "--gpu", "h100-80gb", "--rate", "0.05",
+                       "--slo-ttft-ms", "400", "--requests", "40"});
+    QVERIFY2(t.out.contains(QLatin1String("meets the SLO")), qPrintable(t.out));
+    QVERIFY(t.out.startsWith(QLatin1String("At 0.05 req/s, TTFT <= 400 ms")));
 }
 
 void TestCli::simulateTable() {

@@ -3,10 +3,14 @@
 // (tests/v1/core/test_scheduler.py), and against bad input.
 
 #include "core/engine.h"
+#include "core/io/catalog.h"
+#include "core/io/trace.h"
 #include "core/ledger.h"
+#include "core/planner.h"
 #include "core/sim/simulator.h"
 #include "core/speed.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -94,6 +98,8 @@ private slots:
     void queueIsCapped();
     void seriesIsBounded();
     void stepCostMatchesSpeedModel();
+    void planRankedBySlo();
+    void traceIsStreamed();
 };
 
 // At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
@@ -521,6 +527,70 @@ void TestSimulate::stepCostMatchesSpeedModel() {
     QVERIFY(rel(cost.stepMs(0, 4096, 0, 0), prefillMsEstimate(s, 4096)) < 1e-12);
     // More decode tokens read the same weights: the step grows by the KV only.
     QVERIFY(rel(cost.stepMs(64, 0, 64 * kv, 0), decodeStep(s, 64, 4096).stepMs) < 1e-12);
+}
+
+// kvledger plan --rate: layouts that meet the SLO rank first, then by GPUs; GPU kinds whose best
+// layout meets it first. The SLO (TTFT twice an H100's prefill, at a rate where requests rarely
+// meet) separates an H100 from an A100 40GB, whose tensor cores are about 3x slower.
+void TestSimulate::planRankedBySlo() {
+    PlanRequest req;
+    req.base = scenario();
+    req.base.workload.maxModelLen = 8192;
+    req.users = 8;
+    req.context = 4096;
+    const GpuSpec* a100 = kvl::io::findGpu("a100-40gb");
+    QVERIFY(a100);
+    req.gpus = {*a100, h100()};
+    PlanResult plan = planDeployments(req);
+    QCOMPARE(plan.bestFirst().front()->gpu.id, std::string("a100-40gb")); // 1 GPU each: order kept
+    WorkloadSpec w = poisson(1, 40, 3840, 64);
+    SimOptions o;
+    o.sloTtftMs = 2 * prefillMsEstimate(req.base, 3840);
+    rankPlanBySlo(plan, 0.05, w, o, 0.99);
+    QVERIFY(plan.rankedBySlo);
+    const auto order = plan.bestFirst();
+    QCOMPARE(order.front()->gpu.id, std::string("h100-80gb"));
+    QVERIFY(order.front()->layouts.front().meetsSlo);
+    QVERIFY(!order.back()->layouts.front().meetsSlo);
+    QVERIFY(order.back()->layouts.front().ttftP99Ms > o.sloTtftMs);
+    for (const GpuPlan& g : plan.gpus)
+        for (std::size_t i = 1; i < g.layouts.size(); ++i) {
+            const Deployment& a = g.layouts[i - 1];
+            const Deployment& b = g.layouts[i];
+            if (!a.sloChecked || !b.sloChecked)
+                continue;
+            QVERIFY(a.meetsSlo || !b.meetsSlo);
+            if (a.meetsSlo == b.meetsSlo)
+                QVERIFY(a.layout.gpus() <= b.layout.gpus());
+        }
+}
+
+// A trace is read line by line: the simulation of a 50,000-line trace holds at most what is in
+// the system, not the file (its slab of requests stays small), and gives the trace's requests.
+void TestSimulate::traceIsStreamed() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("t.csv"));
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("prompt_tokens,arrival_s,output_tokens,prefix_id\n");
+        Rng rng(9);
+        double t = 0;
+        for (int i = 0; i < 50000; ++i) {
+            t += rng.exponential() / 4.0;
+            f.write(QByteArray::number(100 + int(rng.next() % 900)) + "," +
+                    QByteArray::number(t, 'f', 6) + ",16," + (i % 2 ? "7" : "") + "\n");
+        }
+    }
+    auto src = kvl::io::TraceSource::open(path.toStdString(), 64);
+    QVERIFY(src.ok());
+    const SimResult r = simulate(scenario(), **src);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, 50000);
+    QCOMPARE(r.outputTokens, 50000 * 16);
+    QVERIFY(r.peakRunning + r.peakWaiting < 200);
+    QVERIFY(r.prefixHitTokens > 0); // odd lines share prefix 7's first 64 tokens
+    QCOMPARE((*src)->lineNumber(), 50001);
 }
 
 QTEST_APPLESS_MAIN(TestSimulate)
