@@ -602,17 +602,7 @@ SimResult Engine::run() {
     m_closedUntil = m_src.closedLoopUntilS();
     std::int64_t toStart = m_closed ? m_src.concurrency() : 0;
     m_hasPending = m_closed ? false : pull();
-    // A closed loop starts its clients at 0.
-    for (; toStart > 0; --toStart) {
-        if (!pull())
-            break;
-        const int idx = newReq(m_pending);
-        m_waiting.push_back(idx);
-        ++m_r.arrived;
-        m_lastArrival = 0;
-    }
-    sample(true);
-    std::int64_t inSystem = static_cast<std::int64_t>(m_waiting.size());
+    std::int64_t inSystem = 0;
     auto admitArrival = [&](const ArrivingRequest& a) {
         if (a.promptTokens + 1 > m_maxModelLen) {
             ++m_r.rejected; // vLLM refuses a prompt of max_model_len or more
@@ -625,6 +615,13 @@ SimResult Engine::run() {
         m_integral += m_t - a.arrivalS; // it was in the system since it arrived
         m_lastArrival = a.arrivalS;
     };
+    // A closed loop starts its clients at 0.
+    for (; toStart > 0; --toStart) {
+        if (!pull())
+            break;
+        admitArrival(m_pending);
+    }
+    sample(true);
     while (true) {
         while (m_hasPending && m_pending.arrivalS <= m_t) {
             if (m_pending.arrivalS < m_lastArrival) {

@@ -87,6 +87,7 @@ private slots:
     void vllmChunkedPrefillBudget();
     void vllmBudgetStopsWaitingQueue();
     void vllmDecodeBeforeChunk();
+    void vllmPreemptsTheLastRunning();
     void slidingWindowFreesBlocks();
     void determinism();
     void lengthDistributions_data();
@@ -346,6 +347,38 @@ void TestSimulate::vllmDecodeBeforeChunk() {
     QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 4}}));
     QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}, {2, 49}}));
     QCOMPARE(r.stepTrace[2], (std::vector<P>{{1, 1}, {2, 31}}));
+}
+
+// test_scheduler.py test_preempt_during_execution: 11 blocks of 16 (10 usable: the null block),
+// prefix caching off, two 80-token prompts of 5 blocks each. When the first decodes into its
+// sixth block the pool is empty and the last running request (the second) is preempted: it
+// goes back to waiting with its blocks freed, and the first runs alone. Here both prompts are
+// admitted in one step (vLLM's test admits the second while the first is in flight).
+void TestSimulate::vllmPreemptsTheLastRunning() {
+    Scenario s = scenario();
+    s.workload.maxModelLen = 160; // 10 blocks: what the pool holds
+    s.workload.maxNumBatchedTokens = 200;
+    s.hardware.kvMemoryBytes = 11 * (std::int64_t{2} << 20); // 11 blocks of 2 MiB
+    QCOMPARE(computeLedger(s).numGpuBlocks, 11);
+    WorkloadSpec w = poisson(1, 2, 80, 40);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = 2;
+    SimOptions o;
+    o.prefixCaching = false;
+    o.traceSteps = 3;
+    const SimResult r = simulate(s, w, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.numBlocks, 10);
+    using P = std::pair<std::int64_t, std::int64_t>;
+    QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 80}, {2, 80}}));
+    QCOMPARE(r.peakBlocksTotal, 10);
+    // The first decodes; the second was preempted for its block, and nothing is admitted in a
+    // step that preempted.
+    QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}}));
+    QCOMPARE(r.stepTrace[2], (std::vector<P>{{1, 1}}));
+    QVERIFY(r.preemptions >= 1);
+    QCOMPARE(r.completed, 2); // the second is recomputed once the first is done
+    QCOMPARE(r.outputTokens, 80);
 }
 
 // A sliding-window model holds a window's blocks per sliding group however long the request:
