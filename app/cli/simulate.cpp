@@ -245,6 +245,7 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
                         {"output_tokens_per_s", r.outputTokensPerS * dp}};
         j["latency_ms"] = {{"ttft", percentilesJson(r.ttftMs)},
                            {"tpot", percentilesJson(r.tpotMs)},
+                           {"itl", percentilesJson(r.itlMs)},
                            {"e2e", percentilesJson(r.e2eMs)}};
         if (slo) {
             Json g{{"slo_ttft_ms", o.sloTtftMs},
@@ -328,6 +329,7 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     };
     latency("TTFT", r.ttftMs);
     latency("TPOT", r.tpotMs);
+    latency("ITL (token to token)", r.itlMs);
     latency("End to end", r.e2eMs);
     out << "\n";
     if (slo) {

@@ -132,7 +132,7 @@ struct Req {
     double arrival = 0;
     std::int64_t prompt = 0, output = 0, prefixId = -1, prefixTokens = 0;
     std::int64_t generated = 0, computed = 0;
-    double firstScheduled = -1, firstToken = -1;
+    double firstScheduled = -1, firstToken = -1, lastToken = -1;
     std::vector<std::vector<std::int32_t>> blocks; // per group, -1 = freed (outside a window)
     std::vector<std::int64_t> firstLive;           // per group: blocks before it are freed
     std::vector<std::int64_t> cachedUpTo;          // per group: blocks hashed so far
@@ -195,7 +195,7 @@ class Engine {
 public:
     Engine(const Scenario& s, RequestSource& src, const SimOptions& o)
         : m_s(s), m_src(src), m_o(o), m_cost(s, o.speed), m_ttft(o.maxSamples, 11),
-          m_tpot(o.maxSamples, 12), m_e2e(o.maxSamples, 13) {}
+          m_tpot(o.maxSamples, 12), m_e2e(o.maxSamples, 13), m_itl(o.maxSamples, 14) {}
 
     SimResult run();
 
@@ -261,7 +261,7 @@ private:
     double m_integral = 0, m_runningIntegral = 0; // of in-system and running over time
     double m_windowIntegral = -1, m_windowRunning = -1;
     double m_sampleEvery = 0.01, m_nextSample = 0;
-    Samples m_ttft, m_tpot, m_e2e;
+    Samples m_ttft, m_tpot, m_e2e, m_itl;
     std::int64_t m_good = 0;
     double m_sumLatency = 0, m_sumService = 0;
 };
@@ -521,7 +521,7 @@ int Engine::newReq(const ArrivingRequest& a) {
     r.prefixId = a.prefixId;
     r.prefixTokens = a.prefixId >= 0 ? std::min(a.prefixTokens, a.promptTokens) : 0;
     r.generated = r.computed = 0;
-    r.firstScheduled = r.firstToken = -1;
+    r.firstScheduled = r.firstToken = r.lastToken = -1;
     r.blocks.resize(m_groups.size());
     for (auto& b : r.blocks)
         b.clear();
@@ -771,6 +771,9 @@ SimResult Engine::run() {
             ++r.generated;
             if (r.firstToken < 0)
                 r.firstToken = m_t;
+            else
+                m_itl.add((m_t - r.lastToken) * 1e3);
+            r.lastToken = m_t;
             if (r.generated >= r.output) {
                 r.output = -1; // marks it done for the sweep below
                 anyDone = true;
@@ -812,6 +815,7 @@ SimResult Engine::run() {
     m_r.ttftMs = m_ttft.percentiles();
     m_r.tpotMs = m_tpot.percentiles();
     m_r.e2eMs = m_e2e.percentiles();
+    m_r.itlMs = m_itl.percentiles();
     if (m_ttft.sampled())
         m_r.notes.push_back("percentiles from a uniform sample of " +
                             withThousands(static_cast<std::int64_t>(m_o.maxSamples)) +

@@ -98,6 +98,7 @@ struct SimResult {
     double lastArrivalS = 0;
 
     Percentiles ttftMs, tpotMs, e2eMs;
+    Percentiles itlMs;        // inter-token latency: every gap between two tokens of a request
     double meanLatencyS = 0;  // end to end, over completed requests
     double meanServiceS = 0;  // first scheduled to done (time running, queueing excluded)
     double meanInSystem = 0;  // time-average of running + waiting over [0, last arrival]

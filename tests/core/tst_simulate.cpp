@@ -90,6 +90,8 @@ private slots:
     void vllmPreemptsTheLastRunning();
     void slidingWindowFreesBlocks();
     void determinism();
+    void gammaArrivals_data();
+    void gammaArrivals();
     void lengthDistributions_data();
     void lengthDistributions();
     void badLengths_data();
@@ -132,6 +134,10 @@ void TestSimulate::lowRateIsOneRequestAlone() {
     QVERIFY2(rel(r.tpotMs.p50, tpot) < 1e-7,
              qPrintable(QString("%1 vs %2").arg(r.tpotMs.p50).arg(tpot)));
     QVERIFY(rel(r.e2eMs.mean, ttft + tpot * static_cast<double>(output - 1)) < 1e-7);
+    // Every gap between two tokens of a lone request is one decode step: their mean is TPOT.
+    QCOMPARE(r.itlMs.count, 12 * (output - 1));
+    QVERIFY(rel(r.itlMs.mean, tpot) < 1e-7);
+    QVERIFY(r.itlMs.max >= r.itlMs.p50);
 }
 
 // Little's law: the time-average number in the system equals the arrival rate times the mean
@@ -427,6 +433,43 @@ void TestSimulate::determinism() {
     QVERIFY(c.endS != a.endS);
     QVERIFY(c.ttftMs.p99 != a.ttftMs.p99);
     QVERIFY(c.promptTokens != a.promptTokens);
+}
+
+// The arrival gaps have the mean 1/rate and the coefficient of variation asked for (Poisson:
+// CV 1; Gamma with shape 1/CV^2 below and above 1).
+void TestSimulate::gammaArrivals_data() {
+    QTest::addColumn<int>("arrival");
+    QTest::addColumn<double>("cv");
+    QTest::newRow("Poisson") << int(ArrivalKind::Poisson) << 1.0;
+    QTest::newRow("Gamma CV 0.5") << int(ArrivalKind::Gamma) << 0.5;
+    QTest::newRow("Gamma CV 2") << int(ArrivalKind::Gamma) << 2.0;
+    QTest::newRow("Gamma CV 4") << int(ArrivalKind::Gamma) << 4.0;
+}
+
+void TestSimulate::gammaArrivals() {
+    QFETCH(int, arrival);
+    QFETCH(double, cv);
+    WorkloadSpec w = poisson(8, 400001, 100, 10);
+    w.arrival = static_cast<ArrivalKind>(arrival);
+    w.cv = cv;
+    SyntheticSource src(w);
+    ArrivingRequest a;
+    double last = 0, sum = 0, sum2 = 0;
+    int n = 0;
+    while (src.next(a)) {
+        if (n > 0 || a.arrivalS > 0) {
+            const double gap = a.arrivalS - last;
+            sum += gap;
+            sum2 += gap * gap;
+        }
+        last = a.arrivalS;
+        ++n;
+    }
+    QCOMPARE(n, 400001);
+    const double mean = sum / (n - 1);
+    const double sd = std::sqrt(sum2 / (n - 1) - mean * mean);
+    QVERIFY2(rel(mean, 1.0 / 8) < 0.02, qPrintable(QString::number(mean)));
+    QVERIFY2(rel(sd / mean, cv) < 0.03, qPrintable(QString::number(sd / mean)));
 }
 
 void TestSimulate::lengthDistributions_data() {
