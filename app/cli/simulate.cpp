@@ -142,8 +142,13 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
                         inv.value("seed").data() + inv.value("seed").size(), w.seed);
     // A prompt that cannot run at this max_model_len is refused here, by its option.
     const std::int64_t maxLen = s.effectiveMaxModelLen();
-    if (!trace && w.prompt.largest() >= maxLen)
-        return badOption("prompt-tokens", "prompts up to " + withThousands(w.prompt.largest()) +
+    // A lognormal's tail is refused request by request (counted as refused), not as a whole.
+    const bool tail = w.prompt.kind == sim::LengthDist::Kind::LogNormal;
+    if (!trace &&
+        (tail ? w.prompt.expected() >= static_cast<double>(maxLen) : w.prompt.largest() >= maxLen))
+        return badOption("prompt-tokens", "prompts up to " +
+                                              withThousands(tail ? std::llround(w.prompt.expected())
+                                                                 : w.prompt.largest()) +
                                               " tokens reach the max model length (" +
                                               withThousands(maxLen) + "); vLLM refuses them");
     if (!trace)

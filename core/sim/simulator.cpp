@@ -823,8 +823,9 @@ SimResult Engine::run() {
     if (m_r.completed > 0) {
         m_r.meanLatencyS = m_sumLatency / static_cast<double>(m_r.completed);
         m_r.meanServiceS = m_sumService / static_cast<double>(m_r.completed);
-        const std::int64_t asked = m_r.completed + m_r.rejected;
-        m_r.sloAttainment = static_cast<double>(m_good) / static_cast<double>(asked);
+        // Over the requests served: a request refused for its length is a property of the
+        // workload, not of the rate (notes count them).
+        m_r.sloAttainment = static_cast<double>(m_good) / static_cast<double>(m_r.completed);
     }
     if (m_t > 0) {
         m_r.throughputRps = static_cast<double>(m_r.completed) / m_t;
@@ -912,7 +913,8 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
             probe /= 4;
         if (probe < kMinRate) {
             out.upperRate = hi;
-            out.note = "no rate meets the SLO: even one request alone misses it";
+            out.note = "no rate meets the SLO, down to " + std::to_string(kMinRate) +
+                       " req/s: requests alone miss it";
             return out;
         }
         hi = std::min(hi, probe * 4);
