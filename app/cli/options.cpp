@@ -134,7 +134,8 @@ const std::vector<AppOption>& appOptions() {
                             : Status{bad("expected gpus or throughput, got '" + v + "'")};
              }},
             {"rate", "R",
-             "open loop: requests per second arriving (Poisson, or Gamma with --burstiness)",
+             "open loop: requests per second arriving at the deployment (Poisson, or Gamma with "
+             "--burstiness); each of --dp replicas gets 1/DP",
              [](const std::string& v) {
                  return numberIn(v, core::sim::kMinRate, core::sim::kMaxRate,
                                  "requests per second from 1e-06 to 1,000,000");

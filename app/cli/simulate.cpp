@@ -23,14 +23,18 @@ using core::withThousands;
 using Json = nlohmann::ordered_json;
 namespace sim = core::sim;
 
-// A source cut at N requests or at an arrival time (--requests, --duration over a trace).
+// A trace cut at N requests or at an arrival time (--requests, --duration), and with DP
+// replicas the share of one of them: every DP-th request (round robin).
 class Limited : public sim::RequestSource {
 public:
-    Limited(sim::RequestSource& inner, std::int64_t requests, double durationS)
-        : m_inner(inner), m_left(requests), m_until(durationS) {}
+    Limited(sim::RequestSource& inner, std::int64_t requests, double durationS, int dp)
+        : m_inner(inner), m_left(requests), m_until(durationS), m_dp(dp) {}
     bool next(sim::ArrivingRequest& out) override {
-        if (m_left == 0 || !m_inner.next(out))
+        if (m_left == 0)
             return false;
+        for (int skip = 0; skip < m_dp; ++skip)
+            if (!m_inner.next(out))
+                return false;
         if (m_until > 0 && out.arrivalS > m_until)
             return false;
         if (m_left > 0)
@@ -43,6 +47,7 @@ private:
     sim::RequestSource& m_inner;
     std::int64_t m_left; // -1 = no limit
     double m_until;
+    int m_dp;
 };
 
 // "12,345.6" for figures people read: thousands separators, `decimals` after the point.
@@ -114,14 +119,21 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     if (inv.has("prefix-share") && !s.levers.prefix.enabled)
         return badOption("prefix-share", "needs --prefix-tokens P (the shared prefix's length)");
 
+    // --rate, --concurrency and a trace are what reaches the whole deployment; each of the DP
+    // replicas (independent engines) serves 1/DP of it, and one of them is simulated.
+    const int dp = std::max(1, s.hardware.dataParallel);
     sim::WorkloadSpec w;
     if (rate) {
-        w.rate = std::stod(inv.value("rate"));
+        w.rate = std::stod(inv.value("rate")) / dp;
         w.cv = inv.has("burstiness") ? std::stod(inv.value("burstiness")) : 1.0;
         w.arrival = w.cv == 1.0 ? sim::ArrivalKind::Poisson : sim::ArrivalKind::Gamma;
     } else if (closed) {
         w.arrival = sim::ArrivalKind::ClosedLoop;
-        w.concurrency = s.workload.concurrency;
+        if (s.workload.concurrency % dp != 0)
+            return badOption("concurrency", std::to_string(s.workload.concurrency) +
+                                                " clients do not split evenly over " +
+                                                std::to_string(dp) + " DP replicas");
+        w.concurrency = s.workload.concurrency / dp;
     }
     w.prompt = inv.has("prompt-tokens") ? *sim::parseLengthDist(inv.value("prompt-tokens"))
                                         : sim::LengthDist::fixed(1024);
@@ -171,7 +183,7 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
             inv.value("trace"), s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0);
         if (!src)
             return badOption("trace", src.error().message);
-        Limited limited(**src, w.requests > 0 ? w.requests : -1, w.durationS);
+        Limited limited(**src, w.requests > 0 ? w.requests : -1, w.durationS, dp);
         r = sim::simulate(s, limited, o);
         if (!(*src)->error().empty())
             return badOption("trace", (*src)->error());
@@ -186,7 +198,6 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     const bool searched = slo && !trace;
     if (searched)
         search = sim::sustainableRate(s, w, o, attainment);
-    const int dp = std::max(1, s.hardware.dataParallel);
 
     if (inv.has("json")) {
         Json j;
@@ -206,10 +217,13 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
         if (trace)
             wl["trace"] = inv.value("trace");
         else {
-            if (w.arrival == sim::ArrivalKind::ClosedLoop)
-                wl["concurrency"] = w.concurrency;
-            else
-                wl["rate"] = w.rate;
+            if (w.arrival == sim::ArrivalKind::ClosedLoop) {
+                wl["concurrency"] = w.concurrency * dp;
+                wl["concurrency_per_replica"] = w.concurrency;
+            } else {
+                wl["rate"] = w.rate * dp;
+                wl["rate_per_replica"] = w.rate;
+            }
             if (w.arrival == sim::ArrivalKind::Gamma)
                 wl["cv"] = w.cv;
             wl["prompt_tokens"] = w.prompt.text();
@@ -293,9 +307,12 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     if (s.hardware.pipelineParallel > 1)
         out << " x PP " << s.hardware.pipelineParallel;
     if (dp > 1)
-        out << ", DP " << dp << " (figures per replica; cluster = x " << dp << ")";
+        out << ", DP " << dp << " (one replica simulated at 1/" << dp
+            << " of the arrivals; cluster = x " << dp << ")";
     out << "\n";
     std::string load = arrivalText(w, trace);
+    if (dp > 1)
+        load += " per replica";
     if (trace)
         load += " " + printable(inv.value("trace"));
     else

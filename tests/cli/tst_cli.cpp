@@ -966,8 +966,12 @@ void TestCli::simulateJson() {
     QVERIFY(ok.value("sustainable_rate_rps").toDouble() > 2);
     // A closed loop and its cluster figures with DP.
     const auto c = simulated({"--concurrency", "8", "--requests", "40", "--dp", "2"});
+    // The 8 clients split over the 2 replicas; one replica is simulated.
     QCOMPARE(c.value("workload").toObject().value("concurrency").toInteger(), 8);
-    QCOMPARE(c.value("per_replica").toObject().value("peak_running").toInteger(), 8);
+    QCOMPARE(c.value("workload").toObject().value("concurrency_per_replica").toInteger(), 4);
+    QCOMPARE(c.value("per_replica").toObject().value("peak_running").toInteger(), 4);
+    const auto half = simulated({"--rate", "6", "--requests", "50", "--dp", "3"});
+    QCOMPARE(half.value("workload").toObject().value("rate_per_replica").toDouble(), 2.0);
     QCOMPARE(c.value("cluster").toObject().value("throughput_rps").toDouble(),
              2 * c.value("per_replica").toObject().value("throughput_rps").toDouble());
 }
@@ -1090,6 +1094,8 @@ void TestCli::simulateBadInput_data() {
     QTest::addRow("seed text") << QStringList{"--rate", "1", "--seed", "x"} << "--seed";
     QTest::addRow("burst without rate")
         << QStringList{"--concurrency", "2", "--burstiness", "2"} << "--burstiness";
+    QTest::addRow("clients over dp") << QStringList{"--concurrency", "5", "--dp", "2"}
+                                     << "--concurrency: 5 clients do not split evenly over 2";
     QTest::addRow("missing trace")
         << QStringList{"--trace", "/nonexistent/t.csv"} << "--trace: /nonexistent/t.csv";
 }
