@@ -41,7 +41,7 @@ bool hasDisplay(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
-    // The display-free commands first: ledger, models, gpus, --help, --version.
+    // The display-free commands first: ledger, plan, simulate, models, gpus, --help, --version.
     bool handled = false;
     const int rc = kvl::app::runLedgerCli(args, std::cout, std::cerr, handled);
     if (handled)
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
         if (!hasDisplay(args)) {
             std::cerr << "kvledger: no display (DISPLAY and WAYLAND_DISPLAY are unset): run "
                          "QT_QPA_PLATFORM=offscreen kvledger, or a headless command (ledger, plan, "
-                         "export, models, gpus, --screenshot; see kvledger --help)\n";
+                         "simulate, export, models, gpus, --screenshot; see kvledger --help)\n";
             return 2;
         }
     }

@@ -258,11 +258,13 @@ std::vector<const GpuPlan*> PlanResult::bestFirst() const {
     std::vector<const GpuPlan*> out;
     for (const auto& g : gpus)
         out.push_back(&g);
-    std::stable_sort(out.begin(), out.end(), [](const GpuPlan* a, const GpuPlan* b) {
+    std::stable_sort(out.begin(), out.end(), [this](const GpuPlan* a, const GpuPlan* b) {
         if (a->fits != b->fits)
             return a->fits;
         if (!a->fits)
             return false;
+        if (rankedBySlo && a->layouts.front().meetsSlo != b->layouts.front().meetsSlo)
+            return a->layouts.front().meetsSlo;
         return a->layouts.front().layout.gpus() < b->layouts.front().layout.gpus();
     });
     return out;

@@ -45,6 +45,13 @@ struct Deployment {
     double decodeStepMs = 0;
     double tokensPerSecondPerUser = 0;
     double clusterTokensPerSecond = 0;
+    // With a rate and an SLO (kvledger plan --rate, core/sim rankPlanBySlo): one replica of the
+    // layout simulated at rate / DP.
+    bool sloChecked = false;
+    bool meetsSlo = false;
+    double sloAttainment = 0; // fraction of requests within the SLO
+    double ttftP99Ms = 0, tpotP99Ms = 0;
+    std::string sloNote; // why the simulation did not run, or where it was capped
 };
 
 struct GpuPlan {
@@ -65,6 +72,8 @@ struct GpuPlan {
 struct PlanResult {
     std::vector<GpuPlan> gpus;                     // in the request's order; see bestFirst()
     std::vector<const GpuPlan*> bestFirst() const; // fitting kinds by GPUs, then the others
+    // Set by rankPlanBySlo: bestFirst puts the kinds whose best layout meets the SLO first.
+    bool rankedBySlo = false;
 };
 
 PlanResult planDeployments(const PlanRequest& request);

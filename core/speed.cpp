@@ -201,6 +201,73 @@ double prefillMsEstimate(const Scenario& s, std::int64_t promptTokens, const Spe
     return ms;
 }
 
+StepCost::StepCost(const Scenario& s, const SpeedAssumptions& a) {
+    const Replica r = replicaOf(s, a);
+    if (r.bandwidth <= 0)
+        return;
+    const ModelSpec& m = s.model;
+    const ParamSplit split = splitParams(m);
+    const double layers = std::max(1, m.numLayers());
+    const int stages = static_cast<int>(r.stages.size());
+    const double tp = std::max(1, r.layout.tp);
+    for (int st = 0; st < stages; ++st) {
+        const auto [first, last] = r.stages[static_cast<std::size_t>(st)];
+        const StageWeights w = stageWeights(r.weights, r.layout, first, last, st, stages);
+        Stage g;
+        g.share = (last - first) / layers;
+        g.dense = static_cast<double>(w.dense);
+        g.experts = static_cast<double>(w.experts);
+        // decodeStep's FLOPs per token, less attention.
+        const double activeDense =
+            static_cast<double>(split.denseLayers) * g.share +
+            (st == stages - 1
+                 ? static_cast<double>(split.lmHead + (m.tieWordEmbeddings ? split.embedding : 0))
+                 : 0.0);
+        const double activeExperts = m.isMoe() ? static_cast<double>(split.experts) * g.share *
+                                                     std::min(m.expertsPerToken, m.numExperts) /
+                                                     m.numExperts
+                                               : 0.0;
+        g.decodeFlops = 2.0 * (activeDense + activeExperts) / tp;
+        // prefillMsEstimate's.
+        g.prefillFlops = 2.0 * static_cast<double>(split.activePerToken) * g.share / tp;
+        m_stages.push_back(g);
+    }
+    m_memBw = r.bandwidth * r.etaMem;
+    m_kvBw = r.bandwidth * r.etaKv;
+    m_flops = r.peak * r.etaFlops;
+    if (m.isMoe()) {
+        m_experts = m.numExperts;
+        m_topK = m.expertsPerToken;
+        m_routedScale = r.layout.ep ? std::max(1, r.layout.dp) : 1;
+    }
+    m_fixedMs = std::max(0.0, a.fixedStepMs);
+    m_valid = !m_stages.empty();
+}
+
+double StepCost::stepMs(std::int64_t decodeTokens, std::int64_t prefillTokens, double kvBytes,
+                        double stateBytes) const {
+    if (!m_valid)
+        return 0;
+    const double tokens = static_cast<double>(std::max<std::int64_t>(0, decodeTokens) +
+                                              std::max<std::int64_t>(0, prefillTokens));
+    // The fraction of the experts the step's tokens touch (every DP replica's with EP).
+    const double touched =
+        m_experts > 0
+            ? std::min(1.0, expectedExpertsTouched(m_experts, m_topK, tokens * m_routedScale) /
+                                static_cast<double>(m_experts))
+            : 1.0;
+    double ms = 0;
+    for (const Stage& g : m_stages) {
+        const double memoryS = (g.dense + g.experts * touched + stateBytes * g.share) / m_memBw +
+                               kvBytes * g.share / m_kvBw;
+        const double flops = static_cast<double>(decodeTokens) * g.decodeFlops +
+                             static_cast<double>(prefillTokens) * g.prefillFlops;
+        const double computeS = m_flops > 0 ? flops / m_flops : 0.0;
+        ms += 1e3 * std::max(memoryS, computeS);
+    }
+    return ms + m_fixedMs;
+}
+
 SpeedCurve speedVsConcurrency(const Scenario& s, const SpeedAssumptions& a, int points) {
     SpeedCurve c;
     const LedgerResult r = computeLedger(s);

@@ -71,6 +71,44 @@ DecodeStep decodeStep(const Scenario& s, std::int64_t batch, std::int64_t contex
 double prefillMsEstimate(const Scenario& s, std::int64_t promptTokens,
                          const SpeedAssumptions& a = {});
 
+// One engine step of the traffic simulation (core/sim), where vLLM's scheduler mixes decode
+// tokens and prefill chunks in one batch. Built once per scenario; stepMs is a few
+// multiplications per PP stage. Per stage, as decodeStep and prefillMsEstimate do:
+//   memory  = (dense weights + the experts the step's tokens touch + state) / (bw x eta_mem)
+//             + KV bytes / (bw x eta_kv)
+//   compute = decode tokens x decodeStep's FLOPs per token (attention excluded)
+//             + prefill tokens x 2 x active parameters / TP (prefillMsEstimate's FLOPs)
+//   step    = sum over stages of max(memory, compute), + t_fixed.
+// What it assumes: the KV a step reads is every block in use (the simulation passes its own
+// count, shared prefix blocks once), attention FLOPs are left out (decode is memory-bound,
+// prefillMsEstimate leaves them out too), and the host's scheduling overlaps the GPU (async
+// scheduling), so a step costs only its GPU time. At one decode token of one request it is
+// decodeStep(s, 1, T) less the attention FLOPs; at P prefill tokens of a dense model it is one
+// chunk of prefillMsEstimate.
+class StepCost {
+public:
+    explicit StepCost(const Scenario& s, const SpeedAssumptions& a = {});
+    // kvBytes, stateBytes: per GPU over the whole model's layers at the replica's TP (the
+    // stages' shares are taken here).
+    double stepMs(std::int64_t decodeTokens, std::int64_t prefillTokens, double kvBytes,
+                  double stateBytes) const;
+    bool valid() const { return m_valid; }
+
+private:
+    struct Stage {
+        double share = 0;        // of the model's layers
+        double dense = 0;        // bytes
+        double experts = 0;      // bytes, all of the stage's experts on this GPU
+        double decodeFlops = 0;  // per decode token, on this GPU
+        double prefillFlops = 0; // per prefill token, on this GPU
+    };
+    std::vector<Stage> m_stages;
+    double m_memBw = 0, m_kvBw = 0, m_flops = 0; // bytes/s, bytes/s, FLOP/s (with the etas)
+    int m_experts = 0, m_topK = 0, m_routedScale = 1;
+    double m_fixedMs = 0;
+    bool m_valid = false;
+};
+
 // The peak tensor-core rate the weights' dtype runs at on the GPU, TFLOP/s (FP8 weights use
 // the FP8 rate where the GPU has one).
 double peakTflops(const Scenario& s);

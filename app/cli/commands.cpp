@@ -1,6 +1,7 @@
 #include "app/cli.h"
 
 #include "options.h"
+#include "simulate.h"
 #include "tables.h"
 
 #include "core/engine.h"
@@ -9,6 +10,7 @@
 #include "core/io/ledger_json.h"
 #include "core/ledger.h"
 #include "core/planner.h"
+#include "core/sim/simulator.h"
 
 #include <algorithm>
 #include <string>
@@ -110,7 +112,57 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
     } else {
         req.gpus = {inv.scenario.hardware.gpu};
     }
-    const core::PlanResult plan = core::planDeployments(req);
+    core::PlanResult plan = core::planDeployments(req);
+    // --rate with an SLO: simulate each layout's replica at its share of the rate.
+    const bool slo = inv.has("slo-ttft-ms") || inv.has("slo-tpot-ms");
+    if (inv.has("rate") != slo)
+        for (const char* o : {"rate", "slo-ttft-ms", "slo-tpot-ms"})
+            if (inv.has(o)) {
+                err << "kvledger plan: --" << o << ": needs "
+                    << (inv.has("rate") ? "--slo-ttft-ms or --slo-tpot-ms" : "--rate") << "\n";
+                return 2;
+            }
+    for (const char* o : {"slo-attainment", "prompt-tokens", "output-tokens", "requests", "seed"})
+        if (inv.has(o) && !inv.has("rate")) {
+            err << "kvledger plan: --" << o << ": needs --rate and an SLO\n";
+            return 2;
+        }
+    if (inv.has("rate")) {
+        namespace sim = core::sim;
+        sim::WorkloadSpec w;
+        w.output = inv.has("output-tokens") ? *sim::parseLengthDist(inv.value("output-tokens"))
+                                            : sim::LengthDist::fixed(256);
+        const auto rest = std::max<std::int64_t>(
+            1, req.context - static_cast<std::int64_t>(std::llround(w.output.expected())));
+        w.prompt = inv.has("prompt-tokens") ? *sim::parseLengthDist(inv.value("prompt-tokens"))
+                                            : sim::LengthDist::fixed(rest);
+        if (w.prompt.largest() >= std::max(req.context, req.base.effectiveMaxModelLen())) {
+            err << "kvledger plan: --prompt-tokens: prompts up to "
+                << core::withThousands(w.prompt.largest())
+                << " tokens reach the max model length; raise --context or --max-model-len\n";
+            return 2;
+        }
+        w.requests = inv.has("requests") ? std::stoll(inv.value("requests")) : 1000;
+        if (inv.has("seed"))
+            w.seed = std::stoull(inv.value("seed"));
+        sim::SimOptions o;
+        o.sloTtftMs = inv.has("slo-ttft-ms") ? std::stod(inv.value("slo-ttft-ms")) : 0;
+        o.sloTpotMs = inv.has("slo-tpot-ms") ? std::stod(inv.value("slo-tpot-ms")) : 0;
+        const double rate = std::stod(inv.value("rate"));
+        const double attainment =
+            inv.has("slo-attainment") ? std::stod(inv.value("slo-attainment")) : 0.99;
+        sim::rankPlanBySlo(plan, rate, w, o, attainment);
+        if (!inv.has("json")) {
+            out << "At " << inv.value("rate") << " req/s";
+            if (o.sloTtftMs > 0)
+                out << ", TTFT <= " << inv.value("slo-ttft-ms") << " ms";
+            if (o.sloTpotMs > 0)
+                out << ", TPOT <= " << inv.value("slo-tpot-ms") << " ms";
+            out << " for " << attainment * 100 << "% of requests (prompt " << w.prompt.text()
+                << ", output " << w.output.text() << " tokens; simulated, " << w.requests
+                << " requests per layout):\n";
+        }
+    }
     if (inv.has("json"))
         out << io::dumpJson(io::planJson(req, plan)) << "\n";
     else
@@ -145,7 +197,8 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
 #endif
         return 0;
     }
-    if (first != "ledger" && first != "plan" && first != "models" && first != "gpus") {
+    if (first != "ledger" && first != "plan" && first != "models" && first != "gpus" &&
+        first != "simulate") {
         handled = false;
         return 0;
     }
@@ -163,6 +216,8 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
         return runLedger(*inv, out, err);
     if (first == "plan")
         return runPlan(*inv, out, err);
+    if (first == "simulate")
+        return cli::runSimulate(*inv, out, err);
     if (first == "models")
         return runModels(*inv, out);
     return runGpus(*inv, out);

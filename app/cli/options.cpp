@@ -8,6 +8,7 @@
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
 #include "core/scenario.h"
+#include "core/sim/workload.h"
 
 #include <charconv>
 #include <cmath>
@@ -29,6 +30,20 @@ Status fileName(const std::string& v) {
         return bad("expected a file name, got the option '" + v + "' (write ./" + v +
                    " for a file of that name)");
     return {};
+}
+
+// A finite number in [lo, hi].
+Status numberIn(const std::string& v, double lo, double hi, const std::string& what) {
+    char* end = nullptr;
+    const double x = v.empty() ? 0.0 : std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || x < lo || x > hi)
+        return bad("expected " + what + ", got '" + v + "'");
+    return {};
+}
+
+Status lengthDist(const std::string& v) {
+    auto d = core::sim::parseLengthDist(v);
+    return d ? Status{} : Status{d.error()};
 }
 
 Status positiveInt(const std::string& v, std::int64_t hi) {
@@ -118,6 +133,68 @@ const std::vector<AppOption>& appOptions() {
                             ? Status{}
                             : Status{bad("expected gpus or throughput, got '" + v + "'")};
              }},
+            {"rate", "R",
+             "open loop: requests per second arriving at the deployment (Poisson, or Gamma with "
+             "--burstiness); each of --dp replicas gets 1/DP",
+             [](const std::string& v) {
+                 return numberIn(v, core::sim::kMinRate, core::sim::kMaxRate,
+                                 "requests per second from 1e-06 to 1,000,000");
+             }},
+            {"burstiness", "CV",
+             "Gamma arrivals whose gaps have this coefficient of variation (1 = Poisson, the "
+             "default; 2 = bursty)",
+             [](const std::string& v) {
+                 return numberIn(v, 0.01, 100, "a coefficient of variation from 0.01 to 100");
+             }},
+            {"prompt-tokens", "DIST",
+             "prompt lengths, shared prefix included: N, uniform:MIN:MAX, lognormal:MEAN:SIGMA "
+             "or hist:V:W,V:W,... (default 1024)",
+             lengthDist},
+            {"output-tokens", "DIST", "output lengths, as --prompt-tokens (default 256)",
+             lengthDist},
+            {"prefix-share", "F",
+             "the fraction of requests whose prompt starts with the shared --prefix-tokens "
+             "prefix (default 0: no sharing)",
+             [](const std::string& v) { return numberIn(v, 0, 1, "a fraction from 0 to 1"); }},
+            {"prefix-groups", "N", "distinct shared prefixes, chosen uniformly (default 1)",
+             [](const std::string& v) -> Status { return positiveInt(v, 1'000'000); }},
+            {"trace", "FILE",
+             "requests from a JSONL or CSV file (arrival_s, prompt_tokens, output_tokens, "
+             "optional prefix_id, prefix_tokens), read line by line",
+             fileName},
+            {"duration", "S", "stop arrivals after S seconds",
+             [](const std::string& v) {
+                 return numberIn(v, 1e-6, core::sim::kMaxDurationS,
+                                 "seconds from 1e-06 to 100,000,000");
+             }},
+            {"requests", "N", "stop after N requests (default 1000 without --duration)",
+             [](const std::string& v) -> Status {
+                 return positiveInt(v, core::sim::kMaxSimRequests);
+             }},
+            {"slo-ttft-ms", "A",
+             "the SLO's time to first token, ms: goodput and the sustainable rate",
+             [](const std::string& v) {
+                 return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
+             }},
+            {"slo-tpot-ms", "B", "the SLO's time per output token, ms",
+             [](const std::string& v) {
+                 return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
+             }},
+            {"slo-attainment", "F",
+             "the fraction of requests that must meet the SLO for a rate to count as sustainable "
+             "(default 0.99)",
+             [](const std::string& v) { return numberIn(v, 0.5, 1, "a fraction from 0.5 to 1"); }},
+            {"seed", "K", "the workload's random seed (default 1)",
+             [](const std::string& v) -> Status {
+                 std::uint64_t n = 0;
+                 const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+                 if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+                     return bad("expected a whole number from 0 to 18446744073709551615, got '" +
+                                v + "'");
+                 return {};
+             }},
+            {"series", "",
+             "print the sampled time series (table: every point; JSON always has it)"},
             {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
@@ -159,10 +236,27 @@ const std::vector<CommandSpec>& commands() {
          {"json", "units"},
          true},
         {"plan",
-         {"plan --users N [--gpu ID ...|--all-gpus] [options]"},
+         {"plan --users N [--gpu ID ...|--all-gpus] [options]",
+          "plan --users N --rate R --slo-ttft-ms A [--slo-tpot-ms B] [options]"},
          "the deployment planner: for each GPU kind, the fewest GPUs and the TP x PP x DP "
-         "layouts vLLM accepts that hold N users at --context, best first",
-         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "json", "units"},
+         "layouts vLLM accepts that hold N users at --context, best first; with --rate and an "
+         "SLO, each layout's replica is simulated at its share of the rate (simulate's "
+         "workload options, prompts by default --context less the output) and the layouts that "
+         "meet the SLO rank first",
+         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "rate", "slo-ttft-ms",
+          "slo-tpot-ms", "slo-attainment", "prompt-tokens", "output-tokens", "requests", "seed",
+          "json", "units"},
+         true},
+        {"simulate",
+         {"simulate --rate R | --concurrency C [--prompt-tokens DIST] [--output-tokens DIST] "
+          "[options]",
+          "simulate --trace FILE [options]"},
+         "a simulation of vLLM's scheduler on one replica serving a workload: TTFT, TPOT and "
+         "latency percentiles, throughput, KV blocks and queues over time, goodput at an SLO and "
+         "the largest rate that meets it (--concurrency is a closed loop of C clients)",
+         {"rate", "burstiness", "prompt-tokens", "output-tokens", "prefix-share", "prefix-groups",
+          "trace", "duration", "requests", "slo-ttft-ms", "slo-tpot-ms", "slo-attainment", "seed",
+          "series", "json"},
          true},
         {"models", {"models [--json]"}, "the model catalog (resources/models.json)", {"json"}},
         {"gpus", {"gpus [--json]"}, "the GPU catalog (resources/gpus.json)", {"json"}},

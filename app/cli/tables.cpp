@@ -217,9 +217,23 @@ void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core:
             << std::setw(12) << formatBytes(d.weightsBytesPerGpu, u) << std::setw(12)
             << formatBytes(d.headroomBytesPerGpu, u) << std::setw(12)
             << fixed(d.tokensPerSecondPerUser, 1) << "\n";
-        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i)
+        auto sloText = [](const core::Deployment& x) {
+            std::string t = x.meetsSlo ? "meets the SLO" : "misses the SLO";
+            t += " (" + fixed(100 * x.sloAttainment, 1) + "% within; p99 TTFT " +
+                 fixed(x.ttftP99Ms, 1) + " ms, TPOT " + fixed(x.tpotP99Ms, 2) + " ms)";
+            if (!x.sloNote.empty())
+                t += ": " + x.sloNote;
+            return t;
+        };
+        if (d.sloChecked)
+            out << "  " << std::setw(28) << "" << sloText(d) << "\n";
+        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i) {
             out << "  " << std::setw(28) << ""
-                << "or " << core::layoutLabel(g->layouts[i].layout) << "\n";
+                << "or " << core::layoutLabel(g->layouts[i].layout);
+            if (g->layouts[i].sloChecked)
+                out << ": " << sloText(g->layouts[i]);
+            out << "\n";
+        }
     }
     if (!order.empty() && order.front()->fits) {
         out << "\n  The best plan, for vLLM:\n";

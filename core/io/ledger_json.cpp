@@ -140,6 +140,12 @@ Json deploymentJson(const core::Deployment& d) {
                          d.scenario.workload.context)
             .regime));
     o["reason"] = d.reason;
+    if (d.sloChecked)
+        o["slo"] = {{"meets", d.meetsSlo},
+                    {"attainment", d.sloAttainment},
+                    {"ttft_p99_ms", d.ttftP99Ms},
+                    {"tpot_p99_ms", d.tpotP99Ms},
+                    {"note", d.sloNote}};
     o["vllm_command"] = core::vllmServeCommand(d.scenario).text();
     return o;
 }

@@ -10,6 +10,7 @@
 #include "core/io/scenario_file.h"
 #include "core/kv_format.h"
 #include "core/ledger.h"
+#include "core/speed.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -112,6 +113,13 @@ private slots:
     void scenarioFileNamesTheField();
     void planBadInput_data();
     void planBadInput();
+    void simulateJson();
+    void simulateTable();
+    void planWithRate();
+    void simulateTrace_data();
+    void simulateTrace();
+    void simulateBadInput_data();
+    void simulateBadInput();
 };
 
 void TestCli::doneWhen() {
@@ -846,6 +854,18 @@ void TestCli::planBadInput_data() {
                                 << "--users: must be between 1";
     QTest::addRow("unknown gpu") << QStringList{"plan", "--users", "4", "--gpu", "h999"}
                                  << "unknown GPU 'h999'";
+    // Issue 30: plan --rate needs an SLO, and the SLO a rate.
+    QTest::addRow("rate without slo") << QStringList{"plan", "--users", "4", "--rate", "2"}
+                                      << "kvledger plan: --rate: needs --slo-ttft-ms";
+    QTest::addRow("slo without rate") << QStringList{"plan", "--users", "4", "--slo-tpot-ms", "50"}
+                                      << "kvledger plan: --slo-tpot-ms: needs --rate";
+    QTest::addRow("absurd rate") << QStringList{"plan", "--users",       "4",  "--rate",
+                                                "-3",   "--slo-ttft-ms", "100"}
+                                 << "--rate: expected requests per second";
+    QTest::addRow("prompt beyond context")
+        << QStringList{"plan", "--users",         "4",    "--rate", "1", "--slo-ttft-ms",
+                       "100",  "--prompt-tokens", "20000"}
+        << "--prompt-tokens: prompts up to 20,000 tokens reach the max model length";
     QTest::addRow("bad rank") << QStringList{"plan", "--users", "4", "--rank", "speed"}
                               << "--rank: expected gpus or throughput";
 }
@@ -875,7 +895,7 @@ void TestCli::readmeAgreesWithHelp() {
         lines.end());
     section = lines.join(QLatin1Char('\n'));
     QString help;
-    for (const char* c : {"ledger", "plan", "models", "gpus", "export", "--screenshot"})
+    for (const char* c : {"ledger", "plan", "simulate", "models", "gpus", "export", "--screenshot"})
         help += run({"help", c}).out;
     static const QRegularExpression option(QStringLiteral("(?<![\\w-])--[a-z][a-z-]*"));
     QSet<QString> inReadme;
@@ -896,6 +916,199 @@ void TestCli::readmeAgreesWithHelp() {
                  qPrintable(o + QStringLiteral(" is in --help, not in the README")));
     for (const auto& c : kvl::widgets::chartSpecs())
         QVERIFY2(section.contains(QStringLiteral("`%1`").arg(QLatin1String(c.name))), c.name);
+}
+
+namespace {
+
+QJsonObject simulated(QStringList args) {
+    args.prepend(QStringLiteral("simulate"));
+    args.append(QStringLiteral("--json"));
+    const Run r = run(args);
+    if (r.rc != 0)
+        qWarning() << "simulate failed:" << r.err;
+    return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+} // namespace
+
+// Issue 30: kvledger simulate. At a rate so low that requests never meet, TTFT is the speed
+// model's prefill of one prompt (computed here from core, not from the JSON).
+void TestCli::simulateJson() {
+    const auto o = simulated({"--rate", "0.001", "--requests", "5", "--prompt-tokens", "1000",
+                              "--output-tokens", "20", "--prefix-tokens", "0"});
+    QCOMPARE(o.value("kind").toString(), QStringLiteral("simulation"));
+    QVERIFY(o.value("assumptions").toString().contains(QStringLiteral("roofline")));
+    const auto per = o.value("per_replica").toObject();
+    QCOMPARE(per.value("completed").toInteger(), 5);
+    QCOMPARE(per.value("output_tokens").toInteger(), 100);
+    const double ttft = kvl::core::prefillMsEstimate(kvl::io::defaultScenario(), 1000);
+    const double got =
+        o.value("latency_ms").toObject().value("ttft").toObject().value("p50").toDouble();
+    QVERIFY2(std::abs(got - ttft) < 1e-6 * ttft, qPrintable(QString::number(got)));
+    QCOMPARE(o.value("workload").toObject().value("arrivals").toString(),
+             QStringLiteral("poisson"));
+    const auto series = o.value("series").toObject();
+    QVERIFY(series.value("t_s").toArray().size() >= 2);
+    QCOMPARE(series.value("blocks_in_use").toObject().keys(),
+             QStringList{QStringLiteral("0 full_attention")});
+    // The SLO: goodput and the sustainable rate (none above the lowest: a prefill alone takes
+    // longer than 1 ms).
+    const auto slo = simulated({"--rate", "2", "--requests", "200", "--slo-ttft-ms", "1"})
+                         .value("slo")
+                         .toObject();
+    QCOMPARE(slo.value("attainment").toDouble(), 0.0);
+    QVERIFY(slo.value("sustainable_rate_rps").isNull());
+    const auto ok = simulated({"--rate", "2", "--requests", "400", "--slo-ttft-ms", "2000",
+                               "--slo-tpot-ms", "100"})
+                        .value("slo")
+                        .toObject();
+    QCOMPARE(ok.value("attainment").toDouble(), 1.0);
+    QVERIFY(ok.value("sustainable_rate_rps").toDouble() > 2);
+    // A closed loop and its cluster figures with DP.
+    const auto c = simulated({"--concurrency", "8", "--requests", "40", "--dp", "2"});
+    // The 8 clients split over the 2 replicas; one replica is simulated.
+    QCOMPARE(c.value("workload").toObject().value("concurrency").toInteger(), 8);
+    QCOMPARE(c.value("workload").toObject().value("concurrency_per_replica").toInteger(), 4);
+    QCOMPARE(c.value("per_replica").toObject().value("peak_running").toInteger(), 4);
+    const auto half = simulated({"--rate", "6", "--requests", "50", "--dp", "3"});
+    QCOMPARE(half.value("workload").toObject().value("rate_per_replica").toDouble(), 2.0);
+    QCOMPARE(c.value("cluster").toObject().value("throughput_rps").toDouble(),
+             2 * c.value("per_replica").toObject().value("throughput_rps").toDouble());
+}
+
+// plan --rate: every layout shown carries its simulation, and the order meets-first.
+void TestCli::planWithRate() {
+    const Run r =
+        run({"plan", "--users", "8", "--context", "8192", "--gpu", "h100-80gb", "--gpu",
+             "a100-40gb", "--rate", "0.05", "--slo-ttft-ms", "400", "--requests", "40", "--json"});
+    QCOMPARE(r.rc, 0);
+    const auto plans = QJsonDocument::fromJson(r.out.toUtf8()).object().value("plans").toArray();
+    QCOMPARE(plans.size(), 2);
+    // A lone 8K prompt takes ~0.2 s on an H100 (989 TFLOP/s) and ~0.7 s on an A100 (312).
+    QCOMPARE(plans[0].toObject().value("gpu").toString(), QStringLiteral("h100-80gb"));
+    QCOMPARE(plans[0].toObject().value("slo").toObject().value("meets").toBool(), true);
+    QCOMPARE(plans[1].toObject().value("slo").toObject().value("meets").toBool(), false);
+    const Run t = run({"plan", "--users", "8", "--gpu", "h100-80gb", "--rate", "0.05",
+                       "--slo-ttft-ms", "400", "--requests", "40"});
+    QVERIFY2(t.out.contains(QLatin1String("meets the SLO")), qPrintable(t.out));
+    QVERIFY(t.out.startsWith(QLatin1String("At 0.05 req/s, TTFT <= 400 ms")));
+}
+
+void TestCli::simulateTable() {
+    const Run r = run({"simulate", "--rate", "3", "--requests", "300", "--slo-ttft-ms", "500",
+                       "--prefix-share", "0.5", "--dp", "4"});
+    QCOMPARE(r.rc, 0);
+    QVERIFY(r.err.isEmpty());
+    for (const char* s : {"Simulation", "per replica", "cluster", "Latency (ms)", "TTFT", "TPOT",
+                          "End to end", "Goodput (replica)", "Sustainable rate", "Shared prefix",
+                          "2,048 tokens, 50% of requests", "300 served of 300"})
+        QVERIFY2(r.out.contains(QLatin1String(s)), s);
+}
+
+void TestCli::simulateTrace_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<int>("rc");
+    QTest::addColumn<QString>("says");
+    QTest::addRow("csv") << "t.csv"
+                         << QByteArray("arrival_s,prompt_tokens,output_tokens,prefix_id\n"
+                                       "0,1000,10,1\n0.5,2000,20,\n# a comment\n\n1.0,500,5,1\n")
+                         << 0 << "3 served of 3";
+    QTest::addRow("jsonl") << "t.jsonl"
+                           << QByteArray("{\"arrival_s\": 0, \"prompt_tokens\": 100, "
+                                         "\"output_tokens\": 4}\n{\"arrival_s\": 0.1, "
+                                         "\"prompt_tokens\": 200, \"output_tokens\": 8, "
+                                         "\"prefix_id\": 3, \"prefix_tokens\": 64}")
+                           << 0 << "2 served of 2";
+    QTest::addRow("csv bad number") << "b.csv"
+                                    << QByteArray("arrival_s,prompt_tokens,output_tokens\n"
+                                                  "0,100,4\n1,lots,4\n")
+                                    << 2 << "b.csv:3: prompt_tokens must be a whole number";
+    QTest::addRow("csv out of order")
+        << "o.csv" << QByteArray("arrival_s,prompt_tokens,output_tokens\n5,100,4\n4,100,4\n") << 2
+        << "o.csv:3: arrival_s 4 is before the previous line's 5";
+    QTest::addRow("csv columns") << "c.csv"
+                                 << QByteArray("arrival_s,prompt_tokens,output_tokens\n0,1\n") << 2
+                                 << "c.csv:2: expected 3 columns";
+    QTest::addRow("csv header") << "h.csv" << QByteArray("arrival,prompt_tokens,output_tokens\n")
+                                << 2 << "h.csv:1: unknown column \"arrival\"";
+    QTest::addRow("jsonl syntax")
+        << "s.jsonl"
+        << QByteArray("{\"arrival_s\": 0, \"prompt_tokens\": 100, \"output_tokens\": 4}\n{oops\n")
+        << 2 << "s.jsonl:2: not valid JSON";
+    QTest::addRow("jsonl zero output")
+        << "z.jsonl"
+        << QByteArray("{\"arrival_s\": 0, \"prompt_tokens\": 100, \"output_tokens\": 0}") << 2
+        << "z.jsonl:1: output_tokens must be from 1 to 16,777,216, got 0";
+    QTest::addRow("jsonl unknown field")
+        << "u.jsonl" << QByteArray("{\"arrival\": 0}") << 2 << "u.jsonl:1: unknown field";
+    QTest::addRow("empty") << "e.csv" << QByteArray("\n\n") << 2 << "holds no requests";
+}
+
+void TestCli::simulateTrace() {
+    QFETCH(QString, name);
+    QFETCH(QByteArray, text);
+    QFETCH(int, rc);
+    QFETCH(QString, says);
+    QTemporaryDir dir;
+    const QString path = writeFile(dir, name, text);
+    const Run r = run({"simulate", "--trace", path, "--prefix-tokens", "0"});
+    QCOMPARE(r.rc, rc);
+    if (rc == 0) {
+        QVERIFY2(r.out.contains(says), qPrintable(r.out));
+        return;
+    }
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.startsWith(QStringLiteral("kvledger simulate: --trace: ")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(says), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
+void TestCli::simulateBadInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mentions");
+    QTest::addRow("no arrivals") << QStringList{} << "--rate: missing";
+    QTest::addRow("rate zero") << QStringList{"--rate", "0"} << "--rate: expected requests";
+    QTest::addRow("rate absurd") << QStringList{"--rate", "1e12"} << "--rate: expected requests";
+    QTest::addRow("rate text") << QStringList{"--rate", "fast"} << "--rate: expected";
+    QTest::addRow("rate and concurrency")
+        << QStringList{"--rate", "1", "--concurrency", "4"} << "exclude each other";
+    QTest::addRow("trace and rate")
+        << QStringList{"--trace", "x.csv", "--rate", "1"} << "--trace: a trace brings";
+    QTest::addRow("prompt absurd")
+        << QStringList{"--rate", "1", "--prompt-tokens", "1e99"} << "--prompt-tokens: expected N";
+    QTest::addRow("prompt beyond max model len")
+        << QStringList{"--rate", "1", "--prompt-tokens", "9000"}
+        << "--prompt-tokens: prompts up to 9,000 tokens reach the max model length (8,192)";
+    QTest::addRow("output dist") << QStringList{"--rate", "1", "--output-tokens", "lognormal:100"}
+                                 << "--output-tokens";
+    QTest::addRow("requests zero")
+        << QStringList{"--rate", "1", "--requests", "0"} << "--requests: must be between 1";
+    QTest::addRow("duration nan") << QStringList{"--rate", "1", "--duration", "nan"}
+                                  << "--duration: expected seconds";
+    QTest::addRow("share without prefix")
+        << QStringList{"--rate", "1", "--prefix-tokens", "0", "--prefix-share", "0.5"}
+        << "--prefix-share: needs --prefix-tokens";
+    QTest::addRow("slo negative") << QStringList{"--rate", "1", "--slo-ttft-ms", "-1"}
+                                  << "--slo-ttft-ms: expected milliseconds";
+    QTest::addRow("seed text") << QStringList{"--rate", "1", "--seed", "x"} << "--seed";
+    QTest::addRow("burst without rate")
+        << QStringList{"--concurrency", "2", "--burstiness", "2"} << "--burstiness";
+    QTest::addRow("clients over dp") << QStringList{"--concurrency", "5", "--dp", "2"}
+                                     << "--concurrency: 5 clients do not split evenly over 2";
+    QTest::addRow("missing trace")
+        << QStringList{"--trace", "/nonexistent/t.csv"} << "--trace: /nonexistent/t.csv";
+}
+
+void TestCli::simulateBadInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mentions);
+    args.prepend(QStringLiteral("simulate"));
+    const Run r = run(args);
+    QCOMPARE(r.rc, 2);
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
+    QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
 }
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -194,6 +194,10 @@ void TestKvledger::headlessErrorsAreOneLine_data() {
     QTest::addRow("reference is a directory")
         << QStringList{"export", "--report", m_dir.filePath("x.pdf"), "--reference", m_dir.path()}
         << 2 << QStringLiteral("directory");
+    QTest::addRow("simulate without arrivals")
+        << QStringList{"simulate"} << 2 << QStringLiteral("--rate: missing");
+    QTest::addRow("simulate absurd rate")
+        << QStringList{"simulate", "--rate", "1e300"} << 2 << QStringLiteral("--rate");
     QTest::addRow("nan scale")
         << QStringList{"export",  "--chart", "memory", "--out", m_dir.filePath("x.png"),
                        "--scale", "nan"}

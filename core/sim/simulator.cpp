@@ -1,0 +1,967 @@
+#include "simulator.h"
+
+#include "core/engine.h"
+#include "core/kv_cache.h"
+#include "core/ledger.h"
+#include "core/saturating.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <numeric>
+#include <unordered_map>
+
+namespace kvl::core::sim {
+
+namespace {
+
+// ---- the block pool (vllm/v1/core/block_pool.py) -------------------------------------------
+
+// Keys of cached full blocks: owner (a request, or a prefix group) x block index x KV cache
+// group, packed exactly (no hash collisions): 40 bits, 20 bits, 4 bits.
+constexpr int kIndexBits = 20, kGroupBits = 4;
+constexpr std::int64_t kMaxKeyIndex = std::int64_t{1} << kIndexBits;
+constexpr int kMaxKeyGroups = 1 << kGroupBits;
+constexpr std::uint64_t kPrefixOwnerBase = std::uint64_t{1} << 39;
+
+std::uint64_t packKey(std::uint64_t owner, std::int64_t index, int group) {
+    return (owner << (kIndexBits + kGroupBits)) |
+           (static_cast<std::uint64_t>(index) << kGroupBits) | static_cast<std::uint64_t>(group);
+}
+
+class BlockPool {
+public:
+    BlockPool(std::int32_t blocks, int groups)
+        : m_n(blocks), m_ref(static_cast<std::size_t>(blocks), 0),
+          m_prev(static_cast<std::size_t>(blocks) + 1),
+          m_next(static_cast<std::size_t>(blocks) + 1), m_key(static_cast<std::size_t>(blocks), 0),
+          m_group(static_cast<std::size_t>(blocks), 0),
+          m_inUse(static_cast<std::size_t>(groups), 0) {
+        // The free queue starts as every block in order; index m_n is its sentinel.
+        for (std::int32_t i = 0; i <= m_n; ++i) {
+            m_prev[static_cast<std::size_t>(i)] = i == 0 ? m_n : i - 1;
+            m_next[static_cast<std::size_t>(i)] = i == m_n ? 0 : i + 1;
+        }
+        if (m_n == 0)
+            m_next[0] = m_prev[0] = 0;
+        m_free = m_n;
+    }
+
+    std::int64_t freeBlocks() const { return m_free; } // get_num_free_blocks (cached ones count)
+    std::int64_t inUse(int g) const { return m_inUse[static_cast<std::size_t>(g)]; }
+    std::int32_t ref(std::int32_t b) const { return m_ref[static_cast<std::size_t>(b)]; }
+
+    // get_new_blocks: pops the free queue's head, evicting its cached hash if it has one.
+    std::int32_t allocate(int group) {
+        const std::int32_t b = m_next[static_cast<std::size_t>(m_n)];
+        unlink(b);
+        if (const std::uint64_t k = m_key[static_cast<std::size_t>(b)]; k != 0) {
+            m_cached.erase(k);
+            m_key[static_cast<std::size_t>(b)] = 0;
+        }
+        m_ref[static_cast<std::size_t>(b)] = 1;
+        m_group[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(group);
+        ++m_inUse[static_cast<std::size_t>(group)];
+        return b;
+    }
+    // touch: a prefix-cache hit takes one more reference, out of the free queue if it was idle.
+    void touch(std::int32_t b) {
+        if (m_ref[static_cast<std::size_t>(b)]++ == 0) {
+            unlink(b);
+            ++m_inUse[m_group[static_cast<std::size_t>(b)]];
+        }
+    }
+    // free_blocks: at reference 0 the block goes to the queue's tail, keeping its hash.
+    void release(std::int32_t b) {
+        if (--m_ref[static_cast<std::size_t>(b)] == 0) {
+            const std::int32_t last = m_prev[static_cast<std::size_t>(m_n)];
+            m_next[static_cast<std::size_t>(last)] = b;
+            m_prev[static_cast<std::size_t>(b)] = last;
+            m_next[static_cast<std::size_t>(b)] = m_n;
+            m_prev[static_cast<std::size_t>(m_n)] = b;
+            ++m_free;
+            --m_inUse[m_group[static_cast<std::size_t>(b)]];
+        }
+    }
+    std::int32_t lookup(std::uint64_t key) const {
+        const auto it = m_cached.find(key);
+        return it == m_cached.end() ? -1 : it->second;
+    }
+    // cache_full_blocks: one block per hash (a second copy of the same content stays uncached).
+    void cache(std::int32_t b, std::uint64_t key) {
+        if (m_key[static_cast<std::size_t>(b)] != 0)
+            return;
+        if (m_cached.emplace(key, b).second)
+            m_key[static_cast<std::size_t>(b)] = key;
+    }
+
+private:
+    void unlink(std::int32_t b) {
+        const std::int32_t p = m_prev[static_cast<std::size_t>(b)];
+        const std::int32_t n = m_next[static_cast<std::size_t>(b)];
+        m_next[static_cast<std::size_t>(p)] = n;
+        m_prev[static_cast<std::size_t>(n)] = p;
+        --m_free;
+    }
+    std::int32_t m_n;
+    std::vector<std::int32_t> m_ref, m_prev, m_next;
+    std::vector<std::uint64_t> m_key;
+    std::vector<std::uint8_t> m_group;
+    std::vector<std::int64_t> m_inUse;
+    std::int64_t m_free = 0;
+    std::unordered_map<std::uint64_t, std::int32_t> m_cached;
+};
+
+// ---- the KV cache groups, as the simulation uses them ---------------------------------------
+
+struct Group {
+    SpecType type = SpecType::FullAttention;
+    std::int64_t blockSize = 16;
+    std::int64_t window = 0;          // sliding W or chunked C
+    std::int64_t fixedBlocks = 0;     // Mamba: blocks per request
+    std::int64_t admissionBlocks = 0; // the ledger's, for the admission cap of windowed groups
+    double bytesPerBlock = 0;         // read per step per block in use, one GPU, whole model
+    bool cacheable = false;
+};
+
+struct Req {
+    std::int64_t uid = 0;
+    double arrival = 0;
+    std::int64_t prompt = 0, output = 0, prefixId = -1, prefixTokens = 0;
+    std::int64_t generated = 0, computed = 0;
+    double firstScheduled = -1, firstToken = -1, lastToken = -1;
+    std::vector<std::vector<std::int32_t>> blocks; // per group, -1 = freed (outside a window)
+    std::vector<std::int64_t> firstLive;           // per group: blocks before it are freed
+    std::vector<std::int64_t> cachedUpTo;          // per group: blocks hashed so far
+    std::int64_t numTokens() const { return prompt + generated; }
+};
+
+// Keeps up to `cap` values; past that a uniform sample of them (reservoir), deterministic.
+class Samples {
+public:
+    Samples(std::size_t cap, std::uint64_t seed)
+        : m_cap(std::max<std::size_t>(1, cap)), m_rng(seed) {}
+    void add(double v) {
+        ++m_count;
+        m_sum += v;
+        m_max = std::max(m_max, v);
+        if (m_values.size() < m_cap) {
+            m_values.push_back(v);
+        } else {
+            const std::uint64_t j = m_rng.next() % static_cast<std::uint64_t>(m_count);
+            if (j < m_cap)
+                m_values[static_cast<std::size_t>(j)] = v;
+        }
+    }
+    bool sampled() const { return m_count > static_cast<std::int64_t>(m_cap); }
+    Percentiles percentiles() {
+        Percentiles p;
+        p.count = m_count;
+        if (m_count == 0)
+            return p;
+        std::sort(m_values.begin(), m_values.end());
+        // Nearest rank: the smallest value with at least q of the values at or below it.
+        auto at = [&](double q) {
+            const auto n = static_cast<double>(m_values.size());
+            const auto i = static_cast<std::size_t>(std::max(0.0, std::ceil(q * n) - 1));
+            return m_values[std::min(i, m_values.size() - 1)];
+        };
+        p.mean = m_sum / static_cast<double>(m_count);
+        p.p50 = at(0.50);
+        p.p90 = at(0.90);
+        p.p99 = at(0.99);
+        p.max = m_max;
+        return p;
+    }
+
+private:
+    std::size_t m_cap;
+    Rng m_rng;
+    std::vector<double> m_values;
+    std::int64_t m_count = 0;
+    double m_sum = 0, m_max = 0;
+};
+
+std::string seconds(double s) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f s", s);
+    return b;
+}
+
+class Engine {
+public:
+    Engine(const Scenario& s, RequestSource& src, const SimOptions& o)
+        : m_s(s), m_src(src), m_o(o), m_cost(s, o.speed), m_ttft(o.maxSamples, 11),
+          m_tpot(o.maxSamples, 12), m_e2e(o.maxSamples, 13), m_itl(o.maxSamples, 14) {}
+
+    SimResult run();
+
+private:
+    bool setUp();
+    std::int64_t tokensFor(const Group& g, std::int64_t tokens) const {
+        return (g.type == SpecType::FullAttention || g.type == SpecType::Mla) && m_dcp > 1
+                   ? ceilDiv(tokens, m_dcp)
+                   : tokens;
+    }
+    std::int64_t blocksFor(std::size_t g, std::int64_t tokens) const {
+        const Group& gr = m_groups[g];
+        if (gr.type == SpecType::Mamba)
+            return gr.fixedBlocks;
+        return ceilDiv(tokensFor(gr, tokens), gr.blockSize);
+    }
+    std::uint64_t keyOf(const Req& r, std::size_t g, std::int64_t i) const {
+        const std::int64_t b = m_groups[g].blockSize;
+        const bool shared = r.prefixId >= 0 && (i + 1) * b <= r.prefixTokens;
+        const std::uint64_t owner = shared
+                                        ? kPrefixOwnerBase + static_cast<std::uint64_t>(r.prefixId)
+                                        : static_cast<std::uint64_t>(r.uid);
+        return packKey(owner, i, static_cast<int>(g));
+    }
+    void removeSkipped(Req& r, std::size_t g);
+    void allocateUpTo(Req& r, std::int64_t tokens);
+    void cacheFull(Req& r, std::int64_t tokens);
+    bool allocateRunning(Req& r, std::int64_t numNew);
+    bool admit(Req& r, std::int64_t& numNew, std::int64_t budget);
+    void freeBlocks(Req& r);
+    void preempt(int idx);
+    int newReq(const ArrivingRequest& a);
+    void recycle(int idx);
+    void finish(int idx);
+    void sample(bool force);
+    bool pull();
+
+    Scenario m_s;
+    RequestSource& m_src;
+    SimOptions m_o;
+    StepCost m_cost;
+    SimResult m_r;
+    std::vector<Group> m_groups;
+    std::unique_ptr<BlockPool> m_pool;
+    std::int64_t m_dcp = 1;
+    std::int64_t m_maxModelLen = 0, m_maxSeqs = 0, m_budget = 0;
+    std::int64_t m_hitAlign = 1;
+    bool m_caching = false;
+
+    std::vector<Req> m_slab;
+    std::vector<int> m_freeSlots;
+    std::deque<int> m_waiting;
+    std::vector<int> m_running;
+    std::vector<std::pair<int, std::int64_t>> m_scheduled;
+    std::int64_t m_nextUid = 1;
+    double m_t = 0;
+    ArrivingRequest m_pending;
+    bool m_hasPending = false;
+    bool m_closed = false;
+    double m_closedUntil = 0;
+    double m_lastArrival = -1;
+
+    double m_integral = 0, m_runningIntegral = 0; // of in-system and running over time
+    double m_windowIntegral = -1, m_windowRunning = -1;
+    double m_sampleEvery = 0.01, m_nextSample = 0;
+    Samples m_ttft, m_tpot, m_e2e, m_itl;
+    std::int64_t m_good = 0;
+    double m_sumLatency = 0, m_sumService = 0;
+};
+
+bool Engine::setUp() {
+    if (!m_s.levers.paging.enabled) {
+        m_r.error = "the simulation needs paging: vLLM v1 always pages its KV cache (drop "
+                    "--no-paging)";
+        return false;
+    }
+    Scenario sc = m_s;
+    sc.workload.context = 1; // the pool and its groups; no request length is asked here
+    const LedgerResult led = computeLedger(sc);
+    if (!led.error.empty()) {
+        m_r.error = led.error;
+        return false;
+    }
+    if (led.numGpuBlocks <= 1 || led.kvCacheGroups.empty()) {
+        m_r.error = led.kvCacheGroups.empty() ? "the model keeps no KV cache: nothing to simulate"
+                                              : "the KV cache pool holds no blocks";
+        return false;
+    }
+    // vLLM's BlockPool holds one null block back.
+    m_r.numBlocks = led.numGpuBlocks - 1;
+    if (m_r.numBlocks > kMaxPoolBlocks) {
+        m_r.error = "the pool has " + withThousands(m_r.numBlocks) +
+                    " blocks; the simulation models at most " + withThousands(kMaxPoolBlocks) +
+                    " (use a larger --block-size or less KV memory)";
+        return false;
+    }
+    // Bytes a block in use puts on a step's reads: the whole model's layers on one GPU (the
+    // step cost takes each PP stage's share), without padding, as decodeStep's kvRead.
+    std::vector<KvCacheGroupUsage> whole = led.kvCacheGroups;
+    double ppScale = 1;
+    if (m_s.hardware.pipelineParallel > 1) {
+        Scenario one = sc;
+        one.hardware.pipelineParallel = 1;
+        const LedgerResult l1 = computeLedger(one);
+        if (l1.kvCacheGroups.size() == whole.size())
+            whole = l1.kvCacheGroups;
+        else
+            ppScale = m_s.hardware.pipelineParallel;
+    }
+    m_dcp = std::max(1, m_s.hardware.decodeContextParallel);
+    m_caching = m_o.prefixCaching && m_dcp == 1;
+    for (std::size_t i = 0; i < led.kvCacheGroups.size(); ++i) {
+        const KvCacheGroupUsage& u = led.kvCacheGroups[i];
+        Group g;
+        g.type = u.type;
+        g.blockSize = std::max(1, u.blockSize);
+        g.window = u.window;
+        g.admissionBlocks = u.admissionBlocks;
+        g.fixedBlocks =
+            u.type == SpecType::Mamba ? std::max<std::int64_t>(1, u.admissionBlocks) : 0;
+        const KvCacheGroupUsage& w = whole[i];
+        const double real =
+            w.uniformType ? static_cast<double>(w.pageBytes)
+                          : static_cast<double>(w.layers) * static_cast<double>(w.realPageBytes);
+        g.bytesPerBlock = real * ppScale;
+        g.cacheable = m_caching && g.type != SpecType::Mamba && i < kMaxKeyGroups;
+        if (g.cacheable)
+            m_hitAlign = std::lcm(m_hitAlign, g.blockSize);
+        m_groups.push_back(g);
+        std::string label(specTypeName(g.type));
+        if (g.window > 0 && g.type != SpecType::FullAttention)
+            label += " " + std::to_string(g.window);
+        m_r.groupLabels.push_back(label);
+    }
+    m_pool = std::make_unique<BlockPool>(static_cast<std::int32_t>(m_r.numBlocks),
+                                         static_cast<int>(m_groups.size()));
+    m_maxModelLen = m_s.effectiveMaxModelLen();
+    m_maxSeqs = effectiveMaxNumSeqs(m_s);
+    m_budget = effectiveMaxNumBatchedTokens(m_s);
+    m_r.maxNumSeqs = m_maxSeqs;
+    m_r.maxNumBatchedTokens = m_budget;
+    m_r.peakBlocksInUse.assign(m_groups.size(), 0);
+    m_r.series.blocksInUse.assign(m_groups.size(), {});
+    if (!m_cost.valid()) {
+        m_r.error = "the GPU's bandwidth is not known: no step time";
+        return false;
+    }
+    return true;
+}
+
+void Engine::removeSkipped(Req& r, std::size_t g) {
+    const Group& gr = m_groups[g];
+    std::int64_t firstUseful = 0;
+    if (gr.type == SpecType::SlidingWindow)
+        firstUseful = std::max<std::int64_t>(0, r.computed - gr.window + 1) / gr.blockSize;
+    else if (gr.type == SpecType::ChunkedLocal && gr.window > 0)
+        firstUseful = (r.computed / gr.window * gr.window) / gr.blockSize;
+    else
+        return;
+    auto& blocks = r.blocks[g];
+    const auto end = std::min<std::int64_t>(firstUseful, static_cast<std::int64_t>(blocks.size()));
+    // Freed last block first, as remove_skipped_blocks collects them.
+    for (std::int64_t i = end - 1; i >= r.firstLive[g]; --i) {
+        auto& b = blocks[static_cast<std::size_t>(i)];
+        if (b >= 0)
+            m_pool->release(b);
+        b = -1;
+    }
+    r.firstLive[g] = std::max(r.firstLive[g], end);
+}
+
+void Engine::allocateUpTo(Req& r, std::int64_t tokens) {
+    for (std::size_t g = 0; g < m_groups.size(); ++g) {
+        const std::int64_t want = blocksFor(g, tokens);
+        auto& blocks = r.blocks[g];
+        while (static_cast<std::int64_t>(blocks.size()) < want)
+            blocks.push_back(m_pool->allocate(static_cast<int>(g)));
+        if (m_pool->inUse(static_cast<int>(g)) > m_r.peakBlocksInUse[g])
+            m_r.peakBlocksInUse[g] = m_pool->inUse(static_cast<int>(g));
+    }
+    std::int64_t total = 0;
+    for (std::size_t g = 0; g < m_groups.size(); ++g)
+        total += m_pool->inUse(static_cast<int>(g));
+    m_r.peakBlocksTotal = std::max(m_r.peakBlocksTotal, total);
+}
+
+// cache_blocks: full blocks of known tokens get their hash, at allocation (a request admitted
+// later in the same step can hit them, as in vLLM).
+void Engine::cacheFull(Req& r, std::int64_t tokens) {
+    if (!m_caching)
+        return;
+    const std::int64_t known = std::min(tokens, r.numTokens());
+    for (std::size_t g = 0; g < m_groups.size(); ++g) {
+        if (!m_groups[g].cacheable)
+            continue;
+        const std::int64_t full = std::min(known / m_groups[g].blockSize, kMaxKeyIndex);
+        auto& blocks = r.blocks[g];
+        for (std::int64_t i = r.cachedUpTo[g];
+             i < full && i < static_cast<std::int64_t>(blocks.size()); ++i)
+            if (blocks[static_cast<std::size_t>(i)] >= 0)
+                m_pool->cache(blocks[static_cast<std::size_t>(i)], keyOf(r, g, i));
+        r.cachedUpTo[g] = std::max(r.cachedUpTo[g], full);
+    }
+}
+
+bool Engine::allocateRunning(Req& r, std::int64_t numNew) {
+    for (std::size_t g = 0; g < m_groups.size(); ++g)
+        removeSkipped(r, g);
+    const std::int64_t tokens = r.computed + numNew;
+    std::int64_t need = 0;
+    for (std::size_t g = 0; g < m_groups.size(); ++g)
+        need += std::max<std::int64_t>(0, blocksFor(g, tokens) -
+                                              static_cast<std::int64_t>(r.blocks[g].size()));
+    if (need > m_pool->freeBlocks())
+        return false;
+    allocateUpTo(r, tokens);
+    cacheFull(r, tokens);
+    return true;
+}
+
+// A waiting request: the prefix-cache lookup, the whole-sequence admission check and the
+// first chunk's blocks. numNew is set to the tokens it computes this step.
+bool Engine::admit(Req& r, std::int64_t& numNew, std::int64_t budget) {
+    const std::size_t groups = m_groups.size();
+    // get_computed_blocks: the longest run of cached blocks every cacheable group has, never
+    // the last token (its logits must be computed), aligned to every group's block.
+    std::int64_t hit = 0;
+    if (m_caching) {
+        const std::int64_t maxHit = r.numTokens() - 1;
+        hit = -1;
+        for (std::size_t g = 0; g < groups; ++g) {
+            if (!m_groups[g].cacheable)
+                continue;
+            const std::int64_t b = m_groups[g].blockSize;
+            std::int64_t n = 0;
+            while ((n + 1) * b <= maxHit && n < kMaxKeyIndex && m_pool->lookup(keyOf(r, g, n)) >= 0)
+                ++n;
+            hit = hit < 0 ? n * b : std::min(hit, n * b);
+        }
+        hit = std::max<std::int64_t>(0, hit);
+        hit = hit / m_hitAlign * m_hitAlign;
+    }
+    numNew = std::min(r.numTokens() - hit, budget);
+    // Idle cached blocks a hit takes leave the free queue, so they count against it.
+    std::int64_t idleHits = 0;
+    std::vector<std::int64_t> hitBlocks(groups, 0);
+    for (std::size_t g = 0; g < groups; ++g) {
+        if (!m_groups[g].cacheable || hit == 0)
+            continue;
+        hitBlocks[g] = hit / m_groups[g].blockSize;
+        for (std::int64_t i = 0; i < hitBlocks[g]; ++i)
+            if (m_pool->ref(m_pool->lookup(keyOf(r, g, i))) == 0)
+                ++idleHits;
+    }
+    // scheduler_reserve_full_isl: the whole sequence must fit (windowed groups capped at their
+    // admission blocks), then this step's blocks.
+    std::int64_t full = idleHits, now = idleHits;
+    const std::int64_t whole = std::min(r.numTokens(), m_maxModelLen);
+    for (std::size_t g = 0; g < groups; ++g) {
+        std::int64_t w = blocksFor(g, whole);
+        const SpecType t = m_groups[g].type;
+        if ((t == SpecType::SlidingWindow || t == SpecType::ChunkedLocal) &&
+            m_groups[g].admissionBlocks > 0)
+            w = std::min(w, m_groups[g].admissionBlocks);
+        full += std::max<std::int64_t>(0, w - hitBlocks[g]);
+        now += std::max<std::int64_t>(0, blocksFor(g, hit + numNew) - hitBlocks[g]);
+    }
+    if (full > m_pool->freeBlocks() || now > m_pool->freeBlocks())
+        return false;
+    for (std::size_t g = 0; g < groups; ++g)
+        for (std::int64_t i = 0; i < hitBlocks[g]; ++i) {
+            const std::int32_t b = m_pool->lookup(keyOf(r, g, i));
+            m_pool->touch(b);
+            r.blocks[g].push_back(b);
+        }
+    r.computed = hit;
+    r.cachedUpTo.assign(groups, 0);
+    for (std::size_t g = 0; g < groups; ++g) {
+        r.cachedUpTo[g] = hitBlocks[g];
+        removeSkipped(r, g);
+    }
+    m_r.prefixHitTokens += hit;
+    allocateUpTo(r, hit + numNew);
+    cacheFull(r, hit + numNew);
+    return true;
+}
+
+void Engine::freeBlocks(Req& r) {
+    for (std::size_t g = 0; g < m_groups.size(); ++g) {
+        auto& blocks = r.blocks[g];
+        for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+            if (*it >= 0)
+                m_pool->release(*it);
+        blocks.clear();
+        r.firstLive[g] = 0;
+        r.cachedUpTo[g] = 0;
+    }
+}
+
+void Engine::preempt(int idx) {
+    Req& r = m_slab[static_cast<std::size_t>(idx)];
+    freeBlocks(r);
+    r.computed = 0;
+    m_waiting.push_front(idx);
+    ++m_r.preemptions;
+}
+
+int Engine::newReq(const ArrivingRequest& a) {
+    int idx = 0;
+    if (!m_freeSlots.empty()) {
+        idx = m_freeSlots.back();
+        m_freeSlots.pop_back();
+    } else {
+        idx = static_cast<int>(m_slab.size());
+        m_slab.emplace_back();
+    }
+    Req& r = m_slab[static_cast<std::size_t>(idx)];
+    r.uid = m_nextUid++;
+    r.arrival = a.arrivalS;
+    r.prompt = a.promptTokens;
+    // vLLM stops a request at max_model_len.
+    r.output = std::max<std::int64_t>(1, std::min(a.outputTokens, m_maxModelLen - a.promptTokens));
+    r.prefixId = a.prefixId;
+    r.prefixTokens = a.prefixId >= 0 ? std::min(a.prefixTokens, a.promptTokens) : 0;
+    r.generated = r.computed = 0;
+    r.firstScheduled = r.firstToken = r.lastToken = -1;
+    r.blocks.resize(m_groups.size());
+    for (auto& b : r.blocks)
+        b.clear();
+    r.firstLive.assign(m_groups.size(), 0);
+    r.cachedUpTo.assign(m_groups.size(), 0);
+    return idx;
+}
+
+void Engine::recycle(int idx) {
+    m_freeSlots.push_back(idx);
+}
+
+void Engine::finish(int idx) {
+    Req& r = m_slab[static_cast<std::size_t>(idx)];
+    freeBlocks(r);
+    ++m_r.completed;
+    m_r.promptTokens += r.prompt;
+    m_r.outputTokens += r.generated;
+    const double ttft = (r.firstToken - r.arrival) * 1e3;
+    const double e2e = (m_t - r.arrival) * 1e3;
+    m_ttft.add(ttft);
+    m_e2e.add(e2e);
+    bool good = m_o.sloTtftMs <= 0 || ttft <= m_o.sloTtftMs;
+    if (r.generated > 1) {
+        const double tpot = (m_t - r.firstToken) * 1e3 / static_cast<double>(r.generated - 1);
+        m_tpot.add(tpot);
+        good = good && (m_o.sloTpotMs <= 0 || tpot <= m_o.sloTpotMs);
+    }
+    if (good)
+        ++m_good;
+    m_sumLatency += m_t - r.arrival;
+    m_sumService += m_t - r.firstScheduled;
+    recycle(idx);
+}
+
+void Engine::sample(bool force) {
+    if (!force && m_t < m_nextSample)
+        return;
+    TimeSeries& s = m_r.series;
+    s.t.push_back(m_t);
+    s.running.push_back(static_cast<std::int64_t>(m_running.size()));
+    s.waiting.push_back(static_cast<std::int64_t>(m_waiting.size()));
+    s.preempted.push_back(m_r.preemptions);
+    for (std::size_t g = 0; g < m_groups.size(); ++g)
+        s.blocksInUse[g].push_back(m_pool->inUse(static_cast<int>(g)));
+    m_nextSample = m_t + m_sampleEvery;
+    const auto cap = static_cast<std::size_t>(std::max(2, m_o.seriesPoints));
+    if (s.t.size() > cap) {
+        // Keep every other point and sample half as often.
+        auto halve = [](auto& v) {
+            std::size_t j = 0;
+            for (std::size_t i = 0; i < v.size(); i += 2)
+                v[j++] = v[i];
+            v.resize(j);
+        };
+        halve(s.t);
+        halve(s.running);
+        halve(s.waiting);
+        halve(s.preempted);
+        for (auto& b : s.blocksInUse)
+            halve(b);
+        m_sampleEvery *= 2;
+    }
+}
+
+bool Engine::pull() {
+    if (!m_src.next(m_pending))
+        return false;
+    if (m_closed)
+        m_pending.arrivalS = m_t;
+    return true;
+}
+
+SimResult Engine::run() {
+    if (!setUp())
+        return std::move(m_r);
+    m_closed = m_src.closedLoop();
+    m_closedUntil = m_src.closedLoopUntilS();
+    std::int64_t toStart = m_closed ? m_src.concurrency() : 0;
+    m_hasPending = m_closed ? false : pull();
+    std::int64_t inSystem = 0;
+    auto admitArrival = [&](const ArrivingRequest& a) {
+        if (a.promptTokens + 1 > m_maxModelLen) {
+            ++m_r.rejected; // vLLM refuses a prompt of max_model_len or more
+            return;
+        }
+        const int idx = newReq(a);
+        m_waiting.push_back(idx);
+        ++m_r.arrived;
+        ++inSystem;
+        m_integral += m_t - a.arrivalS; // it was in the system since it arrived
+        m_lastArrival = a.arrivalS;
+    };
+    // A closed loop starts its clients at 0.
+    for (; toStart > 0; --toStart) {
+        if (!pull())
+            break;
+        admitArrival(m_pending);
+    }
+    sample(true);
+    while (true) {
+        while (m_hasPending && m_pending.arrivalS <= m_t) {
+            if (m_pending.arrivalS < m_lastArrival) {
+                m_r.error = "arrivals out of order: " + std::to_string(m_pending.arrivalS) +
+                            " s after " + std::to_string(m_lastArrival) + " s";
+                return std::move(m_r);
+            }
+            admitArrival(m_pending);
+            m_hasPending = pull();
+            if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting)
+                break;
+        }
+        if (!m_src.error().empty()) {
+            m_r.error = m_src.error();
+            return std::move(m_r);
+        }
+        if (!m_closed && !m_hasPending && m_windowIntegral < 0) {
+            // The arrivals are over: the time-averages are taken over [0, last arrival].
+            const double back = std::max(0.0, m_t - m_lastArrival);
+            m_windowIntegral = m_integral - back * static_cast<double>(inSystem);
+            m_windowRunning = m_runningIntegral - back * static_cast<double>(m_running.size());
+        }
+        if (m_running.empty() && m_waiting.empty()) {
+            if (!m_hasPending)
+                break;
+            m_t = m_pending.arrivalS;
+            continue;
+        }
+        if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting) {
+            m_r.capped = "the waiting queue passed " + withThousands(m_o.maxWaiting) +
+                         " requests at " + seconds(m_t) +
+                         ": the arrivals outrun the replica; stopped there";
+            break;
+        }
+        if (m_r.steps >= m_o.maxSteps) {
+            m_r.capped = "the simulation reached its limit of " + withThousands(m_o.maxSteps) +
+                         " engine steps at " + seconds(m_t) + "; stopped there";
+            break;
+        }
+
+        // ---- Scheduler.schedule() ----
+        m_scheduled.clear();
+        std::int64_t budget = m_budget;
+        bool preempted = false;
+        std::size_t i = 0;
+        while (i < m_running.size() && budget > 0) {
+            const int idx = m_running[i];
+            Req& r = m_slab[static_cast<std::size_t>(idx)];
+            std::int64_t numNew = std::min(r.numTokens() - r.computed, budget);
+            numNew = std::min(numNew, m_maxModelLen - 1 - r.computed);
+            if (numNew <= 0) {
+                ++i;
+                continue;
+            }
+            bool fits = true;
+            while (!allocateRunning(r, numNew)) {
+                // _preempt_request: the last of the running queue (FCFS) gives its blocks.
+                const int victim = m_running.back();
+                m_running.pop_back();
+                if (auto it = std::find_if(m_scheduled.begin(), m_scheduled.end(),
+                                           [&](const auto& p) { return p.first == victim; });
+                    it != m_scheduled.end()) {
+                    budget += it->second;
+                    m_scheduled.erase(it);
+                }
+                preempt(victim);
+                preempted = true;
+                if (victim == idx) {
+                    fits = false;
+                    break;
+                }
+            }
+            if (!fits)
+                break;
+            m_scheduled.emplace_back(idx, numNew);
+            budget -= numNew;
+            ++i;
+        }
+        if (!preempted) {
+            while (!m_waiting.empty() && budget > 0 &&
+                   static_cast<std::int64_t>(m_running.size()) < m_maxSeqs) {
+                const int idx = m_waiting.front();
+                Req& r = m_slab[static_cast<std::size_t>(idx)];
+                std::int64_t numNew = 0;
+                if (!admit(r, numNew, budget))
+                    break;
+                m_waiting.pop_front();
+                m_running.push_back(idx);
+                if (r.firstScheduled < 0)
+                    r.firstScheduled = m_t;
+                m_scheduled.emplace_back(idx, numNew);
+                budget -= numNew;
+            }
+        }
+        if (m_scheduled.empty()) {
+            // Nothing can run: the head of the queue needs more blocks than the pool has.
+            if (m_running.empty() && !m_waiting.empty()) {
+                const int idx = m_waiting.front();
+                m_waiting.pop_front();
+                freeBlocks(m_slab[static_cast<std::size_t>(idx)]);
+                recycle(idx);
+                ++m_r.rejected;
+                --inSystem;
+                if (m_r.notes.empty())
+                    m_r.notes.push_back("a request needs more KV blocks than the pool holds; "
+                                        "it was dropped (vLLM would wait forever)");
+                continue;
+            }
+            m_r.error = "the scheduler made no progress (a bug)";
+            return std::move(m_r);
+        }
+
+        if (m_r.steps < m_o.traceSteps) {
+            auto& rec = m_r.stepTrace.emplace_back();
+            for (const auto& [idx, k] : m_scheduled)
+                rec.emplace_back(m_slab[static_cast<std::size_t>(idx)].uid, k);
+        }
+        // ---- the step ----
+        std::int64_t decode = 0, prefill = 0;
+        for (const auto& [idx, k] : m_scheduled) {
+            const Req& r = m_slab[static_cast<std::size_t>(idx)];
+            if (k == 1 && r.computed >= r.prompt)
+                ++decode;
+            else
+                prefill += k;
+        }
+        double kv = 0, state = 0;
+        for (std::size_t g = 0; g < m_groups.size(); ++g) {
+            const double bytes =
+                static_cast<double>(m_pool->inUse(static_cast<int>(g))) * m_groups[g].bytesPerBlock;
+            (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
+        }
+        const double dt = m_cost.stepMs(decode, prefill, kv, state) / 1e3;
+        m_integral += dt * static_cast<double>(inSystem);
+        m_runningIntegral += dt * static_cast<double>(m_running.size());
+        m_t += dt;
+        ++m_r.steps;
+        m_r.peakRunning = std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
+        m_r.peakWaiting = std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
+
+        bool anyDone = false;
+        for (const auto& [idx, k] : m_scheduled) {
+            Req& r = m_slab[static_cast<std::size_t>(idx)];
+            r.computed += k;
+            if (r.computed < r.numTokens())
+                continue; // a prefill chunk: no token yet
+            ++r.generated;
+            if (r.firstToken < 0)
+                r.firstToken = m_t;
+            else
+                m_itl.add((m_t - r.lastToken) * 1e3);
+            r.lastToken = m_t;
+            if (r.generated >= r.output) {
+                r.output = -1; // marks it done for the sweep below
+                anyDone = true;
+            }
+        }
+        if (anyDone) {
+            std::vector<int> done;
+            m_running.erase(std::remove_if(m_running.begin(), m_running.end(),
+                                           [&](int idx) {
+                                               if (m_slab[static_cast<std::size_t>(idx)].output >=
+                                                   0)
+                                                   return false;
+                                               done.push_back(idx);
+                                               return true;
+                                           }),
+                            m_running.end());
+            for (const int idx : done) {
+                finish(idx);
+                --inSystem;
+                if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull()) {
+                    admitArrival(m_pending);
+                }
+            }
+        }
+        sample(false);
+    }
+    sample(true);
+    if (m_windowIntegral < 0) {
+        m_windowIntegral = m_integral;
+        m_windowRunning = m_runningIntegral;
+    }
+    m_r.endS = m_t;
+    m_r.lastArrivalS = std::max(0.0, m_lastArrival);
+    const double window = m_closed ? m_t : m_r.lastArrivalS;
+    if (window > 0) {
+        m_r.meanInSystem = m_windowIntegral / window;
+        m_r.meanRunning = m_windowRunning / window;
+    }
+    m_r.ttftMs = m_ttft.percentiles();
+    m_r.tpotMs = m_tpot.percentiles();
+    m_r.e2eMs = m_e2e.percentiles();
+    m_r.itlMs = m_itl.percentiles();
+    if (m_ttft.sampled())
+        m_r.notes.push_back("percentiles from a uniform sample of " +
+                            withThousands(static_cast<std::int64_t>(m_o.maxSamples)) +
+                            " requests (means and maxima over all)");
+    if (m_r.completed > 0) {
+        m_r.meanLatencyS = m_sumLatency / static_cast<double>(m_r.completed);
+        m_r.meanServiceS = m_sumService / static_cast<double>(m_r.completed);
+        // Over the requests served: a request refused for its length is a property of the
+        // workload, not of the rate (notes count them).
+        m_r.sloAttainment = static_cast<double>(m_good) / static_cast<double>(m_r.completed);
+    }
+    if (m_t > 0) {
+        m_r.throughputRps = static_cast<double>(m_r.completed) / m_t;
+        m_r.outputTokensPerS = static_cast<double>(m_r.outputTokens) / m_t;
+        m_r.goodputRps = static_cast<double>(m_good) / m_t;
+    }
+    if (m_r.rejected > 0)
+        m_r.notes.push_back(withThousands(m_r.rejected) +
+                            " requests were refused: longer than max_model_len or the pool");
+    return std::move(m_r);
+}
+
+} // namespace
+
+SimResult simulate(const Scenario& s, RequestSource& source, const SimOptions& o) {
+    Engine e(s, source, o);
+    return e.run();
+}
+
+SimResult simulate(const Scenario& s, const WorkloadSpec& w, const SimOptions& o) {
+    if (const auto p = workloadProblem(w)) {
+        SimResult r;
+        r.error = "--" + p->option + ": " + p->message;
+        return r;
+    }
+    SyntheticSource src(w);
+    return simulate(s, src, o);
+}
+
+double staticRateBound(const Scenario& s, const WorkloadSpec& w, const SpeedAssumptions& a) {
+    // The requests that run at once at prompt + output tokens (memory and max_num_seqs), and
+    // the GPU time one of them costs: its prefill, compute-bound and taken alone, plus its share
+    // of the decode steps at that batch. Prefill chunks also carry the other requests' decode
+    // tokens, so the simulation can beat this a little; it seeds the rate search.
+    const double prompt = w.prompt.expected();
+    const double output = w.output.expected();
+    Scenario sc = s;
+    sc.workload.context = std::max<std::int64_t>(1, std::llround(prompt + output));
+    const LedgerResult led = computeLedger(sc);
+    const std::int64_t running = std::max<std::int64_t>(1, led.requestsYouCanRun);
+    const double decodeMs = decodeStep(s, running, std::llround(prompt + output / 2), a).stepMs;
+    const double ms = prefillMsEstimate(s, std::llround(prompt), a) +
+                      output * decodeMs / static_cast<double>(running);
+    return ms > 0 ? 1e3 / ms : 0;
+}
+
+RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& o,
+                           double attainment, double relTolerance) {
+    RateSearch out;
+    w.arrival = w.arrival == ArrivalKind::ClosedLoop ? ArrivalKind::Poisson : w.arrival;
+    auto meets = [&](double rate, SimResult* keep) {
+        w.rate = rate;
+        SimResult r = simulate(s, w, o);
+        ++out.runs;
+        const bool ok = r.error.empty() && r.capped.empty() && r.sloAttainment >= attainment;
+        if (!r.error.empty() && out.note.empty())
+            out.note = r.error;
+        if (keep)
+            *keep = std::move(r);
+        return ok;
+    };
+    double guess = staticRateBound(s, w, o.speed);
+    if (!(guess > 0))
+        guess = 1;
+    double lo = 0, hi = std::min(kMaxRate, 2 * guess);
+    SimResult best;
+    // Grow the upper end until a rate fails.
+    while (meets(hi, &best)) {
+        lo = hi;
+        out.found = true;
+        out.atRate = std::move(best);
+        if (hi >= kMaxRate) {
+            out.rate = hi;
+            out.note = "the SLO holds up to the largest rate tried";
+            return out;
+        }
+        hi = std::min(kMaxRate, hi * 4);
+    }
+    if (!out.note.empty() && !out.found)
+        return out;
+    // The lower end: a rate that meets it, or none above kMinRate.
+    if (!out.found) {
+        double probe = hi / 4;
+        while (probe >= kMinRate && !meets(probe, &best))
+            probe /= 4;
+        if (probe < kMinRate) {
+            out.upperRate = hi;
+            out.note = "no rate meets the SLO, down to " + std::to_string(kMinRate) +
+                       " req/s: requests alone miss it";
+            return out;
+        }
+        hi = std::min(hi, probe * 4);
+        lo = probe;
+        out.found = true;
+        out.atRate = std::move(best);
+    }
+    while (hi - lo > relTolerance * hi) {
+        const double mid = (lo + hi) / 2;
+        if (meets(mid, &best)) {
+            lo = mid;
+            out.atRate = std::move(best);
+        } else {
+            hi = mid;
+        }
+    }
+    out.rate = lo;
+    out.upperRate = hi;
+    return out;
+}
+
+void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptions& o,
+                   double attainment, int layoutsPerGpu) {
+    plan.rankedBySlo = true;
+    if (w.arrival == ArrivalKind::ClosedLoop)
+        w.arrival = ArrivalKind::Poisson;
+    for (GpuPlan& g : plan.gpus) {
+        const int n = std::min<int>(layoutsPerGpu, static_cast<int>(g.layouts.size()));
+        for (int i = 0; i < n; ++i) {
+            Deployment& d = g.layouts[static_cast<std::size_t>(i)];
+            // DP replicas are independent engines; each takes its share of the arrivals.
+            w.rate = rate / std::max(1, d.layout.dp);
+            const SimResult r = simulate(d.scenario, w, o);
+            d.sloChecked = true;
+            d.sloAttainment = r.sloAttainment;
+            d.ttftP99Ms = r.ttftMs.p99;
+            d.tpotP99Ms = r.tpotMs.p99;
+            d.sloNote = !r.error.empty() ? r.error : r.capped;
+            d.meetsSlo = r.error.empty() && r.capped.empty() && r.sloAttainment >= attainment;
+        }
+        std::stable_sort(g.layouts.begin(), g.layouts.begin() + n,
+                         [](const Deployment& a, const Deployment& b) {
+                             if (a.meetsSlo != b.meetsSlo)
+                                 return a.meetsSlo;
+                             return a.layout.gpus() < b.layout.gpus();
+                         });
+    }
+}
+
+} // namespace kvl::core::sim

@@ -1,0 +1,673 @@
+// The traffic simulation (core/sim): held against theory (one request alone, Little's law, the
+// static capacity bound, the ledger's prefix-sharing figure), against vLLM's own scheduler tests
+// (tests/v1/core/test_scheduler.py), and against bad input.
+
+#include "core/engine.h"
+#include "core/io/catalog.h"
+#include "core/io/trace.h"
+#include "core/ledger.h"
+#include "core/planner.h"
+#include "core/sim/simulator.h"
+#include "core/speed.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace kvl::core;
+using namespace kvl::core::sim;
+
+namespace {
+
+GpuSpec h100() {
+    GpuSpec g;
+    g.id = "h100-80gb";
+    g.name = "H100 SXM 80GB";
+    g.vendor = "NVIDIA";
+    g.memoryBytes = 85017821184LL;
+    g.bandwidthGBs = 3350;
+    g.bf16Tflops = 989.5;
+    g.fp8Tflops = 1979;
+    g.computeCapability = 90;
+    return g;
+}
+
+// meta-llama/Llama-3.1-8B config.json.
+ModelSpec llama8b() {
+    ModelSpec m;
+    m.id = m.name = "llama-3.1-8b";
+    m.layers.assign(32, LayerSpec{});
+    m.qHeads = 32;
+    m.kvHeads = 8;
+    m.headDim = 128;
+    m.hiddenSize = 4096;
+    m.intermediateSize = 14336;
+    m.vocabSize = 128256;
+    m.params = 8'030'261'248;
+    m.maxContext = 131072;
+    return m;
+}
+
+Scenario scenario() {
+    Scenario s;
+    s.model = llama8b();
+    s.hardware.gpu = h100();
+    s.workload.context = 4096;
+    s.workload.maxModelLen = 32768;
+    return s;
+}
+
+WorkloadSpec poisson(double rate, std::int64_t requests, std::int64_t prompt, std::int64_t output) {
+    WorkloadSpec w;
+    w.rate = rate;
+    w.requests = requests;
+    w.prompt = LengthDist::fixed(prompt);
+    w.output = LengthDist::fixed(output);
+    return w;
+}
+
+double rel(double a, double b) {
+    return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
+
+} // namespace
+
+class TestSimulate : public QObject {
+    Q_OBJECT
+private slots:
+    void lowRateIsOneRequestAlone_data();
+    void lowRateIsOneRequestAlone();
+    void littlesLaw_data();
+    void littlesLaw();
+    void saturationMatchesStaticBound();
+    void prefixSharingMatchesLedger_data();
+    void prefixSharingMatchesLedger();
+    void overflowPreemptsAndCompletes();
+    void vllmChunkedPrefillBudget();
+    void vllmBudgetStopsWaitingQueue();
+    void vllmDecodeBeforeChunk();
+    void vllmPreemptsTheLastRunning();
+    void slidingWindowFreesBlocks();
+    void determinism();
+    void gammaArrivals_data();
+    void gammaArrivals();
+    void lengthDistributions_data();
+    void lengthDistributions();
+    void badLengths_data();
+    void badLengths();
+    void absurdWorkloadRefused_data();
+    void absurdWorkloadRefused();
+    void queueIsCapped();
+    void seriesIsBounded();
+    void stepCostMatchesSpeedModel();
+    void planRankedBySlo();
+    void traceIsStreamed();
+};
+
+// At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
+// max_num_batched_tokens) and TPOT the mean decode step of batch 1 over the growing context,
+// both from core/speed.h directly.
+void TestSimulate::lowRateIsOneRequestAlone_data() {
+    QTest::addColumn<qint64>("prompt");
+    QTest::addColumn<qint64>("output");
+    QTest::newRow("1K prompt, 64 out") << qint64(1000) << qint64(64);
+    QTest::newRow("3K prompt, 16 out") << qint64(3000) << qint64(16);
+    QTest::newRow("20K prompt, 3 chunks of 8192") << qint64(20000) << qint64(8);
+}
+
+void TestSimulate::lowRateIsOneRequestAlone() {
+    QFETCH(qint64, prompt);
+    QFETCH(qint64, output);
+    const Scenario s = scenario();
+    const SimResult r = simulate(s, poisson(0.001, 12, prompt, output));
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, 12);
+    QCOMPARE(r.preemptions, 0);
+    const double ttft = prefillMsEstimate(s, prompt);
+    double tpot = 0;
+    for (std::int64_t j = 1; j < output; ++j)
+        tpot += decodeStep(s, 1, prompt + j).stepMs;
+    tpot /= static_cast<double>(output - 1);
+    QVERIFY2(rel(r.ttftMs.p50, ttft) < 1e-7, qPrintable(QString::number(r.ttftMs.p50)));
+    QVERIFY2(rel(r.ttftMs.max, ttft) < 1e-7, qPrintable(QString::number(r.ttftMs.max)));
+    QVERIFY2(rel(r.tpotMs.p50, tpot) < 1e-7,
+             qPrintable(QString("%1 vs %2").arg(r.tpotMs.p50).arg(tpot)));
+    QVERIFY(rel(r.e2eMs.mean, ttft + tpot * static_cast<double>(output - 1)) < 1e-7);
+    // Every gap between two tokens of a lone request is one decode step: their mean is TPOT.
+    QCOMPARE(r.itlMs.count, 12 * (output - 1));
+    QVERIFY(rel(r.itlMs.mean, tpot) < 1e-7);
+    QVERIFY(r.itlMs.max >= r.itlMs.p50);
+}
+
+// Little's law: the time-average number in the system equals the arrival rate times the mean
+// time in it, over a long run (here measured over the arrivals' span).
+void TestSimulate::littlesLaw_data() {
+    QTest::addColumn<double>("load"); // fraction of the static bound
+    QTest::addColumn<int>("arrival");
+    QTest::newRow("Poisson at 30%") << 0.3 << int(ArrivalKind::Poisson);
+    QTest::newRow("Poisson at 70%") << 0.7 << int(ArrivalKind::Poisson);
+    QTest::newRow("Gamma CV 2 at 50%") << 0.5 << int(ArrivalKind::Gamma);
+}
+
+void TestSimulate::littlesLaw() {
+    QFETCH(double, load);
+    QFETCH(int, arrival);
+    const Scenario s = scenario();
+    WorkloadSpec w = poisson(1, 20000, 0, 0);
+    w.arrival = static_cast<ArrivalKind>(arrival);
+    w.cv = 2;
+    w.prompt = *parseLengthDist("uniform:200:1800");
+    w.output = *parseLengthDist("lognormal:200:0.6");
+    // The saturation rate: what the replica serves when arrivals outrun it.
+    w.rate = 5 * staticRateBound(s, w);
+    w.requests = 4000;
+    const double saturation = simulate(s, w).throughputRps;
+    QVERIFY(saturation > 0);
+    w.rate = load * saturation;
+    w.requests = 20000;
+    const SimResult r = simulate(s, w);
+    QVERIFY2(r.error.empty() && r.capped.empty(), (r.error + r.capped).c_str());
+    QCOMPARE(r.completed, 20000);
+    // The arrivals' own rate, within sampling error of the one asked for.
+    const double lambda = static_cast<double>(r.arrived) / r.lastArrivalS;
+    QVERIFY2(rel(lambda, w.rate) < 0.05, qPrintable(QString::number(lambda / w.rate)));
+    const double l = lambda * r.meanLatencyS;
+    QVERIFY2(rel(r.meanInSystem, l) < 0.02,
+             qPrintable(QString("L %1 vs lambda W %2").arg(r.meanInSystem).arg(l)));
+}
+
+// With max_num_seqs binding (memory holds far more), the replica saturates at max running
+// requests / mean time running; the largest sustainable rate found by the search agrees with
+// that bound within 5%.
+void TestSimulate::saturationMatchesStaticBound() {
+    Scenario s = scenario();
+    s.engine.maxNumSeqs = 32;
+    s.workload.context = 1200;
+    const LedgerResult led = computeLedger(s);
+    QCOMPARE(led.requestsYouCanRun, 32); // max_num_seqs, not memory, is the limit
+    QVERIFY(led.maxRequestsAtContext > 320);
+
+    // Closed loop at the running limit: the time scale of one request.
+    WorkloadSpec closed = poisson(1, 2000, 1000, 200);
+    closed.arrival = ArrivalKind::ClosedLoop;
+    closed.concurrency = led.requestsYouCanRun;
+    const SimResult c = simulate(s, closed);
+    QVERIFY2(c.error.empty(), c.error.c_str());
+    QCOMPARE(c.peakRunning, 32);
+
+    // Overload: the open loop at twice the closed loop's rate runs 32 at a time and serves at
+    // max running / mean time running.
+    const double closedRate = c.throughputRps;
+    const SimResult over = simulate(s, poisson(2 * closedRate, 6000, 1000, 200));
+    QVERIFY2(over.error.empty() && over.capped.empty(), (over.error + over.capped).c_str());
+    QCOMPARE(over.peakRunning, 32);
+    QVERIFY(over.peakWaiting > 1000);
+    const double bound = static_cast<double>(led.requestsYouCanRun) / over.meanServiceS;
+    QVERIFY2(rel(over.throughputRps, bound) < 0.05,
+             qPrintable(QString("%1 vs %2").arg(over.throughputRps).arg(bound)));
+
+    // The search: TTFT within 10 x the time one request runs, for 99% of requests.
+    SimOptions o;
+    o.sloTtftMs = 10 * over.meanServiceS * 1e3;
+    const RateSearch found = sustainableRate(s, poisson(1, 20000, 1000, 200), o, 0.99, 0.005);
+    QVERIFY2(found.found, found.note.c_str());
+    QVERIFY2(rel(found.rate, bound) < 0.05,
+             qPrintable(QString("%1 vs %2").arg(found.rate).arg(bound)));
+    QVERIFY(found.upperRate > found.rate);
+}
+
+// N requests of one prefix admitted in one step hold what the ledger says N requests of that
+// context hold with the prefix lever: each its own blocks, the full prefix blocks once.
+void TestSimulate::prefixSharingMatchesLedger_data() {
+    QTest::addColumn<qint64>("prompt");
+    QTest::addColumn<qint64>("prefix");
+    QTest::addColumn<int>("requests");
+    QTest::newRow("2K of 3000, 50 requests") << qint64(3000) << qint64(2048) << 50;
+    QTest::newRow("1000 of 1500 (not block aligned)") << qint64(1500) << qint64(1000) << 20;
+    QTest::newRow("whole prompt (last block unshared)") << qint64(1024) << qint64(1024) << 10;
+}
+
+void TestSimulate::prefixSharingMatchesLedger() {
+    QFETCH(qint64, prompt);
+    QFETCH(qint64, prefix);
+    QFETCH(int, requests);
+    Scenario s = scenario();
+    s.workload.maxNumBatchedTokens = 200000; // every prefill in the first step
+    s.workload.context = prompt;
+    s.levers.prefix.enabled = true;
+    s.levers.prefix.sharedTokens = prefix;
+    s.levers.prefix.sharingRequests = 0;
+    const LedgerResult led = computeLedger(s);
+    const std::int64_t ledgerBlocks = kvBytesForRequests(s, requests) / led.bytesPerBlock;
+
+    WorkloadSpec w = poisson(1, requests, prompt, 1);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = requests;
+    w.prefixShare = 1;
+    w.prefixTokens = prefix;
+    const SimResult r = simulate(s, w);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, requests);
+    QCOMPARE(r.peakRunning, requests);
+    QCOMPARE(r.peakBlocksTotal, ledgerBlocks);
+    // And the hand count: each request ceil(P / 16) blocks, the full prefix blocks once
+    // (never the block of the last token: vLLM recomputes it).
+    const std::int64_t own = (prompt + 15) / 16;
+    const std::int64_t shared = std::min(prefix, prompt - 1) / 16;
+    QCOMPARE(r.peakBlocksTotal, requests * own - (requests - 1) * shared);
+    QCOMPARE(r.prefixHitTokens, (requests - 1) * shared * 16);
+
+    // Without a shared prefix nothing is shared.
+    w.prefixShare = 0;
+    const SimResult alone = simulate(s, w);
+    QCOMPARE(alone.peakBlocksTotal, requests * own);
+}
+
+// A pool too small for the running requests' growth preempts (recompute) and still serves
+// everything; it never holds more blocks than the pool.
+void TestSimulate::overflowPreemptsAndCompletes() {
+    Scenario s = scenario();
+    s.workload.maxModelLen = 4096;
+    s.hardware.kvMemoryBytes = std::int64_t{800} << 20; // 400 blocks of 2 MiB
+    const LedgerResult led = computeLedger(s);
+    QCOMPARE(led.numGpuBlocks, 400);
+    WorkloadSpec w = poisson(1, 60, 1000, 2000);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = 16;
+    const SimResult r = simulate(s, w);
+    QVERIFY2(r.error.empty() && r.capped.empty(), (r.error + r.capped).c_str());
+    QVERIFY(r.preemptions > 0);
+    QCOMPARE(r.completed, 60);
+    QCOMPARE(r.rejected, 0);
+    QCOMPARE(r.outputTokens, 60 * 2000);
+    QVERIFY(r.peakBlocksTotal <= r.numBlocks);
+    QCOMPARE(r.numBlocks, 399); // the null block
+    // Admission by the whole prompt: at most 399 / 63 = 6 requests start together.
+    QVERIFY(r.peakRunning <= 6);
+}
+
+// vLLM tests/v1/core/test_scheduler.py test_throttle_capacity_bound_guard_admits (first step):
+// budget 200, two prompts of 200 tokens: the first takes the whole budget, the second waits.
+void TestSimulate::vllmBudgetStopsWaitingQueue() {
+    Scenario s = scenario();
+    s.workload.maxNumBatchedTokens = 200;
+    s.engine.maxNumSeqs = 16;
+    WorkloadSpec w = poisson(1, 2, 200, 4);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = 2;
+    SimOptions o;
+    o.traceSteps = 2;
+    const SimResult r = simulate(s, w, o);
+    QCOMPARE(r.stepTrace.size(), std::size_t(2));
+    QCOMPARE(r.stepTrace[0].size(), std::size_t(1));
+    QCOMPARE(r.stepTrace[0][0], std::make_pair(std::int64_t(1), std::int64_t(200)));
+    // Next step: the first decodes (1 token), the second takes the other 199.
+    QCOMPARE(r.stepTrace[1].size(), std::size_t(2));
+    QCOMPARE(r.stepTrace[1][0], std::make_pair(std::int64_t(1), std::int64_t(1)));
+    QCOMPARE(r.stepTrace[1][1], std::make_pair(std::int64_t(2), std::int64_t(199)));
+}
+
+// test_scheduler.py test_schedule_concurrent_partial_requests, without its
+// long_prefill_token_threshold: budget 1024, three prompts of 800: 800 + 224, then the rest of
+// the second (576) with 448 of the third, running requests first.
+void TestSimulate::vllmChunkedPrefillBudget() {
+    Scenario s = scenario();
+    s.workload.maxNumBatchedTokens = 1024;
+    WorkloadSpec w = poisson(1, 3, 800, 4);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = 3;
+    SimOptions o;
+    o.traceSteps = 3;
+    const SimResult r = simulate(s, w, o);
+    using P = std::pair<std::int64_t, std::int64_t>;
+    QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 800}, {2, 224}}));
+    QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}, {2, 576}, {3, 447}}));
+    QCOMPARE(r.stepTrace[2], (std::vector<P>{{1, 1}, {2, 1}, {3, 353}}));
+}
+
+// test_scheduler.py test_throttle_defers_inflight_prefill_chunk (its unthrottled steps): budget
+// 50, a 4-token request decoding, then an 80-token prompt: 1 decode token + a 49-token chunk.
+void TestSimulate::vllmDecodeBeforeChunk() {
+    Scenario s = scenario();
+    s.workload.maxNumBatchedTokens = 50;
+    s.engine.maxNumSeqs = 16;
+    // A trace-like source: 4 tokens at 0, 80 tokens just after the first step.
+    struct Two : RequestSource {
+        int n = 0;
+        bool next(ArrivingRequest& a) override {
+            if (n == 2)
+                return false;
+            a = ArrivingRequest{};
+            a.arrivalS = n == 0 ? 0.0 : 1e-9;
+            a.promptTokens = n == 0 ? 4 : 80;
+            a.outputTokens = 50;
+            ++n;
+            return true;
+        }
+    } src;
+    SimOptions o;
+    o.traceSteps = 3;
+    const SimResult r = simulate(s, src, o);
+    using P = std::pair<std::int64_t, std::int64_t>;
+    QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 4}}));
+    QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}, {2, 49}}));
+    QCOMPARE(r.stepTrace[2], (std::vector<P>{{1, 1}, {2, 31}}));
+}
+
+// test_scheduler.py test_preempt_during_execution: 11 blocks of 16 (10 usable: the null block),
+// prefix caching off, two 80-token prompts of 5 blocks each. When the first decodes into its
+// sixth block the pool is empty and the last running request (the second) is preempted: it
+// goes back to waiting with its blocks freed, and the first runs alone. Here both prompts are
+// admitted in one step (vLLM's test admits the second while the first is in flight).
+void TestSimulate::vllmPreemptsTheLastRunning() {
+    Scenario s = scenario();
+    s.workload.maxModelLen = 160; // 10 blocks: what the pool holds
+    s.workload.maxNumBatchedTokens = 200;
+    s.hardware.kvMemoryBytes = 11 * (std::int64_t{2} << 20); // 11 blocks of 2 MiB
+    QCOMPARE(computeLedger(s).numGpuBlocks, 11);
+    WorkloadSpec w = poisson(1, 2, 80, 40);
+    w.arrival = ArrivalKind::ClosedLoop;
+    w.concurrency = 2;
+    SimOptions o;
+    o.prefixCaching = false;
+    o.traceSteps = 3;
+    const SimResult r = simulate(s, w, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.numBlocks, 10);
+    using P = std::pair<std::int64_t, std::int64_t>;
+    QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 80}, {2, 80}}));
+    QCOMPARE(r.peakBlocksTotal, 10);
+    // The first decodes; the second was preempted for its block, and nothing is admitted in a
+    // step that preempted.
+    QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}}));
+    QCOMPARE(r.stepTrace[2], (std::vector<P>{{1, 1}}));
+    QVERIFY(r.preemptions >= 1);
+    QCOMPARE(r.completed, 2); // the second is recomputed once the first is done
+    QCOMPARE(r.outputTokens, 80);
+}
+
+// A sliding-window model holds a window's blocks per sliding group however long the request:
+// SlidingWindowManager.remove_skipped_blocks.
+void TestSimulate::slidingWindowFreesBlocks() {
+    Scenario s = scenario();
+    // Mistral-7B-v0.1 style: every layer sliding 4096.
+    for (auto& l : s.model.layers) {
+        l.kind = LayerKind::Sliding;
+        l.window = 4096;
+    }
+    s.workload.maxModelLen = 32768;
+    WorkloadSpec w = poisson(0.001, 1, 16000, 64);
+    const SimResult r = simulate(s, w);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, 1);
+    QCOMPARE(r.groupLabels.size(), std::size_t(1));
+    QCOMPARE(r.groupLabels[0], std::string("sliding_window 4096"));
+    // A 16,000-token prompt in chunks of 8192: the first chunk allocates 512 blocks; the
+    // second frees those wholly before token 8192 - 4096 + 1 (256 blocks) and adds 488.
+    QCOMPARE(r.peakBlocksTotal, 512 + 488 - 256 + 0); // 744 at most during the prefill
+    // The full-attention model holds every block.
+    Scenario f = scenario();
+    const SimResult full = simulate(f, w);
+    QCOMPARE(full.peakBlocksTotal, (16000 + 63 + 15) / 16);
+}
+
+void TestSimulate::determinism() {
+    const Scenario s = scenario();
+    WorkloadSpec w = poisson(20, 3000, 0, 0);
+    w.prompt = *parseLengthDist("lognormal:1000:0.8");
+    w.output = *parseLengthDist("uniform:10:400");
+    w.prefixShare = 0.5;
+    w.prefixTokens = 512;
+    w.seed = 7;
+    const SimResult a = simulate(s, w), b = simulate(s, w);
+    QCOMPARE(a.completed, b.completed);
+    QCOMPARE(a.steps, b.steps);
+    QCOMPARE(a.ttftMs.p99, b.ttftMs.p99);
+    QCOMPARE(a.tpotMs.p50, b.tpotMs.p50);
+    QCOMPARE(a.endS, b.endS);
+    QCOMPARE(a.series.running, b.series.running);
+    QCOMPARE(a.prefixHitTokens, b.prefixHitTokens);
+    w.seed = 8;
+    const SimResult c = simulate(s, w);
+    QVERIFY(c.endS != a.endS);
+    QVERIFY(c.ttftMs.p99 != a.ttftMs.p99);
+    QVERIFY(c.promptTokens != a.promptTokens);
+}
+
+// The arrival gaps have the mean 1/rate and the coefficient of variation asked for (Poisson:
+// CV 1; Gamma with shape 1/CV^2 below and above 1).
+void TestSimulate::gammaArrivals_data() {
+    QTest::addColumn<int>("arrival");
+    QTest::addColumn<double>("cv");
+    QTest::newRow("Poisson") << int(ArrivalKind::Poisson) << 1.0;
+    QTest::newRow("Gamma CV 0.5") << int(ArrivalKind::Gamma) << 0.5;
+    QTest::newRow("Gamma CV 2") << int(ArrivalKind::Gamma) << 2.0;
+    QTest::newRow("Gamma CV 4") << int(ArrivalKind::Gamma) << 4.0;
+}
+
+void TestSimulate::gammaArrivals() {
+    QFETCH(int, arrival);
+    QFETCH(double, cv);
+    WorkloadSpec w = poisson(8, 400001, 100, 10);
+    w.arrival = static_cast<ArrivalKind>(arrival);
+    w.cv = cv;
+    SyntheticSource src(w);
+    ArrivingRequest a;
+    double last = 0, sum = 0, sum2 = 0;
+    int n = 0;
+    while (src.next(a)) {
+        if (n > 0 || a.arrivalS > 0) {
+            const double gap = a.arrivalS - last;
+            sum += gap;
+            sum2 += gap * gap;
+        }
+        last = a.arrivalS;
+        ++n;
+    }
+    QCOMPARE(n, 400001);
+    const double mean = sum / (n - 1);
+    const double sd = std::sqrt(sum2 / (n - 1) - mean * mean);
+    QVERIFY2(rel(mean, 1.0 / 8) < 0.02, qPrintable(QString::number(mean)));
+    QVERIFY2(rel(sd / mean, cv) < 0.03, qPrintable(QString::number(sd / mean)));
+}
+
+void TestSimulate::lengthDistributions_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<double>("mean");
+    QTest::addColumn<qint64>("lo");
+    QTest::addColumn<qint64>("hi");
+    QTest::newRow("fixed") << "1024" << 1024.0 << qint64(1024) << qint64(1024);
+    QTest::newRow("uniform") << "uniform:512:2048" << 1280.0 << qint64(512) << qint64(2048);
+    QTest::newRow("lognormal") << "lognormal:1000:0.5" << 1000.0 << qint64(1) << qint64(1 << 24);
+    QTest::newRow("histogram") << "hist:100:3,1000:1" << 325.0 << qint64(100) << qint64(1000);
+}
+
+void TestSimulate::lengthDistributions() {
+    QFETCH(QString, text);
+    QFETCH(double, mean);
+    QFETCH(qint64, lo);
+    QFETCH(qint64, hi);
+    const auto d = parseLengthDist(text.toStdString());
+    QVERIFY(d.ok());
+    QCOMPARE(d->text(), text.toStdString());
+    QCOMPARE(d->expected(), mean);
+    Rng rng(3);
+    double sum = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+        const std::int64_t v = d->sample(rng);
+        QVERIFY(v >= lo && v <= hi);
+        sum += static_cast<double>(v);
+    }
+    QVERIFY2(rel(sum / n, mean) < 0.01, qPrintable(QString::number(sum / n)));
+}
+
+void TestSimulate::badLengths_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("zero") << "0"
+                          << "must be from 1 to 16,777,216 tokens, got 0";
+    QTest::newRow("absurd") << "99999999999"
+                            << "must be from 1 to 16,777,216 tokens";
+    QTest::newRow("word") << "lots"
+                          << "expected N, uniform:MIN:MAX";
+    QTest::newRow("uniform reversed") << "uniform:2048:512"
+                                      << "1 <= MIN <= MAX";
+    QTest::newRow("lognormal sigma") << "lognormal:1000:9"
+                                     << "SIGMA above 0 and at most 4";
+    QTest::newRow("hist weight") << "hist:100:-1"
+                                 << "weights W >= 0";
+    QTest::newRow("hist empty") << "hist:100:0"
+                                << "positive total weight";
+}
+
+void TestSimulate::badLengths() {
+    QFETCH(QString, text);
+    QFETCH(QString, says);
+    const auto d = parseLengthDist(text.toStdString());
+    QVERIFY(!d.ok());
+    QVERIFY2(QString::fromStdString(d.error().message).contains(says), d.error().message.c_str());
+}
+
+void TestSimulate::absurdWorkloadRefused_data() {
+    QTest::addColumn<double>("rate");
+    QTest::addColumn<qint64>("requests");
+    QTest::addColumn<double>("duration");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("rate 1e9") << 1e9 << qint64(10) << 0.0
+                              << "--rate: must be from 1e-06 to 1,000,000";
+    QTest::newRow("rate 0") << 0.0 << qint64(10) << 0.0 << "--rate: must be from";
+    QTest::newRow("rate nan") << std::nan("") << qint64(10) << 0.0 << "--rate: must be from";
+    QTest::newRow("no end") << 1.0 << qint64(0) << 0.0 << "--requests: give --requests N";
+    QTest::newRow("too many") << 1.0 << qint64(1'000'000'000) << 0.0
+                              << "--requests: must be from 1";
+    QTest::newRow("duration") << 1.0 << qint64(0) << 1e12 << "--duration: must be above 0";
+}
+
+void TestSimulate::absurdWorkloadRefused() {
+    QFETCH(double, rate);
+    QFETCH(qint64, requests);
+    QFETCH(double, duration);
+    QFETCH(QString, says);
+    WorkloadSpec w = poisson(rate, requests, 1000, 100);
+    w.durationS = duration;
+    const SimResult r = simulate(scenario(), w);
+    QVERIFY2(QString::fromStdString(r.error).startsWith(says), r.error.c_str());
+    QVERIFY(r.error.find('\n') == std::string::npos);
+}
+
+// Arrivals far beyond what the replica serves: the waiting queue is bounded and the run says
+// where it stopped.
+void TestSimulate::queueIsCapped() {
+    const Scenario s = scenario();
+    SimOptions o;
+    o.maxWaiting = 5000;
+    const SimResult r = simulate(s, poisson(1e5, 1'000'000, 1000, 256), o);
+    QVERIFY(r.error.empty());
+    QVERIFY2(QString::fromStdString(r.capped).startsWith("the waiting queue passed 5,000 requests"),
+             r.capped.c_str());
+    QVERIFY(r.arrived < 10000);
+    // And the step bound.
+    SimOptions steps;
+    steps.maxSteps = 100;
+    const SimResult t = simulate(s, poisson(10, 1000, 1000, 256), steps);
+    QVERIFY2(QString::fromStdString(t.capped).contains("limit of 100 engine steps"),
+             t.capped.c_str());
+    QCOMPARE(t.steps, 100);
+}
+
+void TestSimulate::seriesIsBounded() {
+    const Scenario s = scenario();
+    SimOptions o;
+    o.seriesPoints = 64;
+    const SimResult r = simulate(s, poisson(5, 2000, 1000, 128), o);
+    QVERIFY(r.series.t.size() <= 65);
+    QVERIFY(r.series.t.size() >= 32);
+    QCOMPARE(r.series.blocksInUse.size(), std::size_t(1));
+    QCOMPARE(r.series.blocksInUse[0].size(), r.series.t.size());
+    QVERIFY(std::is_sorted(r.series.t.begin(), r.series.t.end()));
+    QCOMPARE(r.series.blocksInUse[0].back(), 0); // all served, every block back
+}
+
+// StepCost at the two ends: one decode token of one request is decodeStep(batch 1) (memory
+// bound, so the attention FLOPs it leaves out do not show), a prefill chunk is
+// prefillMsEstimate's.
+void TestSimulate::stepCostMatchesSpeedModel() {
+    const Scenario s = scenario();
+    const StepCost cost(s);
+    QVERIFY(cost.valid());
+    const DecodeStep d = decodeStep(s, 1, 4096);
+    const double kv = 256.0 * 32 * 2 * 16 * 8 * 128 * 2; // 256 blocks of the 32 layers
+    QVERIFY(rel(cost.stepMs(1, 0, kv, 0), d.stepMs) < 1e-12);
+    QVERIFY(rel(cost.stepMs(0, 4096, 0, 0), prefillMsEstimate(s, 4096)) < 1e-12);
+    // More decode tokens read the same weights: the step grows by the KV only.
+    QVERIFY(rel(cost.stepMs(64, 0, 64 * kv, 0), decodeStep(s, 64, 4096).stepMs) < 1e-12);
+}
+
+// kvledger plan --rate: layouts that meet the SLO rank first, then by GPUs; GPU kinds whose best
+// layout meets it first. The SLO (TTFT twice an H100's prefill, at a rate where requests rarely
+// meet) separates an H100 from an A100 40GB, whose tensor cores are about 3x slower.
+void TestSimulate::planRankedBySlo() {
+    PlanRequest req;
+    req.base = scenario();
+    req.base.workload.maxModelLen = 8192;
+    req.users = 8;
+    req.context = 4096;
+    const GpuSpec* a100 = kvl::io::findGpu("a100-40gb");
+    QVERIFY(a100);
+    req.gpus = {*a100, h100()};
+    PlanResult plan = planDeployments(req);
+    QCOMPARE(plan.bestFirst().front()->gpu.id, std::string("a100-40gb")); // 1 GPU each: order kept
+    WorkloadSpec w = poisson(1, 40, 3840, 64);
+    SimOptions o;
+    o.sloTtftMs = 2 * prefillMsEstimate(req.base, 3840);
+    rankPlanBySlo(plan, 0.05, w, o, 0.99);
+    QVERIFY(plan.rankedBySlo);
+    const auto order = plan.bestFirst();
+    QCOMPARE(order.front()->gpu.id, std::string("h100-80gb"));
+    QVERIFY(order.front()->layouts.front().meetsSlo);
+    QVERIFY(!order.back()->layouts.front().meetsSlo);
+    QVERIFY(order.back()->layouts.front().ttftP99Ms > o.sloTtftMs);
+    for (const GpuPlan& g : plan.gpus)
+        for (std::size_t i = 1; i < g.layouts.size(); ++i) {
+            const Deployment& a = g.layouts[i - 1];
+            const Deployment& b = g.layouts[i];
+            if (!a.sloChecked || !b.sloChecked)
+                continue;
+            QVERIFY(a.meetsSlo || !b.meetsSlo);
+            if (a.meetsSlo == b.meetsSlo)
+                QVERIFY(a.layout.gpus() <= b.layout.gpus());
+        }
+}
+
+// A trace is read line by line: the simulation of a 50,000-line trace holds at most what is in
+// the system, not the file (its slab of requests stays small), and gives the trace's requests.
+void TestSimulate::traceIsStreamed() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("t.csv"));
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("prompt_tokens,arrival_s,output_tokens,prefix_id\n");
+        Rng rng(9);
+        double t = 0;
+        for (int i = 0; i < 50000; ++i) {
+            t += rng.exponential() / 4.0;
+            f.write(QByteArray::number(100 + int(rng.next() % 900)) + "," +
+                    QByteArray::number(t, 'f', 6) + ",16," + (i % 2 ? "7" : "") + "\n");
+        }
+    }
+    auto src = kvl::io::TraceSource::open(path.toStdString(), 64);
+    QVERIFY(src.ok());
+    const SimResult r = simulate(scenario(), **src);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, 50000);
+    QCOMPARE(r.outputTokens, 50000 * 16);
+    QVERIFY(r.peakRunning + r.peakWaiting < 200);
+    QVERIFY(r.prefixHitTokens > 0); // odd lines share prefix 7's first 64 tokens
+    QCOMPARE((*src)->lineNumber(), 50001);
+}
+
+QTEST_APPLESS_MAIN(TestSimulate)
+#include "tst_simulate.moc"
