@@ -4,6 +4,7 @@
 #include "tables.h"
 
 #include "core/engine.h"
+#include "core/engines.h"
 #include "core/io/catalog.h"
 #include "core/io/json.h"
 #include "core/io/ledger_json.h"
@@ -69,6 +70,15 @@ int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {
             err << "kvledger ledger: --block-size: " << printable(bs.error) << "\n";
             return 2;
         }
+    if (inv.scenario.engine.kind != core::Engine::Vllm) {
+        // SGLang, TensorRT-LLM and llama.cpp: the engine's own pool and lines.
+        const core::EngineResult e = core::computeEngine(inv.scenario);
+        if (inv.has("json"))
+            out << io::dumpJson(io::engineJson(inv.scenario, e)) << "\n";
+        else
+            cli::printEngineTable(out, inv.scenario, e, inv.units);
+        return 0;
+    }
     const auto r = core::computeLedger(inv.scenario);
     const auto ladder = core::computeLadder(inv.scenario);
     if (inv.has("json"))
@@ -109,6 +119,14 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
         }
     } else {
         req.gpus = {inv.scenario.hardware.gpu};
+    }
+    if (inv.scenario.engine.kind != core::Engine::Vllm) {
+        const auto rows = core::planEngine(req.base, req.gpus, req.users, req.maxGpus);
+        if (inv.has("json"))
+            out << io::dumpJson(io::enginePlanJson(req.base, req.users, rows)) << "\n";
+        else
+            cli::printEnginePlanTable(out, req.base, req.users, rows);
+        return 0;
     }
     const core::PlanResult plan = core::planDeployments(req);
     if (inv.has("json"))
