@@ -254,10 +254,11 @@ Result compute(const Scenario& s) {
             ", swa_layer_tokens=" + std::to_string(r.swaTokens));
     }
     r.logLines.push_back(
-        "max_total_num_tokens=" + std::to_string(tokens) +
-        ", chunked_prefill_size=" + std::to_string(r.chunkedPrefillSize) +
-        ", max_prefill_tokens=16384, max_running_requests=" + std::to_string(r.maxRunningRequests) +
-        ", context_len=" + std::to_string(r.contextLen));
+        "max_total_num_tokens=" + std::to_string(tokens) + ", chunked_prefill_size=" +
+        std::to_string(r.chunkedPrefillSize) + ", max_prefill_tokens=16384, max_running_requests=" +
+        // The scheduler prints the request pool's size, max_num_reqs + 1 (ReqToTokenPool keeps
+        // one slot spare): 2049 for the default 2048, as SGLang 0.4.6's logs show.
+        std::to_string(r.maxRunningRequests + 1) + ", context_len=" + std::to_string(r.contextLen));
 
     std::string cmd =
         "python -m sglang.launch_server --model-path " + (m.hfRepo.empty() ? m.id : m.hfRepo);
