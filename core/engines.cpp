@@ -5,6 +5,7 @@
 #include "core/saturating.h"
 #include "core/sglang/sglang.h"
 #include "core/trtllm/trtllm.h"
+#include "core/units.h"
 #include "core/vllm_command.h"
 
 #include <algorithm>
@@ -55,6 +56,22 @@ EngineResult fromLlamaCpp(const Scenario& s) {
             r.notes.push_back("a request of " + std::to_string(ctx) +
                               " tokens does not fit a sequence of " + std::to_string(l.nCtxSeq) +
                               " cells (-c / -np)");
+    }
+    if (r.error.empty()) {
+        // llama.cpp allocates the weights and the whole cache up front; with every layer
+        // offloaded (-ngl 999) both must fit in the GPUs' memory (-sm layer splits them).
+        const std::int64_t weights = computeLedger(s).weightsBytes;
+        const std::int64_t memory =
+            satMul(s.hardware.gpu.memoryBytes, std::max(1, s.hardware.gpuCount));
+        if (satAdd(weights, l.totalBytes) > memory) {
+            r.error =
+                "llama.cpp: the weights (" + formatBytes(weights) + " at " +
+                std::string(weightDtypeName(s.hardware.weightDtype.value_or(s.model.weightDtype))) +
+                ") and the cache (" + formatBytes(l.totalBytes) + ") exceed the " +
+                formatBytes(memory) + " of " + std::to_string(std::max(1, s.hardware.gpuCount)) +
+                " GPU(s)";
+            r.requestsAtContext = 0;
+        }
     }
     r.notes.push_back("llama.cpp allocates the cache for -c up front; it is not sized from the "
                       "GPU's free memory");
@@ -138,20 +155,14 @@ std::vector<EnginePlanRow> planEngine(const Scenario& base, const std::vector<Gp
             s.hardware.dataParallel = 1;
             s.hardware.gpuCount = n;
             if (s.engine.kind == Engine::Llamacpp) {
-                Scenario one = s;
-                one.hardware.gpuCount = 1;
-                s.hardware.gpuCount = 1;
+                // The cache does not shrink with more GPUs (-sm layer); n GPUs only add room.
                 const EngineResult e = computeEngine(s);
-                const std::int64_t weights = computeLedger(one).weightsBytesPerGpu;
-                const std::int64_t need = satAdd(weights, e.kvPoolBytesPerGpu);
-                if (need > satMul(g.memoryBytes, n)) {
-                    best.why = "the weights and -c's cache need more than " + std::to_string(n) +
-                               " GPU(s)";
+                if (!e.error.empty()) {
+                    best.why = e.error;
                     continue;
                 }
-                if (!e.error.empty() || e.requestsAtContext <= 0) {
-                    best.why = e.error.empty() ? "a request of the context does not fit -c / -np"
-                                               : e.error;
+                if (e.requestsAtContext <= 0) {
+                    best.why = "a request of the context does not fit -c / -np";
                     break;
                 }
                 const std::int64_t replicas = ceilDiv(users, e.requestsAtContext);
