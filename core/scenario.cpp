@@ -15,6 +15,26 @@ std::string num(std::int64_t v) {
 }
 } // namespace
 
+namespace {
+constexpr std::string_view kEngineNames[] = {"vllm", "sglang", "trtllm", "llamacpp"};
+constexpr std::string_view kEngineDisplayNames[] = {"vLLM", "SGLang", "TensorRT-LLM", "llama.cpp"};
+} // namespace
+
+std::string_view engineName(Engine e) {
+    return kEngineNames[static_cast<std::size_t>(e)];
+}
+
+std::string_view engineDisplayName(Engine e) {
+    return kEngineDisplayNames[static_cast<std::size_t>(e)];
+}
+
+std::optional<Engine> parseEngine(std::string_view name) {
+    for (std::size_t i = 0; i < std::size(kEngineNames); ++i)
+        if (kEngineNames[i] == name)
+            return static_cast<Engine>(i);
+    return std::nullopt;
+}
+
 std::int64_t gibToBytes(double gib) {
     return std::llround(gib * static_cast<double>(kGiB));
 }

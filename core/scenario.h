@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace kvl::core {
 
@@ -112,6 +113,58 @@ struct Workload {
     friend bool operator==(const Workload&, const Workload&) = default;
 };
 
+// The inference engine whose rules size the KV pool. vLLM is KV Ledger's reference (computeLedger);
+// the others have their own units (core/sglang/, core/trtllm/, core/llamacpp/) and answer through
+// core/engines.h computeEngine.
+enum class Engine : std::uint8_t { Vllm, Sglang, Trtllm, Llamacpp };
+std::string_view engineName(Engine e); // vllm sglang trtllm llamacpp
+std::optional<Engine> parseEngine(std::string_view name);
+// "vLLM", "SGLang", "TensorRT-LLM", "llama.cpp"
+std::string_view engineDisplayName(Engine e);
+
+// ggml's tensor types that llama.cpp's -ctk / -ctv accept for the KV cache (common/arg.cpp
+// kv_cache_types). The byte sizes live in core/llamacpp/ggml_types.h.
+enum class GgmlKvType : std::uint8_t { F32, F16, Bf16, Q8_0, Q4_0, Q4_1, Iq4Nl, Q5_0, Q5_1 };
+
+// llama.cpp's flags that size its KV cache (llama-server / llama-cli, common/arg.cpp).
+struct LlamaCppOptions {
+    std::int64_t nCtx = 0;              // -c; 0 = the model's training context (n_ctx_train)
+    int nParallel = 1;                  // -np: sequences (slots) the cache holds
+    bool kvUnified = false;             // --kv-unified: one stream shared by every sequence
+    GgmlKvType typeK = GgmlKvType::F16; // -ctk
+    GgmlKvType typeV = GgmlKvType::F16; // -ctv
+    bool swaFull = false;               // --swa-full: sliding layers keep the whole context
+    int nUbatch = 512; // -ub: the SWA cache keeps one micro-batch beyond the window
+    friend bool operator==(const LlamaCppOptions&, const LlamaCppOptions&) = default;
+};
+
+// SGLang's flags that size its token pool (python/sglang/srt/server_args.py).
+struct SglangOptions {
+    std::optional<double> memFractionStatic;  // --mem-fraction-static; empty = SGLang's default
+    std::int64_t maxTotalTokens = 0;          // --max-total-tokens; 0 = as many as fit
+    int pageSize = 1;                         // --page-size
+    std::int64_t chunkedPrefillSize = 0;      // --chunked-prefill-size; 0 = SGLang's default
+    int cudaGraphMaxBs = 0;                   // --cuda-graph-max-bs; 0 = SGLang's default
+    std::optional<double> swaFullTokensRatio; // --swa-full-tokens-ratio; empty = 0.8
+    // Free GPU memory as SGLang measures it (get_available_gpu_memory) before and after loading
+    // the weights ("Load weight begin/end. avail mem=... GB"); empty = KV Ledger's estimate
+    // (the GPU's memory less a 512 MiB CUDA context, then less the weights).
+    std::optional<std::int64_t> freeBeforeLoadBytes;
+    std::optional<std::int64_t> freeAfterLoadBytes;
+    friend bool operator==(const SglangOptions&, const SglangOptions&) = default;
+};
+
+// TensorRT-LLM's KvCacheConfig (tensorrt_llm/llmapi/llm_args.py).
+struct TrtllmOptions {
+    double freeGpuMemoryFraction = 0.9; // kv_cache_config.free_gpu_memory_fraction
+    std::int64_t maxTokens = 0;         // kv_cache_config.max_tokens; 0 = no cap
+    int tokensPerBlock = 32;            // kv_cache_config.tokens_per_block
+    // The profiling run's peak less the KV it allocated for itself ("Peak memory during memory
+    // usage profiling" minus "tmp kv_mem"); empty = KV Ledger's estimate (weights + reserves).
+    std::optional<std::int64_t> peakMemoryBytes;
+    friend bool operator==(const TrtllmOptions&, const TrtllmOptions&) = default;
+};
+
 // How vLLM keeps Mamba state for prefix caching (vllm/config/cache.py, mamba_cache_mode):
 // none keeps one state per request, align one more at block boundaries, all one per block.
 enum class MambaCacheMode : std::uint8_t { Auto, None, Align, All };
@@ -128,6 +181,12 @@ struct EngineOptions {
     std::optional<KvDtype> mambaSsmCacheDtype;            // --mamba-ssm-cache-dtype
     // The vLLM release whose rules apply (core/vllm_version.h); empty = the newest known.
     std::optional<VllmVersion> vllmVersion;
+    // The engine whose rules apply; the fields above are vLLM's, the structs below each
+    // other engine's.
+    Engine kind = Engine::Vllm;
+    LlamaCppOptions llamacpp;
+    SglangOptions sglang;
+    TrtllmOptions trtllm;
     friend bool operator==(const EngineOptions&, const EngineOptions&) = default;
 };
 

@@ -3,14 +3,18 @@
 #include "options.h"
 #include "simulate.h"
 #include "tables.h"
+#include "text.h"
 
 #include "core/engine.h"
+#include "core/engines.h"
 #include "core/io/catalog.h"
+#include "core/io/gguf.h"
 #include "core/io/json.h"
 #include "core/io/ledger_json.h"
 #include "core/ledger.h"
 #include "core/planner.h"
 #include "core/sim/simulator.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <string>
@@ -71,6 +75,15 @@ int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {
             err << "kvledger ledger: --block-size: " << printable(bs.error) << "\n";
             return 2;
         }
+    if (inv.scenario.engine.kind != core::Engine::Vllm) {
+        // SGLang, TensorRT-LLM and llama.cpp: the engine's own pool and lines.
+        const core::EngineResult e = core::computeEngine(inv.scenario);
+        if (inv.has("json"))
+            out << io::dumpJson(io::engineJson(inv.scenario, e)) << "\n";
+        else
+            cli::printEngineTable(out, inv.scenario, e, inv.units);
+        return 0;
+    }
     const auto r = core::computeLedger(inv.scenario);
     const auto ladder = core::computeLadder(inv.scenario);
     if (inv.has("json"))
@@ -111,6 +124,19 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
         }
     } else {
         req.gpus = {inv.scenario.hardware.gpu};
+    }
+    if (inv.scenario.engine.kind != core::Engine::Vllm) {
+        if (inv.has("rate")) {
+            err << "kvledger plan: --rate: the traffic simulation follows vLLM's scheduler; drop "
+                   "--engine or --rate\n";
+            return 2;
+        }
+        const auto rows = core::planEngine(req.base, req.gpus, req.users, req.maxGpus);
+        if (inv.has("json"))
+            out << io::dumpJson(io::enginePlanJson(req.base, req.users, rows)) << "\n";
+        else
+            cli::printEnginePlanTable(out, req.base, req.users, rows);
+        return 0;
     }
     core::PlanResult plan = core::planDeployments(req);
     // --rate with an SLO: simulate each layout's replica at its share of the rate.
@@ -170,6 +196,70 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
     return 0;
 }
 
+// kvledger gguf FILE: the header of a local .gguf (core/io/gguf.h); a file that is not a GGUF,
+// is truncated or lies about its sizes is one line naming it, exit 2.
+int runGguf(const Invocation& inv, std::ostream& out, std::ostream& err) {
+    if (inv.positional.empty()) {
+        err << "kvledger gguf: FILE: missing (the .gguf file to read)\n";
+        return 2;
+    }
+    const auto r = io::readGgufHeader(inv.positional.front());
+    if (!r) {
+        err << "kvledger gguf: " << printable(r.error().message) << "\n";
+        return r.error().code == ErrorCode::NotFound ? 1 : 2;
+    }
+    const io::GgufInfo& g = r.value();
+    if (inv.has("json")) {
+        Json types = Json::array();
+        for (const auto& t : g.types)
+            types.push_back({{"type", t.type},
+                             {"tensors", t.tensors},
+                             {"elements", t.elements},
+                             {"bytes", t.bytes}});
+        const Json o = {{"file", g.path},
+                        {"version", g.version},
+                        {"architecture", g.architecture},
+                        {"name", g.name},
+                        {"file_type", g.fileType},
+                        {"block_count", g.blockCount},
+                        {"context_length", g.contextLength},
+                        {"embedding_length", g.embeddingLength},
+                        {"head_count", g.headCount},
+                        {"head_count_kv", g.headCountKv},
+                        {"key_length", g.keyLength},
+                        {"value_length", g.valueLength},
+                        {"sliding_window", g.slidingWindow},
+                        {"expert_count", g.expertCount},
+                        {"tensor_count", g.tensorCount},
+                        {"weight_bytes", g.weightBytes},
+                        {"weight_elements", g.weightElements},
+                        {"bits_per_weight", g.bitsPerWeight()},
+                        {"tensor_types", types}};
+        out << io::dumpJson(o) << "\n";
+        return 0;
+    }
+    out << printable(g.path) << ": GGUF v" << g.version << ", " << printable(g.architecture);
+    if (!g.name.empty())
+        out << " (" << printable(g.name) << ")";
+    if (!g.fileType.empty())
+        out << ", " << g.fileType;
+    out << "\n  " << g.blockCount << " blocks, " << g.headCount << " heads, KV heads ";
+    for (std::size_t i = 0; i < g.headCountKv.size() && i < 8; ++i)
+        out << (i ? "," : "") << g.headCountKv[i];
+    if (g.headCountKv.size() > 8)
+        out << ",...";
+    out << ", key/value length " << g.keyLength << "/" << g.valueLength << ", context "
+        << g.contextLength;
+    if (g.slidingWindow > 0)
+        out << ", sliding window " << g.slidingWindow;
+    out << "\n  " << g.tensorCount << " tensors, " << core::formatBytes(g.weightBytes) << " ("
+        << cli::fixed(g.bitsPerWeight(), 2) << " bits per weight)\n";
+    for (const auto& t : g.types)
+        out << "    " << t.type << ": " << t.tensors << " tensors, " << core::formatBytes(t.bytes)
+            << "\n";
+    return 0;
+}
+
 } // namespace
 
 int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
@@ -198,7 +288,7 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
         return 0;
     }
     if (first != "ledger" && first != "plan" && first != "models" && first != "gpus" &&
-        first != "simulate") {
+        first != "simulate" && first != "gguf") {
         handled = false;
         return 0;
     }
@@ -220,6 +310,8 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
         return cli::runSimulate(*inv, out, err);
     if (first == "models")
         return runModels(*inv, out);
+    if (first == "gguf")
+        return runGguf(*inv, out, err);
     return runGpus(*inv, out);
 }
 

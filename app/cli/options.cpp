@@ -260,6 +260,13 @@ const std::vector<CommandSpec>& commands() {
          true},
         {"models", {"models [--json]"}, "the model catalog (resources/models.json)", {"json"}},
         {"gpus", {"gpus [--json]"}, "the GPU catalog (resources/gpus.json)", {"json"}},
+        {"gguf",
+         {"gguf FILE.gguf [--json]"},
+         "a GGUF file's header, read without loading the weights: the architecture, the "
+         "metadata llama.cpp sizes its KV cache from, and each tensor type's real bytes",
+         {"json"},
+         false,
+         1},
         {"export",
          {"export --chart NAME --out FILE [options]", "export --report FILE.pdf [options]"},
          "a chart, a table or the review report, written without a window",

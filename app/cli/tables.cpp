@@ -276,4 +276,42 @@ void printGpusTable(std::ostream& out, const std::vector<core::GpuSpec>& gpus) {
             << withThousands(g.memoryBytes) << std::setw(12) << g.bandwidthGBs << "\n";
 }
 
+void printEngineTable(std::ostream& out, const core::Scenario& s, const core::EngineResult& r,
+                      core::UnitSystem u) {
+    out << printable(s.model.name) << " on " << s.hardware.gpuCount << " x "
+        << printable(s.hardware.gpu.name) << " with " << core::engineDisplayName(r.engine)
+        << " (rules of " << r.version << ")\n";
+    if (!r.error.empty())
+        out << "  does not run: " << printable(r.error) << "\n";
+    out << "  KV pool per GPU        " << bytesText(r.kvPoolBytesPerGpu, u) << "\n";
+    out << "  tokens in the pool     " << withThousands(r.poolTokens) << "\n";
+    out << "  KV bytes per token     " << withThousands(r.kvBytesPerTokenPerGpu) << " per GPU\n";
+    out << "  requests of " << withThousands(s.workload.context) << " tokens  "
+        << withThousands(r.requestsAtContext) << "\n";
+    if (!r.logLines.empty()) {
+        out << "  " << core::engineDisplayName(r.engine) << " prints:\n";
+        for (const auto& l : r.logLines)
+            out << "    " << l << "\n";
+    }
+    out << "  launch: " << printable(r.command) << "\n";
+    for (const auto& n : r.notes)
+        out << "  note: " << printable(n) << "\n";
+}
+
+void printEnginePlanTable(std::ostream& out, const core::Scenario& base, std::int64_t users,
+                          const std::vector<core::EnginePlanRow>& rows) {
+    out << withThousands(users) << " requests of " << withThousands(base.workload.context)
+        << " tokens, " << printable(base.model.name) << " with "
+        << core::engineDisplayName(base.engine.kind) << "\n";
+    for (const auto& r : rows) {
+        out << "  " << std::left << std::setw(14) << printable(r.gpu.id) << std::right;
+        if (r.gpus == 0) {
+            out << "does not fit: " << printable(r.why) << "\n";
+            continue;
+        }
+        out << r.gpus << " GPUs: " << r.replicas << " x " << r.gpusPerReplica << " GPU(s), "
+            << withThousands(r.requestsPerReplica) << " requests per replica\n";
+    }
+}
+
 } // namespace kvl::app::cli

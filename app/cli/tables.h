@@ -3,6 +3,7 @@
 // documents are core/io/ledger_json.h's and commands.cpp's). Names from catalogs and
 // config.json files go through printable().
 
+#include "core/engines.h"
 #include "core/ledger.h"
 #include "core/model.h"
 #include "core/planner.h"
@@ -25,6 +26,14 @@ void printLedgerTable(std::ostream& out, const core::Scenario& s, const core::Le
 // up to three other layouts, and the vLLM command of the best plan.
 void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core::PlanResult& plan,
                     core::UnitSystem u);
+
+// kvledger ledger --engine sglang|trtllm|llamacpp: the engine's pool, tokens and requests, its
+// startup lines and launch command.
+void printEngineTable(std::ostream& out, const core::Scenario& s, const core::EngineResult& r,
+                      core::UnitSystem u);
+// kvledger plan --engine sglang|trtllm|llamacpp: one row per GPU kind (core::planEngine).
+void printEnginePlanTable(std::ostream& out, const core::Scenario& base, std::int64_t users,
+                          const std::vector<core::EnginePlanRow>& rows);
 
 // KV bytes per token in the model's own dtype (vLLM "auto"), whole model.
 std::int64_t nativeBytesPerToken(const core::ModelSpec& m);

@@ -1,8 +1,11 @@
 #include "ledger_json.h"
 
 #include "core/engine.h"
+#include "core/llamacpp/llamacpp.h"
 #include "core/saturating.h"
+#include "core/sglang/sglang.h"
 #include "core/speed.h"
+#include "core/trtllm/trtllm.h"
 #include "core/vllm_command.h"
 
 #include <algorithm>
@@ -288,6 +291,110 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
               {"max_gpus", req.maxGpus},
               {"plans", std::move(plans)}};
     putSaturated(o);
+    return o;
+}
+
+Json engineJson(const core::Scenario& s, const core::EngineResult& r) {
+    Json o;
+    o["engine"] = std::string(core::engineName(r.engine));
+    o["engine_version"] = r.version;
+    o["model"] = s.model.id;
+    o["gpu"] = s.hardware.gpu.id;
+    o["tp"] = s.hardware.gpuCount;
+    o["context"] = s.workload.context;
+    o["kv_pool_bytes_per_gpu"] = r.kvPoolBytesPerGpu;
+    o["pool_tokens"] = r.poolTokens;
+    o["kv_bytes_per_token_per_gpu"] = r.kvBytesPerTokenPerGpu;
+    o["requests_at_context"] = r.requestsAtContext;
+    o["log_lines"] = r.logLines;
+    o["command"] = r.command;
+    o["notes"] = r.notes;
+    o["error"] = r.error;
+    Json d;
+    switch (r.engine) {
+    case core::Engine::Llamacpp: {
+        const auto l = core::llamacpp::compute(s);
+        d["n_ctx"] = l.nCtx;
+        d["n_ctx_seq"] = l.nCtxSeq;
+        d["n_seq_max"] = l.nSeqMax;
+        d["kv_unified"] = l.unified;
+        Json caches = Json::array();
+        for (const auto& c : l.caches)
+            caches.push_back({{"kind", c.kind == core::llamacpp::Cache::Kind::Kv    ? "kv"
+                                       : c.kind == core::llamacpp::Cache::Kind::Swa ? "swa"
+                                                                                    : "recurrent"},
+                              {"cells", c.cells},
+                              {"layers", c.layers},
+                              {"streams", c.streams},
+                              {"type_k", c.typeK},
+                              {"type_v", c.typeV},
+                              {"k_bytes", c.kBytes},
+                              {"v_bytes", c.vBytes}});
+        d["caches"] = caches;
+        d["total_bytes"] = l.totalBytes;
+        break;
+    }
+    case core::Engine::Sglang: {
+        const auto g = core::sglang::compute(s);
+        d["mem_fraction_static"] = g.memFractionStatic;
+        d["mem_fraction_default"] = g.memFractionDefault;
+        d["reserved_mib"] = g.reservedMiB;
+        d["gpu_mem_mib"] = g.gpuMemMiB;
+        d["chunked_prefill_size"] = g.chunkedPrefillSize;
+        d["cuda_graph_max_bs"] = g.cudaGraphMaxBs;
+        d["free_before_load_gib"] = g.freeBeforeGiB;
+        d["free_after_load_gib"] = g.freeAfterGiB;
+        d["rest_gib"] = g.restGiB;
+        d["cell_size"] = g.cellSize;
+        d["profiled_tokens"] = g.profiledTokens;
+        d["max_total_num_tokens"] = g.maxTotalNumTokens;
+        d["swa_tokens"] = g.swaTokens;
+        d["mamba_cache_size"] = g.mambaCacheSize;
+        d["max_running_requests"] = g.maxRunningRequests;
+        d["context_len"] = g.contextLen;
+        d["k_bytes"] = g.kBytes;
+        d["v_bytes"] = g.vBytes;
+        break;
+    }
+    case core::Engine::Trtllm: {
+        const auto t = core::trtllm::compute(s);
+        d["kv_size_per_token"] = t.kvSizePerToken;
+        d["kv_dtype"] = t.kvDtype;
+        d["total_bytes"] = t.totalBytes;
+        d["peak_bytes"] = t.peakBytes;
+        d["peak_estimated"] = t.peakEstimated;
+        d["free_gpu_memory_fraction"] = t.fraction;
+        d["available_bytes"] = t.availableBytes;
+        d["max_tokens"] = t.maxTokens;
+        d["blocks"] = t.blocks;
+        d["pool_tokens"] = t.poolTokens;
+        d["pool_bytes"] = t.poolBytes;
+        break;
+    }
+    case core::Engine::Vllm:
+        break;
+    }
+    o["detail"] = d;
+    return o;
+}
+
+Json enginePlanJson(const core::Scenario& base, std::int64_t users,
+                    const std::vector<core::EnginePlanRow>& rows) {
+    Json o;
+    o["engine"] = std::string(core::engineName(base.engine.kind));
+    o["model"] = base.model.id;
+    o["users"] = users;
+    o["context"] = base.workload.context;
+    Json a = Json::array();
+    for (const auto& r : rows)
+        a.push_back({{"gpu", r.gpu.id},
+                     {"fits", r.gpus > 0},
+                     {"gpus", r.gpus},
+                     {"gpus_per_replica", r.gpusPerReplica},
+                     {"replicas", r.replicas},
+                     {"requests_per_replica", r.requestsPerReplica},
+                     {"why_not", r.why}});
+    o["plans"] = a;
     return o;
 }
 

@@ -4,6 +4,7 @@
 // the command line; app/cli prints them with dumpJson (json.h). Keys come out in the order
 // written (ordered_json), which is the order of the documents kvledger has always printed.
 
+#include "core/engines.h"
 #include "core/ledger.h"
 #include "core/planner.h"
 #include "core/scenario.h"
@@ -25,6 +26,15 @@ nlohmann::ordered_json ledgerJson(const core::Scenario& s, const core::LedgerRes
 // The deployment plans of `plan` (core::planDeployments(request)), best first: for each GPU
 // kind the best layout (or why none fits) and the alternatives.
 nlohmann::ordered_json planJson(const core::PlanRequest& request, const core::PlanResult& plan);
+
+// The ledger of a scenario whose engine is SGLang, TensorRT-LLM or llama.cpp: the engine's pool,
+// tokens, requests at the context, its startup lines and launch command, and the engine's own
+// intermediate figures under "detail". `r` is core::computeEngine(s).
+nlohmann::ordered_json engineJson(const core::Scenario& s, const core::EngineResult& r);
+
+// `plan` for SGLang, TensorRT-LLM or llama.cpp (core::planEngine's rows, best first).
+nlohmann::ordered_json enginePlanJson(const core::Scenario& base, std::int64_t users,
+                                      const std::vector<core::EnginePlanRow>& rows);
 
 // The concurrency the ledger's decode-speed figures are taken at: the requests asked for
 // (--concurrency), else as many as run (those that fit, capped by max_num_seqs), at least one.

@@ -6,6 +6,7 @@
 
 #include "core/engine.h"
 #include "core/ledger.h"
+#include "core/llamacpp/ggml_types.h"
 
 #include <array>
 #include <charconv>
@@ -618,6 +619,221 @@ const std::array kOptions{
                        return {};
                    },
                    .phase = OptionPhase::Refine},
+    ScenarioOption{
+        .name = "engine",
+        .valueName = "E",
+        .help = "the engine whose rules size the KV pool: vllm, sglang, trtllm or llamacpp",
+        .defaultOf = [](const Scenario& b) { return std::string(core::engineName(b.engine.kind)); },
+        .apply = [](Scenario& s, const std::string& v) -> Status {
+            const auto e = core::parseEngine(v);
+            if (!e)
+                return bad("expected vllm, sglang, trtllm or llamacpp, got '" + v + "'");
+            s.engine.kind = *e;
+            return {};
+        }},
+    ScenarioOption{
+        .name = "ctx-size",
+        .valueName = "N",
+        .help = "llama.cpp -c: context cells; 0 = the model's training context",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nCtx); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 0, core::kMaxContext, s.engine.llamacpp.nCtx);
+            }},
+    ScenarioOption{
+        .name = "parallel",
+        .valueName = "N",
+        .help = "llama.cpp -np: sequences (slots) the cache holds",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nParallel); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, 4096, s.engine.llamacpp.nParallel);
+            }},
+    ScenarioOption{.name = "kv-unified",
+                   .help = "llama.cpp --kv-unified: one KV stream shared by every sequence",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.engine.llamacpp.kvUnified = true;
+                       return {};
+                   }},
+    ScenarioOption{.name = "cache-type-k",
+                   .valueName = "T",
+                   .help = "llama.cpp -ctk: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           return std::string(
+                               core::llamacpp::ggmlKvTypeName(b.engine.llamacpp.typeK));
+                       },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       const auto t = core::llamacpp::parseGgmlKvType(v);
+                       if (!t)
+                           return bad("expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 "
+                                      "or q5_1, got '" +
+                                      v + "'");
+                       s.engine.llamacpp.typeK = *t;
+                       return {};
+                   }},
+    ScenarioOption{.name = "cache-type-v",
+                   .valueName = "T",
+                   .help = "llama.cpp -ctv: the same types as -ctk",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           return std::string(
+                               core::llamacpp::ggmlKvTypeName(b.engine.llamacpp.typeV));
+                       },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       const auto t = core::llamacpp::parseGgmlKvType(v);
+                       if (!t)
+                           return bad("expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 "
+                                      "or q5_1, got '" +
+                                      v + "'");
+                       s.engine.llamacpp.typeV = *t;
+                       return {};
+                   }},
+    ScenarioOption{.name = "swa-full",
+                   .help = "llama.cpp --swa-full: sliding layers keep the whole context",
+                   .apply = [](Scenario& s, const std::string&) -> Status {
+                       s.engine.llamacpp.swaFull = true;
+                       return {};
+                   }},
+    ScenarioOption{
+        .name = "ubatch-size",
+        .valueName = "N",
+        .help = "llama.cpp -ub: the micro-batch the SWA cache keeps beyond the window",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nUbatch); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, 1 << 20, s.engine.llamacpp.nUbatch);
+            }},
+    ScenarioOption{.name = "mem-fraction-static",
+                   .valueName = "F",
+                   .help = "SGLang --mem-fraction-static; auto = SGLang's default for the GPU",
+                   .defaultOf = [](const Scenario&) { return std::string("auto"); },
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       if (v == "auto") {
+                           s.engine.sglang.memFractionStatic.reset();
+                           return {};
+                       }
+                       auto f = numberIn(v, 0.0, 1.0, true);
+                       if (!f)
+                           return f.error();
+                       s.engine.sglang.memFractionStatic = *f;
+                       return {};
+                   }},
+    ScenarioOption{
+        .name = "max-total-tokens",
+        .valueName = "N",
+        .help = "SGLang --max-total-tokens: a cap on the token pool; 0 = none",
+        .defaultOf =
+            [](const Scenario& b) { return std::to_string(b.engine.sglang.maxTotalTokens); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 0, core::kMaxContext, s.engine.sglang.maxTotalTokens);
+            }},
+    ScenarioOption{
+        .name = "page-size",
+        .valueName = "N",
+        .help = "SGLang --page-size: the pool is rounded down to whole pages",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.sglang.pageSize); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, 1 << 20, s.engine.sglang.pageSize);
+            }},
+    ScenarioOption{
+        .name = "chunked-prefill-size",
+        .valueName = "N",
+        .help = "SGLang --chunked-prefill-size; 0 = SGLang's default for the GPU",
+        .defaultOf =
+            [](const Scenario& b) { return std::to_string(b.engine.sglang.chunkedPrefillSize); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 0, core::kMaxContext, s.engine.sglang.chunkedPrefillSize);
+            }},
+    ScenarioOption{
+        .name = "cuda-graph-max-bs",
+        .valueName = "N",
+        .help = "SGLang --cuda-graph-max-bs; 0 = SGLang's default for the GPU",
+        .defaultOf =
+            [](const Scenario& b) { return std::to_string(b.engine.sglang.cudaGraphMaxBs); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 0, 1 << 20, s.engine.sglang.cudaGraphMaxBs);
+            }},
+    ScenarioOption{.name = "swa-full-tokens-ratio",
+                   .valueName = "F",
+                   .help = "SGLang --swa-full-tokens-ratio: sliding-layer tokens per full-layer "
+                           "token (default 0.8)",
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       auto f = numberIn(v, 0.0, 1.0, true);
+                       if (!f)
+                           return f.error();
+                       s.engine.sglang.swaFullTokensRatio = *f;
+                       return {};
+                   }},
+    ScenarioOption{.name = "free-before-load-gib",
+                   .valueName = "X",
+                   .help = "SGLang: free GPU memory before the weights load (its 'Load weight "
+                           "begin. avail mem'); default the GPU's memory less 0.5 GiB",
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t b = 0;
+                       if (auto st = setGiB(v, b); !st)
+                           return st;
+                       s.engine.sglang.freeBeforeLoadBytes = b;
+                       return {};
+                   }},
+    ScenarioOption{.name = "free-after-load-gib",
+                   .valueName = "X",
+                   .help = "SGLang: free GPU memory after the weights load (its 'Load weight "
+                           "end. avail mem'); default the memory before less the weights",
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t b = 0;
+                       if (auto st = setGiB(v, b); !st)
+                           return st;
+                       s.engine.sglang.freeAfterLoadBytes = b;
+                       return {};
+                   }},
+    ScenarioOption{
+        .name = "free-gpu-memory-fraction",
+        .valueName = "F",
+        .help = "TensorRT-LLM kv_cache_config.free_gpu_memory_fraction",
+        .defaultOf =
+            [](const Scenario& b) { return shortNumber(b.engine.trtllm.freeGpuMemoryFraction); },
+        .apply = [](Scenario& s, const std::string& v) -> Status {
+            auto f = numberIn(v, 0.0, 1.0, true);
+            if (!f)
+                return f.error();
+            s.engine.trtllm.freeGpuMemoryFraction = *f;
+            return {};
+        }},
+    ScenarioOption{
+        .name = "max-tokens",
+        .valueName = "N",
+        .help = "TensorRT-LLM kv_cache_config.max_tokens: a cap on the pool; 0 = none",
+        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.trtllm.maxTokens); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 0, core::kMaxContext, s.engine.trtllm.maxTokens);
+            }},
+    ScenarioOption{
+        .name = "tokens-per-block",
+        .valueName = "N",
+        .help = "TensorRT-LLM kv_cache_config.tokens_per_block",
+        .defaultOf =
+            [](const Scenario& b) { return std::to_string(b.engine.trtllm.tokensPerBlock); },
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setInt(v, 1, 1 << 20, s.engine.trtllm.tokensPerBlock);
+            }},
+    ScenarioOption{.name = "peak-memory-gib",
+                   .valueName = "X",
+                   .help = "TensorRT-LLM: the profiling run's peak less its own KV; default "
+                           "KV Ledger's estimate (weights + reserves)",
+                   .apply = [](Scenario& s, const std::string& v) -> Status {
+                       std::int64_t b = 0;
+                       if (auto st = setGiB(v, b); !st)
+                           return st;
+                       s.engine.trtllm.peakMemoryBytes = b;
+                       return {};
+                   }},
 };
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "scenario_file.h"
 
+#include "core/llamacpp/ggml_types.h"
+
 #include "files.h"
 #include "json.h"
 #include "json_fields.h"
@@ -183,7 +185,35 @@ Out engineToJson(const core::EngineOptions& e) {
                                           ? Out(std::string(core::dtypeName(*e.mambaSsmCacheDtype)))
                                           : Out(nullptr)},
             // null = the newest release KV Ledger knows
-            {"vllm_version", e.vllmVersion ? Out(e.vllmVersion->str()) : Out(nullptr)}};
+            {"vllm_version", e.vllmVersion ? Out(e.vllmVersion->str()) : Out(nullptr)},
+            {"name", std::string(core::engineName(e.kind))},
+            {"llamacpp",
+             {{"ctx_size", e.llamacpp.nCtx},
+              {"parallel", e.llamacpp.nParallel},
+              {"kv_unified", e.llamacpp.kvUnified},
+              {"cache_type_k", std::string(core::llamacpp::ggmlKvTypeName(e.llamacpp.typeK))},
+              {"cache_type_v", std::string(core::llamacpp::ggmlKvTypeName(e.llamacpp.typeV))},
+              {"swa_full", e.llamacpp.swaFull},
+              {"ubatch_size", e.llamacpp.nUbatch}}},
+            {"sglang",
+             {{"mem_fraction_static",
+               e.sglang.memFractionStatic ? Out(*e.sglang.memFractionStatic) : Out(nullptr)},
+              {"max_total_tokens", e.sglang.maxTotalTokens},
+              {"page_size", e.sglang.pageSize},
+              {"chunked_prefill_size", e.sglang.chunkedPrefillSize},
+              {"cuda_graph_max_bs", e.sglang.cudaGraphMaxBs},
+              {"swa_full_tokens_ratio",
+               e.sglang.swaFullTokensRatio ? Out(*e.sglang.swaFullTokensRatio) : Out(nullptr)},
+              {"free_before_load_bytes",
+               e.sglang.freeBeforeLoadBytes ? Out(*e.sglang.freeBeforeLoadBytes) : Out(nullptr)},
+              {"free_after_load_bytes",
+               e.sglang.freeAfterLoadBytes ? Out(*e.sglang.freeAfterLoadBytes) : Out(nullptr)}}},
+            {"trtllm",
+             {{"free_gpu_memory_fraction", e.trtllm.freeGpuMemoryFraction},
+              {"max_tokens", e.trtllm.maxTokens},
+              {"tokens_per_block", e.trtllm.tokensPerBlock},
+              {"peak_memory_bytes",
+               e.trtllm.peakMemoryBytes ? Out(*e.trtllm.peakMemoryBytes) : Out(nullptr)}}}};
 }
 
 // --- reading --------------------------------------------------------------------------------
@@ -436,6 +466,46 @@ core::EngineOptions engineFromJson(const Field& j) {
             v.fail(parsed.error().message);
         e.vllmVersion = *parsed;
     }
+    if (const Field n = j["name"]; n.present()) {
+        const auto k = n.isString() ? core::parseEngine(n.string()) : std::nullopt;
+        if (!k)
+            n.fail("must be one of vllm, sglang, trtllm, llamacpp, got " + n.describe());
+        e.kind = *k;
+    }
+    auto kvType = [](const Field& f, core::GgmlKvType& out) {
+        if (!f.present())
+            return;
+        const auto t = f.isString() ? core::llamacpp::parseGgmlKvType(f.string()) : std::nullopt;
+        if (!t)
+            f.fail("must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1, got " +
+                   f.describe());
+        out = *t;
+    };
+    const Field l = section(j, "llamacpp");
+    readInt(l["ctx_size"], e.llamacpp.nCtx, 0, core::kMaxContext);
+    readInt(l["parallel"], e.llamacpp.nParallel, 1, 4096);
+    readBool(l["kv_unified"], e.llamacpp.kvUnified);
+    kvType(l["cache_type_k"], e.llamacpp.typeK);
+    kvType(l["cache_type_v"], e.llamacpp.typeV);
+    readBool(l["swa_full"], e.llamacpp.swaFull);
+    readInt(l["ubatch_size"], e.llamacpp.nUbatch, 1, 1 << 20);
+    const Field g = section(j, "sglang");
+    if (const Field f = g["mem_fraction_static"]; f.present())
+        e.sglang.memFractionStatic = f.numberAbove(0, 1);
+    readInt(g["max_total_tokens"], e.sglang.maxTotalTokens, 0, core::kMaxContext);
+    readInt(g["page_size"], e.sglang.pageSize, 1, 1 << 20);
+    readInt(g["chunked_prefill_size"], e.sglang.chunkedPrefillSize, 0, core::kMaxContext);
+    readInt(g["cuda_graph_max_bs"], e.sglang.cudaGraphMaxBs, 0, 1 << 20);
+    if (const Field f = g["swa_full_tokens_ratio"]; f.present())
+        e.sglang.swaFullTokensRatio = f.numberAbove(0, 1);
+    e.sglang.freeBeforeLoadBytes = g["free_before_load_bytes"].optInteger(0, kMaxBytes);
+    e.sglang.freeAfterLoadBytes = g["free_after_load_bytes"].optInteger(0, kMaxBytes);
+    const Field t = section(j, "trtllm");
+    if (const Field f = t["free_gpu_memory_fraction"]; f.present())
+        e.trtllm.freeGpuMemoryFraction = f.numberAbove(0, 1);
+    readInt(t["max_tokens"], e.trtllm.maxTokens, 0, core::kMaxContext);
+    readInt(t["tokens_per_block"], e.trtllm.tokensPerBlock, 1, 1 << 20);
+    e.trtllm.peakMemoryBytes = t["peak_memory_bytes"].optInteger(0, kMaxBytes);
     return e;
 }
 

@@ -69,6 +69,8 @@ QString writeFile(QTemporaryDir& dir, const QString& name, const QByteArray& tex
 class TestCli : public QObject {
     Q_OBJECT
 private slots:
+    void ggufCommand();
+    void engineOption();
     void doneWhen();
     void fieldsPresent();
     void values_data();
@@ -1109,6 +1111,84 @@ void TestCli::simulateBadInput() {
     QVERIFY(r.out.isEmpty());
     QVERIFY2(r.err.contains(mentions), qPrintable(r.err));
     QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
+// Issue 31: `kvledger gguf FILE` reads a header (a GGUF v3 with one q8_0 tensor of 64 x 2
+// values: 4 blocks of 34 bytes) and refuses a file that is not a GGUF in one line naming it.
+void TestCli::ggufCommand() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QByteArray b("GGUF");
+    auto u32 = [&](quint32 v) { b.append(reinterpret_cast<const char*>(&v), 4); };
+    auto u64 = [&](quint64 v) { b.append(reinterpret_cast<const char*>(&v), 8); };
+    auto str = [&](const QByteArray& t) {
+        u64(quint64(t.size()));
+        b.append(t);
+    };
+    u32(3);
+    u64(1); // tensors
+    u64(2); // metadata
+    str("general.architecture");
+    u32(8);
+    str("qwen3");
+    str("qwen3.block_count");
+    u32(4);
+    u32(28);
+    str("w");
+    u32(2);
+    u64(64);
+    u64(2);
+    u32(8); // q8_0
+    u64(0);
+    while (b.size() % 32)
+        b.append('\0');
+    b.append(QByteArray(136, '\x22'));
+    const QString path = dir.filePath(QStringLiteral("m.gguf"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(b);
+    f.close();
+    auto r = run({"gguf", path, "--json"});
+    QCOMPARE(r.rc, 0);
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(o["architecture"].toString(), QStringLiteral("qwen3"));
+    QCOMPARE(o["block_count"].toInteger(), 28);
+    QCOMPARE(o["weight_bytes"].toInteger(), 136);
+    QCOMPARE(o["bits_per_weight"].toDouble(), 8.5);
+
+    const QString bad = dir.filePath(QStringLiteral("bad.gguf"));
+    QFile g(bad);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(b.left(40));
+    g.close();
+    r = run({"gguf", bad});
+    QCOMPARE(r.rc, 2);
+    QVERIFY2(r.err.startsWith(QStringLiteral("kvledger gguf: ") + bad + QStringLiteral(": ")),
+             qPrintable(r.err));
+    QCOMPARE(r.err.count(u'\n'), 1);
+}
+
+// Issue 31: --engine names its choices when the value is not one; the engines' ledger is a
+// different document from vLLM's, with the engine's lines.
+void TestCli::engineOption() {
+    auto r = run({"ledger", "--engine", "tgi"});
+    QCOMPARE(r.rc, 2);
+    QCOMPARE(r.err,
+             QStringLiteral("kvledger ledger: --engine: expected vllm, sglang, trtllm or llamacpp, "
+                            "got 'tgi'\n"));
+    r = run({"ledger", "--engine", "llamacpp", "--model", "llama-3.1-8b", "--ctx-size", "8192",
+             "--json"});
+    QCOMPARE(r.rc, 0);
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(o["engine"].toString(), QStringLiteral("llamacpp"));
+    // 32 layers x 8 heads x 128 x 2 bytes x 2 (K, V) x 8192 cells: 1 GiB.
+    QCOMPARE(o["kv_pool_bytes_per_gpu"].toInteger(), qint64(1) << 30);
+    QCOMPARE(o["log_lines"].toArray().first().toString(),
+             QStringLiteral("llama_kv_cache: size = 1024.00 MiB (  8192 cells,  32 layers,  1/1 "
+                            "seqs), K (f16):  512.00 MiB, V (f16):  512.00 MiB"));
+    // vLLM's own document is unchanged by the engine option's default.
+    r = run({"ledger", "--model", "llama-3.1-8b", "--json"});
+    QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).object().contains("vllm_log_lines"));
 }
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -1,0 +1,203 @@
+#include "engines.h"
+
+#include "core/ledger.h"
+#include "core/llamacpp/llamacpp.h"
+#include "core/saturating.h"
+#include "core/sglang/sglang.h"
+#include "core/trtllm/trtllm.h"
+#include "core/units.h"
+#include "core/vllm_command.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kvl::core {
+
+namespace {
+
+EngineResult fromVllm(const Scenario& s) {
+    const LedgerResult l = computeLedger(s);
+    EngineResult r;
+    r.engine = Engine::Vllm;
+    r.version = l.vllmVersion;
+    r.kvPoolBytesPerGpu = l.availableKvBytes;
+    r.poolTokens = l.gpuKvCacheTokens;
+    r.kvBytesPerTokenPerGpu = l.kvBytesPerTokenPerGpu;
+    r.requestsAtContext = l.requestsYouCanRun;
+    r.logLines = l.vllmLogLines;
+    r.command = vllmServeCommand(s).text();
+    r.notes = l.notes;
+    r.error = l.error;
+    return r;
+}
+
+EngineResult fromLlamaCpp(const Scenario& s) {
+    const auto l = llamacpp::compute(s);
+    EngineResult r;
+    r.engine = Engine::Llamacpp;
+    r.version = "master 2026 (src/llama-kv-cache.cpp)";
+    r.kvPoolBytesPerGpu = l.totalBytes;
+    r.poolTokens = l.nCtx;
+    r.kvBytesPerTokenPerGpu = l.bytesPerToken;
+    r.logLines = l.logLines;
+    r.command = l.command;
+    r.error = l.error;
+    if (r.error.empty()) {
+        // A sequence holds at most n_ctx_seq cells; with a unified cache the sequences share
+        // n_ctx, without it each has its own stream.
+        const std::int64_t ctx = std::max<std::int64_t>(1, s.workload.context);
+        if (ctx > l.nCtxSeq)
+            r.requestsAtContext = 0;
+        else if (l.unified)
+            r.requestsAtContext = std::min<std::int64_t>(l.nSeqMax, l.nCtx / ctx);
+        else
+            r.requestsAtContext = l.nSeqMax;
+        if (ctx > l.nCtxSeq)
+            r.notes.push_back("a request of " + std::to_string(ctx) +
+                              " tokens does not fit a sequence of " + std::to_string(l.nCtxSeq) +
+                              " cells (-c / -np)");
+    }
+    if (r.error.empty()) {
+        // llama.cpp allocates the weights and the whole cache up front; with every layer
+        // offloaded (-ngl 999) both must fit in the GPUs' memory (-sm layer splits them).
+        const std::int64_t weights = computeLedger(s).weightsBytes;
+        const std::int64_t memory =
+            satMul(s.hardware.gpu.memoryBytes, std::max(1, s.hardware.gpuCount));
+        if (satAdd(weights, l.totalBytes) > memory) {
+            r.error =
+                "llama.cpp: the weights (" + formatBytes(weights) + " at " +
+                std::string(weightDtypeName(s.hardware.weightDtype.value_or(s.model.weightDtype))) +
+                ") and the cache (" + formatBytes(l.totalBytes) + ") exceed the " +
+                formatBytes(memory) + " of " + std::to_string(std::max(1, s.hardware.gpuCount)) +
+                " GPU(s)";
+            r.requestsAtContext = 0;
+        }
+    }
+    r.notes.push_back("llama.cpp allocates the cache for -c up front; it is not sized from the "
+                      "GPU's free memory");
+    return r;
+}
+
+EngineResult fromSglang(const Scenario& s) {
+    const auto g = sglang::compute(s);
+    EngineResult r;
+    r.engine = Engine::Sglang;
+    r.version = "main 2026 (model_runner_kv_cache_mixin.py)";
+    r.kvPoolBytesPerGpu = satMul(g.maxTotalNumTokens, g.cellSize);
+    r.poolTokens = g.maxTotalNumTokens;
+    r.kvBytesPerTokenPerGpu = g.cellSize;
+    r.logLines = g.logLines;
+    r.command = g.command;
+    r.error = g.error;
+    if (r.error.empty()) {
+        // The radix pool is token-granular: requests of the context that fit, at most
+        // max_running_requests.
+        const std::int64_t ctx = std::max<std::int64_t>(1, s.workload.context);
+        r.requestsAtContext = std::min(g.maxTotalNumTokens / ctx, g.maxRunningRequests);
+        if (g.memFractionDefault) {
+            char f[32];
+            std::snprintf(f, sizeof f, "%g", g.memFractionStatic);
+            r.notes.push_back("mem_fraction_static " + std::string(f) +
+                              " is SGLang's default for this GPU and TP");
+        }
+    }
+    return r;
+}
+
+EngineResult fromTrtllm(const Scenario& s) {
+    const auto t = trtllm::compute(s);
+    EngineResult r;
+    r.engine = Engine::Trtllm;
+    r.version = "main 2026 (_torch/pyexecutor/_util.py)";
+    r.kvPoolBytesPerGpu = t.poolBytes;
+    r.poolTokens = t.poolTokens;
+    r.kvBytesPerTokenPerGpu = t.kvSizePerToken;
+    r.logLines = t.logLines;
+    r.command = t.command;
+    r.error = t.error;
+    if (r.error.empty()) {
+        // Whole blocks per request.
+        const int tpb = std::max(1, s.engine.trtllm.tokensPerBlock);
+        const std::int64_t need = ceilDiv(std::max<std::int64_t>(1, s.workload.context), tpb);
+        r.requestsAtContext = t.blocks / need;
+        if (t.peakEstimated)
+            r.notes.push_back("the profiling peak is KV Ledger's estimate (weights + reserves)");
+    }
+    return r;
+}
+
+} // namespace
+
+EngineResult computeEngine(const Scenario& s) {
+    switch (s.engine.kind) {
+    case Engine::Vllm:
+        return fromVllm(s);
+    case Engine::Llamacpp:
+        return fromLlamaCpp(s);
+    case Engine::Sglang:
+        return fromSglang(s);
+    case Engine::Trtllm:
+        return fromTrtllm(s);
+    }
+    return fromVllm(s);
+}
+
+std::vector<EnginePlanRow> planEngine(const Scenario& base, const std::vector<GpuSpec>& gpus,
+                                      std::int64_t users, int maxGpus) {
+    std::vector<EnginePlanRow> rows;
+    for (const auto& g : gpus) {
+        EnginePlanRow best;
+        best.gpu = g;
+        for (int n = 1; n <= std::max(1, maxGpus); n *= 2) {
+            Scenario s = base;
+            s.hardware.gpu = g;
+            s.hardware.pipelineParallel = 1;
+            s.hardware.dataParallel = 1;
+            s.hardware.gpuCount = n;
+            if (s.engine.kind == Engine::Llamacpp) {
+                // The cache does not shrink with more GPUs (-sm layer); n GPUs only add room.
+                const EngineResult e = computeEngine(s);
+                if (!e.error.empty()) {
+                    best.why = e.error;
+                    continue;
+                }
+                if (e.requestsAtContext <= 0) {
+                    best.why = "a request of the context does not fit -c / -np";
+                    break;
+                }
+                const std::int64_t replicas = ceilDiv(users, e.requestsAtContext);
+                if (replicas * n > maxGpus) {
+                    best.why = "more than " + std::to_string(maxGpus) + " GPUs";
+                    break;
+                }
+                best = {g, n, e.requestsAtContext, int(replicas), int(replicas * n), {}};
+                break;
+            }
+            if (s.validate()) {
+                best.why = *s.validate();
+                continue;
+            }
+            const EngineResult e = computeEngine(s);
+            if (!e.error.empty() || e.requestsAtContext <= 0) {
+                best.why = e.error.empty() ? "no request of the context fits" : e.error;
+                continue;
+            }
+            const std::int64_t replicas = ceilDiv(users, e.requestsAtContext);
+            if (replicas * n > maxGpus) {
+                best.why = "more than " + std::to_string(maxGpus) + " GPUs";
+                continue;
+            }
+            if (best.gpus == 0 || replicas * n < best.gpus)
+                best = {g, n, e.requestsAtContext, int(replicas), int(replicas * n), {}};
+        }
+        rows.push_back(best);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const EnginePlanRow& a, const EnginePlanRow& b) {
+        if ((a.gpus == 0) != (b.gpus == 0))
+            return a.gpus != 0;
+        return a.gpus < b.gpus;
+    });
+    return rows;
+}
+
+} // namespace kvl::core
