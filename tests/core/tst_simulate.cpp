@@ -1,6 +1,7 @@
 // The traffic simulation (core/sim): held against theory (one request alone, Little's law, the
 // static capacity bound, the ledger's prefix-sharing figure), against vLLM's own scheduler tests
-// (tests/v1/core/test_scheduler.py), and against bad input.
+// (tests/v1/core/test_scheduler.py), against published `vllm bench serve` runs
+// (publishedMeasurements), and against bad input.
 
 #include "core/engine.h"
 #include "core/io/catalog.h"
