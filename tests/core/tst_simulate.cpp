@@ -1,6 +1,7 @@
 // The traffic simulation (core/sim): held against theory (one request alone, Little's law, the
 // static capacity bound, the ledger's prefix-sharing figure), against vLLM's own scheduler tests
-// (tests/v1/core/test_scheduler.py), and against bad input.
+// (tests/v1/core/test_scheduler.py), against published `vllm bench serve` runs
+// (publishedMeasurements), and against bad input.
 
 #include "core/engine.h"
 #include "core/io/catalog.h"
@@ -71,6 +72,14 @@ double rel(double a, double b) {
     return std::abs(a - b) / std::max(std::abs(b), 1e-300);
 }
 
+// Qwen/Qwen3-4B config.json (huggingface.co/Qwen/Qwen3-4B), for a published run of a model the
+// catalog does not hold.
+constexpr const char* kQwen3_4bConfig = R"({"architectures": ["Qwen3ForCausalLM"],
+  "model_type": "qwen3", "head_dim": 128, "hidden_size": 2560, "intermediate_size": 9728,
+  "max_position_embeddings": 40960, "num_attention_heads": 32, "num_hidden_layers": 36,
+  "num_key_value_heads": 8, "sliding_window": null, "use_sliding_window": false,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 151936})";
+
 } // namespace
 
 class TestSimulate : public QObject {
@@ -103,6 +112,8 @@ private slots:
     void stepCostMatchesSpeedModel();
     void planRankedBySlo();
     void traceIsStreamed();
+    void publishedMeasurements_data();
+    void publishedMeasurements();
 };
 
 // At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
@@ -667,6 +678,176 @@ void TestSimulate::traceIsStreamed() {
     QVERIFY(r.peakRunning + r.peakWaiting < 200);
     QVERIFY(r.prefixHitTokens > 0); // odd lines share prefix 7's first 64 tokens
     QCOMPARE((*src)->lineNumber(), 50001);
+}
+
+// Correct against the world: published `vllm bench serve` runs, replayed with the default
+// speed model (no calibration). A closed loop of C clients is `--max-concurrency C
+// --request-rate inf`; `--dataset-name random` with range ratio 0 sends fixed lengths. Each row
+// asserts the simulated/published ratio inside the band the README reports, so a change to the
+// speed model or the scheduler that moves a figure out of its band fails here. Rows inside 20%
+// have a band inside [0.8, 1.2]; a miss has a band around its measured miss.
+enum class Figure { DecodeTokPerS, GainOverC1, ReqPerS, TpotMs, TtftMs };
+
+void TestSimulate::publishedMeasurements_data() {
+    QTest::addColumn<QString>("model"); // catalog id, or "qwen3-4b" (kQwen3_4bConfig)
+    QTest::addColumn<QString>("gpu");
+    QTest::addColumn<qint64>("maxModelLen"); // 0 = the model's
+    QTest::addColumn<double>("memUtil");     // 0 = the release's default
+    QTest::addColumn<qint64>("concurrency"); // 0 = all at once (an open loop at 10,000/s)
+    QTest::addColumn<qint64>("prompt");
+    QTest::addColumn<qint64>("output");
+    QTest::addColumn<qint64>("requests");
+    QTest::addColumn<int>("figure");
+    QTest::addColumn<double>("published");
+    QTest::addColumn<double>("lo"); // simulated / published must lie in [lo, hi]
+    QTest::addColumn<double>("hi");
+
+    // John Musgrave, "vLLM throughput-latency sweep on NVIDIA A100" (johnmusgrave.com/p/
+    // vllm-throughput-latency-sweep-on): meta-llama/Llama-3.1-8B-Instruct BF16 on one A100
+    // 40GB, vLLM 0.23.0, `vllm serve` defaults; `vllm bench serve --dataset-name random
+    // --random-input-len 1024 --random-output-len 128 --ignore-eos --max-concurrency C
+    // --num-prompts 20C`. It reports decode at one request at "about 75 tokens/sec" and
+    // "a 6.6x gain" in throughput from C=1 to C=8.
+    QTest::newRow("A100-40GB Llama-3.1-8B v0.23.0 C=1: decode 75 tok/s")
+        << "llama-3.1-8b"
+        << "a100-40gb" << qint64(0) << 0.0 << qint64(1) << qint64(1024) << qint64(128) << qint64(20)
+        << int(Figure::DecodeTokPerS) << 75.0 << 0.95 << 1.1;
+    QTest::newRow("A100-40GB Llama-3.1-8B v0.23.0 C=8: 6.6x C=1's throughput")
+        << "llama-3.1-8b"
+        << "a100-40gb" << qint64(0) << 0.0 << qint64(8) << qint64(1024) << qint64(128)
+        << qint64(160) << int(Figure::GainOverC1) << 6.6 << 0.85 << 0.95;
+
+    // GPUStack performance lab, "Optimizing Qwen3-8B Latency on NVIDIA H100 GPUs"
+    // (github.com/gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md, its vLLM
+    // baseline): Qwen/Qwen3-8B on one H100 SXM, vLLM v0.11.0, `vllm serve Qwen/Qwen3-8B`;
+    // `vllm bench serve --backend openai-chat --dataset-name sharegpt --num-prompts 100
+    // --max-concurrency 4`: 23,260 input and 22,061 generated tokens, 2.25 req/s, mean TTFT
+    // 64.00 ms, mean TPOT 7.38 ms. ShareGPT's lengths vary; they are replayed here fixed at
+    // the run's means (233 in, 221 out). Misses, kept as measured: TTFT 0.40x (the published
+    // one holds the chat template, tokenizing and the HTTP round trip, none of which the
+    // simulation has; with lognormal lengths its TTFT is smaller still) and 1.28x the
+    // requests, from the shorter TPOT and TTFT together. TPOT is within 20%.
+    for (const auto& [name, figure, published, lo, hi] :
+         {std::tuple{"H100 Qwen3-8B v0.11.0 C=4: 2.25 req/s (miss)", Figure::ReqPerS, 2.25, 1.2,
+                     1.35},
+          std::tuple{"H100 Qwen3-8B v0.11.0 C=4: mean TPOT 7.38 ms", Figure::TpotMs, 7.38, 0.8,
+                     0.9},
+          std::tuple{"H100 Qwen3-8B v0.11.0 C=4: mean TTFT 64.0 ms (miss)", Figure::TtftMs, 64.0,
+                     0.33, 0.47}})
+        QTest::newRow(name) << "qwen3-8b"
+                            << "h100-80gb" << qint64(0) << 0.0 << qint64(4) << qint64(233)
+                            << qint64(221) << qint64(100) << int(figure) << published << lo << hi;
+
+    // GPUStack performance lab, "Optimizing Qwen3-14B Throughput on NVIDIA H100 GPUs"
+    // (github.com/gpustack/gpustack docs/performance-lab/qwen3-14b/h100.md, "Baseline benchmark
+    // results"): Qwen/Qwen3-14B on one H100 SXM, vLLM v0.11.0, `vllm serve Qwen/Qwen3-14B`;
+    // `vllm bench serve --dataset-name random` with every request sent at once (no
+    // --max-concurrency, rate inf): 100 prompts of 32,000 tokens (9,855 generated, 99 each on
+    // average) in 386.80 s, and 500 of 4,000 (1,997,942 in, 99,803 out) in 227.57 s. Sent at
+    // once is an open loop here at 10,000 req/s. Misses, kept as measured: prefill-heavy load
+    // runs 1.6x (4K) to 2.1x (32K) faster than measured; the default speed model's prefill
+    // (FLOPs at its assumed efficiency, attention included) is optimistic on H100 at these
+    // lengths.
+    for (const auto& [name, prompt, output, requests, published, lo, hi] :
+         {std::tuple{"H100 Qwen3-14B v0.11.0 32K in, all at once: 0.2585 req/s (miss)",
+                     qint64(32000), qint64(99), qint64(100), 100 / 386.80, 1.9, 2.25},
+          std::tuple{"H100 Qwen3-14B v0.11.0 4K in, all at once: 2.197 req/s (miss)", qint64(3996),
+                     qint64(200), qint64(500), 500 / 227.57, 1.5, 1.75}})
+        QTest::newRow(name) << "qwen3-14b"
+                            << "h100-80gb" << qint64(0) << 0.0 << qint64(0) << prompt << output
+                            << requests << int(Figure::ReqPerS) << published << lo << hi;
+
+    // vLLM PR #38479 (github.com/vllm-project/vllm/pull/38479), its baseline run: Qwen/Qwen3-4B
+    // on one H100, TP 1, --max-model-len 8192 --gpu-memory-utilization 0.85; `vllm bench serve`
+    // random 512 in / 128 out, 1500 prompts at --max-concurrency 80: 41.75 req/s, mean TPOT
+    // 10.17 ms, mean TTFT 596.97 ms (vLLM main at the PR's time; the figures as quoted in the
+    // brief for this work, the thread itself not being in our search index to re-read).
+    for (const auto& [name, figure, published, lo, hi] :
+         // Misses, kept as measured: its TTFT is 0.19x (the speed model has no per-step CPU
+         // cost and no API server, tokenizer or streaming time, which the published TTFT
+         // holds), and so, clients over end-to-end latency, it serves 1.54x the requests.
+         // TPOT is within 20%.
+         {std::tuple{"H100 Qwen3-4B C=80: 41.75 req/s (miss)", Figure::ReqPerS, 41.75, 1.45, 1.65},
+          std::tuple{"H100 Qwen3-4B C=80: mean TPOT 10.17 ms", Figure::TpotMs, 10.17, 0.8, 0.95},
+          std::tuple{"H100 Qwen3-4B C=80: mean TTFT 596.97 ms (miss)", Figure::TtftMs, 596.97, 0.15,
+                     0.25}})
+        QTest::newRow(name) << "qwen3-4b"
+                            << "h100-80gb" << qint64(8192) << 0.85 << qint64(80) << qint64(512)
+                            << qint64(128) << qint64(1500) << int(figure) << published << lo << hi;
+}
+
+void TestSimulate::publishedMeasurements() {
+    QFETCH(QString, model);
+    QFETCH(QString, gpu);
+    QFETCH(qint64, maxModelLen);
+    QFETCH(double, memUtil);
+    QFETCH(qint64, concurrency);
+    QFETCH(qint64, prompt);
+    QFETCH(qint64, output);
+    QFETCH(qint64, requests);
+    QFETCH(int, figure);
+    QFETCH(double, published);
+    QFETCH(double, lo);
+    QFETCH(double, hi);
+
+    Scenario s;
+    if (model == "qwen3-4b") {
+        auto m = kvl::io::parseHfConfig(kQwen3_4bConfig, "Qwen/Qwen3-4B config.json");
+        QVERIFY(m.ok());
+        s.model = *m;
+    } else {
+        const ModelSpec* m = kvl::io::findModel(model.toStdString());
+        QVERIFY(m);
+        s.model = *m;
+    }
+    const GpuSpec* g = kvl::io::findGpu(gpu.toStdString());
+    QVERIFY(g);
+    s.hardware.gpu = *g;
+    s.workload.maxModelLen = maxModelLen;
+    if (memUtil > 0)
+        s.hardware.memoryUtilization = memUtil;
+
+    auto run = [&](qint64 clients, qint64 n) {
+        WorkloadSpec w;
+        if (clients > 0) {
+            w.arrival = ArrivalKind::ClosedLoop;
+            w.concurrency = clients;
+        } else {
+            w.rate = 10000; // `--request-rate inf`: every request at once
+        }
+        w.requests = n;
+        w.prompt = LengthDist::fixed(prompt);
+        w.output = LengthDist::fixed(output);
+        return simulate(s, w);
+    };
+    const SimResult r = run(concurrency, requests);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, requests);
+    double simulated = 0;
+    switch (static_cast<Figure>(figure)) {
+    case Figure::DecodeTokPerS:
+        simulated = 1000.0 / r.tpotMs.mean;
+        break;
+    case Figure::GainOverC1: {
+        const SimResult one = run(1, 20);
+        QVERIFY2(one.error.empty(), one.error.c_str());
+        simulated = r.outputTokensPerS / one.outputTokensPerS;
+        break;
+    }
+    case Figure::ReqPerS:
+        simulated = r.throughputRps;
+        break;
+    case Figure::TpotMs:
+        simulated = r.tpotMs.mean;
+        break;
+    case Figure::TtftMs:
+        simulated = r.ttftMs.mean;
+        break;
+    }
+    const double ratio = simulated / published;
+    qInfo("published %.4g, simulated %.4g, ratio %.3f", published, simulated, ratio);
+    QVERIFY2(ratio >= lo && ratio <= hi,
+             qPrintable(QString("ratio %1 outside [%2, %3]").arg(ratio).arg(lo).arg(hi)));
 }
 
 QTEST_APPLESS_MAIN(TestSimulate)
