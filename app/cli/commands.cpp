@@ -9,6 +9,7 @@
 #include "core/io/ledger_json.h"
 #include "core/ledger.h"
 #include "core/planner.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <string>
@@ -97,8 +98,9 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
         for (const auto& id : inv.gpus) {
             const core::GpuSpec* g = io::findGpu(id);
             if (!g) {
-                err << "kvledger plan: --gpu: unknown GPU '" << printable(id)
-                    << "' (kvledger gpus lists them)\n";
+                err << "kvledger plan: --gpu: unknown GPU '" << printable(id) << "'"
+                    << printable(core::didYouMean(id, io::gpuIds()))
+                    << " (kvledger gpus lists them)\n";
                 return 2;
             }
             // `--gpu b200 --gpu b200` asks for one kind: one plan each.

@@ -11,6 +11,8 @@
 #include "core/speed.h"
 #include "core/vllm_command.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -137,8 +139,8 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
                 << "): " << withThousands(batch) << " requests x "
                 << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
                 << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
-                << fixed(d.clusterTokensPerSecond, 0) << " tokens/s per replica x DP ("
-                << core::regimeName(d.regime) << ")\n";
+                << withThousands(std::llround(d.clusterTokensPerSecond))
+                << " tokens/s per replica x DP (" << core::regimeName(d.regime) << ")\n";
     }
     if (s.workload.targetRequests > 0) {
         const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
@@ -238,28 +240,73 @@ std::int64_t nativeBytesPerToken(const core::ModelSpec& m) {
     return core::computeLedger(s).kvBytesPerToken;
 }
 
-void printModelsTable(std::ostream& out, const std::vector<core::ModelSpec>& models) {
-    out << std::left << std::setw(24) << "id" << std::setw(16) << "family" << std::right
-        << std::setw(7) << "layers" << std::setw(8) << "q" << std::setw(5) << "kv" << std::setw(6)
-        << "hd" << std::setw(10) << "max ctx" << std::setw(14) << "KV/token"
-        << "  notes\n";
-    for (const auto& m : models) {
-        out << std::left << std::setw(24) << printable(m.id) << std::setw(16) << printable(m.family)
-            << std::right << std::setw(7) << m.numLayers() << std::setw(8) << m.qHeads
-            << std::setw(5) << m.kvHeads << std::setw(6) << m.headDim << std::setw(10)
-            << withThousands(m.maxContext) << std::setw(14) << withThousands(nativeBytesPerToken(m))
-            << "  " << printable(m.notes) << "\n";
+namespace {
+
+// Columns as wide as their widest cell, two spaces apart: a long name (or a long id, such as
+// llama-4-maverick-17b-128e) widens its column instead of running into the next one.
+struct Column {
+    std::string title;
+    bool right = false; // numbers right-aligned
+};
+
+void printColumns(std::ostream& out, const std::vector<Column>& cols,
+                  const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(cols.size());
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+        width[c] = cols[c].title.size();
+        for (const auto& r : rows)
+            width[c] = std::max(width[c], r[c].size());
     }
+    const auto line = [&](const std::vector<std::string>& cells) {
+        std::string text;
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::string pad(width[c] - cells[c].size(), ' ');
+            if (c > 0)
+                text += "  ";
+            // The last column (free text) is not padded: no trailing blanks.
+            text +=
+                cols[c].right ? pad + cells[c] : (c + 1 == cols.size() ? cells[c] : cells[c] + pad);
+        }
+        while (!text.empty() && text.back() == ' ')
+            text.pop_back();
+        out << text << "\n";
+    };
+    std::vector<std::string> titles;
+    for (const auto& c : cols)
+        titles.push_back(c.title);
+    line(titles);
+    for (const auto& r : rows)
+        line(r);
+}
+
+} // namespace
+
+void printModelsTable(std::ostream& out, const std::vector<core::ModelSpec>& models) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : models)
+        rows.push_back({printable(m.id), printable(m.family), std::to_string(m.numLayers()),
+                        std::to_string(m.qHeads), std::to_string(m.kvHeads),
+                        std::to_string(m.headDim), withThousands(m.maxContext),
+                        withThousands(nativeBytesPerToken(m)), printable(m.notes)});
+    printColumns(out,
+                 {{"id"},
+                  {"family"},
+                  {"layers", true},
+                  {"q", true},
+                  {"kv", true},
+                  {"hd", true},
+                  {"max ctx", true},
+                  {"KV B/token", true},
+                  {"notes"}},
+                 rows);
 }
 
 void printGpusTable(std::ostream& out, const std::vector<core::GpuSpec>& gpus) {
-    out << std::left << std::setw(18) << "id" << std::setw(26) << "name" << std::right
-        << std::setw(14) << "memory" << std::setw(18) << "bytes" << std::setw(12) << "GB/s"
-        << "\n";
+    std::vector<std::vector<std::string>> rows;
     for (const auto& g : gpus)
-        out << std::left << std::setw(18) << printable(g.id) << std::setw(26) << printable(g.name)
-            << std::right << std::setw(14) << formatBytes(g.memoryBytes) << std::setw(18)
-            << withThousands(g.memoryBytes) << std::setw(12) << g.bandwidthGBs << "\n";
+        rows.push_back({printable(g.id), printable(g.name), formatBytes(g.memoryBytes),
+                        withThousands(g.memoryBytes), withThousands(std::llround(g.bandwidthGBs))});
+    printColumns(out, {{"id"}, {"name"}, {"memory", true}, {"bytes", true}, {"GB/s", true}}, rows);
 }
 
 } // namespace kvl::app::cli
