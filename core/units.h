@@ -3,10 +3,7 @@
 // (KB, MB, GB = 10^9) units, chosen by the caller, never mixed in one figure.
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
 
 namespace kvl::core {
 
@@ -20,21 +17,5 @@ std::string formatBytes(double bytes, UnitSystem units = UnitSystem::Binary, int
 std::string formatTokens(std::int64_t tokens);
 // "131,072"
 std::string withThousands(std::int64_t value);
-
-// A token count as people write it and as the window's token boxes read it: "32K" -> 32768,
-// "1.5k" -> 1536, "1M" -> 1048576, "8,000" -> 8000 (K = 1024, M = 2^20). Nothing when the text
-// is not a whole count (negative, "1.1K", text) or exceeds 2^53, where doubles stop being exact.
-std::optional<std::int64_t> parseTokenCount(std::string_view text);
-
-// The names of `names` a user most likely meant by `typed` (case-insensitive), best first, at
-// most `most`: those `typed` is a prefix of (shortest first), then those within a small edit
-// distance (a third of the typed length, at least 1; a swap of neighbours counts one). Empty
-// when nothing is close: a wild guess is worse than none.
-std::vector<std::string> closestNames(std::string_view typed, const std::vector<std::string>& names,
-                                      std::size_t most = 3);
-// "; did you mean a, b or c?" for closestNames (each name after `prefix`), or "" when there is
-// none.
-std::string didYouMean(std::string_view typed, const std::vector<std::string>& names,
-                       std::string_view prefix = "");
 
 } // namespace kvl::core

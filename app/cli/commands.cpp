@@ -8,8 +8,8 @@
 #include "core/io/json.h"
 #include "core/io/ledger_json.h"
 #include "core/ledger.h"
+#include "core/names.h"
 #include "core/planner.h"
-#include "core/units.h"
 
 #include <algorithm>
 #include <string>
@@ -19,6 +19,13 @@ namespace kvl::app {
 namespace {
 
 using Json = nlohmann::ordered_json; // keeps the keys in the order written
+
+std::vector<std::string> gpuIds() {
+    std::vector<std::string> ids;
+    for (const auto& g : io::builtinGpus())
+        ids.push_back(g.id);
+    return ids;
+}
 
 int runModels(const Invocation& inv, std::ostream& out) {
     const bool json = inv.has("json");
@@ -99,8 +106,7 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
             const core::GpuSpec* g = io::findGpu(id);
             if (!g) {
                 err << "kvledger plan: --gpu: unknown GPU '" << printable(id) << "'"
-                    << printable(core::didYouMean(id, io::gpuIds()))
-                    << " (kvledger gpus lists them)\n";
+                    << printable(core::didYouMean(id, gpuIds())) << " (kvledger gpus lists them)\n";
                 return 2;
             }
             // `--gpu b200 --gpu b200` asks for one kind: one plan each.

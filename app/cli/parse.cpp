@@ -5,6 +5,7 @@
 #include "core/deployment.h"
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
+#include "core/names.h"
 #include "core/units.h"
 
 #include <QCommandLineOption>

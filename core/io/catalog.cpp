@@ -263,18 +263,4 @@ const core::GpuSpec* findGpu(std::string_view id) {
     return nullptr;
 }
 
-std::vector<std::string> modelIds() {
-    std::vector<std::string> ids;
-    for (const auto& m : builtinModels())
-        ids.push_back(m.id);
-    return ids;
-}
-
-std::vector<std::string> gpuIds() {
-    std::vector<std::string> ids;
-    for (const auto& g : builtinGpus())
-        ids.push_back(g.id);
-    return ids;
-}
-
 } // namespace kvl::io

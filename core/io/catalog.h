@@ -32,9 +32,6 @@ const std::vector<core::ModelSpec>& builtinModels();
 const std::vector<core::GpuSpec>& builtinGpus();
 const core::ModelSpec* findModel(std::string_view id); // case-insensitive id
 const core::GpuSpec* findGpu(std::string_view id);
-// The catalogs' ids, in catalog order, for "did you mean" (core::didYouMean).
-std::vector<std::string> modelIds();
-std::vector<std::string> gpuIds();
 
 // Parse catalog documents (used for the built-in ones and by tests).
 Result<std::vector<core::ModelSpec>> parseModelCatalog(std::string_view json,

@@ -6,6 +6,7 @@
 
 #include "core/engine.h"
 #include "core/ledger.h"
+#include "core/names.h"
 #include "core/units.h"
 
 #include <array>
@@ -23,6 +24,21 @@ using core::Scenario;
 
 Error bad(std::string message) {
     return makeError(ErrorCode::BadInput, std::move(message));
+}
+
+// The catalogs' ids, for "did you mean".
+std::vector<std::string> modelIds() {
+    std::vector<std::string> ids;
+    for (const auto& m : builtinModels())
+        ids.push_back(m.id);
+    return ids;
+}
+
+std::vector<std::string> gpuIds() {
+    std::vector<std::string> ids;
+    for (const auto& g : builtinGpus())
+        ids.push_back(g.id);
+    return ids;
 }
 
 kvl::Result<std::int64_t> intIn(const std::string& text, std::int64_t lo, std::int64_t hi) {

@@ -1,5 +1,6 @@
 #include "widgets/scenario/token_spin_box.h"
 
+#include "core/names.h"
 #include "core/units.h"
 
 #include <QLineEdit>
