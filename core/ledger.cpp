@@ -981,9 +981,11 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     SweepResult out;
     if (s.validate())
         return out; // no curves for a scenario the ledger rejects
-    const std::int64_t modelMax = std::max(s.model.maxContext, s.effectiveMaxModelLen());
-    const std::int64_t upper =
-        std::max(std::min<std::int64_t>(modelMax, std::int64_t{1} << 20), s.workload.context);
+    // The context axis ends at the max model len (the user's --max-model-len where set, which
+    // may be below or above the model's): beyond it vLLM rejects the request. A context typed
+    // beyond it still gets its point.
+    const std::int64_t upper = std::max(
+        std::min<std::int64_t>(s.effectiveMaxModelLen(), std::int64_t{1} << 20), s.workload.context);
     out.contexts = sweepContexts(upper, pointsPerOctave);
     const std::array ids{LadderStepId::Baseline, LadderStepId::Attention,
                          LadderStepId::Quantization, LadderStepId::Paging, LadderStepId::Prefix};
