@@ -4,6 +4,7 @@
 
 #include "app/cli.h"
 
+#include "core/deployment.h"
 #include "core/engine.h"
 #include "core/io/ledger_json.h"
 #include "core/io/scenario_file.h"
@@ -37,8 +38,9 @@ std::string bytesText(std::int64_t b, core::UnitSystem u) {
 
 // The scenario: model, GPUs, geometry, attention, KV format, paging and prefix.
 void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
-    out << printable(s.model.name) << " on " << s.hardware.gpuCount << " x "
-        << printable(s.hardware.gpu.name) << "\n";
+    const core::Layout layout = core::layoutOf(s);
+    out << printable(s.model.name) << " on " << layout.gpus() << " x "
+        << printable(s.hardware.gpu.name) << " (" << core::layoutLabel(layout) << ")\n";
     out << "  " << s.model.geometrySummary() << "\n";
     out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format)
         << ", "
@@ -51,37 +53,42 @@ void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::Led
     out << "\n\n";
 }
 
-// One row per ledger figure, the bytes in `u` and exact.
+// One row per ledger figure, the bytes in `u` and exact, each with its scope as the window
+// says it: per GPU (one GPU of a replica), per replica (its TP x PP GPUs serve every request),
+// cluster (x DP), or model (the model's KV counted once, before TP splits or replicates it).
 void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
                      core::UnitSystem u) {
     auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
     const int w = 34;
-    auto row = [&](const std::string& k, const std::string& v) {
-        out << "  " << std::left << std::setw(w) << k << v << "\n";
+    auto row = [&](const std::string& k, const char* scope, const std::string& v) {
+        out << "  " << std::left << std::setw(w) << k << std::setw(13) << scope << v << "\n";
     };
-    row("KV per token (model)", bytes(r.kvBytesPerToken));
-    row("KV per token (per GPU)", bytes(r.kvBytesPerTokenPerGpu));
+    constexpr const char* gpu = "per GPU";
+    row("KV per token", "model", bytes(r.kvBytesPerToken));
+    row("KV per token", gpu, bytes(r.kvBytesPerTokenPerGpu));
     if (r.blockSize > 0)
-        row("Block (all layers, per GPU)", bytes(r.pageBytesPerGpu));
-    row("KV per request @" + withThousands(r.contextTokens), bytes(r.kvBytesPerRequest));
-    if (s.hardware.gpuCount > 1)
-        row("KV per request per GPU", bytes(r.kvBytesPerRequestPerGpu));
+        row("Block (all layers)", gpu, bytes(r.pageBytesPerGpu));
+    row("KV per request @" + withThousands(r.contextTokens), "model", bytes(r.kvBytesPerRequest));
+    if (s.hardware.gpuCount > 1 || s.hardware.pipelineParallel > 1)
+        row("KV per request @" + withThousands(r.contextTokens), gpu,
+            bytes(r.kvBytesPerRequestPerGpu));
     if (r.sharedBytesPerRequestPerGpu > 0)
-        row("Shared prefix saved per request", bytes(r.sharedBytesPerRequestPerGpu));
-    row("Weights per GPU", bytes(r.weightsBytesPerGpu));
+        row("Shared prefix saved per request", gpu, bytes(r.sharedBytesPerRequestPerGpu));
+    row("Weights", gpu, bytes(r.weightsBytesPerGpu));
     if (r.kvMemoryOverridden) {
-        row("KV memory (fixed)", bytes(r.availableKvBytes));
+        row("KV memory (fixed)", gpu, bytes(r.availableKvBytes));
     } else {
-        row("GPU memory", bytes(r.gpuMemoryBytes));
-        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", bytes(r.requestedBytes));
-        row("Activation + non-torch reserve",
+        row("GPU memory", gpu, bytes(r.gpuMemoryBytes));
+        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", gpu,
+            bytes(r.requestedBytes));
+        row("Activation + non-torch reserve", gpu,
             bytes(r.activationBytes + r.overheadBytes - r.cudaGraphBytes));
         if (r.cudaGraphBytes > 0)
-            row("CUDA graphs (in profile)", bytes(r.cudaGraphBytes));
-        row("Available for KV cache", bytes(r.availableKvBytes));
+            row("CUDA graphs (in profile)", gpu, bytes(r.cudaGraphBytes));
+        row("Available for KV cache", gpu, bytes(r.availableKvBytes));
     }
     if (r.blockSize > 0)
-        row("GPU blocks", withThousands(r.numGpuBlocks));
+        row("GPU blocks", gpu, withThousands(r.numGpuBlocks));
     // One number to trust: what vLLM runs, with why it is not what the KV cache holds.
     std::string run = withThousands(r.requestsYouCanRun);
     if (r.refused)
@@ -90,7 +97,12 @@ void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::Led
         run += " (one request does not fit)";
     else if (r.requestsYouCanRun < r.maxRequestsAtContext)
         run += " (max_num_seqs; the KV cache holds " + withThousands(r.maxRequestsAtContext) + ")";
-    row("Requests of " + withThousands(r.contextTokens) + " you can run", run);
+    // Every GPU of a replica serves every request: requests are per replica, or x DP.
+    row("Requests of " + withThousands(r.contextTokens) + " you can run", "per replica", run);
+    if (s.hardware.dataParallel > 1)
+        row("Requests of " + withThousands(r.contextTokens) + " you can run", "cluster",
+            withThousands(core::satMul(r.requestsYouCanRun, s.hardware.dataParallel)) + " (DP " +
+                std::to_string(s.hardware.dataParallel) + ")");
 }
 
 // "sliding_window 1,024": a KV cache group's spec type and, for a windowed one, its window.
@@ -109,7 +121,7 @@ std::string groupLabel(const core::KvCacheGroupUsage& g) {
 void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSystem u) {
     auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
     if (!r.kvCacheGroups.empty()) {
-        out << "\n  KV cache groups (vLLM v1, one pool of " << withThousands(r.numGpuBlocks)
+        out << "\n  KV cache groups (vLLM v1, one pool per GPU of " << withThousands(r.numGpuBlocks)
             << " blocks of " << bytes(r.bytesPerBlock) << "):\n";
         for (const auto& g : r.kvCacheGroups)
             out << "    " << std::left << std::setw(24) << groupLabel(g) << std::right
@@ -124,8 +136,9 @@ void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSys
         for (const auto& line : r.vllmLogLines)
             out << "    " << line << "\n";
     } else {
-        out << "\n  Contiguous reservation (not vLLM): " << withThousands(r.gpuKvCacheTokens)
-            << " tokens, " << fixed2(r.maxConcurrency) << "x at max model length\n";
+        out << "\n  Contiguous reservation (not vLLM, per GPU): "
+            << withThousands(r.gpuKvCacheTokens) << " tokens, " << fixed2(r.maxConcurrency)
+            << "x at max model length\n";
     }
 }
 
@@ -136,16 +149,17 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
         const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
         if (d.stepMs > 0)
             out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)
-                << "): " << withThousands(batch) << " requests x "
+                << "): " << withThousands(batch) << " requests per replica x "
                 << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
                 << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
                 << withThousands(std::llround(d.clusterTokensPerSecond))
-                << " tokens/s per replica x DP (" << core::regimeName(d.regime) << ")\n";
+                << " tokens/s in the cluster (DP " << s.hardware.dataParallel << ", "
+                << core::regimeName(d.regime) << ")\n";
     }
     if (s.workload.targetRequests > 0) {
         const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
         out << "\n  " << withThousands(s.workload.targetRequests) << " requests x "
-            << withThousands(s.workload.context) << " tokens: weights "
+            << withThousands(s.workload.context) << " tokens (cluster): weights "
             << formatBytes(need.weightsBytes, core::UnitSystem::Decimal) << " + KV "
             << formatBytes(need.kvBytes, core::UnitSystem::Decimal) << " = "
             << formatBytes(need.totalBytes, core::UnitSystem::Decimal) << " -> ";
@@ -162,17 +176,20 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
     }
 }
 
-// The lever ladder, then the warnings and the error.
-void printLadder(std::ostream& out, const core::LedgerResult& r,
+// The lever ladder, then the warnings and the error. Bytes per GPU and requests per replica,
+// as the window's ladder shows them by default (widgets/charts/ladder_model.cpp).
+void printLadder(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
                  const std::vector<core::LadderStep>& ladder, core::UnitSystem u) {
-    out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens\n";
-    out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(14) << "KV/token"
-        << std::setw(16) << "per request" << std::setw(12) << "requests"
+    out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens (KV per GPU of "
+        << core::layoutLabel(core::layoutOf(s)) << "; requests per replica)\n";
+    out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(20)
+        << "KV/token per GPU" << std::setw(22) << "per request per GPU" << std::setw(22)
+        << "requests per replica"
         << "\n";
     for (const auto& st : ladder) {
         out << "  " << std::left << std::setw(36) << printable(st.label) << std::right
-            << std::setw(14) << formatBytes(st.result.kvBytesPerToken, u) << std::setw(16)
-            << formatBytes(st.result.kvBytesPerRequest, u) << std::setw(12)
+            << std::setw(20) << formatBytes(st.result.kvBytesPerTokenPerGpu, u) << std::setw(22)
+            << formatBytes(st.result.kvBytesPerRequestPerGpu, u) << std::setw(22)
             << withThousands(st.result.maxRequestsAtContext) << "\n";
     }
     for (const auto& wmsg : r.warnings)
@@ -191,7 +208,7 @@ void printLedgerTable(std::ostream& out, const core::Scenario& s, const core::Le
     printLedgerRows(out, s, r, u);
     printVllmPool(out, r, u);
     printEstimates(out, s, r);
-    printLadder(out, r, ladder, u);
+    printLadder(out, s, r, ladder, u);
 }
 
 void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core::PlanResult& plan,

@@ -123,6 +123,8 @@ private slots:
     void invalidLayoutIsAnError();
     void contextBoundedByModel_data();
     void contextBoundedByModel();
+    void scopeOnEveryFigure_data();
+    void scopeOnEveryFigure();
 };
 
 void TestCli::doneWhen() {
@@ -460,7 +462,8 @@ void TestCli::unitsSameEverywhere() {
     const Run r = run({"ledger", "--units", units});
     QCOMPARE(r.rc, rc);
     if (rc == 0)
-        QVERIFY2(r.out.contains(QStringLiteral("KV per token (model)")) && r.out.contains(suffix),
+        QVERIFY2(r.out.contains(QRegularExpression(QStringLiteral("KV per token +model "))) &&
+                     r.out.contains(suffix),
                  qPrintable(r.out));
     else
         QCOMPARE(
@@ -987,7 +990,8 @@ void TestCli::tokenSuffixes() {
 void TestCli::thousandsInTextNotJson() {
     const Run text = run({"ledger"});
     QCOMPARE(text.rc, 0);
-    static const QRegularExpression grouped(QStringLiteral("[0-9],[0-9]{3} tokens/s per replica"));
+    static const QRegularExpression grouped(
+        QStringLiteral("[0-9],[0-9]{3} tokens/s in the cluster"));
     QVERIFY2(text.out.contains(grouped), qPrintable(text.out));
     static const QRegularExpression ungrouped(QStringLiteral("\\b[0-9]{4,} tokens/s"));
     QVERIFY2(!text.out.contains(ungrouped), qPrintable(text.out));
@@ -1114,6 +1118,50 @@ void TestCli::contextBoundedByModel() {
     QVERIFY(r.out.isEmpty());
     QVERIFY2(r.err.contains(says), qPrintable(r.err));
     QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+}
+
+// Issue 29, item 4: every figure of the ledger's text says its scope, and the ladder's bytes
+// are per GPU as the window's ladder shows them (Llama-3.1-70B TP 4: the MHA BF16 baseline is
+// 640 KiB per token per GPU, not the replica's 2.50 MiB).
+void TestCli::scopeOnEveryFigure_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QStringList>("lines"); // exact substrings of the output
+    QTest::addRow("70B TP 4 INT8")
+        << QStringList{"--model", "llama-3.1-70b", "--tp", "4", "--kv-dtype", "int8"}
+        << QStringList{"Llama-3.1-70B on 4 x H100 SXM 80GB (TP 4)",
+                       "(KV per GPU of TP 4; requests per replica)",
+                       "KV/token per GPU   per request per GPU  requests per replica",
+                       "KV per token                      model        165 KiB (168,960 B)",
+                       "KV per token                      per GPU      41.25 KiB (42,240 B)"};
+    QTest::addRow("DP 2 adds the cluster")
+        << QStringList{"--model", "llama-3.1-8b", "--dp", "2"}
+        << QStringList{"on 2 x H100 SXM 80GB (TP 1 x DP 2)", "you can run     cluster",
+                       "tokens/s in the cluster (DP 2"};
+}
+
+void TestCli::scopeOnEveryFigure() {
+    QFETCH(QStringList, args);
+    QFETCH(QStringList, lines);
+    const Run r = run(QStringList{"ledger"} + args);
+    QCOMPARE(r.rc, 0);
+    for (const QString& l : lines)
+        QVERIFY2(r.out.contains(l), qPrintable(l + "\n" + r.out));
+    // The baseline row: 640 KiB per token and 80 GiB per request per GPU at 4K (2.50 MiB and
+    // 320 GiB would be the replica's).
+    if (args.contains(QStringLiteral("llama-3.1-70b"))) {
+        static const QRegularExpression baseline(
+            QStringLiteral("Baseline: MHA-64 BF16 contiguous +640 KiB +80 GiB "));
+        QVERIFY2(r.out.contains(baseline), qPrintable(r.out));
+    }
+    // Each row of figures (from the first to "you can run") names its scope.
+    const QStringList all = r.out.split(QLatin1Char('\n'));
+    const qsizetype first =
+        all.indexOf(QRegularExpression(QStringLiteral("  KV per token .*"))); // whole line
+    QVERIFY(first > 0);
+    static const QRegularExpression scoped(
+        QStringLiteral("^  \\S.{32} (model|per GPU|per replica|cluster) +\\S"));
+    for (qsizetype i = first; i < all.size() && !all[i].isEmpty(); ++i)
+        QVERIFY2(all[i].contains(scoped), qPrintable(all[i]));
 }
 
 QTEST_APPLESS_MAIN(TestCli)
