@@ -7,6 +7,7 @@
 #include "units.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <memory>
 
@@ -76,6 +77,9 @@ void fillDeployment(Deployment& d, const ReplicaCapacity& c, CapacityModel& mode
 bool better(const Deployment& a, const Deployment& b, PlanRank rank) {
     if (a.layout.gpus() != b.layout.gpus())
         return a.layout.gpus() < b.layout.gpus();
+    // A flagged layout (too slow, too many stages) after one of the same GPUs that is not.
+    if (a.flag.empty() != b.flag.empty())
+        return a.flag.empty();
     if (a.withinOneNode != b.withinOneNode)
         return a.withinOneNode;
     if (a.layout.pp != b.layout.pp)
@@ -198,6 +202,8 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
                         d.scenario = planScenario(req.base, gpu, l, req.context);
                         const ReplicaCapacity at = ep ? c : model.evaluate(pp, needDp, false);
                         fillDeployment(d, at, model, users, req.gpusPerNode);
+                        if (d.fits)
+                            d.flag = planFlag(d, req);
                         if (d.fits) {
                             best = std::min(best, l.gpus());
                             found.push_back(std::move(d));
@@ -254,18 +260,56 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
 
 } // namespace
 
+std::string planFlag(const Deployment& d, const PlanRequest& req) {
+    std::string flag;
+    if (req.minTokensPerSecondPerUser > 0 &&
+        d.tokensPerSecondPerUser < req.minTokensPerSecondPerUser) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.1f tokens/s per user, under the floor of %g",
+                      d.tokensPerSecondPerUser, req.minTokensPerSecondPerUser);
+        flag = buf;
+    }
+    if (d.layout.pp > kMaxRecommendedPipelineStages)
+        flag += (flag.empty() ? "" : "; ") + std::string("PP ") + std::to_string(d.layout.pp) +
+                ", over " + std::to_string(kMaxRecommendedPipelineStages) + " pipeline stages";
+    return flag;
+}
+
+namespace {
+bool flagged(const GpuPlan& g) {
+    return g.fits && !g.layouts.empty() && !g.layouts.front().flag.empty();
+}
+} // namespace
+
 std::vector<const GpuPlan*> PlanResult::bestFirst() const {
     std::vector<const GpuPlan*> out;
     for (const auto& g : gpus)
         out.push_back(&g);
-    std::stable_sort(out.begin(), out.end(), [](const GpuPlan* a, const GpuPlan* b) {
+    std::stable_sort(out.begin(), out.end(), [this](const GpuPlan* a, const GpuPlan* b) {
+        const bool pa = !preferredGpu.empty() && a->gpu.id == preferredGpu;
+        const bool pb = !preferredGpu.empty() && b->gpu.id == preferredGpu;
+        if (pa != pb)
+            return pa;
         if (a->fits != b->fits)
             return a->fits;
         if (!a->fits)
             return false;
+        if (flagged(*a) != flagged(*b))
+            return !flagged(*a);
         return a->layouts.front().layout.gpus() < b->layouts.front().layout.gpus();
     });
     return out;
+}
+
+const GpuPlan* PlanResult::recommended() const {
+    const auto order = bestFirst();
+    for (const GpuPlan* g : order)
+        if (g->fits && !flagged(*g))
+            return g;
+    for (const GpuPlan* g : order)
+        if (g->fits)
+            return g;
+    return nullptr;
 }
 
 Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const Layout& layout,
@@ -286,6 +330,7 @@ Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const La
 PlanResult planDeployments(const PlanRequest& request) {
     PlanResult out;
     out.gpus.reserve(request.gpus.size());
+    out.preferredGpu = request.preferredGpu;
     for (const auto& g : request.gpus)
         out.gpus.push_back(planGpu(request, g));
     return out;

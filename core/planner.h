@@ -16,6 +16,12 @@ namespace kvl::core {
 
 enum class PlanRank : std::uint8_t { Gpus, Throughput };
 
+// A plan that holds the users is not yet one to recommend: under this decode speed per user
+// (tokens/s; 10 is about reading speed) or over this many pipeline stages (each adds a
+// bubble and a hop per token) it is flagged, and a plan without a flag is recommended first.
+inline constexpr double kDefaultMinTokensPerSecondPerUser = 10.0;
+inline constexpr int kMaxRecommendedPipelineStages = 4;
+
 struct PlanRequest {
     Scenario base;               // model, levers, engine flags; GPU and layout are searched
     std::int64_t users = 1;      // concurrent requests to hold
@@ -24,6 +30,8 @@ struct PlanRequest {
     int maxGpus = 64;
     int gpusPerNode = 8;
     PlanRank rank = PlanRank::Gpus;
+    double minTokensPerSecondPerUser = kDefaultMinTokensPerSecondPerUser; // the speed floor
+    std::string preferredGpu; // the scenario's GPU id: listed first and recommended if it can be
 };
 
 struct Deployment {
@@ -40,7 +48,8 @@ struct Deployment {
     std::int64_t headroomBytesPerGpu = 0; // pool - the users' KV
     bool withinOneNode = true;            // TP x PP fits in one node
     std::string reason;                   // why it does not hold the users
-    Scenario scenario;                    // the base with this GPU, layout and max model len
+    std::string flag;  // why a plan that holds the users is not recommended; empty when it is
+    Scenario scenario; // the base with this GPU, layout and max model len
     // Speed at the users' concurrency (filled by the speed model).
     double decodeStepMs = 0;
     double tokensPerSecondPerUser = 0;
@@ -63,9 +72,19 @@ struct GpuPlan {
 };
 
 struct PlanResult {
-    std::vector<GpuPlan> gpus;                     // in the request's order; see bestFirst()
-    std::vector<const GpuPlan*> bestFirst() const; // fitting kinds by GPUs, then the others
+    std::vector<GpuPlan> gpus; // in the request's order; see bestFirst()
+    std::string preferredGpu;  // the request's
+    // The preferred kind first, then the kinds whose plan is not flagged, by GPUs, then the
+    // flagged ones, then those that hold nothing.
+    std::vector<const GpuPlan*> bestFirst() const;
+    // The plan to recommend: the preferred kind's when it holds the users unflagged, else the
+    // first unflagged kind, else the first that holds them (flagged); nullptr when none does.
+    const GpuPlan* recommended() const;
 };
+
+// Why `d` (holding the users) is not one to recommend under `req`: "3.5 tokens/s per user,
+// under the floor of 10", "PP 7, over 4 pipeline stages"; empty when neither.
+std::string planFlag(const Deployment& d, const PlanRequest& req);
 
 PlanResult planDeployments(const PlanRequest& request);
 

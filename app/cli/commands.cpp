@@ -99,6 +99,10 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
     req.gpusPerNode = inv.has("gpus-per-node") ? std::stoi(inv.value("gpus-per-node")) : 8;
     req.rank =
         inv.value("rank") == "throughput" ? core::PlanRank::Throughput : core::PlanRank::Gpus;
+    if (inv.has("min-tokens-per-s-per-user"))
+        req.minTokensPerSecondPerUser = std::stod(inv.value("min-tokens-per-s-per-user"));
+    // The scenario's GPU is listed first and recommended when it holds the users unflagged.
+    req.preferredGpu = inv.scenario.hardware.gpu.id;
     if (inv.has("all-gpus")) {
         req.gpus = io::builtinGpus();
     } else if (!inv.gpus.empty()) {

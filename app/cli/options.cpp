@@ -118,6 +118,17 @@ const std::vector<AppOption>& appOptions() {
                             ? Status{}
                             : Status{bad("expected gpus or throughput, got '" + v + "'")};
              }},
+            {"min-tokens-per-s-per-user", "F",
+             "the speed floor: a plan slower per user (decode tokens/s) is flagged and not "
+             "recommended while one above it exists; 0 turns it off (default 10)",
+             [](const std::string& v) -> Status {
+                 char* end = nullptr;
+                 const double f = v.empty() ? -1.0 : std::strtod(v.c_str(), &end);
+                 if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f) || f < 0 ||
+                     f > 1e6)
+                     return bad("expected a number from 0 to 1000000, got '" + v + "'");
+                 return {};
+             }},
             {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
@@ -162,7 +173,8 @@ const std::vector<CommandSpec>& commands() {
          {"plan --users N [--gpu ID ...|--all-gpus] [options]"},
          "the deployment planner: for each GPU kind, the fewest GPUs and the TP x PP x DP "
          "layouts vLLM accepts that hold N users at --context, best first",
-         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "json", "units"},
+         {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "min-tokens-per-s-per-user",
+          "json", "units"},
          true},
         {"models", {"models [--json]"}, "the model catalog (resources/models.json)", {"json"}},
         {"gpus", {"gpus [--json]"}, "the GPU catalog (resources/gpus.json)", {"json"}},

@@ -239,14 +239,35 @@ void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core:
         for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i)
             out << "  " << std::setw(28) << ""
                 << "or " << core::layoutLabel(g->layouts[i].layout) << "\n";
+        if (!d.flag.empty())
+            out << "  " << std::setw(28) << ""
+                << "flagged: " << printable(d.flag) << "\n";
     }
-    if (!order.empty() && order.front()->fits) {
-        out << "\n  The best plan, for vLLM:\n";
-        std::istringstream lines(
-            core::vllmServeCommand(order.front()->layouts.front().scenario).text());
-        for (std::string line; std::getline(lines, line);)
-            out << "    " << line << "\n";
-    }
+    const core::GpuPlan* best = plan.recommended();
+    if (!best)
+        return;
+    const core::Deployment& d = best->layouts.front();
+    out << "\n  The best plan: " << d.layout.gpus() << " x " << printable(best->gpu.name) << " ("
+        << printable(best->gpu.id) << ") as " << core::layoutLabel(d.layout);
+    if (best->gpu.id == req.preferredGpu)
+        out << ", the scenario's GPU";
+    out << "\n";
+    // Why not the fewest GPUs, or why it is flagged itself.
+    if (!d.flag.empty())
+        out << "  (flagged: " << printable(d.flag) << "; no plan tried avoids that)\n";
+    else
+        for (const core::GpuPlan* g : order)
+            if (g != best && g->fits && !g->layouts.front().flag.empty() &&
+                (g->layouts.front().layout.gpus() <= d.layout.gpus() ||
+                 g->gpu.id == req.preferredGpu))
+                out << "  (not " << g->layouts.front().layout.gpus() << " x "
+                    << printable(g->gpu.id)
+                    << (g->gpu.id == req.preferredGpu ? ", the scenario's GPU" : "") << ": "
+                    << printable(g->layouts.front().flag) << ")\n";
+    out << "  For vLLM:\n";
+    std::istringstream lines(core::vllmServeCommand(d.scenario).text());
+    for (std::string line; std::getline(lines, line);)
+        out << "    " << line << "\n";
 }
 
 // KV bytes per token in the model's own dtype (vLLM "auto"), whole model.

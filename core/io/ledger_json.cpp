@@ -140,6 +140,8 @@ Json deploymentJson(const core::Deployment& d) {
                          d.scenario.workload.context)
             .regime));
     o["reason"] = d.reason;
+    // Holds the users but is not one to recommend (too slow per user, too many stages).
+    o["flag"] = d.flag.empty() ? Json() : Json(d.flag);
     o["vllm_command"] = core::vllmServeCommand(d.scenario).text();
     return o;
 }
@@ -280,6 +282,8 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
               {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
                                core::shortLabel(core::storedKvFormat(req.base)))},
               {"max_gpus", req.maxGpus},
+              {"min_tokens_per_s_per_user", req.minTokensPerSecondPerUser},
+              {"recommended_gpu", plan.recommended() ? Json(plan.recommended()->gpu.id) : Json()},
               {"plans", std::move(plans)}};
     putSaturated(o);
     return o;

@@ -125,6 +125,8 @@ private slots:
     void contextBoundedByModel();
     void scopeOnEveryFigure_data();
     void scopeOnEveryFigure();
+    void planNamesItsGpuAndFlagsSlowPlans_data();
+    void planNamesItsGpuAndFlagsSlowPlans();
 };
 
 void TestCli::doneWhen() {
@@ -1162,6 +1164,71 @@ void TestCli::scopeOnEveryFigure() {
         QStringLiteral("^  \\S.{32} (model|per GPU|per replica|cluster) +\\S"));
     for (qsizetype i = first; i < all.size() && !all[i].isEmpty(); ++i)
         QVERIFY2(all[i].contains(scoped), qPrintable(all[i]));
+}
+
+// Issue 29, items 6 and 7: the best plan names its GPU; the scenario's GPU is listed first;
+// a plan under the speed floor (10 tokens/s per user unless --min-tokens-per-s-per-user) or
+// over PP 4 is flagged, and is not the best while a plan without a flag exists.
+void TestCli::planNamesItsGpuAndFlagsSlowPlans_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QStringList>("says");
+    QTest::addColumn<QString>("recommended");
+    const QStringList seventy{
+        "plan",          "--users",    "50",   "--context",       "32K", "--model",
+        "llama-3.1-70b", "--kv-dtype", "auto", "--prefix-tokens", "0"};
+    QTest::addRow("one kind names it")
+        << QStringList{"plan", "--users", "4", "--model", "llama-3.1-8b"}
+        << QStringList{"The best plan: 1 x H100 SXM 80GB (h100-80gb) as TP 1, the scenario's GPU"}
+        << "h100-80gb";
+    // The fewest GPUs are 3 x B300 at 9.4 tokens/s; the scenario's H100s need PP 5 at 7.9.
+    QTest::addRow("all kinds, 70B at 32K")
+        << seventy + QStringList{"--all-gpus"}
+        << QStringList{"  h100-80gb               10  TP 2 x PP 5",
+                       "flagged: 7.9 tokens/s per user, under the floor of 10; PP 5, over 4 "
+                       "pipeline stages",
+                       "The best plan: 4 x B200 180GB (b200) as TP 4\n",
+                       "(not 3 x b300: 9.4 tokens/s per user, under the floor of 10)",
+                       "(not 10 x h100-80gb, the scenario's GPU: 7.9 tokens/s per user"}
+        << "b200";
+    QTest::addRow("no floor: the fewest GPUs")
+        << seventy + QStringList{"--all-gpus", "--min-tokens-per-s-per-user", "0"}
+        << QStringList{"The best plan: 3 x B300"} << "b300";
+    QTest::addRow("only flagged plans: said")
+        << seventy + QStringList{"--gpu", "l4"}
+        << QStringList{"The best plan: 36 x L4 24GB (l4) as TP 4 x PP 9, the scenario's GPU\n  "
+                       "(flagged: 1.4 "
+                       "tokens/s per user, under the floor of 10; PP 9, over 4 pipeline "
+                       "stages; no plan tried avoids that)"}
+        << "l4";
+}
+
+void TestCli::planNamesItsGpuAndFlagsSlowPlans() {
+    QFETCH(QStringList, args);
+    QFETCH(QStringList, says);
+    QFETCH(QString, recommended);
+    const Run r = run(args);
+    QCOMPARE(r.rc, 0);
+    for (const QString& s : says)
+        QVERIFY2(r.out.contains(s), qPrintable(s + "\n" + r.out));
+    const Run j = run(args + QStringList{"--json"});
+    const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+    QCOMPARE(o.value("recommended_gpu").toString(), recommended);
+    // The scenario's GPU (h100-80gb by default) leads the list whenever it was planned.
+    const QJsonArray plans = o.value("plans").toArray();
+    if (args.contains(QStringLiteral("--all-gpus")))
+        QCOMPARE(plans.first().toObject().value("gpu").toString(), QStringLiteral("h100-80gb"));
+    for (const auto& p : plans) {
+        const QJsonObject po = p.toObject();
+        if (!po.value("fits").toBool())
+            continue;
+        const bool slow = po.value("tokens_per_s_per_user").toDouble() <
+                              o.value("min_tokens_per_s_per_user").toDouble() ||
+                          po.value("pp").toInt() > 4;
+        QCOMPARE(po.value("flag").isString(), slow);
+    }
+    const Run bad = run({"plan", "--users", "4", "--min-tokens-per-s-per-user", "fast"});
+    QCOMPARE(bad.rc, 2);
+    QVERIFY(bad.err.contains(QLatin1String("--min-tokens-per-s-per-user: expected a number")));
 }
 
 QTEST_APPLESS_MAIN(TestCli)

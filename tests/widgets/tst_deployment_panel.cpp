@@ -11,6 +11,7 @@
 #include "core/planner.h"
 
 #include <QAction>
+#include <QFont>
 #include <QHeaderView>
 #include <QMenu>
 #include <QPushButton>
@@ -49,6 +50,7 @@ core::PlanRequest request(const core::Scenario& s, std::vector<core::GpuSpec> gp
     r.users = users;
     r.context = s.workload.context;
     r.gpus = std::move(gpus);
+    r.preferredGpu = s.hardware.gpu.id; // as the panel asks: the scenario's GPU first
     return r;
 }
 
@@ -79,6 +81,7 @@ private slots:
     void replansOnLeverChangeOnly();
     void applySetsTheWindowScenario();
     void columnsShowAndHide();
+    void scenarioGpuFirstAndSlowPlansFlagged();
 };
 
 void TestDeploymentPanel::initTestCase() {
@@ -370,6 +373,56 @@ void TestDeploymentPanel::columnsShowAndHide() {
     QVERIFY(action(PlanTableModel::WeightsPerGpuColumn)->isChecked());
     panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planShowAllColumns"))->trigger();
     QVERIFY(panel.hiddenColumns().isEmpty());
+}
+
+// Issue 29, items 6 and 7: the scenario's GPU (H100) is the first row, bold, and the answer
+// when it holds the users; plans under the speed floor (10 tokens/s per user by default) or
+// over PP 4 are flagged in the table and are not the best while an unflagged plan exists.
+void TestDeploymentPanel::scenarioGpuFirstAndSlowPlansFlagged() {
+    DeploymentPanel panel;
+    const core::Scenario s = llama70b();
+    panel.setView(widgets::makeLedgerView(s));
+    panel.planNow();
+    QCOMPARE(panel.planRequest().preferredGpu, std::string("h100-80gb"));
+    QCOMPARE(panel.planRequest().minTokensPerSecondPerUser, 10.0);
+    QCOMPARE(panel.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+             QStringLiteral("h100-80gb"));
+    QVERIFY(panel.proxy()->index(0, 0).data(Qt::FontRole).value<QFont>().bold());
+    QVERIFY(!panel.proxy()->index(1, 0).data(Qt::FontRole).value<QFont>().bold());
+    const auto plan = core::planDeployments(request(s, io::builtinGpus()));
+    const core::GpuPlan* best = plan.recommended();
+    QVERIFY(best);
+    QCOMPARE(best->gpu.id, std::string("h100-80gb"));
+    QVERIFY(panel.statusText().contains(
+        QStringLiteral("Best: %1 × H100 SXM 80GB").arg(best->layouts.front().layout.gpus())));
+    QVERIFY(panel.commandText().contains(
+        QStringLiteral("--tensor-parallel-size %1").arg(best->layouts.front().layout.tp)));
+    // Every fitting kind under the floor or over PP 4 says so; the others do not.
+    int flaggedRows = 0;
+    for (int r = 0; r < panel.proxy()->rowCount(); ++r) {
+        const QString id = panel.proxy()->index(r, 0).data(PlanTableModel::GpuIdRole).toString();
+        const core::GpuPlan* g = nullptr;
+        for (const auto& k : plan.gpus)
+            if (QString::fromStdString(k.gpu.id) == id)
+                g = &k;
+        QVERIFY(g);
+        if (!g->fits)
+            continue;
+        const core::Deployment& d = g->layouts.front();
+        const bool slow = d.tokensPerSecondPerUser < 10.0 || d.layout.pp > 4;
+        QCOMPARE(!d.flag.empty(), slow);
+        QCOMPARE(cell(panel, r, PlanTableModel::ReasonColumn).startsWith(QLatin1String("flagged")),
+                 slow);
+        flaggedRows += slow ? 1 : 0;
+    }
+    QVERIFY(flaggedRows > 0); // the L4s and the PP-heavy A100s of the issue
+    // No floor: only the pipeline depth flags.
+    panel.setMinTokensPerSecondPerUser(0);
+    panel.planNow();
+    QCOMPARE(panel.resultRequest().minTokensPerSecondPerUser, 0.0);
+    for (const auto& g : panel.result()->gpus)
+        if (g.fits)
+            QCOMPARE(!g.layouts.front().flag.empty(), g.layouts.front().layout.pp > 4);
 }
 
 QTEST_MAIN(TestDeploymentPanel)
