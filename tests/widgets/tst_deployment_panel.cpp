@@ -166,24 +166,31 @@ void TestDeploymentPanel::sortsByGpus() {
     for (const auto& g : plan.gpus)
         fitting += g.fits ? 1 : 0;
     QVERIFY(fitting > 0 && fitting < int(gpus.size())); // eight L4s hold no 70B in BF16
+    // The scenario's GPU is pinned first (issue 29, item 6), here one that needs more than 8;
+    // the others follow by GPUs, the kinds that fit nothing last.
+    QCOMPARE(panel.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+             QStringLiteral("h100-80gb"));
+    QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("no"));
     qint64 last = 0;
-    for (int r = 0; r < panel.proxy()->rowCount(); ++r) {
+    for (int r = 1; r < panel.proxy()->rowCount(); ++r) {
         const qint64 v = panel.proxy()
                              ->index(r, PlanTableModel::GpusColumn)
                              .data(PlanTableModel::SortRole)
                              .toLongLong();
         QVERIFY(v >= last);
         last = v;
-        QCOMPARE(cell(panel, r, PlanTableModel::FitsColumn) == QLatin1String("yes"), r < fitting);
+        QCOMPARE(cell(panel, r, PlanTableModel::FitsColumn) == QLatin1String("yes"), r <= fitting);
     }
-    // The top row is the planner's overall best.
+    // The row after it is the planner's overall best (unflagged first, then by GPUs).
     const auto order = plan.bestFirst();
-    QCOMPARE(cell(panel, 0, PlanTableModel::GpusColumn),
-             QString::number(order.front()->layouts.front().layout.gpus()));
+    QCOMPARE(order.front()->gpu.id, std::string("h100-80gb"));
+    QCOMPARE(cell(panel, 1, PlanTableModel::GpusColumn),
+             QString::number(order[1]->layouts.front().layout.gpus()));
     // Descending: the largest fitting count right after the kinds that fit nothing.
     panel.table()->sortByColumn(PlanTableModel::GpusColumn, Qt::DescendingOrder);
     QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("no"));
-    QCOMPARE(cell(panel, panel.proxy()->rowCount() - 1, PlanTableModel::FitsColumn),
+    // (the pinned scenario's GPU sorts as the smallest: last when descending)
+    QCOMPARE(cell(panel, panel.proxy()->rowCount() - 2, PlanTableModel::FitsColumn),
              QStringLiteral("yes"));
     // A kind that fits nothing says why, with the memory it would need.
     const int l4 = proxyRowOf(panel, QStringLiteral("l4"));
@@ -390,11 +397,31 @@ void TestDeploymentPanel::scenarioGpuFirstAndSlowPlansFlagged() {
     QVERIFY(panel.proxy()->index(0, 0).data(Qt::FontRole).value<QFont>().bold());
     QVERIFY(!panel.proxy()->index(1, 0).data(Qt::FontRole).value<QFont>().bold());
     const auto plan = core::planDeployments(request(s, io::builtinGpus()));
+    // 50 users at 32K on H100s need TP 2 x PP 5 at 7.9 tokens/s: flagged, so the best is
+    // the fewest GPUs of a kind that is not (B200 x 4 as TP 4), and the status says why.
     const core::GpuPlan* best = plan.recommended();
     QVERIFY(best);
-    QCOMPARE(best->gpu.id, std::string("h100-80gb"));
-    QVERIFY(panel.statusText().contains(
-        QStringLiteral("Best: %1 × H100 SXM 80GB").arg(best->layouts.front().layout.gpus())));
+    QCOMPARE(best->gpu.id, std::string("b200"));
+    QVERIFY(best->layouts.front().flag.empty());
+    QVERIFY2(panel.statusText().contains(QStringLiteral("Best: 4 × B200 180GB as TP 4")),
+             qPrintable(panel.statusText()));
+    QVERIFY2(panel.statusText().contains(
+                 QStringLiteral("Not the scenario's H100 SXM 80GB: 7.9 tokens/s per user, under "
+                                "the floor of 10; PP 5, over 4 pipeline stages.")),
+             qPrintable(panel.statusText()));
+    // A scenario whose GPU holds them fast enough is its own answer, first in the table.
+    {
+        core::Scenario small = s;
+        small.model = *io::findModel("llama-3.1-8b");
+        DeploymentPanel p2;
+        p2.setView(widgets::makeLedgerView(small));
+        p2.setGpuKinds({"h100-80gb", "b200", "l4"});
+        p2.planNow();
+        QVERIFY2(p2.statusText().contains(QStringLiteral("× H100 SXM 80GB as")),
+                 qPrintable(p2.statusText()));
+        QCOMPARE(p2.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+                 QStringLiteral("h100-80gb"));
+    }
     QVERIFY(panel.commandText().contains(
         QStringLiteral("--tensor-parallel-size %1").arg(best->layouts.front().layout.tp)));
     // Every fitting kind under the floor or over PP 4 says so; the others do not.

@@ -169,8 +169,12 @@ void DeploymentPanel::buildUi() {
     form->addWidget(m_rank, 1, 5);
     form->addWidget(m_planButton, 1, 6);
     form->addWidget(m_cancelButton, 1, 7);
-    form->addWidget(label(tr("Min tokens/s per &user:"), m_minSpeed), 2, 0);
-    form->addWidget(m_minSpeed, 2, 1);
+    // Spanning the first four columns, so that its longer label widens none of them.
+    auto* floorRow = new QHBoxLayout;
+    floorRow->addWidget(label(tr("Min tokens/s per &user:"), m_minSpeed));
+    floorRow->addWidget(m_minSpeed);
+    floorRow->addStretch(1);
+    form->addLayout(floorRow, 2, 0, 1, 4);
     form->setColumnStretch(8, 1);
     layout->addLayout(form);
 
@@ -401,6 +405,18 @@ void DeploymentPanel::setView(const LedgerView& view) {
     follow(snap.scenario.workload.context, m_followedContext, m_context);
     follow(scenarioPrefix(snap.scenario), m_followedPrefix, m_prefix);
     const std::string key = planKey(planRequest());
+    // The scenario's GPU moved: the same plans, the new one first (no re-plan).
+    if (m_outcome.result && m_outcome.result->preferredGpu != m_base.hardware.gpu.id &&
+        key == m_outcomeKey) {
+        auto resorted = std::make_shared<core::PlanResult>(*m_outcome.result);
+        resorted->preferredGpu = m_base.hardware.gpu.id;
+        m_outcome.result = resorted;
+        m_outcome.request.preferredGpu = m_base.hardware.gpu.id;
+        m_model->setPlan(m_outcome.result, m_units);
+        m_chart->setPlan(m_outcome.result, m_outcome.request.users, m_outcome.request.context,
+                         m_outcome.request.maxGpus);
+        updateCommand();
+    }
     if (key != m_outcomeKey && key != m_pendingKey)
         schedulePlan();
 }
@@ -457,7 +473,8 @@ std::string DeploymentPanel::planKey(const core::PlanRequest& r) const {
         key += '|';
         key.append(g.id);
     }
-    key += "|floor " + std::to_string(r.minTokensPerSecondPerUser) + "|first " + r.preferredGpu;
+    // Not the preferred GPU: the scenario's GPU changes the order only (setView re-sorts).
+    key += "|floor " + std::to_string(r.minTokensPerSecondPerUser);
     return key;
 }
 
