@@ -59,8 +59,10 @@ struct Deployment {
 struct GpuPlan {
     GpuSpec gpu;
     bool fits = false;
-    std::string reason;              // why no layout holds the users
-    std::vector<Deployment> layouts; // the best first; empty when none fits
+    std::string reason; // why no layout holds the users
+    // The best first: the layouts of the fewest GPUs without a flag, then the flagged ones of
+    // fewer GPUs still (said, not recommended); empty when none fits.
+    std::vector<Deployment> layouts;
     // For a kind that holds nothing: the memory one GPU would need for the smallest layout
     // (weights + reserves + one request) at the largest layout tried.
     std::int64_t memoryNeededBytes = 0;

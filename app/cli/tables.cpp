@@ -236,9 +236,15 @@ void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core:
             << std::setw(12) << formatBytes(d.weightsBytesPerGpu, u) << std::setw(12)
             << formatBytes(d.headroomBytesPerGpu, u) << std::setw(12)
             << fixed(d.tokensPerSecondPerUser, 1) << "\n";
-        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i)
-            out << "  " << std::setw(28) << ""
-                << "or " << core::layoutLabel(g->layouts[i].layout) << "\n";
+        // Three others at most, and always the flagged ones of fewer GPUs (why not those).
+        for (std::size_t i = 1; i < g->layouts.size(); ++i)
+            if (i < 4 || !g->layouts[i].flag.empty())
+                out << "  " << std::setw(28) << ""
+                    << "or " << core::layoutLabel(g->layouts[i].layout)
+                    << (g->layouts[i].flag.empty()
+                            ? std::string()
+                            : " (flagged: " + printable(g->layouts[i].flag) + ")")
+                    << "\n";
         if (!d.flag.empty())
             out << "  " << std::setw(28) << ""
                 << "flagged: " << printable(d.flag) << "\n";

@@ -1183,18 +1183,22 @@ void TestCli::planNamesItsGpuAndFlagsSlowPlans_data() {
     // The fewest GPUs are 3 x B300 at 9.4 tokens/s; the scenario's H100s need PP 5 at 7.9.
     QTest::addRow("all kinds, 70B at 32K")
         << seventy + QStringList{"--all-gpus"}
-        << QStringList{"  h100-80gb               10  TP 2 x PP 5",
-                       "flagged: 7.9 tokens/s per user, under the floor of 10; PP 5, over 4 "
-                       "pipeline stages",
-                       "The best plan: 4 x B200 180GB (b200) as TP 4\n",
-                       "(not 3 x b300: 9.4 tokens/s per user, under the floor of 10)",
-                       "(not 10 x h100-80gb, the scenario's GPU: 7.9 tokens/s per user"}
-        << "b200";
+        << QStringList{"  h100-80gb               12  TP 2 x PP 3 x DP 2",
+                       "or TP 2 x PP 5 (flagged: 7.9 tokens/s per user, under the floor of 10; "
+                       "PP 5, over 4 pipeline stages)",
+                       "The best plan: 12 x H100 SXM 80GB (h100-80gb) as TP 2 x PP 3 x DP 2, "
+                       "the scenario's GPU\n"}
+        << "h100-80gb";
+    // B300: 3 GPUs as TP 1 x PP 3 run 9.4 tokens/s; the floor asks for 4 as TP 4.
+    QTest::addRow("floor: a few more GPUs")
+        << seventy + QStringList{"--gpu", "b300"}
+        << QStringList{"The best plan: 4 x B300", "or TP 1 x PP 3 (flagged: 9.4 tokens/s"}
+        << "b300";
     QTest::addRow("no floor: the fewest GPUs")
-        << seventy + QStringList{"--all-gpus", "--min-tokens-per-s-per-user", "0"}
-        << QStringList{"The best plan: 3 x B300"} << "b300";
+        << seventy + QStringList{"--gpu", "b300", "--min-tokens-per-s-per-user", "0"}
+        << QStringList{"The best plan: 3 x B300 SXM 288GB (b300) as TP 1 x PP 3"} << "b300";
     QTest::addRow("only flagged plans: said")
-        << seventy + QStringList{"--gpu", "l4"}
+        << seventy + QStringList{"--gpu", "l4", "--max-gpus", "36"}
         << QStringList{"The best plan: 36 x L4 24GB (l4) as TP 4 x PP 9, the scenario's GPU\n  "
                        "(flagged: 1.4 "
                        "tokens/s per user, under the floor of 10; PP 9, over 4 pipeline "
