@@ -30,14 +30,20 @@ void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("maxModelLen"); // typed into the box; "" = the model's
     QTest::addColumn<qint64>("top");          // the context at the slider's end
-    QTest::addRow("llama-3-8b, 8K") << "llama-3-8b" << "" << qint64(8192);
-    QTest::addRow("llama-3.1-8b, 128K") << "llama-3.1-8b" << "" << qint64(131072);
-    QTest::addRow("llama-3.1-8b cut to 16K") << "llama-3.1-8b" << "16K" << qint64(16384);
-    QTest::addRow("llama-3-8b raised to 32K") << "llama-3-8b" << "32K" << qint64(32768);
+    QTest::addRow("llama-3-8b, 8K") << "llama-3-8b"
+                                    << "" << qint64(8192);
+    QTest::addRow("llama-3.1-8b, 128K") << "llama-3.1-8b"
+                                        << "" << qint64(131072);
+    QTest::addRow("llama-3.1-8b cut to 16K") << "llama-3.1-8b"
+                                             << "16K" << qint64(16384);
+    QTest::addRow("llama-3-8b raised to 32K") << "llama-3-8b"
+                                              << "32K" << qint64(32768);
     // 10M is beyond the slider's stops: it ends at its last, 1M.
-    QTest::addRow("llama-4-scout, 10M") << "llama-4-scout-17b-16e" << "" << qint64(1 << 20);
+    QTest::addRow("llama-4-scout, 10M") << "llama-4-scout-17b-16e"
+                                        << "" << qint64(1 << 20);
     // Not a stop: the stop at or below it (the next, 40,960, is above 40,000).
-    QTest::addRow("llama-3.1-8b cut to 40000") << "llama-3.1-8b" << "40000" << qint64(32768);
+    QTest::addRow("llama-3.1-8b cut to 40000") << "llama-3.1-8b"
+                                               << "40000" << qint64(32768);
 }
 
 void TestScenarioPanel::sliderEndsAtMaxModelLen() {
@@ -69,12 +75,11 @@ void TestScenarioPanel::sweepEndsAtMaxModelLen_data() {
     QTest::addColumn<qint64>("maxModelLen");
     QTest::addColumn<qint64>("context");
     QTest::addColumn<qint64>("axisEnd");
-    QTest::addRow("the model's 128K") << "llama-3.1-8b" << qint64(0) << qint64(4096)
-                                      << qint64(131072);
-    QTest::addRow("cut to 16K") << "llama-3.1-8b" << qint64(16384) << qint64(4096)
-                                << qint64(16384);
-    QTest::addRow("raised to 32K") << "llama-3-8b" << qint64(32768) << qint64(4096)
-                                   << qint64(32768);
+    QTest::addRow("the model's 128K")
+        << "llama-3.1-8b" << qint64(0) << qint64(4096) << qint64(131072);
+    QTest::addRow("cut to 16K") << "llama-3.1-8b" << qint64(16384) << qint64(4096) << qint64(16384);
+    QTest::addRow("raised to 32K")
+        << "llama-3-8b" << qint64(32768) << qint64(4096) << qint64(32768);
     QTest::addRow("a typed context beyond it keeps its point")
         << "llama-3-8b" << qint64(0) << qint64(20000) << qint64(20000);
 }
