@@ -297,7 +297,7 @@ const std::array kOptions{
                    .excludes = "block-size"},
     ScenarioOption{.name = "prefix-tokens",
                    .valueName = "N",
-                   .help = "a shared prompt prefix; its full blocks are stored once",
+                   .help = "a shared prompt prefix (2048 or 2K); its full blocks are stored once",
                    .defaultOf =
                        [](const Scenario& b) {
                            return std::to_string(
@@ -321,7 +321,7 @@ const std::array kOptions{
     ScenarioOption{
         .name = "context",
         .valueName = "N",
-        .help = "tokens per request",
+        .help = "tokens per request (8192, 32K or 1M); at most the max model len",
         .defaultOf = [](const Scenario& b) { return std::to_string(b.workload.context); },
         .apply =
             [](Scenario& s, const std::string& v) {
@@ -329,7 +329,7 @@ const std::array kOptions{
             }},
     ScenarioOption{.name = "max-model-len",
                    .valueName = "N",
-                   .help = "vLLM --max-model-len",
+                   .help = "vLLM --max-model-len (8192, 128K or 1M)",
                    .defaultOf =
                        [](const Scenario& b) {
                            return b.workload.maxModelLen > 0

@@ -428,7 +428,9 @@ void TestCli::helpDefaultsAreTheRealOnes() {
     const QString help = flat(run({"--help"}).out);
     const auto base = kvl::io::defaultScenario();
     QVERIFY(help.contains(
-        QStringLiteral("--context N tokens per request (default %1)").arg(base.workload.context)));
+        QStringLiteral("--context N tokens per request (8192, 32K or 1M); at most the max model "
+                       "len (default %1)")
+            .arg(base.workload.context)));
     QVERIFY(!help.contains(QStringLiteral("32768"))); // the old, wrong default
     QVERIFY(
         help.contains(QStringLiteral("(default %1)").arg(QString::fromStdString(base.model.id))));
