@@ -996,9 +996,12 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
     SweepResult out;
     if (s.validate())
         return out; // no curves for a scenario the ledger rejects
-    const std::int64_t modelMax = std::max(s.model.maxContext, s.effectiveMaxModelLen());
+    // The context axis ends at the max model len (the user's --max-model-len where set, which
+    // may be below or above the model's): beyond it vLLM rejects the request. A context typed
+    // beyond it still gets its point.
     const std::int64_t upper =
-        std::max(std::min<std::int64_t>(modelMax, std::int64_t{1} << 20), s.workload.context);
+        std::max(std::min<std::int64_t>(s.effectiveMaxModelLen(), std::int64_t{1} << 20),
+                 s.workload.context);
     out.contexts = sweepContexts(upper, pointsPerOctave);
     const std::array ids{LadderStepId::Baseline, LadderStepId::Attention,
                          LadderStepId::Quantization, LadderStepId::Paging, LadderStepId::Prefix};
@@ -1067,7 +1070,12 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
     const PlanResult plan = planDeployments(req);
     const GpuPlan& g = plan.gpus.front();
     if (g.fits) {
-        out.layout = g.layouts.front().layout;
+        // The fewest GPUs that hold them, flagged slow or not: this answers memory, not speed.
+        const auto fewest = std::min_element(g.layouts.begin(), g.layouts.end(),
+                                             [](const Deployment& a, const Deployment& b) {
+                                                 return a.layout.gpus() < b.layout.gpus();
+                                             });
+        out.layout = fewest->layout;
         out.gpus = out.layout.gpus();
         out.tensorParallel = out.layout.tp;
         if (out.pooledGpus > 0 && out.gpus != out.pooledGpus)

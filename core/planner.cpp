@@ -7,6 +7,7 @@
 #include "units.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <memory>
 
@@ -74,6 +75,9 @@ void fillDeployment(Deployment& d, const ReplicaCapacity& c, CapacityModel& mode
 // Best first among layouts of the same GPU count: inside one node, fewer pipeline stages,
 // then by the rank (throughput or capacity), then the plainer layout.
 bool better(const Deployment& a, const Deployment& b, PlanRank rank) {
+    // A flagged layout (too slow, too many stages) after one that is not, even of more GPUs.
+    if (a.flag.empty() != b.flag.empty())
+        return a.flag.empty();
     if (a.layout.gpus() != b.layout.gpus())
         return a.layout.gpus() < b.layout.gpus();
     if (a.withinOneNode != b.withinOneNode)
@@ -97,7 +101,11 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
     const ModelSpec& m = req.base.model;
     const int maxGpus = std::max(1, req.maxGpus);
     const std::int64_t users = std::max<std::int64_t>(1, req.users);
+    // The fewest GPUs of a plan without a flag bounds the search; a flagged plan (too slow
+    // per user, too many stages) does not, so that a few more GPUs that run fast enough are
+    // still found (70B at 32K x 50 on H100s: TP 2 x PP 5 at 7.9 tokens/s, TP 4 x DP 3 fast).
     int best = maxGpus + 1;
+    int bestFlagged = maxGpus + 1;
     std::vector<Deployment> found;
     // The most memory-generous layout tried that still failed, to say why.
     ReplicaCapacity widest;
@@ -199,7 +207,9 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
                         const ReplicaCapacity at = ep ? c : model.evaluate(pp, needDp, false);
                         fillDeployment(d, at, model, users, req.gpusPerNode);
                         if (d.fits) {
-                            best = std::min(best, l.gpus());
+                            d.flag = planFlag(d, req);
+                            int& bound = d.flag.empty() ? best : bestFlagged;
+                            bound = std::min(bound, l.gpus());
                             found.push_back(std::move(d));
                         }
                         break;
@@ -208,8 +218,14 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
             }
         }
     }
+    // The unflagged plans of the fewest GPUs, then (said, not recommended) the flagged ones of
+    // the fewest GPUs where those are fewer still.
     found.erase(std::remove_if(found.begin(), found.end(),
-                               [&](const Deployment& d) { return d.layout.gpus() != best; }),
+                               [&](const Deployment& d) {
+                                   return d.flag.empty() ? d.layout.gpus() != best
+                                                         : d.layout.gpus() != bestFlagged ||
+                                                               bestFlagged >= best;
+                               }),
                 found.end());
     std::sort(found.begin(), found.end(),
               [&](const Deployment& a, const Deployment& b) { return better(a, b, req.rank); });
@@ -254,20 +270,63 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
 
 } // namespace
 
+std::string planFlag(const Deployment& d, const PlanRequest& req) {
+    std::string flag;
+    if (req.minTokensPerSecondPerUser > 0 &&
+        d.tokensPerSecondPerUser < req.minTokensPerSecondPerUser) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.1f tokens/s per user, under the floor of %g",
+                      d.tokensPerSecondPerUser, req.minTokensPerSecondPerUser);
+        flag = buf;
+    }
+    if (d.layout.pp > kMaxRecommendedPipelineStages)
+        flag += (flag.empty() ? "" : "; ") + std::string("PP ") + std::to_string(d.layout.pp) +
+                ", over " + std::to_string(kMaxRecommendedPipelineStages) + " pipeline stages";
+    return flag;
+}
+
+namespace {
+bool flagged(const GpuPlan& g) {
+    return g.fits && !g.layouts.empty() && !g.layouts.front().flag.empty();
+}
+} // namespace
+
 std::vector<const GpuPlan*> PlanResult::bestFirst() const {
     std::vector<const GpuPlan*> out;
     for (const auto& g : gpus)
         out.push_back(&g);
     std::stable_sort(out.begin(), out.end(), [this](const GpuPlan* a, const GpuPlan* b) {
+        const bool pa = !preferredGpu.empty() && a->gpu.id == preferredGpu;
+        const bool pb = !preferredGpu.empty() && b->gpu.id == preferredGpu;
+        if (pa != pb)
+            return pa;
         if (a->fits != b->fits)
             return a->fits;
         if (!a->fits)
             return false;
         if (rankedBySlo && a->layouts.front().meetsSlo != b->layouts.front().meetsSlo)
             return a->layouts.front().meetsSlo;
+        if (flagged(*a) != flagged(*b))
+            return !flagged(*a);
         return a->layouts.front().layout.gpus() < b->layouts.front().layout.gpus();
     });
     return out;
+}
+
+const GpuPlan* PlanResult::recommended() const {
+    const auto order = bestFirst();
+    // With an SLO, a plan that meets it comes before one that only holds the users.
+    if (rankedBySlo)
+        for (const GpuPlan* g : order)
+            if (g->fits && !flagged(*g) && g->layouts.front().meetsSlo)
+                return g;
+    for (const GpuPlan* g : order)
+        if (g->fits && !flagged(*g))
+            return g;
+    for (const GpuPlan* g : order)
+        if (g->fits)
+            return g;
+    return nullptr;
 }
 
 Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const Layout& layout,
@@ -288,6 +347,7 @@ Deployment evaluateDeployment(const Scenario& base, const GpuSpec& gpu, const La
 PlanResult planDeployments(const PlanRequest& request) {
     PlanResult out;
     out.gpus.reserve(request.gpus.size());
+    out.preferredGpu = request.preferredGpu;
     for (const auto& g : request.gpus)
         out.gpus.push_back(planGpu(request, g));
     return out;

@@ -16,6 +16,12 @@ namespace kvl::core {
 
 enum class PlanRank : std::uint8_t { Gpus, Throughput };
 
+// A plan that holds the users is not yet one to recommend: under this decode speed per user
+// (tokens/s; 10 is about reading speed) or over this many pipeline stages (each adds a
+// bubble and a hop per token) it is flagged, and a plan without a flag is recommended first.
+inline constexpr double kDefaultMinTokensPerSecondPerUser = 10.0;
+inline constexpr int kMaxRecommendedPipelineStages = 4;
+
 struct PlanRequest {
     Scenario base;               // model, levers, engine flags; GPU and layout are searched
     std::int64_t users = 1;      // concurrent requests to hold
@@ -24,6 +30,8 @@ struct PlanRequest {
     int maxGpus = 64;
     int gpusPerNode = 8;
     PlanRank rank = PlanRank::Gpus;
+    double minTokensPerSecondPerUser = kDefaultMinTokensPerSecondPerUser; // the speed floor
+    std::string preferredGpu; // the scenario's GPU id: listed first and recommended if it can be
 };
 
 struct Deployment {
@@ -40,7 +48,8 @@ struct Deployment {
     std::int64_t headroomBytesPerGpu = 0; // pool - the users' KV
     bool withinOneNode = true;            // TP x PP fits in one node
     std::string reason;                   // why it does not hold the users
-    Scenario scenario;                    // the base with this GPU, layout and max model len
+    std::string flag;  // why a plan that holds the users is not recommended; empty when it is
+    Scenario scenario; // the base with this GPU, layout and max model len
     // Speed at the users' concurrency (filled by the speed model).
     double decodeStepMs = 0;
     double tokensPerSecondPerUser = 0;
@@ -57,8 +66,10 @@ struct Deployment {
 struct GpuPlan {
     GpuSpec gpu;
     bool fits = false;
-    std::string reason;              // why no layout holds the users
-    std::vector<Deployment> layouts; // the best first; empty when none fits
+    std::string reason; // why no layout holds the users
+    // The best first: the layouts of the fewest GPUs without a flag, then the flagged ones of
+    // fewer GPUs still (said, not recommended); empty when none fits.
+    std::vector<Deployment> layouts;
     // For a kind that holds nothing: the memory one GPU would need for the smallest layout
     // (weights + reserves + one request) at the largest layout tried.
     std::int64_t memoryNeededBytes = 0;
@@ -70,11 +81,23 @@ struct GpuPlan {
 };
 
 struct PlanResult {
-    std::vector<GpuPlan> gpus;                     // in the request's order; see bestFirst()
-    std::vector<const GpuPlan*> bestFirst() const; // fitting kinds by GPUs, then the others
-    // Set by rankPlanBySlo: bestFirst puts the kinds whose best layout meets the SLO first.
+    std::vector<GpuPlan> gpus; // in the request's order; see bestFirst()
+    std::string preferredGpu;  // the request's
+    // Set by rankPlanBySlo: among the kinds that hold the users, those whose best layout meets
+    // the SLO come first.
     bool rankedBySlo = false;
+    // The preferred kind first, then the kinds that hold the users (meeting the SLO first when
+    // ranked by it, then unflagged, by GPUs), then those that hold nothing.
+    std::vector<const GpuPlan*> bestFirst() const;
+    // The plan to recommend: with an SLO, the first unflagged plan that meets it; else the
+    // preferred kind's when it holds the users unflagged, else the first unflagged kind, else
+    // the first that holds them (flagged); nullptr when none does.
+    const GpuPlan* recommended() const;
 };
+
+// Why `d` (holding the users) is not one to recommend under `req`: "3.5 tokens/s per user,
+// under the floor of 10", "PP 7, over 4 pipeline stages"; empty when neither.
+std::string planFlag(const Deployment& d, const PlanRequest& req);
 
 PlanResult planDeployments(const PlanRequest& request);
 

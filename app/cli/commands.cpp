@@ -12,6 +12,7 @@
 #include "core/io/json.h"
 #include "core/io/ledger_json.h"
 #include "core/ledger.h"
+#include "core/names.h"
 #include "core/planner.h"
 #include "core/sim/simulator.h"
 #include "core/units.h"
@@ -24,6 +25,13 @@ namespace kvl::app {
 namespace {
 
 using Json = nlohmann::ordered_json; // keeps the keys in the order written
+
+std::vector<std::string> gpuIds() {
+    std::vector<std::string> ids;
+    for (const auto& g : io::builtinGpus())
+        ids.push_back(g.id);
+    return ids;
+}
 
 int runModels(const Invocation& inv, std::ostream& out) {
     const bool json = inv.has("json");
@@ -106,14 +114,18 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
     req.gpusPerNode = inv.has("gpus-per-node") ? std::stoi(inv.value("gpus-per-node")) : 8;
     req.rank =
         inv.value("rank") == "throughput" ? core::PlanRank::Throughput : core::PlanRank::Gpus;
+    if (inv.has("min-tokens-per-s-per-user"))
+        req.minTokensPerSecondPerUser = std::stod(inv.value("min-tokens-per-s-per-user"));
+    // The scenario's GPU is listed first and recommended when it holds the users unflagged.
+    req.preferredGpu = inv.scenario.hardware.gpu.id;
     if (inv.has("all-gpus")) {
         req.gpus = io::builtinGpus();
     } else if (!inv.gpus.empty()) {
         for (const auto& id : inv.gpus) {
             const core::GpuSpec* g = io::findGpu(id);
             if (!g) {
-                err << "kvledger plan: --gpu: unknown GPU '" << printable(id)
-                    << "' (kvledger gpus lists them)\n";
+                err << "kvledger plan: --gpu: unknown GPU '" << printable(id) << "'"
+                    << printable(core::didYouMean(id, gpuIds())) << " (kvledger gpus lists them)\n";
                 return 2;
             }
             // `--gpu b200 --gpu b200` asks for one kind: one plan each.

@@ -195,6 +195,17 @@ const std::vector<AppOption>& appOptions() {
              }},
             {"series", "",
              "print the sampled time series (table: every point; JSON always has it)"},
+            {"min-tokens-per-s-per-user", "F",
+             "the speed floor: a plan slower per user (decode tokens/s) is flagged and not "
+             "recommended while one above it exists; 0 turns it off (default 10)",
+             [](const std::string& v) -> Status {
+                 char* end = nullptr;
+                 const double f = v.empty() ? -1.0 : std::strtod(v.c_str(), &end);
+                 if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f) || f < 0 ||
+                     f > 1e6)
+                     return bad("expected a number from 0 to 1000000, got '" + v + "'");
+                 return {};
+             }},
             {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
@@ -245,7 +256,7 @@ const std::vector<CommandSpec>& commands() {
          "meet the SLO rank first",
          {"users", "all-gpus", "max-gpus", "gpus-per-node", "rank", "rate", "slo-ttft-ms",
           "slo-tpot-ms", "slo-attainment", "prompt-tokens", "output-tokens", "requests", "seed",
-          "json", "units"},
+          "min-tokens-per-s-per-user", "json", "units"},
          true},
         {"simulate",
          {"simulate --rate R | --concurrency C [--prompt-tokens DIST] [--output-tokens DIST] "

@@ -2,8 +2,11 @@
 
 #include "options.h"
 
+#include "core/deployment.h"
 #include "core/io/scenario_args.h"
 #include "core/io/scenario_file.h"
+#include "core/names.h"
+#include "core/units.h"
 
 #include <QCommandLineOption>
 #include <QCommandLineParser>
@@ -66,9 +69,17 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
         return inv;
     }
     if (!p.parse(argv)) {
-        if (!p.unknownOptionNames().isEmpty())
-            return bad("unknown option '" + typedOption(argv, p.unknownOptionNames().front()) +
-                       "'" + see);
+        if (!p.unknownOptionNames().isEmpty()) {
+            const QString name = p.unknownOptionNames().front();
+            std::vector<std::string> names;
+            for (const auto& o : own)
+                names.push_back(o.names().back().toStdString());
+            if (c.scenario)
+                for (const auto& o : io::scenarioOptions())
+                    names.emplace_back(o.name);
+            return bad("unknown option '" + typedOption(argv, name) + "'" +
+                       core::didYouMean(name.toStdString(), names, "--") + see);
+        }
         // Qt's own one line, e.g. "Missing value after '--context'."
         QString e = p.errorText();
         if (e.endsWith(QLatin1Char('.')))
@@ -136,6 +147,31 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
                 "hardware.kv_memory_bytes",
                 "plan sizes each GPU's KV pool from its memory (--gpu-memory-utilization); a "
                 "fixed KV memory is for ledger, export and the window"});
+        // A layout vLLM refuses to start is an error, not a result with a warning at its end.
+        if (c.name == "ledger")
+            if (auto st = core::checkLayout(s->model, core::layoutOf(*s)); !st) {
+                std::string set;
+                for (const auto& g : given)
+                    if (g.name == "tp" || g.name == "pp" || g.name == "dp" || g.name == "dcp" ||
+                        g.name == "enable-expert-parallel")
+                        set += (set.empty() ? "--" : ", --") + g.name;
+                return bad((set.empty() ? std::string("--scenario") : set) + ": layout " +
+                           core::layoutLabel(core::layoutOf(*s)) + ": " + st.error().message);
+            }
+        // A context beyond max_model_len is one vLLM rejects; raising max_model_len (which vLLM
+        // then checks against memory, as the ledger does) is the user's call, not ours.
+        if ((c.name == "ledger" || c.name == "plan") &&
+            s->workload.context > s->effectiveMaxModelLen()) {
+            const std::string ctx = core::withThousands(s->workload.context);
+            if (s->workload.maxModelLen > 0)
+                return bad("--context: " + ctx + " tokens exceed --max-model-len " +
+                           core::withThousands(s->workload.maxModelLen) +
+                           "; raise --max-model-len to at least " + ctx);
+            return bad("--context: " + ctx + " tokens exceed " + s->model.id +
+                       "'s max model length (" + core::withThousands(s->model.maxContext) +
+                       "); pass --max-model-len " + std::to_string(s->workload.context) +
+                       " to ask vLLM for more");
+        }
         inv.scenario = *s;
         if (c.name == "plan")
             for (const QString& g : p.values(QStringLiteral("gpu")))

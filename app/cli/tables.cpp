@@ -4,6 +4,7 @@
 
 #include "app/cli.h"
 
+#include "core/deployment.h"
 #include "core/engine.h"
 #include "core/io/ledger_json.h"
 #include "core/io/scenario_file.h"
@@ -11,6 +12,8 @@
 #include "core/speed.h"
 #include "core/vllm_command.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -35,8 +38,9 @@ std::string bytesText(std::int64_t b, core::UnitSystem u) {
 
 // The scenario: model, GPUs, geometry, attention, KV format, paging and prefix.
 void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
-    out << printable(s.model.name) << " on " << s.hardware.gpuCount << " x "
-        << printable(s.hardware.gpu.name) << "\n";
+    const core::Layout layout = core::layoutOf(s);
+    out << printable(s.model.name) << " on " << layout.gpus() << " x "
+        << printable(s.hardware.gpu.name) << " (" << core::layoutLabel(layout) << ")\n";
     out << "  " << s.model.geometrySummary() << "\n";
     out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format)
         << ", "
@@ -49,37 +53,42 @@ void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::Led
     out << "\n\n";
 }
 
-// One row per ledger figure, the bytes in `u` and exact.
+// One row per ledger figure, the bytes in `u` and exact, each with its scope as the window
+// says it: per GPU (one GPU of a replica), per replica (its TP x PP GPUs serve every request),
+// cluster (x DP), or model (the model's KV counted once, before TP splits or replicates it).
 void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
                      core::UnitSystem u) {
     auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
     const int w = 34;
-    auto row = [&](const std::string& k, const std::string& v) {
-        out << "  " << std::left << std::setw(w) << k << v << "\n";
+    auto row = [&](const std::string& k, const char* scope, const std::string& v) {
+        out << "  " << std::left << std::setw(w) << k << std::setw(13) << scope << v << "\n";
     };
-    row("KV per token (model)", bytes(r.kvBytesPerToken));
-    row("KV per token (per GPU)", bytes(r.kvBytesPerTokenPerGpu));
+    constexpr const char* gpu = "per GPU";
+    row("KV per token", "model", bytes(r.kvBytesPerToken));
+    row("KV per token", gpu, bytes(r.kvBytesPerTokenPerGpu));
     if (r.blockSize > 0)
-        row("Block (all layers, per GPU)", bytes(r.pageBytesPerGpu));
-    row("KV per request @" + withThousands(r.contextTokens), bytes(r.kvBytesPerRequest));
-    if (s.hardware.gpuCount > 1)
-        row("KV per request per GPU", bytes(r.kvBytesPerRequestPerGpu));
+        row("Block (all layers)", gpu, bytes(r.pageBytesPerGpu));
+    row("KV per request @" + withThousands(r.contextTokens), "model", bytes(r.kvBytesPerRequest));
+    if (s.hardware.gpuCount > 1 || s.hardware.pipelineParallel > 1)
+        row("KV per request @" + withThousands(r.contextTokens), gpu,
+            bytes(r.kvBytesPerRequestPerGpu));
     if (r.sharedBytesPerRequestPerGpu > 0)
-        row("Shared prefix saved per request", bytes(r.sharedBytesPerRequestPerGpu));
-    row("Weights per GPU", bytes(r.weightsBytesPerGpu));
+        row("Shared prefix saved per request", gpu, bytes(r.sharedBytesPerRequestPerGpu));
+    row("Weights", gpu, bytes(r.weightsBytesPerGpu));
     if (r.kvMemoryOverridden) {
-        row("KV memory (fixed)", bytes(r.availableKvBytes));
+        row("KV memory (fixed)", gpu, bytes(r.availableKvBytes));
     } else {
-        row("GPU memory", bytes(r.gpuMemoryBytes));
-        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", bytes(r.requestedBytes));
-        row("Activation + non-torch reserve",
+        row("GPU memory", gpu, bytes(r.gpuMemoryBytes));
+        row("Requested (x " + fixed2(core::gpuMemoryUtilization(s)) + ")", gpu,
+            bytes(r.requestedBytes));
+        row("Activation + non-torch reserve", gpu,
             bytes(r.activationBytes + r.overheadBytes - r.cudaGraphBytes));
         if (r.cudaGraphBytes > 0)
-            row("CUDA graphs (in profile)", bytes(r.cudaGraphBytes));
-        row("Available for KV cache", bytes(r.availableKvBytes));
+            row("CUDA graphs (in profile)", gpu, bytes(r.cudaGraphBytes));
+        row("Available for KV cache", gpu, bytes(r.availableKvBytes));
     }
     if (r.blockSize > 0)
-        row("GPU blocks", withThousands(r.numGpuBlocks));
+        row("GPU blocks", gpu, withThousands(r.numGpuBlocks));
     // One number to trust: what vLLM runs, with why it is not what the KV cache holds.
     std::string run = withThousands(r.requestsYouCanRun);
     if (r.refused)
@@ -88,7 +97,12 @@ void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::Led
         run += " (one request does not fit)";
     else if (r.requestsYouCanRun < r.maxRequestsAtContext)
         run += " (max_num_seqs; the KV cache holds " + withThousands(r.maxRequestsAtContext) + ")";
-    row("Requests of " + withThousands(r.contextTokens) + " you can run", run);
+    // Every GPU of a replica serves every request: requests are per replica, or x DP.
+    row("Requests of " + withThousands(r.contextTokens) + " you can run", "per replica", run);
+    if (s.hardware.dataParallel > 1)
+        row("Requests of " + withThousands(r.contextTokens) + " you can run", "cluster",
+            withThousands(core::satMul(r.requestsYouCanRun, s.hardware.dataParallel)) + " (DP " +
+                std::to_string(s.hardware.dataParallel) + ")");
 }
 
 // "sliding_window 1,024": a KV cache group's spec type and, for a windowed one, its window.
@@ -107,7 +121,7 @@ std::string groupLabel(const core::KvCacheGroupUsage& g) {
 void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSystem u) {
     auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
     if (!r.kvCacheGroups.empty()) {
-        out << "\n  KV cache groups (vLLM v1, one pool of " << withThousands(r.numGpuBlocks)
+        out << "\n  KV cache groups (vLLM v1, one pool per GPU of " << withThousands(r.numGpuBlocks)
             << " blocks of " << bytes(r.bytesPerBlock) << "):\n";
         for (const auto& g : r.kvCacheGroups)
             out << "    " << std::left << std::setw(24) << groupLabel(g) << std::right
@@ -122,8 +136,9 @@ void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSys
         for (const auto& line : r.vllmLogLines)
             out << "    " << line << "\n";
     } else {
-        out << "\n  Contiguous reservation (not vLLM): " << withThousands(r.gpuKvCacheTokens)
-            << " tokens, " << fixed2(r.maxConcurrency) << "x at max model length\n";
+        out << "\n  Contiguous reservation (not vLLM, per GPU): "
+            << withThousands(r.gpuKvCacheTokens) << " tokens, " << fixed2(r.maxConcurrency)
+            << "x at max model length\n";
     }
 }
 
@@ -134,16 +149,17 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
         const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
         if (d.stepMs > 0)
             out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)
-                << "): " << withThousands(batch) << " requests x "
+                << "): " << withThousands(batch) << " requests per replica x "
                 << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
                 << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
-                << fixed(d.clusterTokensPerSecond, 0) << " tokens/s per replica x DP ("
+                << withThousands(std::llround(d.clusterTokensPerSecond))
+                << " tokens/s in the cluster (DP " << s.hardware.dataParallel << ", "
                 << core::regimeName(d.regime) << ")\n";
     }
     if (s.workload.targetRequests > 0) {
         const auto need = core::computeGpusNeeded(s, s.workload.targetRequests);
         out << "\n  " << withThousands(s.workload.targetRequests) << " requests x "
-            << withThousands(s.workload.context) << " tokens: weights "
+            << withThousands(s.workload.context) << " tokens (cluster): weights "
             << formatBytes(need.weightsBytes, core::UnitSystem::Decimal) << " + KV "
             << formatBytes(need.kvBytes, core::UnitSystem::Decimal) << " = "
             << formatBytes(need.totalBytes, core::UnitSystem::Decimal) << " -> ";
@@ -160,17 +176,20 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
     }
 }
 
-// The lever ladder, then the warnings and the error.
-void printLadder(std::ostream& out, const core::LedgerResult& r,
+// The lever ladder, then the warnings and the error. Bytes per GPU and requests per replica,
+// as the window's ladder shows them by default (widgets/charts/ladder_model.cpp).
+void printLadder(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
                  const std::vector<core::LadderStep>& ladder, core::UnitSystem u) {
-    out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens\n";
-    out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(14) << "KV/token"
-        << std::setw(16) << "per request" << std::setw(12) << "requests"
+    out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens (KV per GPU of "
+        << core::layoutLabel(core::layoutOf(s)) << "; requests per replica)\n";
+    out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(20)
+        << "KV/token per GPU" << std::setw(22) << "per request per GPU" << std::setw(22)
+        << "requests per replica"
         << "\n";
     for (const auto& st : ladder) {
         out << "  " << std::left << std::setw(36) << printable(st.label) << std::right
-            << std::setw(14) << formatBytes(st.result.kvBytesPerToken, u) << std::setw(16)
-            << formatBytes(st.result.kvBytesPerRequest, u) << std::setw(12)
+            << std::setw(20) << formatBytes(st.result.kvBytesPerTokenPerGpu, u) << std::setw(22)
+            << formatBytes(st.result.kvBytesPerRequestPerGpu, u) << std::setw(22)
             << withThousands(st.result.maxRequestsAtContext) << "\n";
     }
     for (const auto& wmsg : r.warnings)
@@ -189,7 +208,7 @@ void printLedgerTable(std::ostream& out, const core::Scenario& s, const core::Le
     printLedgerRows(out, s, r, u);
     printVllmPool(out, r, u);
     printEstimates(out, s, r);
-    printLadder(out, r, ladder, u);
+    printLadder(out, s, r, ladder, u);
 }
 
 void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core::PlanResult& plan,
@@ -227,21 +246,47 @@ void printPlanTable(std::ostream& out, const core::PlanRequest& req, const core:
         };
         if (d.sloChecked)
             out << "  " << std::setw(28) << "" << sloText(d) << "\n";
-        for (std::size_t i = 1; i < g->layouts.size() && i < 4; ++i) {
+        // Three others at most, and always the flagged ones of fewer GPUs (why not those).
+        for (std::size_t i = 1; i < g->layouts.size(); ++i)
+            if (i < 4 || !g->layouts[i].flag.empty()) {
+                out << "  " << std::setw(28) << ""
+                    << "or " << core::layoutLabel(g->layouts[i].layout)
+                    << (g->layouts[i].flag.empty()
+                            ? std::string()
+                            : " (flagged: " + printable(g->layouts[i].flag) + ")");
+                if (g->layouts[i].sloChecked)
+                    out << ": " << sloText(g->layouts[i]);
+                out << "\n";
+            }
+        if (!d.flag.empty())
             out << "  " << std::setw(28) << ""
-                << "or " << core::layoutLabel(g->layouts[i].layout);
-            if (g->layouts[i].sloChecked)
-                out << ": " << sloText(g->layouts[i]);
-            out << "\n";
-        }
+                << "flagged: " << printable(d.flag) << "\n";
     }
-    if (!order.empty() && order.front()->fits) {
-        out << "\n  The best plan, for vLLM:\n";
-        std::istringstream lines(
-            core::vllmServeCommand(order.front()->layouts.front().scenario).text());
-        for (std::string line; std::getline(lines, line);)
-            out << "    " << line << "\n";
-    }
+    const core::GpuPlan* best = plan.recommended();
+    if (!best)
+        return;
+    const core::Deployment& d = best->layouts.front();
+    out << "\n  The best plan: " << d.layout.gpus() << " x " << printable(best->gpu.name) << " ("
+        << printable(best->gpu.id) << ") as " << core::layoutLabel(d.layout);
+    if (best->gpu.id == req.preferredGpu)
+        out << ", the scenario's GPU";
+    out << "\n";
+    // Why not the fewest GPUs, or why it is flagged itself.
+    if (!d.flag.empty())
+        out << "  (flagged: " << printable(d.flag) << "; no plan tried avoids that)\n";
+    else
+        for (const core::GpuPlan* g : order)
+            if (g != best && g->fits && !g->layouts.front().flag.empty() &&
+                (g->layouts.front().layout.gpus() <= d.layout.gpus() ||
+                 g->gpu.id == req.preferredGpu))
+                out << "  (not " << g->layouts.front().layout.gpus() << " x "
+                    << printable(g->gpu.id)
+                    << (g->gpu.id == req.preferredGpu ? ", the scenario's GPU" : "") << ": "
+                    << printable(g->layouts.front().flag) << ")\n";
+    out << "  For vLLM:\n";
+    std::istringstream lines(core::vllmServeCommand(d.scenario).text());
+    for (std::string line; std::getline(lines, line);)
+        out << "    " << line << "\n";
 }
 
 // KV bytes per token in the model's own dtype (vLLM "auto"), whole model.
@@ -252,28 +297,73 @@ std::int64_t nativeBytesPerToken(const core::ModelSpec& m) {
     return core::computeLedger(s).kvBytesPerToken;
 }
 
-void printModelsTable(std::ostream& out, const std::vector<core::ModelSpec>& models) {
-    out << std::left << std::setw(24) << "id" << std::setw(16) << "family" << std::right
-        << std::setw(7) << "layers" << std::setw(8) << "q" << std::setw(5) << "kv" << std::setw(6)
-        << "hd" << std::setw(10) << "max ctx" << std::setw(14) << "KV/token"
-        << "  notes\n";
-    for (const auto& m : models) {
-        out << std::left << std::setw(24) << printable(m.id) << std::setw(16) << printable(m.family)
-            << std::right << std::setw(7) << m.numLayers() << std::setw(8) << m.qHeads
-            << std::setw(5) << m.kvHeads << std::setw(6) << m.headDim << std::setw(10)
-            << withThousands(m.maxContext) << std::setw(14) << withThousands(nativeBytesPerToken(m))
-            << "  " << printable(m.notes) << "\n";
+namespace {
+
+// Columns as wide as their widest cell, two spaces apart: a long name (or a long id, such as
+// llama-4-maverick-17b-128e) widens its column instead of running into the next one.
+struct Column {
+    std::string title;
+    bool right = false; // numbers right-aligned
+};
+
+void printColumns(std::ostream& out, const std::vector<Column>& cols,
+                  const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(cols.size());
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+        width[c] = cols[c].title.size();
+        for (const auto& r : rows)
+            width[c] = std::max(width[c], r[c].size());
     }
+    const auto line = [&](const std::vector<std::string>& cells) {
+        std::string text;
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::string pad(width[c] - cells[c].size(), ' ');
+            if (c > 0)
+                text += "  ";
+            // The last column (free text) is not padded: no trailing blanks.
+            text +=
+                cols[c].right ? pad + cells[c] : (c + 1 == cols.size() ? cells[c] : cells[c] + pad);
+        }
+        while (!text.empty() && text.back() == ' ')
+            text.pop_back();
+        out << text << "\n";
+    };
+    std::vector<std::string> titles;
+    for (const auto& c : cols)
+        titles.push_back(c.title);
+    line(titles);
+    for (const auto& r : rows)
+        line(r);
+}
+
+} // namespace
+
+void printModelsTable(std::ostream& out, const std::vector<core::ModelSpec>& models) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : models)
+        rows.push_back({printable(m.id), printable(m.family), std::to_string(m.numLayers()),
+                        std::to_string(m.qHeads), std::to_string(m.kvHeads),
+                        std::to_string(m.headDim), withThousands(m.maxContext),
+                        withThousands(nativeBytesPerToken(m)), printable(m.notes)});
+    printColumns(out,
+                 {{"id"},
+                  {"family"},
+                  {"layers", true},
+                  {"q", true},
+                  {"kv", true},
+                  {"hd", true},
+                  {"max ctx", true},
+                  {"KV B/token", true},
+                  {"notes"}},
+                 rows);
 }
 
 void printGpusTable(std::ostream& out, const std::vector<core::GpuSpec>& gpus) {
-    out << std::left << std::setw(18) << "id" << std::setw(26) << "name" << std::right
-        << std::setw(14) << "memory" << std::setw(18) << "bytes" << std::setw(12) << "GB/s"
-        << "\n";
+    std::vector<std::vector<std::string>> rows;
     for (const auto& g : gpus)
-        out << std::left << std::setw(18) << printable(g.id) << std::setw(26) << printable(g.name)
-            << std::right << std::setw(14) << formatBytes(g.memoryBytes) << std::setw(18)
-            << withThousands(g.memoryBytes) << std::setw(12) << g.bandwidthGBs << "\n";
+        rows.push_back({printable(g.id), printable(g.name), formatBytes(g.memoryBytes),
+                        withThousands(g.memoryBytes), withThousands(std::llround(g.bandwidthGBs))});
+    printColumns(out, {{"id"}, {"name"}, {"memory", true}, {"bytes", true}, {"GB/s", true}}, rows);
 }
 
 void printEngineTable(std::ostream& out, const core::Scenario& s, const core::EngineResult& r,

@@ -149,6 +149,8 @@ Json deploymentJson(const core::Deployment& d) {
                     {"ttft_p99_ms", d.ttftP99Ms},
                     {"tpot_p99_ms", d.tpotP99Ms},
                     {"note", d.sloNote}};
+    // Holds the users but is not one to recommend (too slow per user, too many stages).
+    o["flag"] = d.flag.empty() ? Json() : Json(d.flag);
     o["vllm_command"] = core::vllmServeCommand(d.scenario).text();
     return o;
 }
@@ -289,6 +291,8 @@ Json planJson(const core::PlanRequest& req, const core::PlanResult& plan) {
               {"kv_dtype", core::vllmCacheDtype(req.base).value_or(
                                core::shortLabel(core::storedKvFormat(req.base)))},
               {"max_gpus", req.maxGpus},
+              {"min_tokens_per_s_per_user", req.minTokensPerSecondPerUser},
+              {"recommended_gpu", plan.recommended() ? Json(plan.recommended()->gpu.id) : Json()},
               {"plans", std::move(plans)}};
     putSaturated(o);
     return o;

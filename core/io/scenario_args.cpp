@@ -7,6 +7,8 @@
 #include "core/engine.h"
 #include "core/ledger.h"
 #include "core/llamacpp/ggml_types.h"
+#include "core/names.h"
+#include "core/units.h"
 
 #include <array>
 #include <charconv>
@@ -23,6 +25,21 @@ using core::Scenario;
 
 Error bad(std::string message) {
     return makeError(ErrorCode::BadInput, std::move(message));
+}
+
+// The catalogs' ids, for "did you mean".
+std::vector<std::string> modelIds() {
+    std::vector<std::string> ids;
+    for (const auto& m : builtinModels())
+        ids.push_back(m.id);
+    return ids;
+}
+
+std::vector<std::string> gpuIds() {
+    std::vector<std::string> ids;
+    for (const auto& g : builtinGpus())
+        ids.push_back(g.id);
+    return ids;
 }
 
 kvl::Result<std::int64_t> intIn(const std::string& text, std::int64_t lo, std::int64_t hi) {
@@ -73,6 +90,24 @@ Status setInt(const std::string& text, std::int64_t lo, std::int64_t hi, Field& 
     if (!v)
         return v.error();
     field = static_cast<Field>(*v);
+    return {};
+}
+
+// A token count as the window's token boxes read it: 8192, 32K, 1.5K, 1M (core::parseTokenCount).
+Status setTokens(const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t& field) {
+    const auto v = core::parseTokenCount(text);
+    if (!v) {
+        // "-5" and "lots" read as what they are, not as a range
+        if (auto n = intIn(text, lo, hi); !n)
+            return n.error().message.starts_with("must")
+                       ? n.error()
+                       : bad("expected a token count such as 8192, 32K or 1M, got '" + text + "'");
+        return bad("expected a token count such as 8192, 32K or 1M, got '" + text + "'");
+    }
+    if (*v < lo || *v > hi)
+        return bad("must be between " + core::withThousands(lo) + " and " +
+                   core::withThousands(hi) + ", got " + text);
+    field = *v;
     return {};
 }
 
@@ -155,8 +190,9 @@ const std::array kOptions{
                        const core::ModelSpec* m = findModel(id);
                        if (!m)
                            return makeError(ErrorCode::NotFound,
-                                            "unknown model '" + id +
-                                                "' (kvledger models lists them)");
+                                            "unknown model '" + id + "'" +
+                                                core::didYouMean(id, modelIds()) +
+                                                " (kvledger models lists them)");
                        s.model = *m;
                        return {};
                    },
@@ -262,14 +298,14 @@ const std::array kOptions{
                    .excludes = "block-size"},
     ScenarioOption{.name = "prefix-tokens",
                    .valueName = "N",
-                   .help = "a shared prompt prefix; its full blocks are stored once",
+                   .help = "a shared prompt prefix (2048 or 2K); its full blocks are stored once",
                    .defaultOf =
                        [](const Scenario& b) {
                            return std::to_string(
                                b.levers.prefix.enabled ? b.levers.prefix.sharedTokens : 0);
                        },
                    .apply = [](Scenario& s, const std::string& v) -> Status {
-                       auto st = setInt(v, 0, core::kMaxContext, s.levers.prefix.sharedTokens);
+                       auto st = setTokens(v, 0, core::kMaxContext, s.levers.prefix.sharedTokens);
                        s.levers.prefix.enabled = s.levers.prefix.sharedTokens > 0;
                        return st;
                    }},
@@ -286,15 +322,15 @@ const std::array kOptions{
     ScenarioOption{
         .name = "context",
         .valueName = "N",
-        .help = "tokens per request",
+        .help = "tokens per request (8192, 32K or 1M); at most the max model len",
         .defaultOf = [](const Scenario& b) { return std::to_string(b.workload.context); },
         .apply =
             [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxContext, s.workload.context);
+                return setTokens(v, 1, core::kMaxContext, s.workload.context);
             }},
     ScenarioOption{.name = "max-model-len",
                    .valueName = "N",
-                   .help = "vLLM --max-model-len",
+                   .help = "vLLM --max-model-len (8192, 128K or 1M)",
                    .defaultOf =
                        [](const Scenario& b) {
                            return b.workload.maxModelLen > 0
@@ -303,7 +339,7 @@ const std::array kOptions{
                        },
                    .apply =
                        [](Scenario& s, const std::string& v) {
-                           return setInt(v, 1, core::kMaxContext, s.workload.maxModelLen);
+                           return setTokens(v, 1, core::kMaxContext, s.workload.maxModelLen);
                        }},
     ScenarioOption{
         .name = "max-num-batched-tokens",
@@ -430,7 +466,9 @@ const std::array kOptions{
                        const core::GpuSpec* g = findGpu(id);
                        if (!g)
                            return makeError(ErrorCode::NotFound,
-                                            "unknown GPU '" + id + "' (kvledger gpus lists them)");
+                                            "unknown GPU '" + id + "'" +
+                                                core::didYouMean(id, gpuIds()) +
+                                                " (kvledger gpus lists them)");
                        s.hardware.gpu = *g;
                        return {};
                    }},

@@ -91,6 +91,27 @@ void TestCatalogLedger::sameNumbers() {
     QFETCH(int, exitCode);
     QFETCH(QJsonObject, want);
     const auto r = kvl::test::run(args);
+    // Issue 29 (items 5 and 11) made two of the fixture's scenarios one-line errors (exit 2)
+    // instead of a result with a warning at its end: a context beyond max_model_len, and a
+    // layout vLLM refuses. Those rows must now be exactly those refusals; the rest keep every
+    // number.
+    bool layoutRefused = false;
+    for (const auto& w : want.value(QStringLiteral("warnings")).toArray())
+        layoutRefused = layoutRefused ||
+                        w.toString().contains(QLatin1String("would refuse this tensor parallel")) ||
+                        w.toString().contains(QLatin1String("cannot be split"));
+    const bool contextRefused = want.value(QStringLiteral("context")).toInteger() >
+                                want.value(QStringLiteral("max_model_len")).toInteger();
+    if (exitCode == 0 && (layoutRefused || contextRefused)) {
+        QCOMPARE(r.rc, 2);
+        QVERIFY(r.out.isEmpty());
+        // The layout is checked first.
+        QVERIFY2(r.err.contains(layoutRefused ? QLatin1String("--tp: layout TP ")
+                                              : QLatin1String("--context: ")),
+                 qPrintable(r.err));
+        QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+        return;
+    }
     QCOMPARE(r.rc, exitCode);
     const QJsonObject got = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QVERIFY2(!got.isEmpty(), qPrintable(r.err));

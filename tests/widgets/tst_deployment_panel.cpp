@@ -11,6 +11,7 @@
 #include "core/planner.h"
 
 #include <QAction>
+#include <QFont>
 #include <QHeaderView>
 #include <QMenu>
 #include <QPushButton>
@@ -49,6 +50,7 @@ core::PlanRequest request(const core::Scenario& s, std::vector<core::GpuSpec> gp
     r.users = users;
     r.context = s.workload.context;
     r.gpus = std::move(gpus);
+    r.preferredGpu = s.hardware.gpu.id; // as the panel asks: the scenario's GPU first
     return r;
 }
 
@@ -79,6 +81,7 @@ private slots:
     void replansOnLeverChangeOnly();
     void applySetsTheWindowScenario();
     void columnsShowAndHide();
+    void scenarioGpuFirstAndSlowPlansFlagged();
 };
 
 void TestDeploymentPanel::initTestCase() {
@@ -163,24 +166,31 @@ void TestDeploymentPanel::sortsByGpus() {
     for (const auto& g : plan.gpus)
         fitting += g.fits ? 1 : 0;
     QVERIFY(fitting > 0 && fitting < int(gpus.size())); // eight L4s hold no 70B in BF16
+    // The scenario's GPU is pinned first (issue 29, item 6), here one that needs more than 8;
+    // the others follow by GPUs, the kinds that fit nothing last.
+    QCOMPARE(panel.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+             QStringLiteral("h100-80gb"));
+    QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("no"));
     qint64 last = 0;
-    for (int r = 0; r < panel.proxy()->rowCount(); ++r) {
+    for (int r = 1; r < panel.proxy()->rowCount(); ++r) {
         const qint64 v = panel.proxy()
                              ->index(r, PlanTableModel::GpusColumn)
                              .data(PlanTableModel::SortRole)
                              .toLongLong();
         QVERIFY(v >= last);
         last = v;
-        QCOMPARE(cell(panel, r, PlanTableModel::FitsColumn) == QLatin1String("yes"), r < fitting);
+        QCOMPARE(cell(panel, r, PlanTableModel::FitsColumn) == QLatin1String("yes"), r <= fitting);
     }
-    // The top row is the planner's overall best.
+    // The row after it is the planner's overall best (unflagged first, then by GPUs).
     const auto order = plan.bestFirst();
-    QCOMPARE(cell(panel, 0, PlanTableModel::GpusColumn),
-             QString::number(order.front()->layouts.front().layout.gpus()));
+    QCOMPARE(order.front()->gpu.id, std::string("h100-80gb"));
+    QCOMPARE(cell(panel, 1, PlanTableModel::GpusColumn),
+             QString::number(order[1]->layouts.front().layout.gpus()));
     // Descending: the largest fitting count right after the kinds that fit nothing.
     panel.table()->sortByColumn(PlanTableModel::GpusColumn, Qt::DescendingOrder);
     QCOMPARE(cell(panel, 0, PlanTableModel::FitsColumn), QStringLiteral("no"));
-    QCOMPARE(cell(panel, panel.proxy()->rowCount() - 1, PlanTableModel::FitsColumn),
+    // (the pinned scenario's GPU sorts as the smallest: last when descending)
+    QCOMPARE(cell(panel, panel.proxy()->rowCount() - 2, PlanTableModel::FitsColumn),
              QStringLiteral("yes"));
     // A kind that fits nothing says why, with the memory it would need.
     const int l4 = proxyRowOf(panel, QStringLiteral("l4"));
@@ -370,6 +380,81 @@ void TestDeploymentPanel::columnsShowAndHide() {
     QVERIFY(action(PlanTableModel::WeightsPerGpuColumn)->isChecked());
     panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planShowAllColumns"))->trigger();
     QVERIFY(panel.hiddenColumns().isEmpty());
+}
+
+// Issue 29, items 6 and 7: the scenario's GPU (H100) is the first row, bold, and the answer
+// when it holds the users; plans under the speed floor (10 tokens/s per user by default) or
+// over PP 4 are flagged in the table and are not the best while an unflagged plan exists.
+void TestDeploymentPanel::scenarioGpuFirstAndSlowPlansFlagged() {
+    DeploymentPanel panel;
+    const core::Scenario s = llama70b();
+    panel.setView(widgets::makeLedgerView(s));
+    panel.planNow();
+    QCOMPARE(panel.planRequest().preferredGpu, std::string("h100-80gb"));
+    QCOMPARE(panel.planRequest().minTokensPerSecondPerUser, 10.0);
+    QCOMPARE(panel.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+             QStringLiteral("h100-80gb"));
+    QVERIFY(panel.proxy()->index(0, 0).data(Qt::FontRole).value<QFont>().bold());
+    QVERIFY(!panel.proxy()->index(1, 0).data(Qt::FontRole).value<QFont>().bold());
+    const auto plan = core::planDeployments(request(s, io::builtinGpus()));
+    // 50 users at 32K on H100s: 10 GPUs as TP 2 x PP 5 run 7.9 tokens/s (flagged); 12 as
+    // TP 2 x PP 3 x DP 2 run fast enough, and are the answer, on the scenario's GPU.
+    const core::GpuPlan* best = plan.recommended();
+    QVERIFY(best);
+    QCOMPARE(best->gpu.id, std::string("h100-80gb"));
+    const core::Deployment& front = best->layouts.front();
+    QVERIFY(front.flag.empty());
+    QCOMPARE(front.layout.gpus(), 12);
+    QVERIFY2(panel.statusText().contains(QStringLiteral("Best: 12 × H100 SXM 80GB as TP 2 × PP 3 "
+                                                        "× DP 2.")),
+             qPrintable(panel.statusText()));
+    bool slowerFewer = false;
+    for (const auto& d : best->layouts)
+        slowerFewer = slowerFewer || (d.layout.gpus() == 10 &&
+                                      d.flag.find("7.9 tokens/s per user, under the floor of "
+                                                  "10; PP 5, over 4 pipeline stages") == 0);
+    QVERIFY(slowerFewer);
+    // A scenario whose GPU holds them fast enough is its own answer, first in the table.
+    {
+        core::Scenario small = s;
+        small.model = *io::findModel("llama-3.1-8b");
+        DeploymentPanel p2;
+        p2.setView(widgets::makeLedgerView(small));
+        p2.setGpuKinds({"h100-80gb", "b200", "l4"});
+        p2.planNow();
+        QVERIFY2(p2.statusText().contains(QStringLiteral("× H100 SXM 80GB as")),
+                 qPrintable(p2.statusText()));
+        QCOMPARE(p2.proxy()->index(0, 0).data(PlanTableModel::GpuIdRole).toString(),
+                 QStringLiteral("h100-80gb"));
+    }
+    QVERIFY(panel.commandText().contains(
+        QStringLiteral("--tensor-parallel-size %1").arg(best->layouts.front().layout.tp)));
+    // Every fitting kind under the floor or over PP 4 says so; the others do not.
+    int flaggedRows = 0;
+    for (int r = 0; r < panel.proxy()->rowCount(); ++r) {
+        const QString id = panel.proxy()->index(r, 0).data(PlanTableModel::GpuIdRole).toString();
+        const core::GpuPlan* g = nullptr;
+        for (const auto& k : plan.gpus)
+            if (QString::fromStdString(k.gpu.id) == id)
+                g = &k;
+        QVERIFY(g);
+        if (!g->fits)
+            continue;
+        const core::Deployment& d = g->layouts.front();
+        const bool slow = d.tokensPerSecondPerUser < 10.0 || d.layout.pp > 4;
+        QCOMPARE(!d.flag.empty(), slow);
+        QCOMPARE(cell(panel, r, PlanTableModel::ReasonColumn).startsWith(QLatin1String("flagged")),
+                 slow);
+        flaggedRows += slow ? 1 : 0;
+    }
+    Q_UNUSED(flaggedRows);
+    // No floor: only the pipeline depth flags.
+    panel.setMinTokensPerSecondPerUser(0);
+    panel.planNow();
+    QCOMPARE(panel.resultRequest().minTokensPerSecondPerUser, 0.0);
+    for (const auto& g : panel.result()->gpus)
+        if (g.fits)
+            QCOMPARE(!g.layouts.front().flag.empty(), g.layouts.front().layout.pp > 4);
 }
 
 QTEST_MAIN(TestDeploymentPanel)

@@ -281,8 +281,10 @@ void TestMainWindow::leverChangesSeries_data() {
         slider->setFocus();
         QTest::keyClick(slider, Qt::Key_PageUp);
         QTest::keyClick(slider, Qt::Key_PageUp);
-    }) << Expect([](core::Scenario& s) { s.workload.context = 16384; })
-                                                   << true;
+        // Two octaves up from 4K would be 16K: the slider ends at Llama-3-8B's 8K (issue 29).
+    }) << Expect([](core::Scenario& s) {
+        s.workload.context = 8192;
+    }) << false; // inside the axis: the cursor moves, not the curves
     QTest::addRow("context typed 200000") << Action([=](QWidget* w) {
         typeInto(child<QSpinBox>(w, "contextSpin"), QStringLiteral("200000"));
     }) << Expect([](core::Scenario& s) { s.workload.context = 200000; })

@@ -12,6 +12,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFontDatabase>
 #include <QGridLayout>
@@ -60,6 +61,7 @@ PlanOutcome runPlan(const core::PlanRequest& request, const std::atomic<bool>* c
     PlanOutcome out;
     out.request = request;
     auto result = std::make_shared<core::PlanResult>();
+    result->preferredGpu = request.preferredGpu;
     for (const core::GpuSpec& gpu : request.gpus) {
         if (cancel && cancel->load()) {
             out.cancelled = true;
@@ -136,6 +138,16 @@ void DeploymentPanel::buildUi() {
     m_rank->addItem(tr("throughput"), int(core::PlanRank::Throughput));
     m_rank->setToolTip(tr("Among layouts of the same GPU count: the one holding the most "
                           "requests, or the fastest cluster"));
+    m_minSpeed = new QDoubleSpinBox;
+    m_minSpeed->setObjectName(QStringLiteral("planMinSpeedSpin"));
+    m_minSpeed->setRange(0, 10000);
+    m_minSpeed->setDecimals(1);
+    m_minSpeed->setValue(core::kDefaultMinTokensPerSecondPerUser);
+    m_minSpeed->setSpecialValueText(tr("none"));
+    m_minSpeed->setToolTip(tr("The speed floor: a plan slower per user (decode tokens/s) is "
+                              "flagged, and not the best while one above it exists; so is one "
+                              "of more than %1 pipeline stages")
+                               .arg(core::kMaxRecommendedPipelineStages));
     m_planButton = new QPushButton(tr("&Plan"));
     m_planButton->setObjectName(QStringLiteral("planButton"));
     m_cancelButton = new QPushButton(tr("Cancel"));
@@ -157,6 +169,12 @@ void DeploymentPanel::buildUi() {
     form->addWidget(m_rank, 1, 5);
     form->addWidget(m_planButton, 1, 6);
     form->addWidget(m_cancelButton, 1, 7);
+    // Spanning the first four columns, so that its longer label widens none of them.
+    auto* floorRow = new QHBoxLayout;
+    floorRow->addWidget(label(tr("Min tokens/s per &user:"), m_minSpeed));
+    floorRow->addWidget(m_minSpeed);
+    floorRow->addStretch(1);
+    form->addLayout(floorRow, 2, 0, 1, 4);
     form->setColumnStretch(8, 1);
     layout->addLayout(form);
 
@@ -360,6 +378,9 @@ void DeploymentPanel::setGpusPerNode(int n) {
 void DeploymentPanel::setRank(core::PlanRank rank) {
     m_rank->setCurrentIndex(m_rank->findData(int(rank)));
 }
+void DeploymentPanel::setMinTokensPerSecondPerUser(double floor) {
+    m_minSpeed->setValue(floor);
+}
 
 void DeploymentPanel::setView(const LedgerView& view) {
     if (view.units != m_units) {
@@ -384,6 +405,18 @@ void DeploymentPanel::setView(const LedgerView& view) {
     follow(snap.scenario.workload.context, m_followedContext, m_context);
     follow(scenarioPrefix(snap.scenario), m_followedPrefix, m_prefix);
     const std::string key = planKey(planRequest());
+    // The scenario's GPU moved: the same plans, the new one first (no re-plan).
+    if (m_outcome.result && m_outcome.result->preferredGpu != m_base.hardware.gpu.id &&
+        key == m_outcomeKey) {
+        auto resorted = std::make_shared<core::PlanResult>(*m_outcome.result);
+        resorted->preferredGpu = m_base.hardware.gpu.id;
+        m_outcome.result = resorted;
+        m_outcome.request.preferredGpu = m_base.hardware.gpu.id;
+        m_model->setPlan(m_outcome.result, m_units);
+        m_chart->setPlan(m_outcome.result, m_outcome.request.users, m_outcome.request.context,
+                         m_outcome.request.maxGpus);
+        updateCommand();
+    }
     if (key != m_outcomeKey && key != m_pendingKey)
         schedulePlan();
 }
@@ -409,6 +442,9 @@ core::PlanRequest DeploymentPanel::planRequest() const {
     req.maxGpus = m_maxGpus->value();
     req.gpusPerNode = m_perNode->value();
     req.rank = static_cast<core::PlanRank>(m_rank->currentData().toInt());
+    req.minTokensPerSecondPerUser = m_minSpeed->value();
+    // The scenario's GPU first (issue 29, item 6): the other kinds are a row away.
+    req.preferredGpu = m_base.hardware.gpu.id;
     const QStringList kinds = gpuKinds();
     for (const auto& g : io::builtinGpus())
         if (kinds.contains(qs(g.id)))
@@ -437,6 +473,8 @@ std::string DeploymentPanel::planKey(const core::PlanRequest& r) const {
         key += '|';
         key.append(g.id);
     }
+    // Not the preferred GPU: the scenario's GPU changes the order only (setView re-sorts).
+    key += "|floor " + std::to_string(r.minTokensPerSecondPerUser);
     return key;
 }
 
@@ -532,11 +570,22 @@ void DeploymentPanel::showOutcome(PlanOutcome outcome) {
             .arg(fitting)
             .arg(order.size())
             .arg(m_outcome.elapsedMs, 0, 'f', 0);
-    if (!order.empty() && order.front()->fits) {
-        const core::Deployment& d = order.front()->layouts.front();
+    if (const core::GpuPlan* best = m_outcome.result->recommended()) {
+        const core::Deployment& d = best->layouts.front();
         text += QLatin1Char(' ') + tr("Best: %1 × %2 as %3.")
                                        .arg(d.layout.gpus())
-                                       .arg(qs(order.front()->gpu.name), layoutText(d.layout));
+                                       .arg(qs(best->gpu.name), layoutText(d.layout));
+        if (!d.flag.empty())
+            text +=
+                QLatin1Char(' ') + tr("Flagged: %1; no plan tried avoids that.").arg(qs(d.flag));
+        // Why not the scenario's GPU, when it is not the answer.
+        const core::GpuPlan* first = order.front();
+        if (first != best && first->gpu.id == m_outcome.result->preferredGpu)
+            text += QLatin1Char(' ') +
+                    (first->fits
+                         ? tr("Not the scenario's %1: %2.")
+                               .arg(qs(first->gpu.name), qs(first->layouts.front().flag))
+                         : tr("The scenario's %1 does not hold them.").arg(qs(first->gpu.name)));
     }
     text += QLatin1Char(' ') +
             tr("Memory figures are per GPU; requests per replica and for the cluster.");
@@ -576,8 +625,9 @@ bool DeploymentPanel::selectGpu(const QString& gpuId) {
 void DeploymentPanel::updateCommand() {
     const core::GpuPlan* g = selectedPlan();
     if (!g && m_outcome.result) {
+        g = m_outcome.result->recommended();
         const auto order = m_outcome.result->bestFirst();
-        if (!order.empty())
+        if (!g && !order.empty())
             g = order.front();
     }
     if (!g) {
@@ -603,11 +653,8 @@ void DeploymentPanel::updateCommand() {
 
 bool DeploymentPanel::applySelected() {
     const core::GpuPlan* g = selectedPlan();
-    if (!g && m_outcome.result) {
-        const auto order = m_outcome.result->bestFirst();
-        if (!order.empty())
-            g = order.front();
-    }
+    if (!g && m_outcome.result)
+        g = m_outcome.result->recommended();
     if (!g || !g->fits || g->layouts.empty())
         return false;
     // The planner's exact scenario (GPU, layout, max model length), holding the users as its

@@ -21,6 +21,7 @@
 #include <memory>
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
@@ -66,6 +67,8 @@ public:
     void setMaxGpus(int n);
     void setGpusPerNode(int n);
     void setRank(core::PlanRank rank);
+    // The speed floor (decode tokens/s per user): slower plans are flagged; 0 = none.
+    void setMinTokensPerSecondPerUser(double floor);
     void setGpuKinds(const QStringList& ids); // empty = every catalog GPU
     // The plan table's columns the user hid (PlanTableModel::Column; the GPU column never hides)
     QList<int> hiddenColumns() const;
@@ -139,6 +142,7 @@ private:
     QSpinBox* m_maxGpus = nullptr;
     QSpinBox* m_perNode = nullptr;
     QComboBox* m_rank = nullptr;
+    QDoubleSpinBox* m_minSpeed = nullptr;
     QPushButton* m_gpuButton = nullptr;
     QPushButton* m_planButton = nullptr;
     QPushButton* m_cancelButton = nullptr;

@@ -5,6 +5,7 @@
 #include <qcustomplot.h>
 
 #include <QApplication>
+#include <QFont>
 #include <QFontMetricsF>
 #include <QPalette>
 
@@ -142,6 +143,15 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
                    : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ForegroundRole && !d)
         return QApplication::palette().color(QPalette::Disabled, QPalette::Text);
+    // The scenario's GPU is the row the user came for: bold, and first (the GPUs sort key).
+    const bool preferred = !m_plan->preferredGpu.empty() && g->gpu.id == m_plan->preferredGpu;
+    if (role == Qt::FontRole && preferred) {
+        QFont f;
+        f.setBold(true);
+        return f;
+    }
+    if (role == Qt::BackgroundRole && preferred)
+        return QApplication::palette().color(QPalette::AlternateBase);
     if (role == SortRole) {
         constexpr qint64 kLast = std::numeric_limits<qint64>::max();
         switch (col) {
@@ -150,7 +160,12 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
         case FitsColumn:
             return d ? 0 : 1;
         case GpusColumn:
-            return QVariant::fromValue<qint64>(d ? d->layout.gpus() : kLast);
+            // As PlanResult::bestFirst: the scenario's GPU, then plans by GPUs, the flagged
+            // (too slow, too many stages) after those that are not, then what fits nothing.
+            if (preferred)
+                return QVariant::fromValue<qint64>(-1);
+            return QVariant::fromValue<qint64>(
+                d ? d->layout.gpus() + (d->flag.empty() ? 0 : qint64(1) << 32) : kLast);
         case LayoutColumn:
             return d ? layoutText(d->layout) : QString(QChar(0x2014));
         case RequestsPerReplicaColumn:
@@ -181,6 +196,11 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
                          .arg(formatBytesQ(g->memoryNeededBytes, m_units));
             return t;
         }
+        if (col == GpuColumn && preferred)
+            return tr("The scenario's GPU");
+        if (!d->flag.empty() &&
+            (col == ReasonColumn || col == TokensPerUserColumn || col == LayoutColumn))
+            return tr("Flagged, not recommended: %1").arg(qs(d->flag));
         if (col == RequestsPerReplicaColumn && d->cappedByMaxNumSeqs)
             return tr("max_num_seqs %1 caps each replica; memory holds %2")
                 .arg(thousandsQ(d->maxNumSeqs), thousandsQ(d->requestsMemoryHolds));
@@ -227,6 +247,9 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
                 t += tr(" (needs %1 per GPU)").arg(formatBytesQ(g->memoryNeededBytes, m_units));
             return t;
         }
+        if (!d->flag.empty())
+            return QString(tr("flagged: %1").arg(qs(d->flag)) +
+                           (d->withinOneNode ? QString() : tr("; crosses nodes")));
         if (!d->withinOneNode)
             return tr("crosses nodes");
         return {};

@@ -646,8 +646,10 @@ void ScenarioPanel::connectEdits() {
 
     connect(m_contextSlider, &QSlider::valueChanged, this, &ScenarioPanel::onContextSlider);
     connect(m_context, &QSpinBox::valueChanged, this, &ScenarioPanel::onContextSpin);
-    connect(m_maxModelLen, &QSpinBox::valueChanged, this,
-            edit([this] { m_scenario.workload.maxModelLen = m_maxModelLen->value(); }));
+    connect(m_maxModelLen, &QSpinBox::valueChanged, this, edit([this] {
+                m_scenario.workload.maxModelLen = m_maxModelLen->value();
+                fitContextSlider();
+            }));
     connect(m_targetRequests, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.workload.targetRequests = m_targetRequests->value(); }));
 }
@@ -661,6 +663,17 @@ void ScenarioPanel::onContextSlider(int pos) {
         m_context->setValue(static_cast<int>(m_scenario.workload.context));
     }
     commit();
+}
+
+void ScenarioPanel::fitContextSlider() {
+    const std::int64_t top =
+        std::min(m_scenario.effectiveMaxModelLen(), contextSliderStops().back());
+    const QSignalBlocker block(m_contextSlider);
+    m_contextSlider->setMaximum(sliderPositionFor(top));
+    m_contextSlider->setValue(sliderPositionFor(m_scenario.workload.context));
+    m_contextSlider->setToolTip(
+        tr("Context length per request, log scale 256 .. %1 (the max model len)")
+            .arg(formatTokensQ(tokensAtSliderPosition(m_contextSlider->maximum()))));
 }
 
 void ScenarioPanel::onContextSpin(int value) {
@@ -831,6 +844,7 @@ void ScenarioPanel::showModel() {
     m_attentionMode->setItemText(0, tr("Native (%1 KV heads)").arg(m.kvHeads));
     m_attentionMode->setItemText(1, tr("MHA (%1 KV heads)").arg(m.qHeads));
     m_maxModelLen->setSpecialValueText(tr("model max (%1)").arg(formatTokensQ(m.maxContext)));
+    fitContextSlider();
 }
 
 void ScenarioPanel::showScenario() {
@@ -873,6 +887,7 @@ void ScenarioPanel::showScenario() {
     m_contextSlider->setValue(sliderPositionFor(s.workload.context));
     m_maxModelLen->setValue(static_cast<int>(s.workload.maxModelLen));
     m_targetRequests->setValue(static_cast<int>(s.workload.targetRequests));
+    fitContextSlider();
 }
 
 void ScenarioPanel::updateEnabledStates() {

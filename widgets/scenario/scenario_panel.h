@@ -95,6 +95,10 @@ private:
     void onDtypeChanged();
     void onContextSlider(int pos);
     void onContextSpin(int value);
+    // The slider's top stop is the max model len (the user's, else the model's): a drag never
+    // lands on a context vLLM would reject (issue 29, item 5). Typing one still shows the
+    // warning.
+    void fitContextSlider();
     void updateEnabledStates();
     void commit();
 

@@ -1,5 +1,6 @@
 #include "widgets/scenario/token_spin_box.h"
 
+#include "core/names.h"
 #include "core/units.h"
 
 #include <QLineEdit>
@@ -11,25 +12,12 @@
 namespace kvl::widgets {
 
 std::optional<std::int64_t> parseTokens(const QString& input) {
-    QString t = input.trimmed();
-    t.remove(QLatin1Char(','));
-    t.remove(QLatin1Char(' '));
-    static const QRegularExpression re(QStringLiteral("^([0-9]+(?:\\.[0-9]+)?)([kKmM]?)$"));
-    const auto m = re.match(t);
-    if (!m.hasMatch())
+    // The command line reads the same text with the same function (core::parseTokenCount);
+    // the box holds an int.
+    const auto v = core::parseTokenCount(input.trimmed().toStdString());
+    if (!v || *v > 2'000'000'000)
         return std::nullopt;
-    bool ok = false;
-    const double v = m.captured(1).toDouble(&ok);
-    if (!ok)
-        return std::nullopt;
-    const QString suffix = m.captured(2).toLower();
-    const double mult = suffix == QLatin1String("k")   ? 1024.0
-                        : suffix == QLatin1String("m") ? 1048576.0
-                                                       : 1.0;
-    const double tokens = v * mult;
-    if (tokens > 2e9 || std::abs(tokens - std::round(tokens)) > 1e-6)
-        return std::nullopt;
-    return static_cast<std::int64_t>(std::llround(tokens));
+    return v;
 }
 
 TokenSpinBox::TokenSpinBox(QWidget* parent) : QSpinBox(parent) {

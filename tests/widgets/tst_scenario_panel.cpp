@@ -1,0 +1,102 @@
+// The scenario panel's context slider against the max model len (issue 29, item 5): its top
+// stop is the user's max model len where set, else the model's, so a drag never lands on a
+// context vLLM rejects; and the charts' context axis (core::computeSweep) ends at the same
+// length.
+
+#include "tests/widgets/test_helpers.h"
+#include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/token_spin_box.h"
+
+#include "core/io/catalog.h"
+#include "core/io/scenario_file.h"
+#include "core/ledger.h"
+
+#include <QSlider>
+#include <QSpinBox>
+#include <QtTest>
+
+using namespace kvl;
+
+class TestScenarioPanel : public QObject {
+    Q_OBJECT
+private slots:
+    void sliderEndsAtMaxModelLen_data();
+    void sliderEndsAtMaxModelLen();
+    void sweepEndsAtMaxModelLen_data();
+    void sweepEndsAtMaxModelLen();
+};
+
+void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("maxModelLen"); // typed into the box; "" = the model's
+    QTest::addColumn<qint64>("top");          // the context at the slider's end
+    QTest::addRow("llama-3-8b, 8K") << "llama-3-8b"
+                                    << "" << qint64(8192);
+    QTest::addRow("llama-3.1-8b, 128K") << "llama-3.1-8b"
+                                        << "" << qint64(131072);
+    QTest::addRow("llama-3.1-8b cut to 16K") << "llama-3.1-8b"
+                                             << "16K" << qint64(16384);
+    QTest::addRow("llama-3-8b raised to 32K") << "llama-3-8b"
+                                              << "32K" << qint64(32768);
+    // 10M is beyond the slider's stops: it ends at its last, 1M.
+    QTest::addRow("llama-4-scout, 10M") << "llama-4-scout-17b-16e"
+                                        << "" << qint64(1 << 20);
+    // Not a stop: the stop at or below it (the next, 40,960, is above 40,000).
+    QTest::addRow("llama-3.1-8b cut to 40000") << "llama-3.1-8b"
+                                               << "40000" << qint64(32768);
+}
+
+void TestScenarioPanel::sliderEndsAtMaxModelLen() {
+    QFETCH(QString, model);
+    QFETCH(QString, maxModelLen);
+    QFETCH(qint64, top);
+    widgets::ScenarioPanel panel;
+    panel.show();
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel(model.toStdString());
+    s.workload.context = 4096;
+    panel.setScenario(s);
+    if (!maxModelLen.isEmpty())
+        test::typeInto(panel.findChild<QSpinBox*>(QStringLiteral("maxModelLenSpin")), maxModelLen);
+    auto* slider = panel.findChild<QSlider*>(QStringLiteral("contextSlider"));
+    QVERIFY(slider);
+    // Today's 120 px drag from 4K: as far right as the slider goes.
+    slider->setFocus();
+    QTest::keyClick(slider, Qt::Key_End);
+    QCOMPARE(panel.scenario().workload.context, top);
+    QCOMPARE(widgets::tokensAtSliderPosition(slider->maximum()), top);
+    // The slider's stops below the top are the same as before.
+    QTest::keyClick(slider, Qt::Key_Home);
+    QCOMPARE(panel.scenario().workload.context, qint64(256));
+}
+
+void TestScenarioPanel::sweepEndsAtMaxModelLen_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<qint64>("maxModelLen");
+    QTest::addColumn<qint64>("context");
+    QTest::addColumn<qint64>("axisEnd");
+    QTest::addRow("the model's 128K")
+        << "llama-3.1-8b" << qint64(0) << qint64(4096) << qint64(131072);
+    QTest::addRow("cut to 16K") << "llama-3.1-8b" << qint64(16384) << qint64(4096) << qint64(16384);
+    QTest::addRow("raised to 32K")
+        << "llama-3-8b" << qint64(32768) << qint64(4096) << qint64(32768);
+    QTest::addRow("a typed context beyond it keeps its point")
+        << "llama-3-8b" << qint64(0) << qint64(20000) << qint64(20000);
+}
+
+void TestScenarioPanel::sweepEndsAtMaxModelLen() {
+    QFETCH(QString, model);
+    QFETCH(qint64, maxModelLen);
+    QFETCH(qint64, context);
+    QFETCH(qint64, axisEnd);
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel(model.toStdString());
+    s.workload.maxModelLen = maxModelLen;
+    s.workload.context = context;
+    const auto sweep = core::computeSweep(s);
+    QVERIFY(!sweep.contexts.empty());
+    QCOMPARE(sweep.contexts.back(), axisEnd);
+}
+
+QTEST_MAIN(TestScenarioPanel)
+#include "tst_scenario_panel.moc"
