@@ -296,6 +296,10 @@ std::vector<const GpuPlan*> PlanResult::bestFirst() const {
     for (const auto& g : gpus)
         out.push_back(&g);
     std::stable_sort(out.begin(), out.end(), [this](const GpuPlan* a, const GpuPlan* b) {
+        // With an SLO (plan --rate), meeting it ranks above being the scenario's GPU.
+        if (rankedBySlo && a->fits && b->fits &&
+            a->layouts.front().meetsSlo != b->layouts.front().meetsSlo)
+            return a->layouts.front().meetsSlo;
         const bool pa = !preferredGpu.empty() && a->gpu.id == preferredGpu;
         const bool pb = !preferredGpu.empty() && b->gpu.id == preferredGpu;
         if (pa != pb)

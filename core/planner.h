@@ -86,8 +86,8 @@ struct PlanResult {
     // Set by rankPlanBySlo: among the kinds that hold the users, those whose best layout meets
     // the SLO come first.
     bool rankedBySlo = false;
-    // The preferred kind first, then the kinds that hold the users (meeting the SLO first when
-    // ranked by it, then unflagged, by GPUs), then those that hold nothing.
+    // With an SLO, the kinds whose best layout meets it first; then the preferred kind, then
+    // the kinds that hold the users (unflagged first, by GPUs), then those that hold nothing.
     std::vector<const GpuPlan*> bestFirst() const;
     // The plan to recommend: with an SLO, the first unflagged plan that meets it; else the
     // preferred kind's when it holds the users unflagged, else the first unflagged kind, else

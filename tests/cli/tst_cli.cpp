@@ -1097,7 +1097,7 @@ void TestCli::didYouMean_data() {
     QTest::addRow("model prefix") << QStringList{"ledger", "--model", "llama-3-8"}
                                   << "unknown model 'llama-3-8'; did you mean llama-3-8b,";
     QTest::addRow("model case") << QStringList{"ledger", "--model", "Qwen3-32"}
-                                << "did you mean qwen3-32b or qwen3-8b?";
+                                << "did you mean qwen3-32b, qwen3-4b or qwen3-8b?";
     QTest::addRow("option prefix") << QStringList{"ledger", "--contex", "5"}
                                    << "unknown option '--contex'; did you mean --context? (see "
                                       "kvledger ledger --help)";
