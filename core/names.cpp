@@ -112,4 +112,25 @@ std::string didYouMean(std::string_view typed, const std::vector<std::string>& n
     return out + "?";
 }
 
+std::string shownName(std::string_view name, std::size_t most) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    std::size_t shown = 0;
+    for (const char c : name) {
+        if (shown++ == most) {
+            out += "...";
+            break;
+        }
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            out += "\\x";
+            out += kHex[u >> 4];
+            out += kHex[u & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 } // namespace kvl::core

@@ -27,4 +27,9 @@ std::vector<std::string> closestNames(std::string_view typed, const std::vector<
 std::string didYouMean(std::string_view typed, const std::vector<std::string>& names,
                        std::string_view prefix = "");
 
+// A name read from a file (a GGUF key, a tensor name, an .npy header key), fit for a one-line
+// message: control bytes as \xNN (the name may hold a newline), cut to `most` characters with
+// "..." after.
+std::string shownName(std::string_view name, std::size_t most = 64);
+
 } // namespace kvl::core

@@ -1,6 +1,7 @@
 #include "gguf.h"
 
 #include "core/llamacpp/ggml_types.h"
+#include "core/names.h"
 #include "core/saturating.h"
 
 #include <algorithm>
@@ -191,12 +192,13 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
                 } else {
                     const std::int64_t es = scalarSize(et);
                     if (es == 0)
-                        throw Fail{"metadata '" + key + "' is an array of type " +
+                        throw Fail{"metadata '" + core::shownName(key) + "' is an array of type " +
                                    std::to_string(et) + ", which GGUF does not define"};
                     if (n > std::uint64_t(r.left() / es))
-                        throw Fail{"truncated or lying about its sizes: metadata '" + key +
-                                   "' claims " + std::to_string(n) + " elements, the file has " +
-                                   std::to_string(r.left()) + " bytes left"};
+                        throw Fail{"truncated or lying about its sizes: metadata '" +
+                                   core::shownName(key) + "' claims " + std::to_string(n) +
+                                   " elements, the file has " + std::to_string(r.left()) +
+                                   " bytes left"};
                     if (kvHeads) {
                         for (std::uint64_t k = 0; k < n; ++k)
                             g.headCountKv.push_back(readInt(r, et).value_or(0));
@@ -211,7 +213,7 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
                 }
                 const std::optional<std::int64_t> v = readInt(r, type);
                 if (!v)
-                    throw Fail{"metadata '" + key + "' is larger than 2^63"};
+                    throw Fail{"metadata '" + core::shownName(key) + "' is larger than 2^63"};
                 const std::string k = !prefix.empty() && key.rfind(prefix, 0) == 0
                                           ? key.substr(prefix.size())
                                           : std::string();
@@ -238,8 +240,8 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
                 else if (k == "expert_count")
                     g.expertCount = *v;
             } else {
-                throw Fail{"metadata '" + key + "' has type " + std::to_string(type) +
-                           ", which GGUF does not define"};
+                throw Fail{"metadata '" + core::shownName(key) + "' has type " +
+                           std::to_string(type) + ", which GGUF does not define"};
             }
         }
         if (g.alignment <= 0 || (g.alignment & (g.alignment - 1)) != 0)
@@ -259,14 +261,14 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
             t.name = r.str("a tensor name");
             const std::uint32_t dims = r.num<std::uint32_t>("a tensor's dimensions");
             if (dims == 0 || dims > 4)
-                throw Fail{"tensor '" + t.name + "' has " + std::to_string(dims) +
+                throw Fail{"tensor '" + core::shownName(t.name) + "' has " + std::to_string(dims) +
                            " dimensions (ggml has 1 to 4)"};
             t.elements = 1;
             std::int64_t rowValues = 0;
             for (std::uint32_t d = 0; d < dims; ++d) {
                 const std::uint64_t n = r.num<std::uint64_t>("a tensor dimension");
                 if (n == 0 || n > (std::uint64_t(1) << 40))
-                    throw Fail{"lying about its sizes: tensor '" + t.name +
+                    throw Fail{"lying about its sizes: tensor '" + core::shownName(t.name) +
                                "' has a dimension of " + std::to_string(n)};
                 if (d == 0)
                     rowValues = std::int64_t(n);
@@ -275,11 +277,12 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
             const std::uint32_t type = r.num<std::uint32_t>("a tensor type");
             t.type = core::llamacpp::ggmlType(int(type));
             if (!t.type)
-                throw Fail{"tensor '" + t.name + "' has ggml type " + std::to_string(type) +
-                           ", which KV Ledger does not know"};
+                throw Fail{"tensor '" + core::shownName(t.name) + "' has ggml type " +
+                           std::to_string(type) + ", which KV Ledger does not know"};
             if (rowValues % t.type->blockSize != 0)
-                throw Fail{"tensor '" + t.name + "' rows of " + std::to_string(rowValues) +
-                           " values are not whole " + std::string(t.type->name) + " blocks"};
+                throw Fail{"tensor '" + core::shownName(t.name) + "' rows of " +
+                           std::to_string(rowValues) + " values are not whole " +
+                           std::string(t.type->name) + " blocks"};
             t.bytes = core::satMul(t.elements / t.type->blockSize, t.type->typeSize);
             t.offset = r.num<std::uint64_t>("a tensor offset");
             infos.push_back(t);
@@ -290,10 +293,11 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
         for (const auto& t : infos) {
             if (t.offset > std::uint64_t(data) ||
                 std::uint64_t(t.bytes) > std::uint64_t(data) - t.offset)
-                throw Fail{"truncated or lying about its sizes: tensor '" + t.name + "' (" +
-                           std::string(t.type->name) + ", " + std::to_string(t.bytes) +
-                           " bytes at data offset " + std::to_string(t.offset) +
-                           ") ends past the file's " + std::to_string(data) + " bytes of data"};
+                throw Fail{"truncated or lying about its sizes: tensor '" +
+                           core::shownName(t.name) + "' (" + std::string(t.type->name) + ", " +
+                           std::to_string(t.bytes) + " bytes at data offset " +
+                           std::to_string(t.offset) + ") ends past the file's " +
+                           std::to_string(data) + " bytes of data"};
             auto& e = byType[std::string(t.type->name)];
             e.type = t.type->name;
             ++e.tensors;

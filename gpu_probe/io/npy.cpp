@@ -1,6 +1,7 @@
 #include "gpu_probe/io/npy.h"
 
 #include "core/io/files.h"
+#include "core/names.h"
 #include "gpu_probe/kv_quant.h"
 
 #include <algorithm>
@@ -146,7 +147,7 @@ Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
             return bad("malformed header key");
         skipSpaces(h, i);
         if (i >= h.size() || h[i] != ':')
-            return bad("expected ':' after '" + key + "'");
+            return bad("expected ':' after '" + core::shownName(key) + "'");
         ++i;
         skipSpaces(h, i);
         if (key == "descr") {
@@ -167,7 +168,7 @@ Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
                 return ok.error();
             haveShape = true;
         } else {
-            return bad("unexpected header key '" + key + "'");
+            return bad("unexpected header key '" + core::shownName(key) + "'");
         }
         skipSpaces(h, i);
         if (i < h.size() && h[i] == ',') {
@@ -192,9 +193,10 @@ Result<NpyHeader> parseHeader(const std::uint8_t* data, std::size_t size) {
     else if (descr == "<f4" || descr == "f4")
         item = 4;
     else if (descr == ">f2" || descr == ">f4")
-        return bad("big-endian data ('" + descr + "') is not supported");
+        return bad("big-endian data ('" + core::shownName(descr) + "') is not supported");
     else
-        return bad("dtype '" + descr + "' is not supported (use float16 or float32)");
+        return bad("dtype '" + core::shownName(descr) +
+                   "' is not supported (use float16 or float32)");
     std::int64_t count = 1;
     for (std::int64_t d : shape) {
         if (d != 0 && count > kNpyMaxElements / d)

@@ -14,6 +14,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DKVL_BUILD_FUZZERS=ON >/dev/null || { echo "!! configuring the fuzz build failed"; exit 1; }
 cmake --build build-fuzz -j2 >build-fuzz/build.log 2>&1 ||
   { echo "!! building the fuzz targets failed:"; grep -E "error|FAILED" build-fuzz/build.log | head -20; exit 1; }
+rm -f build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* # from an earlier run
 status=0
 for t in build-fuzz/tests/fuzz/fuzz_*; do
   name=$(basename "$t"); corpus=tests/fuzz/corpus/${name#fuzz_}
@@ -29,8 +30,12 @@ for t in build-fuzz/tests/fuzz/fuzz_*; do
          -print_final_stats=1 "../$work" 2>&1 | grep -E "^(stat::number_of_executed_units|stat::new_units_added|==.*ERROR|SUMMARY)|Done"); then
     :
   fi
-  if ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* >/dev/null 2>&1; then
+  # compgen, not ls: ls of three globs fails when any one matches nothing, which hid crashes
+  # whenever there was no leak and no timeout beside them.
+  if compgen -G "build-fuzz/crash-*" >/dev/null || compgen -G "build-fuzz/leak-*" >/dev/null ||
+     compgen -G "build-fuzz/timeout-*" >/dev/null; then
     echo "!! $name found a problem:"; ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* 2>/dev/null; status=1
+    mkdir -p build-fuzz/found-$name; mv build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* build-fuzz/found-$name/ 2>/dev/null || true
   fi
 done
 [ $status -eq 0 ] && echo "fuzzing: no crashes, leaks or timeouts" || echo "fuzzing: FAILURES (see above)"

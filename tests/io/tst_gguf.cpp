@@ -5,6 +5,7 @@
 
 #include "core/io/gguf.h"
 
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -172,6 +173,12 @@ void TestGguf::refusals_data() {
         << QByteArray::fromStdString(model(false, 9400)) << "lying about its sizes: tensor 'output";
     QTest::newRow("the weights cut short")
         << QByteArray::fromStdString(model(false, 0, 100)) << "ends past the file";
+    // A key holding a newline and an undefined value type (found by fuzz_gguf): the message
+    // shows the key's control bytes as \xNN and stays one line.
+    QFile found(QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/gguf/key-with-newline.gguf"));
+    QVERIFY(found.open(QIODevice::ReadOnly));
+    QTest::newRow("a key with a newline")
+        << found.readAll() << "metadata '.archi$tecture\\x08\\x0a\\x00";
 }
 
 void TestGguf::refusals() {
