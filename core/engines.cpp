@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace kvl::core {
 
@@ -127,6 +128,19 @@ EngineResult fromTrtllm(const Scenario& s) {
 }
 
 } // namespace
+
+std::string pythonFloat(double v) {
+    char buf[64];
+    for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (std::strtod(buf, nullptr) == v)
+            break;
+    }
+    std::string s = buf;
+    if (s.find('.') == std::string::npos && s.find('e') == std::string::npos)
+        s += ".0";
+    return s;
+}
 
 EngineResult computeEngine(const Scenario& s) {
     switch (s.engine.kind) {

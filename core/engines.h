@@ -27,6 +27,10 @@ struct EngineResult {
         error; // non-empty when the engine cannot run the scenario (a result, not bad input)
 };
 
+// A fraction as Python's repr prints it ("0.9", "0.835", "1.0"): SGLang and TensorRT-LLM print
+// their memory fractions that way in their startup lines and take them so in their flags.
+std::string pythonFloat(double v);
+
 // The scenario's engine (s.engine.kind). For vLLM, computeLedger's figures in this shape.
 EngineResult computeEngine(const Scenario& s);
 

@@ -168,6 +168,22 @@ std::string reserveDefault(const Scenario& b, bool activation) {
                  : "estimated from the model, " + shortNumber(core::bytesToGiB(used)) + " here";
 }
 
+// llama.cpp's -ctk / -ctv: one cache type, read into and shown from `Field` (typeK or typeV).
+template <core::GgmlKvType core::LlamaCppOptions::*Field>
+std::string ggmlTypeDefault(const Scenario& b) {
+    return std::string(core::llamacpp::ggmlKvTypeName(b.engine.llamacpp.*Field));
+}
+
+template <core::GgmlKvType core::LlamaCppOptions::*Field>
+Status setGgmlType(Scenario& s, const std::string& v) {
+    const auto t = core::llamacpp::parseGgmlKvType(v);
+    if (!t)
+        return bad("expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1, got '" + v +
+                   "'");
+    s.engine.llamacpp.*Field = *t;
+    return {};
+}
+
 // One row per option. A row says what the option sets, its range and its default; the
 // parser, the help and the README's option list all come from here.
 const std::array kOptions{
@@ -696,37 +712,13 @@ const std::array kOptions{
     ScenarioOption{.name = "cache-type-k",
                    .valueName = "T",
                    .help = "llama.cpp -ctk: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
-                   .defaultOf =
-                       [](const Scenario& b) {
-                           return std::string(
-                               core::llamacpp::ggmlKvTypeName(b.engine.llamacpp.typeK));
-                       },
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       const auto t = core::llamacpp::parseGgmlKvType(v);
-                       if (!t)
-                           return bad("expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 "
-                                      "or q5_1, got '" +
-                                      v + "'");
-                       s.engine.llamacpp.typeK = *t;
-                       return {};
-                   }},
+                   .defaultOf = ggmlTypeDefault<&core::LlamaCppOptions::typeK>,
+                   .apply = setGgmlType<&core::LlamaCppOptions::typeK>},
     ScenarioOption{.name = "cache-type-v",
                    .valueName = "T",
                    .help = "llama.cpp -ctv: the same types as -ctk",
-                   .defaultOf =
-                       [](const Scenario& b) {
-                           return std::string(
-                               core::llamacpp::ggmlKvTypeName(b.engine.llamacpp.typeV));
-                       },
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       const auto t = core::llamacpp::parseGgmlKvType(v);
-                       if (!t)
-                           return bad("expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 "
-                                      "or q5_1, got '" +
-                                      v + "'");
-                       s.engine.llamacpp.typeV = *t;
-                       return {};
-                   }},
+                   .defaultOf = ggmlTypeDefault<&core::LlamaCppOptions::typeV>,
+                   .apply = setGgmlType<&core::LlamaCppOptions::typeV>},
     ScenarioOption{.name = "swa-full",
                    .help = "llama.cpp --swa-full: sliding layers keep the whole context",
                    .apply = [](Scenario& s, const std::string&) -> Status {

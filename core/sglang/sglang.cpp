@@ -1,5 +1,7 @@
 #include "sglang.h"
 
+#include "core/engines.h"
+
 #include "core/engine.h"
 #include "core/ledger.h"
 #include "core/saturating.h"
@@ -18,20 +20,6 @@ std::string fixed2(double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.2f", v);
     return buf;
-}
-
-// Python's repr of a float as SGLang prints --mem-fraction-static ("0.835", "0.9").
-std::string pyFloat(double v) {
-    char buf[64];
-    for (int prec = 1; prec <= 17; ++prec) {
-        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (std::strtod(buf, nullptr) == v)
-            break;
-    }
-    std::string s = buf;
-    if (s.find('.') == std::string::npos && s.find('e') == std::string::npos)
-        s += ".0";
-    return s;
 }
 
 // Python's round(x, 3) for the values this takes (positive, far from ties in practice).
@@ -222,7 +210,7 @@ Result compute(const Scenario& s) {
     if (tokens <= 0) {
         r.error = "SGLang: no memory left for the KV cache (rest " + fixed2(r.restGiB) +
                   " GiB after the weights and the reserve of mem_fraction_static " +
-                  pyFloat(r.memFractionStatic) + ")";
+                  pythonFloat(r.memFractionStatic) + ")";
     }
 
     std::int64_t reqs = std::min<std::int64_t>(
@@ -271,7 +259,7 @@ Result compute(const Scenario& s) {
     if (s.levers.quant.enabled)
         cmd += " --kv-cache-dtype " + sgName;
     if (o.memFractionStatic)
-        cmd += " --mem-fraction-static " + pyFloat(*o.memFractionStatic);
+        cmd += " --mem-fraction-static " + pythonFloat(*o.memFractionStatic);
     if (o.maxTotalTokens > 0)
         cmd += " --max-total-tokens " + std::to_string(o.maxTotalTokens);
     if (o.pageSize > 1)

@@ -1,5 +1,7 @@
 #include "trtllm.h"
 
+#include "core/engines.h"
+
 #include "core/ledger.h"
 #include "core/saturating.h"
 
@@ -15,20 +17,6 @@ std::string gib2(std::int64_t bytes) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.2f", double(bytes) / double(std::int64_t{1} << 30));
     return buf;
-}
-
-// Python's str() of the fraction ("0.9", "0.85").
-std::string pyFloat(double v) {
-    char buf[64];
-    for (int prec = 1; prec <= 17; ++prec) {
-        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (std::strtod(buf, nullptr) == v)
-            break;
-    }
-    std::string s = buf;
-    if (s.find('.') == std::string::npos && s.find('e') == std::string::npos)
-        s += ".0";
-    return s;
 }
 
 // kv_cache_config.dtype for the scenario: auto (the model's 16-bit dtype), fp8, int8, nvfp4.
@@ -122,7 +110,7 @@ Result compute(const Scenario& s) {
     r.logLines.push_back(
         "Peak memory during memory usage profiling (torch + non-torch): " + gib2(r.peakBytes) +
         " GiB, available KV cache memory when calculating max tokens: " + gib2(r.availableBytes) +
-        " GiB, fraction is set " + pyFloat(r.fraction) + ", kv size is " +
+        " GiB, fraction is set " + pythonFloat(r.fraction) + ", kv size is " +
         std::to_string(r.kvSizePerToken) + ". device total memory " + gib2(r.totalBytes) + " GiB");
     r.logLines.push_back("Number of tokens per block: " + std::to_string(tpb) + ".");
     r.logLines.push_back("[MemUsageChange] Allocated " + gib2(r.poolBytes) +
@@ -137,7 +125,7 @@ Result compute(const Scenario& s) {
         cmd += " --pp_size " + std::to_string(s.hardware.pipelineParallel);
     if (s.workload.maxModelLen > 0)
         cmd += " --max_seq_len " + std::to_string(s.workload.maxModelLen);
-    cmd += " --kv_cache_free_gpu_memory_fraction " + pyFloat(r.fraction);
+    cmd += " --kv_cache_free_gpu_memory_fraction " + pythonFloat(r.fraction);
     // The rest of KvCacheConfig is set through --extra_llm_api_options (a YAML file).
     std::string extra;
     if (r.kvDtype != "auto")
