@@ -5,40 +5,16 @@
 #include "core/ledger.h"
 #include "core/speed.h"
 
+#include "tests/core/fixtures.h"
+
 #include <QtTest>
 
 using namespace kvl::core;
 
 namespace {
 
-GpuSpec h100() {
-    GpuSpec g;
-    g.id = "h100-80gb";
-    g.name = "H100 SXM 80GB";
-    g.vendor = "NVIDIA";
-    g.memoryBytes = 85017821184LL;
-    g.bandwidthGBs = 3350;
-    g.bf16Tflops = 989.5;
-    g.fp8Tflops = 1979;
-    g.computeCapability = 90;
-    return g;
-}
-
-// meta-llama/Llama-3.1-8B config.json.
-ModelSpec llama8b() {
-    ModelSpec m;
-    m.id = m.name = "llama-3.1-8b";
-    m.layers.assign(32, LayerSpec{});
-    m.qHeads = 32;
-    m.kvHeads = 8;
-    m.headDim = 128;
-    m.hiddenSize = 4096;
-    m.intermediateSize = 14336;
-    m.vocabSize = 128256;
-    m.params = 8'030'261'248;
-    m.maxContext = 131072;
-    return m;
-}
+using kvl::test::h100;
+using kvl::test::llama8b;
 
 Scenario scenario(const ModelSpec& m) {
     Scenario s;
