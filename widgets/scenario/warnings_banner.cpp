@@ -9,8 +9,10 @@
 #include <QDialogButtonBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QStyle>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -155,7 +157,48 @@ WarningsBanner::WarningsBanner(QWidget* parent) : QFrame(parent) {
     m_showAll->setToolTip(tr("Every warning and note of the scenario, in a window"));
     connect(m_showAll, &QToolButton::clicked, this, [this] { showAll(); });
     outer->addWidget(m_showAll, 0, Qt::AlignTop);
+    rows->addStretch(1); // a held height leaves its room below the rows, not between them
+    m_settle = new QTimer(this);
+    m_settle->setSingleShot(true);
+    m_settle->setInterval(kSettleMs);
+    connect(m_settle, &QTimer::timeout, this, [this] {
+        m_heldHeight = naturalHeight();
+        setMinimumHeight(m_heldHeight);
+    });
     setItems({});
+}
+
+int WarningsBanner::naturalHeight() const {
+    QLayout* l = layout();
+    const int w = width() > 0 ? width() : sizeHint().width();
+    return l->hasHeightForWidth() ? l->totalHeightForWidth(w) : l->totalSizeHint().height();
+}
+
+void WarningsBanner::holdHeight() {
+    // Grows at once; shrinks at once after a pause, otherwise when the interaction ends.
+    const bool interacting = m_lastChange.isValid() && m_lastChange.elapsed() < kSettleMs;
+    m_lastChange.start();
+    const int natural = naturalHeight();
+    if (natural > m_heldHeight || !interacting) {
+        m_settle->stop();
+        m_heldHeight = natural;
+        setMinimumHeight(m_heldHeight);
+    } else if (natural < m_heldHeight) {
+        m_settle->start();
+    }
+}
+
+void WarningsBanner::resizeEvent(QResizeEvent* event) {
+    QFrame::resizeEvent(event);
+    // A new width wraps the rows anew: the height held for the old width means nothing now.
+    if (event->oldSize().width() != event->size().width() && m_heldHeight > 0 &&
+        !m_settle->isActive()) {
+        const int natural = naturalHeight();
+        if (natural != m_heldHeight) {
+            m_heldHeight = natural;
+            setMinimumHeight(m_heldHeight);
+        }
+    }
 }
 
 QString WarningsBanner::noWarningsText() {
@@ -183,32 +226,41 @@ void WarningsBanner::setItems(std::vector<BannerItem> items) {
         r.row->setVisible(shown);
         if (!shown)
             continue;
+        // Only what changed is set: a style sheet re-polishes the row, a pixmap repaints it.
         if (empty) {
-            r.icon->setPixmap(st->standardIcon(QStyle::SP_DialogApplyButton).pixmap(16, 16));
+            if (r.style != -2) {
+                r.style = -2;
+                r.icon->setPixmap(st->standardIcon(QStyle::SP_DialogApplyButton).pixmap(16, 16));
+                r.row->setStyleSheet({});
+            }
             r.text->setText(noWarningsText().toHtmlEscaped());
             r.text->setToolTip({});
-            r.row->setStyleSheet({});
             continue;
         }
         const BannerItem& it = m_items[static_cast<std::size_t>(i)];
-        const auto icon = it.severity == Severity::Error     ? QStyle::SP_MessageBoxCritical
-                          : it.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
-                                                             : QStyle::SP_MessageBoxInformation;
-        r.icon->setPixmap(st->standardIcon(icon).pixmap(16, 16));
+        if (r.style != static_cast<int>(it.severity)) {
+            r.style = static_cast<int>(it.severity);
+            const auto icon = it.severity == Severity::Error     ? QStyle::SP_MessageBoxCritical
+                              : it.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
+                                                                 : QStyle::SP_MessageBoxInformation;
+            r.icon->setPixmap(st->standardIcon(icon).pixmap(16, 16));
+            // A tint over whatever the theme's background is: red for errors, amber for
+            // warnings.
+            const char* tint = it.severity == Severity::Error     ? "rgba(220, 50, 47, 40)"
+                               : it.severity == Severity::Warning ? "rgba(230, 160, 0, 45)"
+                                                                  : "transparent";
+            r.row->setStyleSheet(
+                QStringLiteral("QWidget#%1 { background-color: %2; border-radius: 3px; }")
+                    .arg(r.row->objectName(), QLatin1String(tint)));
+        }
         r.text->setText(it.html());
         r.text->setToolTip(it.plain());
-        // A tint over whatever the theme's background is: red for errors, amber for warnings.
-        const char* tint = it.severity == Severity::Error     ? "rgba(220, 50, 47, 40)"
-                           : it.severity == Severity::Warning ? "rgba(230, 160, 0, 45)"
-                                                              : "transparent";
-        r.row->setStyleSheet(QStringLiteral("QWidget#%1 { background-color: %2; border-radius: "
-                                            "3px; }")
-                                 .arg(r.row->objectName(), QLatin1String(tint)));
     }
     m_showAll->setVisible(n > inlineRows);
     m_showAll->setText(tr("Show all %1...").arg(n));
     setToolTip(plainText());
     updatePopup();
+    holdHeight();
 }
 
 QString WarningsBanner::plainText() const {

@@ -7,6 +7,7 @@
 
 #include "widgets/state/ledger_view_state.h"
 
+#include <QElapsedTimer>
 #include <QFrame>
 #include <QPointer>
 
@@ -15,6 +16,7 @@
 
 class QDialog;
 class QLabel;
+class QTimer;
 class QToolButton;
 
 namespace kvl::widgets {
@@ -52,16 +54,29 @@ public:
     QDialog* popup() const;
 
     static constexpr int kInlineItems = 3;
+    // Changes closer together than this are one interaction (a slider drag, a spin box held):
+    // during it the banner grows at once but shrinks only when it ends, so the charts below
+    // keep their size and are not re-laid out and redrawn at every step of the drag.
+    static constexpr int kSettleMs = 600;
     static QString noWarningsText();
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void updatePopup();
+    void holdHeight();
+    int naturalHeight() const;
     struct Row {
         QWidget* row = nullptr;
         QLabel* icon = nullptr;
         QLabel* text = nullptr;
+        int style = -1; // the tint and icon last set: the severity, or -2 for "no warnings"
     };
     std::array<Row, kInlineItems> m_rows;
+    QTimer* m_settle = nullptr;
+    QElapsedTimer m_lastChange;
+    int m_heldHeight = 0;
     QToolButton* m_showAll = nullptr;
     QPointer<QDialog> m_popup;
     QLabel* m_popupText = nullptr;
