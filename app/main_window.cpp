@@ -62,6 +62,9 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <vector>
+
 static void initKvlResources() {
     Q_INIT_RESOURCE(kvledger);
 }
@@ -185,8 +188,6 @@ void MainWindow::buildUi() {
     m_ladderView->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_ladderView->setWordWrap(false);
     m_ladderView->verticalHeader()->setVisible(false);
-    m_ladderView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_ladderView->horizontalHeader()->setStretchLastSection(true);
     m_ladderView->setTextElideMode(Qt::ElideRight); // "+GQA-8 (na..." reads, "+G...e)" not
     // Compact rows, and room for all five steps and the header: the ladder never scrolls.
     m_ladderView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
@@ -195,7 +196,11 @@ void MainWindow::buildUi() {
                                    5 * m_ladderView->verticalHeader()->defaultSectionSize() +
                                    style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 6);
     m_ladderView->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    // The columns follow their text: new rows, new figures, new units in the headers.
     connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
+    connect(m_ladderModel, &QAbstractItemModel::dataChanged, this, [this] { fitLadderColumns(); });
+    connect(m_ladderModel, &QAbstractItemModel::headerDataChanged, this,
+            [this] { fitLadderColumns(); });
     m_ladderView->installEventFilter(this); // the speed columns follow the ladder's width
     fitLadderColumns();
     auto* ladderBox = new QWidget;
@@ -559,7 +564,10 @@ void MainWindow::publish(const widgets::LedgerView& view) {
 void MainWindow::showView(const widgets::LedgerView& view) {
     m_summary->setText(summaryText());
     m_summary->setToolTip(summaryText());
-    m_vllmView->setPlainText(vllmCommandText() + vllmLogText());
+    // Set only when it changed: a new text lays the whole document out again.
+    const QString vllmText = vllmCommandText() + vllmLogText();
+    if (vllmText != m_vllmView->toPlainText())
+        m_vllmView->setPlainText(vllmText);
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
     // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
     const QDate today = QDate::currentDate();
@@ -653,32 +661,55 @@ void MainWindow::notify(const QString& message) {
 
 void MainWindow::fitLadderColumns() {
     // The step labels are long ("Baseline: MHA-32 BF16 contiguous"): the numbers get their
-    // width first, the step column what is left (elided, full text in the tooltip).
+    // width first, the step column what is left (elided, full text in the tooltip). The widths
+    // come from the cells' own text through the font's metrics: QHeaderView::ResizeToContents
+    // would measure every cell through the style and the delegate at each update of the
+    // ladder, which is on the drag path (it was a tenth of a slider step's time in perf).
     QHeaderView* h = m_ladderView->horizontalHeader();
-    h->setSectionResizeMode(QHeaderView::ResizeToContents);
-    h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
     h->setStretchLastSection(false);
+    const QFontMetrics cellFm = m_ladderView->fontMetrics();
+    const QFontMetrics headFm = h->fontMetrics();
+    QStyle* st = m_ladderView->style();
+    const int cellPad =
+        2 * (st->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_ladderView) + 1) + 6;
+    const int headPad = 2 * st->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h) + 6;
+    const int columns = m_ladderModel->columnCount();
+    std::vector<int> widths(static_cast<std::size_t>(std::max(columns, 0)), 0);
+    for (int c = 1; c < columns; ++c) {
+        int w = 0;
+        const QString head = m_ladderModel->headerData(c, Qt::Horizontal).toString();
+        for (const QString& line : head.split(QLatin1Char('\n')))
+            w = std::max(w, headFm.horizontalAdvance(line) + headPad);
+        for (int r = 0; r < m_ladderModel->rowCount(); ++r)
+            w = std::max(w, cellFm.horizontalAdvance(m_ladderModel->index(r, c).data().toString()) +
+                                cellPad);
+        widths[static_cast<std::size_t>(c)] = w;
+        if (h->sectionResizeMode(c) != QHeaderView::Fixed)
+            h->setSectionResizeMode(c, QHeaderView::Fixed);
+        if (h->sectionSize(c) != w)
+            h->resizeSection(c, w);
+    }
+    if (columns > 0 &&
+        h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Stretch)
+        h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
     // At laptop widths the step names matter more than the two speed columns, which the Speed
     // tab shows in full: they go when the step column would be left less than about 20
     // characters, and come back when the ladder is wider.
     const int speedColumns[] = {widgets::LadderModel::StepMsColumn,
                                 widgets::LadderModel::TokensPerUserColumn};
-    auto width = [&](int c) {
-        const QAbstractItemView* view = m_ladderView; // public there, protected in QTableView
-        return std::max(h->sectionSizeHint(c), view->sizeHintForColumn(c));
-    };
     int others = 0;
     int speed = 0;
-    for (int c = 1; c < m_ladderModel->columnCount(); ++c) {
+    for (int c = 1; c < columns; ++c) {
         if (c == speedColumns[0] || c == speedColumns[1])
-            speed += width(c);
+            speed += widths[static_cast<std::size_t>(c)];
         else
-            others += width(c);
+            others += widths[static_cast<std::size_t>(c)];
     }
     const int stepRoom = 20 * fontMetrics().averageCharWidth();
     const bool roomy = m_ladderView->viewport()->width() >= others + speed + stepRoom;
     for (int c : speedColumns)
-        m_ladderView->setColumnHidden(c, !roomy);
+        if (m_ladderView->isColumnHidden(c) == roomy)
+            m_ladderView->setColumnHidden(c, !roomy);
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {

@@ -300,11 +300,19 @@ void BreakdownChart::rebuild() {
             name = tr("Not requested"); // the tooltip says: 1 - utilization
         m_bars[i]->setName(name);
     }
-    // The legend lists the segments present, in bar order.
-    p->legend->clearItems();
+    // The legend lists the segments present, in bar order. Its items are rebuilt only when
+    // that set changes: an item draws its bar's current name, and a new item lays its text out
+    // anew, which a slider drag would otherwise pay at every step.
+    std::vector<bool> present(m_bars.size());
     for (std::size_t i = 0; i < m_bars.size(); ++i)
-        if (cur[i].bytes > 0 || (!ref.empty() && ref[i].bytes > 0))
-            m_bars[i]->addToLegend();
+        present[i] = cur[i].bytes > 0 || (!ref.empty() && ref[i].bytes > 0);
+    if (present != m_legendSet || p->legend->itemCount() == 0) {
+        m_legendSet = present;
+        p->legend->clearItems();
+        for (std::size_t i = 0; i < m_bars.size(); ++i)
+            if (present[i])
+                m_bars[i]->addToLegend();
+    }
     for (const auto& seg : cur)
         total += double(seg.bytes);
     double refTotal = 0;

@@ -73,6 +73,7 @@ private:
     std::shared_ptr<const LedgerSnapshot> m_snapshot;
     std::shared_ptr<const LedgerSnapshot> m_reference;
     std::vector<QCPBars*> m_bars;
+    std::vector<bool> m_legendSet; // the segments the legend lists (rebuilt when it changes)
     QCPTextElement* m_verdictItem = nullptr;
     QString m_verdict;
     QString m_layerMix; // its last line, left out of the drawn text when the chart is short
