@@ -15,6 +15,8 @@
 #include <QSpinBox>
 #include <QtTest>
 
+#include <vector>
+
 using namespace kvl;
 
 class TestScenarioPanel : public QObject {
@@ -24,6 +26,8 @@ private slots:
     void sliderEndsAtMaxModelLen();
     void sweepEndsAtMaxModelLen_data();
     void sweepEndsAtMaxModelLen();
+    void dragCommitsOncePerPass_data();
+    void dragCommitsOncePerPass();
 };
 
 void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
@@ -96,6 +100,54 @@ void TestScenarioPanel::sweepEndsAtMaxModelLen() {
     const auto sweep = core::computeSweep(s);
     QVERIFY(!sweep.contexts.empty());
     QCOMPARE(sweep.contexts.back(), axisEnd);
+}
+
+// Issue 27: while the handle is held, the moves handled in one pass of the event loop commit
+// once, with the latest context; without the handle held (keys, wheel) every move commits; a
+// release commits what a held drag left pending at once.
+void TestScenarioPanel::dragCommitsOncePerPass_data() {
+    QTest::addColumn<bool>("held");
+    QTest::addColumn<int>("moves");
+    QTest::addColumn<bool>("release"); // release the handle before the event loop runs
+    QTest::addColumn<int>("beforeLoop");
+    QTest::addColumn<int>("afterLoop");
+    QTest::addRow("held, 1 move") << true << 1 << false << 0 << 1;
+    QTest::addRow("held, 7 moves") << true << 7 << false << 0 << 1;
+    QTest::addRow("held, 7 moves, released") << true << 7 << true << 1 << 1;
+    QTest::addRow("not held, 7 moves") << false << 7 << false << 7 << 7;
+}
+
+void TestScenarioPanel::dragCommitsOncePerPass() {
+    QFETCH(bool, held);
+    QFETCH(int, moves);
+    QFETCH(bool, release);
+    QFETCH(int, beforeLoop);
+    QFETCH(int, afterLoop);
+    widgets::ScenarioPanel panel;
+    panel.show();
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel("llama-3.1-8b");
+    s.workload.context = 1024;
+    panel.setScenario(s);
+    auto* slider = panel.findChild<QSlider*>(QStringLiteral("contextSlider"));
+    QVERIFY(slider);
+    QCoreApplication::processEvents();
+    std::vector<qint64> changed; // the context of each scenario the panel commits
+    connect(&panel, &widgets::ScenarioPanel::scenarioChanged, this,
+            [&changed](const core::Scenario& c) { changed.push_back(c.workload.context); });
+    slider->setSliderDown(held);
+    const int start = slider->value();
+    for (int i = 1; i <= moves; ++i)
+        slider->setValue(start + i);
+    const qint64 last = widgets::tokensAtSliderPosition(start + moves);
+    QCOMPARE(panel.scenario().workload.context, last); // the panel's own state follows at once
+    if (release)
+        slider->setSliderDown(false);
+    QCOMPARE(int(changed.size()), beforeLoop);
+    QCoreApplication::processEvents();
+    QCOMPARE(int(changed.size()), afterLoop);
+    QCOMPARE(changed.back(), last);
+    slider->setSliderDown(false);
 }
 
 QTEST_MAIN(TestScenarioPanel)

@@ -25,6 +25,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -645,6 +646,17 @@ void ScenarioPanel::connectEdits() {
             edit([this] { m_scenario.levers.prefix.sharingRequests = m_prefixRequests->value(); }));
 
     connect(m_contextSlider, &QSlider::valueChanged, this, &ScenarioPanel::onContextSlider);
+    // A drag's moves that the event loop delivers together are one change (onContextSlider).
+    m_dragCommit = new QTimer(this);
+    m_dragCommit->setSingleShot(true);
+    m_dragCommit->setInterval(0);
+    connect(m_dragCommit, &QTimer::timeout, this, &ScenarioPanel::commit);
+    connect(m_contextSlider, &QSlider::sliderReleased, this, [this] {
+        if (m_dragCommit->isActive()) {
+            m_dragCommit->stop();
+            commit();
+        }
+    });
     connect(m_context, &QSpinBox::valueChanged, this, &ScenarioPanel::onContextSpin);
     connect(m_maxModelLen, &QSpinBox::valueChanged, this, edit([this] {
                 m_scenario.workload.maxModelLen = m_maxModelLen->value();
@@ -662,6 +674,14 @@ void ScenarioPanel::onContextSlider(int pos) {
         QSignalBlocker block(m_context);
         m_context->setValue(static_cast<int>(m_scenario.workload.context));
     }
+    // While the handle is dragged, the pointer can move faster than the window redraws: the
+    // moves handled in one pass of the event loop commit once, with the latest value, when the
+    // pass is done, so a fast drag never queues recomputes behind the pointer.
+    if (m_contextSlider->isSliderDown()) {
+        m_dragCommit->start();
+        return;
+    }
+    m_dragCommit->stop();
     commit();
 }
 

@@ -20,6 +20,7 @@ class QLabel;
 class QLayout;
 class QPushButton;
 class QSlider;
+class QTimer;
 class QSpinBox;
 
 namespace kvl::widgets {
@@ -164,6 +165,7 @@ private:
     QLayout* m_prefixRow = nullptr;
 
     QSlider* m_contextSlider = nullptr;
+    QTimer* m_dragCommit = nullptr; // commits a drag's latest context once per event-loop pass
     TokenSpinBox* m_context = nullptr;
     TokenSpinBox* m_maxModelLen = nullptr;
     QSpinBox* m_targetRequests = nullptr;
