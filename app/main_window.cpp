@@ -41,6 +41,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
@@ -295,6 +296,9 @@ void MainWindow::buildUi() {
     m_scopeButton->setObjectName(QStringLiteral("scopeButton"));
     m_scopeButton->setAutoRaise(true);
     m_scopeButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    // The summary asks for no width of its own (its tooltip has the whole text): a long one
+    // is cut at the status bar's end instead of widening the window.
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     statusBar()->addWidget(m_summary, 1);
     statusBar()->addPermanentWidget(m_referenceLabel);
     statusBar()->addPermanentWidget(m_scopeButton);
@@ -582,7 +586,8 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     if (view.reference) {
         m_referenceLabel->setText(tr("Reference: %1").arg(qs(view.reference->scenario.model.name)));
         m_referenceLabel->setToolTip(widgets::summaryLine(*view.reference, view.units));
-    } else {
+    } else if (!m_referenceLabel->text().isEmpty()) {
+        // QLabel::clear re-lays out the status bar even when there is nothing to clear.
         m_referenceLabel->clear();
         m_referenceLabel->setToolTip({});
     }

@@ -61,15 +61,66 @@ std::chrono::duration<double, std::milli> threadCpu() {
                                                      double(ts.tv_nsec) / 1e6);
 }
 
-// Counts resizes of the window's charts.
+// Counts resizes of the window's charts, and paints of every widget: deterministic measures of
+// the work a change causes, whatever the machine's load.
 class ResizeCounter : public QObject {
 public:
     int resizes = 0;
+    int paints = 0;
+    std::map<QString, int> paintsByWidget; // "class/objectName"
     bool eventFilter(QObject* o, QEvent* e) override {
         if (e->type() == QEvent::Resize && qobject_cast<QCustomPlot*>(o))
             ++resizes;
+        if (e->type() == QEvent::Paint && o->isWidgetType()) {
+            ++paints;
+            ++paintsByWidget[QString::fromLatin1(o->metaObject()->className()) + QLatin1Char('/') +
+                             o->objectName()];
+        }
         return false;
     }
+};
+
+// Time spent in each kind of event the event loop delivers, outermost delivery only (a paint
+// inside a layout counts as layout): where a change's time goes once the synchronous recompute
+// is done (layout requests, paints, QCustomPlot's queued replots, timers).
+class TimingApplication : public QApplication {
+public:
+    using QApplication::QApplication;
+    bool counting = false;
+    std::map<std::string, double> msByEvent;
+    bool notify(QObject* receiver, QEvent* event) override {
+        if (!counting || depth > 0) {
+            ++depth;
+            const bool r = QApplication::notify(receiver, event);
+            --depth;
+            return r;
+        }
+        ++depth;
+        const auto c0 = threadCpu();
+        const bool r = QApplication::notify(receiver, event);
+        --depth;
+        msByEvent[kindOf(event, receiver)] += (threadCpu() - c0).count();
+        return r;
+    }
+
+private:
+    static std::string kindOf(const QEvent* e, const QObject* receiver) {
+        switch (e->type()) {
+        case QEvent::UpdateRequest:
+        case QEvent::Paint:
+            return "paint";
+        case QEvent::LayoutRequest:
+            return "layout";
+        case QEvent::Timer:
+        case QEvent::MetaCall:
+            // QCustomPlot queues its replot (rpQueuedReplot) as a zero timer.
+            return qobject_cast<const QCustomPlot*>(receiver) ? "chart replot"
+                                                              : "timers and queued calls";
+        default:
+            return "other events";
+        }
+    }
+    int depth = 0;
 };
 
 template <class T> T* child(QWidget* w, const char* name) {
@@ -86,7 +137,7 @@ template <class T> T* child(QWidget* w, const char* name) {
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    TimingApplication app(argc, argv);
     int changes = 240;
     QString jsonPath;
     const QStringList args = app.arguments();
@@ -188,8 +239,8 @@ int main(int argc, char** argv) {
             span->totalMs += double(span->timer.nsecsElapsed()) / 1e6;
             ++span->count;
         });
-        p->installEventFilter(&resizes);
     }
+    app.installEventFilter(&resizes);
 
     std::vector<double> replotMs, paintedMs, recomputeMs, cpuMs;
     std::map<std::string, std::vector<double>> replotByKind, recomputeByKind;
@@ -198,7 +249,10 @@ int main(int argc, char** argv) {
     std::map<QString, double> spanAtStart;
     for (int i = 0; i < changes + warmup; ++i) {
         if (i == warmup) {
+            app.counting = true;
             resizedAtStart = resizes.resizes;
+            resizes.paints = 0;
+            resizes.paintsByWidget.clear();
             for (const auto& [name, span] : spans)
                 spanAtStart[name] = span.totalMs;
         }
@@ -245,6 +299,21 @@ int main(int argc, char** argv) {
         "  charts resized during the changes: %d (each resize re-lays out and reallocates a "
         "chart)\n",
         resizes.resizes - resizedAtStart);
+    std::printf("  widgets painted per change: %.1f; the most painted (paints per change):\n",
+                double(resizes.paints) / double(changes));
+    {
+        std::vector<std::pair<int, QString>> top;
+        for (const auto& [name, n] : resizes.paintsByWidget)
+            top.emplace_back(n, name);
+        std::sort(top.rbegin(), top.rend());
+        for (std::size_t k = 0; k < std::min<std::size_t>(8, top.size()); ++k)
+            std::printf("    %-40s %.2f\n", qPrintable(top[k].second),
+                        double(top[k].first) / double(changes));
+    }
+    std::printf("  after the recompute, the event loop's GUI-thread CPU time by kind of event (ms "
+                "per change, mean):\n");
+    for (const auto& [kind, total] : app.msByEvent)
+        std::printf("    %-24s %.2f\n", kind.c_str(), total / double(changes));
     std::printf("  QCustomPlot::replot per chart (ms per change, mean):\n");
     for (const auto& [name, span] : spans)
         std::printf("    %-20s %.2f\n", qPrintable(name),

@@ -34,6 +34,32 @@ namespace kvl::widgets {
 
 namespace {
 
+// Setters that change nothing when the control already shows the value. A spin box repaints and
+// re-lays out its group box at every setValue, setSuffix, setSpecialValueText or setMaximum,
+// even an equal one; the panel refreshes these at every change of the scenario, so a slider drag
+// repainted half the panel at each step.
+void setIfChanged(QDoubleSpinBox* box, double value) {
+    // As the box would store it: rounded to its decimals.
+    if (box->value() != box->valueFromText(box->textFromValue(value)))
+        box->setValue(value);
+}
+template <class Box> void setSuffixIfChanged(Box* box, const QString& suffix) {
+    if (box->suffix() != suffix)
+        box->setSuffix(suffix);
+}
+void setSpecialTextIfChanged(QAbstractSpinBox* box, const QString& text) {
+    if (box->specialValueText() != text)
+        box->setSpecialValueText(text);
+}
+void setMaximumIfChanged(QSpinBox* box, int maximum) {
+    if (box->maximum() != maximum)
+        box->setMaximum(maximum);
+}
+void setItemTextIfChanged(QComboBox* box, int index, const QString& text) {
+    if (box->itemText(index) != text)
+        box->setItemText(index, text);
+}
+
 QString gpuText(const core::GpuSpec& g) {
     return QStringLiteral("%1  (%2, %3 TB/s)")
         .arg(qs(g.name), formatBytesQ(g.memoryBytes, core::UnitSystem::Binary, 1))
@@ -956,7 +982,7 @@ void ScenarioPanel::updateEnabledStates() {
                                   : tr("Prefix sharing needs paging (lever 3)"));
     // Layout controls that apply to this model only.
     m_ep->setVisible(m.isMoe() || s.hardware.expertParallel);
-    m_pp->setMaximum(std::max(1, m.numLayers()));
+    setMaximumIfChanged(m_pp, std::max(1, m.numLayers()));
     const int tp = std::max(1, s.hardware.gpuCount);
     const int copies = core::kvCopiesUnderTp(m, tp);
     m_dcp->setEnabled(copies > 1 || s.hardware.decodeContextParallel > 1);
@@ -968,15 +994,16 @@ void ScenarioPanel::updateEnabledStates() {
     m_mambaLabel->setVisible(state);
     if (!s.validate()) {
         const core::BlockSizes b = core::resolveBlockSizes(s);
-        m_blockSize->setItemText(
-            0, b.forced ? tr("vLLM's choice: %1 (%2)").arg(b.attention).arg(qs(b.backend))
-                        : tr("vLLM's choice: %1 tokens").arg(b.attention));
+        setItemTextIfChanged(m_blockSize, 0,
+                             b.forced
+                                 ? tr("vLLM's choice: %1 (%2)").arg(b.attention).arg(qs(b.backend))
+                                 : tr("vLLM's choice: %1 tokens").arg(b.attention));
     }
     // max_num_seqs 0 is vLLM's default for the GPU: say which.
     core::Scenario defaults = s;
     defaults.engine.maxNumSeqs = 0;
-    m_maxNumSeqs->setSpecialValueText(
-        tr("vLLM default (%1)").arg(thousandsQ(core::effectiveMaxNumSeqs(defaults))));
+    setSpecialTextIfChanged(
+        m_maxNumSeqs, tr("vLLM default (%1)").arg(thousandsQ(core::effectiveMaxNumSeqs(defaults))));
     showReserves();
     showPrefixInfo();
 }
@@ -991,13 +1018,13 @@ void ScenarioPanel::showReserves() {
     const bool actSet = s.hardware.activationBytes.has_value();
     const bool ovhSet = s.hardware.overheadBytes.has_value();
     if (actSet || valid)
-        m_activationGiB->setValue(
-            core::bytesToGiB(s.hardware.activationBytes.value_or(r.activationBytes)));
+        setIfChanged(m_activationGiB,
+                     core::bytesToGiB(s.hardware.activationBytes.value_or(r.activationBytes)));
     if (ovhSet || valid)
-        m_overheadGiB->setValue(
-            core::bytesToGiB(s.hardware.overheadBytes.value_or(r.overheadBytes)));
-    m_activationGiB->setSuffix(actSet ? tr(" GiB") : tr(" GiB (estimated)"));
-    m_overheadGiB->setSuffix(ovhSet ? tr(" GiB") : tr(" GiB (estimated)"));
+        setIfChanged(m_overheadGiB,
+                     core::bytesToGiB(s.hardware.overheadBytes.value_or(r.overheadBytes)));
+    setSuffixIfChanged(m_activationGiB, actSet ? tr(" GiB") : tr(" GiB (estimated)"));
+    setSuffixIfChanged(m_overheadGiB, ovhSet ? tr(" GiB") : tr(" GiB (estimated)"));
     m_activationEstimate->setEnabled(actSet);
     m_overheadEstimate->setEnabled(ovhSet);
 }
