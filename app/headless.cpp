@@ -12,6 +12,7 @@
 #include "widgets/probe/probe_charts.h"
 #include "widgets/probe/probe_panel.h"
 #include "widgets/scenario/scenario_panel.h"
+#include "widgets/traffic/traffic_panel.h"
 
 #include "core/io/files.h"
 #include "core/units.h"
@@ -175,6 +176,11 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     else if (o.value("tab") == "deployment") {
         w.tabs()->setCurrentWidget(w.deploymentPanel());
         w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"
+    } else if (o.value("tab") == "traffic") {
+        w.tabs()->setCurrentWidget(w.trafficPanel());
+        // The picture shows the simulation, not "Simulating…": it runs here, on this thread,
+        // the same computation the tab's worker runs.
+        w.trafficPanel()->computeNow();
     }
     if (o.value("theme") == "dark") {
         // The window's View > Theme > Dark, applied after the window exists: the charts

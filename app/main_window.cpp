@@ -24,6 +24,8 @@
 #include "widgets/scenario/vllm_command.h"
 #include "widgets/scenario/warnings_banner.h"
 #include "widgets/state/status_text.h"
+#include "widgets/traffic/traffic_charts.h"
+#include "widgets/traffic/traffic_panel.h"
 
 #include "core/io/json.h"
 #include "core/io/scenario_file.h"
@@ -139,6 +141,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     connect(m_deploymentPanel, &widgets::DeploymentPanel::applyRequested, this,
             &MainWindow::setScenario);
     // --- end U1 ---
+    // The Traffic tab simulates only while it is shown (TrafficPanel keeps itself stale
+    // otherwise), so a slider move on another tab costs no simulation.
+    connect(this, &MainWindow::snapshotChanged, m_trafficPanel, &widgets::TrafficPanel::setView);
+    connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
+            [this](const probe::ProbeReport& report) {
+                m_trafficPanel->setSpeedAssumptions(
+                    widgets::calibrationFromReport(report, io::builtinGpus()).assumptions);
+            });
     for (widgets::CurveChart* c : findChildren<widgets::CurveChart*>()) {
         connect(this, &MainWindow::snapshotChanged, c, &widgets::CurveChart::setView);
         connect(m_probePanel, &widgets::ProbePanel::reportChanged, c,
@@ -269,6 +279,12 @@ void MainWindow::buildUi() {
                           tr("N users at a context: the fewest GPUs of each kind and the "
                              "TP x PP x DP layout vLLM runs"));
     // --- end U1 ---
+    m_trafficPanel = new widgets::TrafficPanel;
+    m_trafficPanel->setObjectName(QStringLiteral("trafficPanel"));
+    m_tabs->setTabToolTip(m_tabs->addTab(m_trafficPanel, tr("&Traffic: simulated")),
+                          tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
+                             "per replica: latency vs rate per ladder step, the sustainable rate "
+                             "at an SLO, KV occupancy and queue over time"));
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -858,6 +874,8 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         syncSpeedPanel();
     if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
         m_deploymentPanel->planNow();
+    if (name.startsWith(QLatin1String("traffic-"))) // simulated here, on this thread
+        m_trafficPanel->computeNow();
     Status written;
     if (!spec->table) {
         written = chart(name)->exportTo(path, scale, size);
@@ -899,6 +917,14 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     if (m_deploymentPanel->resultIsCurrent()) {
         in.plan = m_deploymentPanel->result();
         in.planUsers = m_deploymentPanel->resultRequest().users;
+    }
+    // The Traffic tab's simulation, run here if the tab has not (the same computation).
+    m_trafficPanel->computeNow();
+    if (m_trafficPanel->resultIsCurrent()) {
+        in.traffic = m_trafficPanel->result();
+        in.trafficTtftChart = m_trafficPanel->ttftChart();
+        in.trafficTpotChart = m_trafficPanel->tpotChart();
+        in.trafficTimelineChart = m_trafficPanel->timelineChart();
     }
     if (m_probePanel->hasResults()) {
         in.probe = m_probePanel->model();

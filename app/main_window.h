@@ -39,6 +39,7 @@ class WarningsBanner;
 struct HfFetchResult;
 class DeploymentPanel; // the Deployment tab
 class SpeedPanel;      // the Speed tab
+class TrafficPanel;    // the Traffic tab
 } // namespace kvl::widgets
 
 namespace kvl::app {
@@ -77,6 +78,7 @@ public:
     // the Speed and Deployment tabs.
     widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
     widgets::DeploymentPanel* deploymentPanel() const { return m_deploymentPanel; }
+    widgets::TrafficPanel* trafficPanel() const { return m_trafficPanel; }
     QTabWidget* tabs() const { return m_tabs; }
     void showMeasuredTab();
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
@@ -197,6 +199,7 @@ private:
     widgets::SpeedPanel* m_speedPanel = nullptr;
     bool m_speedStale = true; // the Speed tab has not seen the current view
     widgets::DeploymentPanel* m_deploymentPanel = nullptr;
+    widgets::TrafficPanel* m_trafficPanel = nullptr;
     QLabel* m_summary = nullptr;
     widgets::WarningsBanner* m_banner = nullptr;
     QLabel* m_referenceLabel = nullptr;

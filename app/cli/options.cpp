@@ -206,11 +206,14 @@ const std::vector<AppOption>& appOptions() {
                      return bad("expected a number from 0 to 1000000, got '" + v + "'");
                  return {};
              }},
-            {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
+            {"tab", "T",
+             "the tab shown: ledger, measured, speed, deployment or traffic (default ledger)",
              [](const std::string& v) -> Status {
-                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
+                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
+                                v == "traffic"
                             ? Status{}
-                            : Status{bad("expected ledger, measured, speed or deployment, got '" +
+                            : Status{bad("expected ledger, measured, speed, deployment or "
+                                         "traffic, got '" +
                                          v + "'")};
              }},
             {"theme", "T", "light or dark (default light)",

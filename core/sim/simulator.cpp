@@ -193,9 +193,10 @@ std::string seconds(double s) {
 
 class Engine {
 public:
-    Engine(const Scenario& s, RequestSource& src, const SimOptions& o)
-        : m_s(s), m_src(src), m_o(o), m_cost(s, o.speed), m_ttft(o.maxSamples, 11),
-          m_tpot(o.maxSamples, 12), m_e2e(o.maxSamples, 13), m_itl(o.maxSamples, 14) {}
+    Engine(const Scenario& s, RequestSource& src, const SimOptions& o, std::int64_t expected)
+        : m_s(s), m_src(src), m_o(o), m_expected(expected), m_cost(s, o.speed),
+          m_ttft(o.maxSamples, 11), m_tpot(o.maxSamples, 12), m_e2e(o.maxSamples, 13),
+          m_itl(o.maxSamples, 14) {}
 
     SimResult run();
 
@@ -236,6 +237,8 @@ private:
     Scenario m_s;
     RequestSource& m_src;
     SimOptions m_o;
+    std::int64_t m_expected = 0; // requests the source will give (0 = not known): progress
+    double m_reported = 0;       // the last progress fraction told
     StepCost m_cost;
     SimResult m_r;
     std::vector<Group> m_groups;
@@ -244,6 +247,7 @@ private:
     std::int64_t m_maxModelLen = 0, m_maxSeqs = 0, m_budget = 0;
     std::int64_t m_hitAlign = 1;
     bool m_caching = false;
+    bool m_contiguous = false; // paging off: every request reserves max_model_len
 
     std::vector<Req> m_slab;
     std::vector<int> m_freeSlots;
@@ -267,31 +271,40 @@ private:
 };
 
 bool Engine::setUp() {
-    if (!m_s.levers.paging.enabled) {
-        m_r.error = "the simulation needs paging: vLLM v1 always pages its KV cache (drop "
-                    "--no-paging)";
-        return false;
-    }
     Scenario sc = m_s;
     sc.workload.context = 1; // the pool and its groups; no request length is asked here
+    // Contiguous reservation (paging off): the ledger says how many requests' max_model_len
+    // reservations fit; the blocks below then only count what each holds, for the step's reads.
+    std::int64_t slots = 0;
+    if (!m_s.levers.paging.enabled) {
+        const LedgerResult unpaged = computeLedger(sc);
+        if (!unpaged.error.empty()) {
+            m_r.error = unpaged.error;
+            return false;
+        }
+        slots = std::min(unpaged.maxRequestsAtContext, effectiveMaxNumSeqs(m_s));
+        if (slots <= 0) {
+            m_r.error = "without paging each request reserves max_model_len (" +
+                        withThousands(m_s.effectiveMaxModelLen()) +
+                        " tokens) and not one reservation fits in the KV memory";
+            return false;
+        }
+        sc.levers.paging.enabled = true;
+        sc.levers.prefix.enabled = false;
+        m_contiguous = true;
+    }
     const LedgerResult led = computeLedger(sc);
     if (!led.error.empty()) {
         m_r.error = led.error;
         return false;
     }
-    if (led.numGpuBlocks <= 1 || led.kvCacheGroups.empty()) {
+    if ((!m_contiguous && led.numGpuBlocks <= 1) || led.kvCacheGroups.empty()) {
         m_r.error = led.kvCacheGroups.empty() ? "the model keeps no KV cache: nothing to simulate"
                                               : "the KV cache pool holds no blocks";
         return false;
     }
     // vLLM's BlockPool holds one null block back.
     m_r.numBlocks = led.numGpuBlocks - 1;
-    if (m_r.numBlocks > kMaxPoolBlocks) {
-        m_r.error = "the pool has " + withThousands(m_r.numBlocks) +
-                    " blocks; the simulation models at most " + withThousands(kMaxPoolBlocks) +
-                    " (use a larger --block-size or less KV memory)";
-        return false;
-    }
     // Bytes a block in use puts on a step's reads: the whole model's layers on one GPU (the
     // step cost takes each PP stage's share), without padding, as decodeStep's kvRead.
     std::vector<KvCacheGroupUsage> whole = led.kvCacheGroups;
@@ -330,10 +343,29 @@ bool Engine::setUp() {
             label += " " + std::to_string(g.window);
         m_r.groupLabels.push_back(label);
     }
+    m_maxModelLen = m_s.effectiveMaxModelLen();
+    if (m_contiguous) {
+        // Room for `slots` requests of max_model_len in every group: a running request always
+        // finds its next block, as its reservation promised.
+        std::int64_t perRequest = 0;
+        for (std::size_t g = 0; g < m_groups.size(); ++g)
+            perRequest = satAdd(perRequest, blocksFor(g, m_maxModelLen));
+        m_r.numBlocks = satMul(slots, perRequest);
+        m_caching = false;
+        for (Group& g : m_groups)
+            g.cacheable = false;
+        m_r.notes.push_back("no paging: " + withThousands(slots) +
+                            " requests run at once, each reserving max_model_len");
+    }
+    if (m_r.numBlocks > kMaxPoolBlocks) {
+        m_r.error = "the pool has " + withThousands(m_r.numBlocks) +
+                    " blocks; the simulation models at most " + withThousands(kMaxPoolBlocks) +
+                    " (use a larger --block-size or less KV memory)";
+        return false;
+    }
     m_pool = std::make_unique<BlockPool>(static_cast<std::int32_t>(m_r.numBlocks),
                                          static_cast<int>(m_groups.size()));
-    m_maxModelLen = m_s.effectiveMaxModelLen();
-    m_maxSeqs = effectiveMaxNumSeqs(m_s);
+    m_maxSeqs = m_contiguous ? slots : effectiveMaxNumSeqs(m_s);
     m_budget = effectiveMaxNumBatchedTokens(m_s);
     m_r.maxNumSeqs = m_maxSeqs;
     m_r.maxNumBatchedTokens = m_budget;
@@ -656,6 +688,20 @@ SimResult Engine::run() {
                          ": the arrivals outrun the replica; stopped there";
             break;
         }
+        if (m_o.cancel && m_r.steps % kCancelCheckSteps == 0 &&
+            m_o.cancel->load(std::memory_order_relaxed)) {
+            m_r.cancelled = true;
+            m_r.error = "cancelled at " + seconds(m_t) + " of simulated time";
+            return std::move(m_r);
+        }
+        if (m_o.progress && m_expected > 0 && m_r.steps % kProgressEverySteps == 0) {
+            const double f = std::min(0.999, static_cast<double>(m_r.completed + m_r.rejected) /
+                                                 static_cast<double>(m_expected));
+            if (f > m_reported) {
+                m_reported = f;
+                m_o.progress(f);
+            }
+        }
         if (m_r.steps >= m_o.maxSteps) {
             m_r.capped = "the simulation reached its limit of " + withThousands(m_o.maxSteps) +
                          " engine steps at " + seconds(m_t) + "; stopped there";
@@ -835,13 +881,15 @@ SimResult Engine::run() {
     if (m_r.rejected > 0)
         m_r.notes.push_back(withThousands(m_r.rejected) +
                             " requests were refused: longer than max_model_len or the pool");
+    if (m_o.progress)
+        m_o.progress(1.0);
     return std::move(m_r);
 }
 
 } // namespace
 
 SimResult simulate(const Scenario& s, RequestSource& source, const SimOptions& o) {
-    Engine e(s, source, o);
+    Engine e(s, source, o, 0);
     return e.run();
 }
 
@@ -852,7 +900,10 @@ SimResult simulate(const Scenario& s, const WorkloadSpec& w, const SimOptions& o
         return r;
     }
     SyntheticSource src(w);
-    return simulate(s, src, o);
+    const std::int64_t expected =
+        w.arrival == ArrivalKind::ClosedLoop && w.durationS > 0 ? 0 : w.requests;
+    Engine e(s, src, o, expected);
+    return e.run();
 }
 
 double staticRateBound(const Scenario& s, const WorkloadSpec& w, const SpeedAssumptions& a) {
@@ -876,10 +927,32 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
                            double attainment, double relTolerance) {
     RateSearch out;
     w.arrival = w.arrival == ArrivalKind::ClosedLoop ? ArrivalKind::Poisson : w.arrival;
+    // The runs report nothing themselves: the search tells its own progress, run by run, as
+    // the runs done over those done plus the bisection steps still to go (an estimate that
+    // only shrinks), so the fraction never goes back.
+    SimOptions one = o;
+    one.progress = nullptr;
+    double reported = 0;
+    auto tell = [&](double lo, double hi) {
+        if (!o.progress)
+            return;
+        const double width = std::max(hi - lo, 0.0);
+        const double left = hi > 0 && width > relTolerance * hi
+                                ? std::ceil(std::log2(width / (relTolerance * hi))) + 1
+                                : 0;
+        const double f = std::min(0.99, out.runs / (out.runs + left + 1.0));
+        if (f > reported) {
+            reported = f;
+            o.progress(f);
+        }
+    };
+    auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
     auto meets = [&](double rate, SimResult* keep) {
         w.rate = rate;
-        SimResult r = simulate(s, w, o);
+        SimResult r = simulate(s, w, one);
         ++out.runs;
+        if (r.cancelled)
+            out.cancelled = true;
         const bool ok = r.error.empty() && r.capped.empty() && r.sloAttainment >= attainment;
         if (!r.error.empty() && out.note.empty())
             out.note = r.error;
@@ -887,53 +960,78 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
             *keep = std::move(r);
         return ok;
     };
+    auto stop = [&] {
+        out.cancelled = true;
+        out.found = false;
+        out.rate = 0;
+        out.note = "cancelled after " + std::to_string(out.runs) + " runs";
+        return out;
+    };
+    auto done = [&] {
+        if (o.progress)
+            o.progress(1.0);
+        return out;
+    };
     double guess = staticRateBound(s, w, o.speed);
     if (!(guess > 0))
         guess = 1;
     double lo = 0, hi = std::min(kMaxRate, 2 * guess);
     SimResult best;
     // Grow the upper end until a rate fails.
-    while (meets(hi, &best)) {
+    while (!cancelled() && meets(hi, &best)) {
         lo = hi;
         out.found = true;
         out.atRate = std::move(best);
         if (hi >= kMaxRate) {
             out.rate = hi;
             out.note = "the SLO holds up to the largest rate tried";
-            return out;
+            return done();
         }
         hi = std::min(kMaxRate, hi * 4);
+        tell(0, hi);
     }
+    if (cancelled() || out.cancelled)
+        return stop();
     if (!out.note.empty() && !out.found)
-        return out;
+        return done();
     // The lower end: a rate that meets it, or none above kMinRate.
     if (!out.found) {
         double probe = hi / 4;
-        while (probe >= kMinRate && !meets(probe, &best))
+        while (probe >= kMinRate && !cancelled() && !meets(probe, &best)) {
             probe /= 4;
+            tell(probe, hi);
+        }
+        if (cancelled() || out.cancelled)
+            return stop();
         if (probe < kMinRate) {
             out.upperRate = hi;
             out.note = "no rate meets the SLO, down to " + std::to_string(kMinRate) +
                        " req/s: requests alone miss it";
-            return out;
+            return done();
         }
         hi = std::min(hi, probe * 4);
         lo = probe;
         out.found = true;
         out.atRate = std::move(best);
     }
+    tell(lo, hi);
     while (hi - lo > relTolerance * hi) {
+        if (cancelled())
+            return stop();
         const double mid = (lo + hi) / 2;
         if (meets(mid, &best)) {
             lo = mid;
             out.atRate = std::move(best);
         } else {
+            if (out.cancelled)
+                return stop();
             hi = mid;
         }
+        tell(lo, hi);
     }
     out.rate = lo;
     out.upperRate = hi;
-    return out;
+    return done();
 }
 
 void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptions& o,

@@ -26,6 +26,10 @@
 // A request's full blocks are cached under a key of its prefix group (blocks wholly inside the
 // shared prefix) or of itself (the rest, which a preempted request finds again when it is
 // recomputed).
+// Without paging (the ledger's "contiguous" ladder steps, before vLLM) every request reserves
+// max_model_len up front: as many run at once as the ledger's contiguous reservations fit, a
+// running request never runs out of room (no preemption) and nothing is shared (no prefix
+// cache); the step still reads only the tokens each request holds, as core::speed does.
 // The step time is core::StepCost (core/speed.h) of the step's decode tokens, prefill tokens and
 // the blocks in use.
 //
@@ -41,7 +45,9 @@
 #include "core/sim/workload.h"
 #include "core/speed.h"
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,7 +70,18 @@ struct SimOptions {
     std::size_t maxSamples = kDefaultMaxSamples;
     bool prefixCaching = true; // vLLM's --enable-prefix-caching (on by default)
     int traceSteps = 0;        // record what the first N steps schedule (tests)
+    // A caller on another thread (the window's Traffic tab) stops a run by setting this; the
+    // simulation looks at it every kCancelCheckSteps engine steps and between the runs of a rate
+    // search, and returns with `cancelled` set and an error saying so.
+    const std::atomic<bool>* cancel = nullptr;
+    // Told how far the work is, from 0 to 1, never decreasing, and 1 once at the end of a run
+    // that was not cancelled: a run reports its served requests over those it was asked for
+    // (nothing in between for a trace, whose length is not known), a rate search its runs.
+    // Called on the simulating thread.
+    std::function<void(double fraction)> progress;
 };
+inline constexpr std::int64_t kCancelCheckSteps = 64;
+inline constexpr std::int64_t kProgressEverySteps = 256;
 
 struct Percentiles {
     double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
@@ -83,6 +100,7 @@ struct TimeSeries {
 struct SimResult {
     std::string error;  // the simulation could not run (no paging, nothing fits, a bad trace line)
     std::string capped; // non-empty when it stopped at a bound: which one, and when
+    bool cancelled = false; // SimOptions::cancel stopped it (error says so too)
     std::vector<std::string> notes;
 
     // The pool and its groups, from the ledger.
@@ -130,6 +148,7 @@ struct RateSearch {
     int runs = 0;
     SimResult atRate; // the run at `rate`
     std::string note;
+    bool cancelled = false; // SimOptions::cancel stopped the search (note says so)
 };
 RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& o,
                            double attainment = 0.99, double relTolerance = 0.01);

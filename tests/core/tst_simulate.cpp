@@ -90,6 +90,9 @@ private slots:
     void traceIsStreamed();
     void publishedMeasurements_data();
     void publishedMeasurements();
+    void cancelAndProgress_data();
+    void cancelAndProgress();
+    void contiguousReservation();
 };
 
 // At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
@@ -824,6 +827,88 @@ void TestSimulate::publishedMeasurements() {
     qInfo("published %.4g, simulated %.4g, ratio %.3f", published, simulated, ratio);
     QVERIFY2(ratio >= lo && ratio <= hi,
              qPrintable(QString("ratio %1 outside [%2, %3]").arg(ratio).arg(lo).arg(hi)));
+}
+
+// SimOptions::cancel and ::progress (the window's Traffic tab runs the simulation on a worker
+// and stops it when the scenario changes): an uncancelled run or search reports a fraction that
+// never decreases and ends at exactly 1; a cancel set from the first report stops it early,
+// saying so, with fewer requests served (or fewer runs) than the whole job.
+void TestSimulate::cancelAndProgress_data() {
+    QTest::addColumn<bool>("search");
+    QTest::addRow("simulate") << false;
+    QTest::addRow("sustainableRate") << true;
+}
+
+void TestSimulate::cancelAndProgress() {
+    QFETCH(bool, search);
+    const Scenario s = scenario();
+    const WorkloadSpec w = poisson(40, 600, 512, 128);
+    SimOptions o;
+    o.sloTtftMs = 2000;
+    o.sloTpotMs = 50;
+    std::vector<double> seen;
+    o.progress = [&](double f) { seen.push_back(f); };
+    const SimResult whole = search ? SimResult{} : simulate(s, w, o);
+    const RateSearch wholeSearch = search ? sustainableRate(s, w, o, 0.99, 0.05) : RateSearch{};
+    QVERIFY2(whole.error.empty() && wholeSearch.note.empty(),
+             (whole.error + wholeSearch.note).c_str());
+    QVERIFY(!whole.cancelled && !wholeSearch.cancelled);
+    QVERIFY2(seen.size() >= 3, std::to_string(seen.size()).c_str()); // reports along the way
+    for (std::size_t i = 1; i < seen.size(); ++i)
+        QVERIFY2(seen[i] >= seen[i - 1], std::to_string(i).c_str());
+    QCOMPARE(seen.back(), 1.0);
+    QVERIFY(seen.front() < 1.0);
+    if (search)
+        QVERIFY(wholeSearch.found && wholeSearch.runs >= 3);
+    else
+        QCOMPARE(whole.completed, 600);
+
+    // Cancelled at the first report.
+    std::atomic<bool> cancel{false};
+    o.cancel = &cancel;
+    seen.clear();
+    o.progress = [&](double f) {
+        seen.push_back(f);
+        cancel.store(true);
+    };
+    if (search) {
+        const RateSearch r = sustainableRate(s, w, o, 0.99, 0.05);
+        QVERIFY(r.cancelled);
+        QVERIFY(!r.found);
+        QVERIFY2(r.note.find("cancelled") != std::string::npos, r.note.c_str());
+        QVERIFY2(r.runs < wholeSearch.runs, std::to_string(r.runs).c_str());
+    } else {
+        const SimResult r = simulate(s, w, o);
+        QVERIFY(r.cancelled);
+        QVERIFY2(r.error.find("cancelled") != std::string::npos, r.error.c_str());
+        QVERIFY2(r.completed < whole.completed, std::to_string(r.completed).c_str());
+    }
+    QVERIFY(std::find(seen.begin(), seen.end(), 1.0) == seen.end()); // never "done"
+}
+
+// Without paging every request reserves max_model_len: no more run at once than the ledger's
+// contiguous reservations, none is preempted, every one is served, and the same traffic meets
+// the SLO at a higher rate once paging is on.
+void TestSimulate::contiguousReservation() {
+    Scenario s = scenario();
+    s.workload.maxModelLen = 32768;
+    s.levers.paging.enabled = false;
+    Scenario one = s;
+    one.workload.context = 1;
+    const std::int64_t reservations = computeLedger(one).maxRequestsAtContext;
+    QVERIFY(reservations > 0 && reservations < 64); // 4 GiB per reservation
+    const WorkloadSpec w = poisson(50, 300, 1024, 128);
+    const SimResult r = simulate(s, w);
+    QVERIFY2(r.error.empty() && r.capped.empty(), (r.error + r.capped).c_str());
+    QCOMPARE(r.completed, 300);
+    QCOMPARE(r.preemptions, 0);
+    QVERIFY(r.peakRunning <= reservations);
+    QCOMPARE(r.peakRunning, reservations); // 50 req/s keeps every reservation busy
+    QCOMPARE(r.maxNumSeqs, reservations);
+    s.levers.paging.enabled = true;
+    const SimResult paged = simulate(s, w);
+    QVERIFY(paged.peakRunning > reservations);
+    QVERIFY(paged.ttftMs.p99 < r.ttftMs.p99);
 }
 
 QTEST_APPLESS_MAIN(TestSimulate)

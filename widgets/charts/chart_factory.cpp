@@ -5,6 +5,7 @@
 #include "widgets/charts/speed_chart.h"
 #include "widgets/deployment/plan_model.h"
 #include "widgets/probe/probe_charts.h"
+#include "widgets/traffic/traffic_charts.h"
 
 namespace kvl::widgets {
 
@@ -23,6 +24,12 @@ ChartWidget* makeChart(QStringView name, QWidget* p) {
         return new PredictedSpeedChart(SpeedView::Context, p);
     if (name == u"gpus-needed")
         return new GpusNeededChart(p);
+    if (name == u"traffic-ttft")
+        return new TrafficLatencyChart(TrafficMetric::Ttft, p);
+    if (name == u"traffic-tpot")
+        return new TrafficLatencyChart(TrafficMetric::Tpot, p);
+    if (name == u"traffic-timeline")
+        return new TrafficTimelineChart(p);
     if (name == u"quality")
         return new QualityChart(p);
     if (name == u"speed")

@@ -386,6 +386,49 @@ QPageLayout reportPageLayout() {
 }
 } // namespace
 
+QString trafficHtml(const TrafficResult& t) {
+    auto rate = [](double r) { return QString::number(r, 'f', r < 10 ? 2 : r < 100 ? 1 : 0); };
+    const TrafficInputs& in = t.inputs;
+    QString html =
+        QStringLiteral("<p>%1</p>")
+            .arg(QObject::tr("Requests arriving at a rate, served by one replica of the scenario "
+                             "and each of its lever-ladder steps through a simulation of vLLM "
+                             "v1's scheduler. Prompt %1 tokens, output %2, shared prefix %3 "
+                             "tokens for %4% of requests; SLO: TTFT ≤ %5 ms and TPOT ≤ %6 ms "
+                             "for %7% of requests. %8. These are simulations, not measurements.")
+                     .arg(qs(in.prompt), qs(in.output), thousandsQ(in.prefixTokens))
+                     .arg(in.prefixShare * 100, 0, 'g', 3)
+                     .arg(in.sloTtftMs, 0, 'g', 6)
+                     .arg(in.sloTpotMs, 0, 'g', 6)
+                     .arg(in.attainment * 100, 0, 'g', 3)
+                     .arg(qs(trafficAssumptions(in)))
+                     .toHtmlEscaped());
+    if (!t.error.empty())
+        return html + QStringLiteral("<p>%1</p>")
+                          .arg(QObject::tr("Not simulated: %1").arg(qs(t.error)).toHtmlEscaped());
+    html += QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th>%1</th>"
+                           "<th>%2</th><th>%3</th></tr>")
+                .arg(QObject::tr("Ladder step"), QObject::tr("Sustainable req/s per replica"),
+                     QObject::tr("Note"));
+    for (const TrafficStep& st : t.steps)
+        html += QStringLiteral("<tr><td>%1</td><td align=\"right\">%2</td><td>%3</td></tr>")
+                    .arg((st.current ? QObject::tr("%1 (current)").arg(qs(st.label)) : qs(st.label))
+                             .toHtmlEscaped(),
+                         st.found ? rate(st.sustainableRate) : QObject::tr("none"),
+                         qs(st.note).toHtmlEscaped());
+    html += QStringLiteral("</table>");
+    if (t.currentRate > 0 && t.current.error.empty())
+        html += QStringLiteral("<p>%1</p>")
+                    .arg(QObject::tr("At %1 req/s per replica the scenario's p99 TTFT is %2 ms and "
+                                     "p99 TPOT %3 ms; %4 preemptions.")
+                             .arg(rate(t.currentRate))
+                             .arg(t.current.ttftMs.p99, 0, 'f', 0)
+                             .arg(t.current.tpotMs.p99, 0, 'f', 1)
+                             .arg(t.current.preemptions)
+                             .toHtmlEscaped());
+    return html;
+}
+
 // Lays the report out on `p` (already begun on the first page), `newPage` turning the page.
 static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double H,
                         const std::function<void()>& turnPage, ReportOutline& out) {
@@ -500,6 +543,18 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
         html(speedDataHtml(*in.predictedSpeedChart), 7.5);
     }
     section(QObject::tr("Assumptions"), assumptionsHtml(snap, in.calibration, in.units), 7.5);
+
+    // Then: the traffic simulation, labelled as one, with its assumptions.
+    if (in.traffic && in.trafficTtftChart && in.trafficTpotChart && in.trafficTimelineChart) {
+        newPage();
+        p.setFont(body);
+        section(QObject::tr("Traffic (simulated)"), trafficHtml(*in.traffic), 7.5);
+        // The three charts share what is left of the page, so the simulation stays on one.
+        const double h3 = std::max(170.0, (H - y - 8) / 3 - 8);
+        drawChart(in.trafficTtftChart, h3);
+        drawChart(in.trafficTpotChart, h3);
+        drawChart(in.trafficTimelineChart, h3);
+    }
 
     // Then: measured beside predicted (the probe's table, quality and speed charts).
     if (in.probe && !in.probe->isEmpty()) {

@@ -7,6 +7,7 @@
 
 #include "widgets/probe/calibration.h"
 #include "widgets/state/ledger_view_state.h"
+#include "widgets/traffic/traffic_sim.h"
 
 #include "core/planner.h"
 
@@ -60,6 +61,11 @@ struct ReportInputs {
     ChartWidget* qualityChart = nullptr;
     ChartWidget* speedChart = nullptr;
     QString probeSource; // "NVIDIA H200 · 2026-11-29 (from bench.json)"
+    // The Traffic tab's simulation (a page of its own, labelled a simulation) when set.
+    std::shared_ptr<const TrafficResult> traffic;
+    ChartWidget* trafficTtftChart = nullptr;
+    ChartWidget* trafficTpotChart = nullptr;
+    ChartWidget* trafficTimelineChart = nullptr;
 };
 
 // What a written report holds, for checks: its pages, the section headings and charts in
@@ -85,6 +91,9 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units);
 // max_num_seqs and whether it caps, and the published quality of low-bit KV formats.
 QString assumptionsHtml(const LedgerSnapshot& snap, const SpeedCalibration& calibration,
                         core::UnitSystem units);
+// The Traffic page's text: what was simulated, with its assumptions, and the sustainable rate
+// per ladder step.
+QString trafficHtml(const TrafficResult& traffic);
 // The plan table: the current GPU kind's best layouts, then the best of the other kinds.
 QString planTableHtml(const LedgerSnapshot& snap, const ReviewVerdict& verdict,
                       const core::PlanResult* others, core::UnitSystem units);

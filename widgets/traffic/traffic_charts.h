@@ -1,0 +1,78 @@
+#pragma once
+// The Traffic tab's charts, drawn from one TrafficResult (traffic_sim.h), every figure per
+// replica and labelled a simulation:
+//   - latency vs arrival rate: p99 (solid) and p50 (dashed) TTFT or TPOT per ladder step, the
+//     SLO as a horizontal line and the scenario's sustainable rate as a vertical one;
+//   - the timeline: KV blocks in use per KV cache group (% of the pool) and the running,
+//     waiting and preempted requests over the simulated time at the chosen rate.
+
+#include "widgets/charts/chart_widget.h"
+#include "widgets/traffic/traffic_sim.h"
+
+#include <memory>
+
+class QCPItemStraightLine;
+class QCPItemText;
+class QCPTextElement;
+
+namespace kvl::widgets {
+
+enum class TrafficMetric : std::uint8_t { Ttft, Tpot };
+
+class TrafficLatencyChart : public ChartWidget {
+    Q_OBJECT
+public:
+    explicit TrafficLatencyChart(TrafficMetric metric, QWidget* parent = nullptr);
+    TrafficMetric metric() const { return m_metric; }
+    // The result to draw (null: nothing yet); `status` replaces the curves when not empty
+    // ("Simulating…", an error).
+    void setResult(std::shared_ptr<const TrafficResult> result, const QString& status = {});
+    std::shared_ptr<const TrafficResult> result() const { return m_result; }
+    double sustainableLineX() const; // NaN when hidden
+    double sloLineY() const;         // NaN when hidden
+    QString emptyText() const { return m_status; }
+    QString csv() const override;
+
+protected:
+    void applyColors() override;
+    void resizeEvent(QResizeEvent* event) override;
+    QString describePoint(const QCPGraph* graph, int index) const override;
+
+private:
+    void rebuild();
+    double slo() const;
+    const core::sim::Percentiles& of(const TrafficPoint& p) const;
+
+    TrafficMetric m_metric;
+    std::shared_ptr<const TrafficResult> m_result;
+    QString m_status;
+    QCPTextElement* m_note = nullptr;
+    QCPItemStraightLine* m_sloLine = nullptr;
+    QCPItemStraightLine* m_rateLine = nullptr;
+    QCPItemText* m_sloText = nullptr;
+    QCPItemText* m_rateText = nullptr;
+    QCPItemText* m_emptyLabel = nullptr;
+};
+
+class TrafficTimelineChart : public ChartWidget {
+    Q_OBJECT
+public:
+    explicit TrafficTimelineChart(QWidget* parent = nullptr);
+    void setResult(std::shared_ptr<const TrafficResult> result, const QString& status = {});
+    QString emptyText() const { return m_status; }
+    QString csv() const override;
+
+protected:
+    void applyColors() override;
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void rebuild();
+
+    std::shared_ptr<const TrafficResult> m_result;
+    QString m_status;
+    QCPTextElement* m_note = nullptr;
+    QCPItemText* m_emptyLabel = nullptr;
+};
+
+} // namespace kvl::widgets

@@ -1,0 +1,514 @@
+#include "widgets/traffic/traffic_panel.h"
+
+#include "widgets/charts/chart_factory.h"
+#include "widgets/charts/chart_registry.h"
+#include "widgets/scenario/token_spin_box.h"
+#include "widgets/traffic/traffic_charts.h"
+
+#include "core/io/scenario_file.h"
+
+#include <QDoubleSpinBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
+
+namespace kvl::widgets {
+
+namespace {
+constexpr int kDebounceMs = 200;
+constexpr int kPollMs = 50;
+
+QString rateText(double r) {
+    return QString::number(r, 'f', r < 10 ? 2 : r < 100 ? 1 : 0);
+}
+} // namespace
+
+TrafficPanel::TrafficPanel(QWidget* parent) : QWidget(parent) {
+    m_debounce = new QTimer(this);
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(kDebounceMs);
+    connect(m_debounce, &QTimer::timeout, this, [this] { start(); });
+    m_poll = new QTimer(this);
+    m_poll->setInterval(kPollMs);
+    connect(m_poll, &QTimer::timeout, this, [this] {
+        if (m_job)
+            m_progress->setValue(m_job->permille.load());
+    });
+    buildUi();
+}
+
+TrafficPanel::~TrafficPanel() {
+    if (m_job)
+        m_job->cancel.store(true); // the worker stops within a few engine steps
+}
+
+void TrafficPanel::buildUi() {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(8);
+    auto label = [](const QString& text, QWidget* buddy) {
+        auto* l = new QLabel(text);
+        l->setBuddy(buddy);
+        return l;
+    };
+    auto spin = [this](const char* name, double lo, double hi, int decimals, double value,
+                       const QString& suffix, const QString& tip) {
+        auto* s = new QDoubleSpinBox;
+        s->setObjectName(QLatin1String(name));
+        s->setRange(lo, hi);
+        s->setDecimals(decimals);
+        s->setValue(value);
+        s->setSuffix(suffix);
+        s->setToolTip(tip);
+        s->setKeyboardTracking(false);
+        connect(s, &QDoubleSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
+        return s;
+    };
+    m_rate = spin("trafficRateSpin", 0, 100000, 2, 0, tr(" req/s"),
+                  tr("Arrival rate per replica for the occupancy and queue chart (Poisson); "
+                     "auto = 80% of the scenario's sustainable rate"));
+    m_rate->setSpecialValueText(tr("auto"));
+    auto lengthEdit = [this](const char* name, const QString& text) {
+        auto* e = new QLineEdit(text);
+        e->setObjectName(QLatin1String(name));
+        e->setToolTip(tr("Tokens: a number (1024), uniform:LO:HI, lognormal:MEAN:SIGMA or "
+                         "hist:V1:W1,V2:W2,… (as kvledger simulate takes them)"));
+        e->setMaximumWidth(150);
+        connect(e, &QLineEdit::editingFinished, this, &TrafficPanel::onInputsEdited);
+        return e;
+    };
+    m_prompt = lengthEdit("trafficPromptEdit", QStringLiteral("1024"));
+    m_output = lengthEdit("trafficOutputEdit", QStringLiteral("256"));
+    m_prefixShare = spin("trafficPrefixShareSpin", 0, 1, 2, 0, QString(),
+                         tr("The share of requests that start with the shared prefix"));
+    m_prefixTokens = new TokenSpinBox;
+    m_prefixTokens->setObjectName(QStringLiteral("trafficPrefixTokensSpin"));
+    m_prefixTokens->setRange(0, 1 << 20);
+    m_prefixTokens->setSpecialValueText(tr("none"));
+    m_prefixTokens->setKeyboardTracking(false);
+    m_prefixTokens->setToolTip(tr("The shared prefix's tokens (a system prompt); vLLM's prefix "
+                                  "cache serves its full blocks once the +prefix lever is on"));
+    connect(m_prefixTokens, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
+    m_sloTtft = spin("trafficSloTtftSpin", 0, 1e7, 0, 2000, tr(" ms"),
+                     tr("Time to first token objective (0 = none)"));
+    m_sloTtft->setSpecialValueText(tr("none"));
+    m_sloTpot = spin("trafficSloTpotSpin", 0, 1e6, 1, 100, tr(" ms"),
+                     tr("Time per output token objective (0 = none)"));
+    m_sloTpot->setSpecialValueText(tr("none"));
+    m_attainment = spin("trafficAttainmentSpin", 50, 100, 1, 99, tr(" %"),
+                        tr("The share of requests that must meet both objectives"));
+    m_requests = new QSpinBox;
+    m_requests->setObjectName(QStringLiteral("trafficRequestsSpin"));
+    m_requests->setRange(20, 100000);
+    m_requests->setValue(400);
+    m_requests->setKeyboardTracking(false);
+    m_requests->setToolTip(tr("Requests simulated per point: more is steadier and slower"));
+    connect(m_requests, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
+    m_seed = new QSpinBox;
+    m_seed->setObjectName(QStringLiteral("trafficSeedSpin"));
+    m_seed->setRange(1, 1 << 30);
+    m_seed->setValue(1);
+    m_seed->setKeyboardTracking(false);
+    m_seed->setToolTip(tr("Seed of the arrivals and lengths: the same seed, the same result"));
+    connect(m_seed, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
+
+    // Three rows of three fields: the window keeps its minimum width at laptop sizes.
+    auto* prefix = new QHBoxLayout;
+    prefix->setContentsMargins(0, 0, 0, 0);
+    prefix->addWidget(m_prefixTokens, 1);
+    prefix->addWidget(label(tr("of"), m_prefixShare));
+    prefix->addWidget(m_prefixShare, 1);
+    form->addWidget(label(tr("R&ate:"), m_rate), 0, 0);
+    form->addWidget(m_rate, 0, 1);
+    form->addWidget(label(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
+    form->addWidget(m_prompt, 0, 3);
+    form->addWidget(label(tr("O&utput tokens:"), m_output), 0, 4);
+    form->addWidget(m_output, 0, 5);
+    form->addWidget(label(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
+    form->addLayout(prefix, 1, 1);
+    form->addWidget(label(tr("Re&quests:"), m_requests), 1, 2);
+    form->addWidget(m_requests, 1, 3);
+    form->addWidget(label(tr("S&eed:"), m_seed), 1, 4);
+    form->addWidget(m_seed, 1, 5);
+    form->addWidget(label(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
+    form->addWidget(m_sloTtft, 2, 1);
+    form->addWidget(label(tr("TP&OT:"), m_sloTpot), 2, 2);
+    form->addWidget(m_sloTpot, 2, 3);
+    form->addWidget(label(tr("for"), m_attainment), 2, 4);
+    form->addWidget(m_attainment, 2, 5);
+    form->setColumnStretch(6, 1);
+    layout->addLayout(form);
+
+    auto* run = new QHBoxLayout;
+    m_progress = new QProgressBar;
+    m_progress->setObjectName(QStringLiteral("trafficProgress"));
+    m_progress->setRange(0, 1000);
+    m_progress->setTextVisible(false);
+    m_progress->setMaximumWidth(160);
+    m_progress->setVisible(false);
+    m_cancelButton = new QPushButton(tr("Cancel"));
+    m_cancelButton->setObjectName(QStringLiteral("trafficCancelButton"));
+    m_cancelButton->setEnabled(false);
+    connect(m_cancelButton, &QPushButton::clicked, this, [this] {
+        cancel();
+        emit jobCancelled();
+    });
+    m_status = new QLabel;
+    m_status->setObjectName(QStringLiteral("trafficStatusLabel"));
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    run->addWidget(m_progress);
+    run->addWidget(m_cancelButton);
+    run->addWidget(m_status, 1);
+    layout->addLayout(run);
+    m_assumptions = new QLabel;
+    m_assumptions->setObjectName(QStringLiteral("trafficAssumptionsLabel"));
+    m_assumptions->setWordWrap(true);
+    QFont small = m_assumptions->font();
+    small.setPointSizeF(small.pointSizeF() * 0.9);
+    m_assumptions->setFont(small);
+    layout->addWidget(m_assumptions);
+
+    m_ttft = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-ttft")));
+    m_tpot = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-tpot")));
+    m_timeline =
+        static_cast<TrafficTimelineChart*>(createChart(*findChartSpec(u"traffic-timeline")));
+    m_table = new QTableWidget(0, 4);
+    m_table->setObjectName(QStringLiteral("trafficRateTable"));
+    m_table->setHorizontalHeaderLabels(
+        {tr("Ladder step"), tr("req/s at SLO"), tr("× baseline"), tr("Note")});
+    m_table->horizontalHeaderItem(1)->setToolTip(
+        tr("The sustainable rate: requests per second per replica at the SLO"));
+    m_table->verticalHeader()->setVisible(false);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSelectionMode(QAbstractItemView::NoSelection);
+    m_table->setWordWrap(false);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setToolTip(tr("The largest arrival rate per replica at which the share of requests "
+                           "asked for meets both objectives, per ladder step (simulated)"));
+
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(m_ttft);
+    top->addWidget(m_tpot);
+    top->setChildrenCollapsible(false);
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(m_timeline);
+    bottom->addWidget(m_table);
+    bottom->setChildrenCollapsible(false);
+    bottom->setStretchFactor(0, 1);
+    bottom->setStretchFactor(1, 1);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->setObjectName(QStringLiteral("trafficSplitter"));
+    split->addWidget(top);
+    split->addWidget(bottom);
+    split->setChildrenCollapsible(false);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+    m_status->setText(tr("Not simulated yet"));
+    m_assumptions->setText(qs(trafficAssumptions(inputs())));
+    setCharts(tr("Not simulated yet"));
+}
+
+void TrafficPanel::setDebounceMs(int ms) {
+    m_debounce->setInterval(ms);
+}
+
+TrafficInputs TrafficPanel::inputs() const {
+    TrafficInputs in;
+    in.rate = m_rate->value();
+    in.prompt = m_prompt->text().trimmed().toStdString();
+    in.output = m_output->text().trimmed().toStdString();
+    in.prefixShare = m_prefixShare->value();
+    in.prefixTokens = m_prefixTokens->value();
+    in.sloTtftMs = m_sloTtft->value();
+    in.sloTpotMs = m_sloTpot->value();
+    in.attainment = m_attainment->value() / 100.0;
+    in.requests = m_requests->value();
+    in.seed = static_cast<std::uint64_t>(m_seed->value());
+    in.speed = m_speed;
+    return in;
+}
+
+void TrafficPanel::setInputs(const TrafficInputs& in) {
+    {
+        const QSignalBlocker b1(m_rate), b2(m_prompt), b3(m_output), b4(m_prefixShare),
+            b5(m_prefixTokens), b6(m_sloTtft), b7(m_sloTpot), b8(m_attainment), b9(m_requests),
+            b10(m_seed);
+        m_rate->setValue(in.rate);
+        m_prompt->setText(qs(in.prompt));
+        m_output->setText(qs(in.output));
+        m_prefixShare->setValue(in.prefixShare);
+        m_prefixTokens->setValue(static_cast<int>(in.prefixTokens));
+        m_sloTtft->setValue(in.sloTtftMs);
+        m_sloTpot->setValue(in.sloTpotMs);
+        m_attainment->setValue(in.attainment * 100);
+        m_requests->setValue(static_cast<int>(in.requests));
+        m_seed->setValue(static_cast<int>(in.seed));
+    }
+    onInputsEdited();
+}
+
+QString TrafficPanel::inputError() const {
+    std::string error;
+    (void)trafficWorkload(inputs(), 1, &error);
+    return qs(error);
+}
+
+void TrafficPanel::setSpeedAssumptions(const core::SpeedAssumptions& a) {
+    m_speed = a;
+    onInputsEdited();
+}
+
+void TrafficPanel::setView(const LedgerView& view) {
+    if (!view.snapshot || view.snapshot->invalid) {
+        // Nothing to simulate: never the previous scenario's curves.
+        m_haveScenario = false;
+        cancel();
+        m_result.reset();
+        m_stale = true;
+        const QString why = view.snapshot
+                                ? tr("Not simulated: %1").arg(qs(view.snapshot->ledger.error))
+                                : tr("Not simulated yet");
+        m_status->setText(why);
+        setCharts(why);
+        return;
+    }
+    const core::Scenario& s = view.snapshot->scenario;
+    std::string key = io::scenarioToJson(s);
+    if (m_haveScenario && key == m_scenarioKey)
+        return; // units or scope: the figures are per replica and in ms either way
+    m_scenarioKey = std::move(key);
+    m_scenario = s;
+    m_haveScenario = true;
+    // The prompt follows the scenario's context (less the output) until the user edits it, so
+    // that the scenario's requests, and its shared prefix, are what the simulation serves.
+    if (m_prompt->text() == m_followedPrompt) {
+        const auto output = core::sim::parseLengthDist(m_output->text().trimmed().toStdString());
+        const std::int64_t out = output ? std::llround(output->expected()) : 256;
+        m_followedPrompt = QString::number(
+            std::max<std::int64_t>(1, s.workload.context - std::max<std::int64_t>(0, out)));
+        const QSignalBlocker b(m_prompt);
+        m_prompt->setText(m_followedPrompt);
+    }
+    // The shared prefix follows the scenario's prefix lever until the user edits it.
+    const std::int64_t prefix = s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0;
+    if (prefix != m_followedPrefix) {
+        m_followedPrefix = prefix;
+        const QSignalBlocker b1(m_prefixTokens), b2(m_prefixShare);
+        m_prefixTokens->setValue(static_cast<int>(std::min<std::int64_t>(prefix, 1 << 20)));
+        m_prefixShare->setValue(prefix > 0 ? 1.0 : 0.0);
+    }
+    onInputsEdited();
+}
+
+void TrafficPanel::onInputsEdited() {
+    m_stale = true;
+    m_assumptions->setText(qs(trafficAssumptions(inputs())));
+    // The running job answers what is no longer asked: it stops now, and its result is dropped.
+    if (m_running) {
+        if (m_job)
+            m_job->cancel.store(true);
+        ++m_generation;
+        m_running = false;
+        m_poll->stop();
+    }
+    schedule();
+}
+
+void TrafficPanel::schedule() {
+    if (!m_haveScenario)
+        return;
+    if (!isVisible()) {
+        m_debounce->stop(); // runs when shown (showEvent)
+        return;
+    }
+    m_progress->setVisible(true);
+    m_progress->setValue(0);
+    m_cancelButton->setEnabled(true);
+    m_status->setText(tr("Simulating…"));
+    m_debounce->start();
+}
+
+void TrafficPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_stale && !m_running && m_haveScenario)
+        schedule();
+}
+
+quint64 TrafficPanel::start() {
+    m_debounce->stop();
+    if (!m_haveScenario)
+        return m_generation;
+    if (m_job)
+        m_job->cancel.store(true);
+    const quint64 gen = ++m_generation;
+    const TrafficInputs in = inputs();
+    const core::Scenario s = m_scenario;
+    m_job = std::make_shared<Job>();
+    m_running = true;
+    m_progress->setVisible(true);
+    m_progress->setValue(0);
+    m_cancelButton->setEnabled(true);
+    m_status->setText(tr("Simulating %1 requests per point…").arg(thousandsQ(in.requests)));
+    // The previous curves answer another question: they go until the new ones come.
+    setCharts(tr("Simulating…"));
+    m_poll->start();
+    auto* watcher = new QFutureWatcher<TrafficResult>(this);
+    connect(watcher, &QFutureWatcher<TrafficResult>::finished, this,
+            [this, gen, watcher] { onFinished(gen, watcher); });
+    // The worker gets copies only: the scenario, the inputs and the job's shared flags.
+    const std::shared_ptr<Job> job = m_job;
+    watcher->setFuture(QtConcurrent::run([s, in, job] {
+        return computeTraffic(s, in, &job->cancel, [job](double f) {
+            job->permille.store(static_cast<int>(std::lround(f * 1000)));
+        });
+    }));
+    return gen;
+}
+
+void TrafficPanel::onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher) {
+    watcher->deleteLater();
+    if (generation != m_generation) {
+        ++m_discarded; // a newer request (or a cancel) made this one stale
+        return;
+    }
+    TrafficResult r = watcher->result();
+    m_job.reset();
+    m_running = false;
+    m_poll->stop();
+    m_progress->setVisible(false);
+    m_cancelButton->setEnabled(false);
+    if (r.cancelled) {
+        ++m_discarded;
+        return;
+    }
+    showResult(std::move(r));
+}
+
+void TrafficPanel::computeNow() {
+    if (!m_haveScenario || resultIsCurrent())
+        return;
+    m_debounce->stop();
+    if (m_job)
+        m_job->cancel.store(true);
+    ++m_generation; // an in-flight result is stale now
+    m_running = false;
+    m_poll->stop();
+    m_progress->setVisible(false);
+    m_cancelButton->setEnabled(false);
+    showResult(computeTraffic(m_scenario, inputs()));
+}
+
+void TrafficPanel::cancel() {
+    const bool pending = m_debounce->isActive();
+    m_debounce->stop();
+    if (!m_running && !pending)
+        return;
+    if (m_job)
+        m_job->cancel.store(true);
+    m_job.reset();
+    if (m_running)
+        ++m_generation;
+    m_running = false;
+    m_poll->stop();
+    m_progress->setVisible(false);
+    m_cancelButton->setEnabled(false);
+    m_status->setText(tr("Cancelled: the charts are not of this scenario; change an input or "
+                         "the scenario to simulate again"));
+    setCharts(tr("Cancelled"));
+}
+
+void TrafficPanel::showResult(TrafficResult result) {
+    m_result = std::make_shared<const TrafficResult>(std::move(result));
+    m_stale = false;
+    setCharts(QString());
+    fillTable();
+    const TrafficResult& r = *m_result;
+    QString text;
+    if (!r.error.empty()) {
+        text = tr("Not simulated: %1").arg(qs(r.error));
+    } else if (const TrafficStep* cur = r.currentStep()) {
+        text = cur->found
+                   ? tr("<b>%1 req/s per replica</b> at the SLO (%2). At %3 req/s: p99 TTFT %4 ms, "
+                        "p99 TPOT %5 ms.")
+                         .arg(rateText(cur->sustainableRate), qs(cur->label).toHtmlEscaped(),
+                              rateText(r.currentRate))
+                         .arg(r.current.ttftMs.p99, 0, 'f', 0)
+                         .arg(r.current.tpotMs.p99, 0, 'f', 1)
+                   : tr("No rate meets the SLO for %1: %2")
+                         .arg(qs(cur->label).toHtmlEscaped(), qs(cur->note).toHtmlEscaped());
+        text += QLatin1Char(' ') + tr("%1 simulations.").arg(r.runs);
+    }
+    m_status->setText(text);
+    emit resultShown();
+}
+
+void TrafficPanel::setCharts(const QString& status) {
+    m_ttft->setResult(m_result, status);
+    m_tpot->setResult(m_result, status);
+    m_timeline->setResult(m_result, status);
+}
+
+void TrafficPanel::fillTable() {
+    m_table->setRowCount(0);
+    if (!m_result)
+        return;
+    const auto& steps = m_result->steps;
+    double baseline = 0;
+    if (!steps.empty() && steps.front().id == core::LadderStepId::Baseline && steps.front().found)
+        baseline = steps.front().sustainableRate;
+    m_table->setRowCount(static_cast<int>(steps.size()));
+    for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+        const TrafficStep& st = steps[static_cast<std::size_t>(i)];
+        auto item = [](const QString& text, bool right = false) {
+            auto* it = new QTableWidgetItem(text);
+            if (right)
+                it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            return it;
+        };
+        auto* name = item(st.current ? tr("%1 (current)").arg(qs(st.label)) : qs(st.label));
+        if (st.current) {
+            QFont f = name->font();
+            f.setBold(true);
+            name->setFont(f);
+        }
+        m_table->setItem(i, 0, name);
+        m_table->setItem(i, 1, item(st.found ? rateText(st.sustainableRate) : tr("none"), true));
+        m_table->setItem(
+            i, 2,
+            item(baseline > 0 && st.found
+                     ? QStringLiteral("×%1").arg(st.sustainableRate / baseline, 0, 'f', 2)
+                     : QStringLiteral("–"),
+                 true));
+        m_table->setItem(i, 3, item(qs(st.note)));
+        m_table->item(i, 3)->setToolTip(qs(st.note));
+        m_table->item(i, 0)->setToolTip(qs(st.note));
+    }
+    // The note column only when a step has one (a step that does not run says why).
+    bool notes = false;
+    for (const TrafficStep& st : steps)
+        notes = notes || !st.note.empty();
+    m_table->setColumnHidden(3, !notes);
+}
+
+QString TrafficPanel::statusText() const {
+    return m_status->text();
+}
+
+} // namespace kvl::widgets
