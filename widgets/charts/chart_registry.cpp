@@ -15,7 +15,7 @@ constexpr ExportFormats kAll =
 constexpr ExportFormats kCsv = ExportFormat::Csv;
 
 // Ledger charts first, then the tables and charts of probe results (the menu's sections).
-const std::array<ChartSpec, 11> kCharts{{
+const std::array<ChartSpec, 12> kCharts{{
     {"memory", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Memory chart"), kAll, false, false},
     {"concurrency", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Concurrency chart"), kAll, false,
      false},
@@ -31,6 +31,8 @@ const std::array<ChartSpec, 11> kCharts{{
      false},
     {"plan", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Deployment &plan table"), kCsv, false,
      true},
+    {"engines", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Engines side by side chart"), kAll,
+     false, false},
     {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll, false, true},
     {"quality", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true,
      false},

@@ -1,6 +1,7 @@
 #include "widgets/export/report.h"
 
 #include "widgets/charts/chart_widget.h"
+#include "widgets/charts/engines_view.h"
 #include "widgets/charts/ladder_model.h"
 #include "widgets/charts/speed_chart.h"
 #include "widgets/deployment/plan_model.h"
@@ -500,6 +501,24 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
         html(speedDataHtml(*in.predictedSpeedChart), 7.5);
     }
     section(QObject::tr("Assumptions"), assumptionsHtml(snap, in.calibration, in.units), 7.5);
+
+    // The engines side by side: each engine's own rules for the same model, GPU and workload.
+    if (in.enginesChart && in.engines && in.engines->rowCount() > 0) {
+        newPage();
+        out.sections << QObject::tr("Engines side by side");
+        out.sectionPages << out.pages;
+        html(QStringLiteral("<h3>%1</h3><p>%2</p>")
+                 .arg(QObject::tr("Engines side by side").toHtmlEscaped(),
+                      QObject::tr("The requests of %1 tokens vLLM, SGLang, TensorRT-LLM and "
+                                  "llama.cpp each run at once %2, each with its own rules and "
+                                  "defaults, per lever step. \"Not offered\": the engine has no "
+                                  "KV cache of that format.")
+                          .arg(thousandsQ(snap.scenario.workload.context),
+                               enginesRequestsScope(in.engines->comparison()->scope))
+                          .toHtmlEscaped()));
+        drawChart(in.enginesChart, 340);
+        html(in.engines->html(), 7.5);
+    }
 
     // Then: measured beside predicted (the probe's table, quality and speed charts).
     if (in.probe && !in.probe->isEmpty()) {

@@ -21,6 +21,7 @@
 namespace kvl::widgets {
 
 class ChartWidget;
+class EnginesModel;
 class LadderModel;
 class PredictedSpeedChart;
 class ProbeResultsModel;
@@ -60,6 +61,9 @@ struct ReportInputs {
     ChartWidget* qualityChart = nullptr;
     ChartWidget* speedChart = nullptr;
     QString probeSource; // "NVIDIA H200 · 2026-11-29 (from bench.json)"
+    // The Engines tab's chart and table (a page "Engines side by side") when set.
+    ChartWidget* enginesChart = nullptr;
+    const EnginesModel* engines = nullptr;
 };
 
 // What a written report holds, for checks: its pages, the section headings and charts in
