@@ -588,7 +588,15 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     m_summary->setText(summaryText());
     m_summary->setToolTip(summaryText());
     m_vllmView->setPlainText(vllmCommandText() + vllmLogText());
-    // The ladder and the command box name the engine whose rules they show.
+    // The ladder, the command box and the Ledger tab's charts name the engine whose rules they
+    // show: the curves and the breakdown are vLLM's accounting whatever the engine.
+    const QString chartNote =
+        view.snapshot->engine ? tr("(vLLM's rules, not %1's)")
+                                    .arg(qs(core::engineDisplayName(view.snapshot->engine->engine)))
+                              : QString();
+    for (widgets::ChartWidget* c : std::initializer_list<widgets::ChartWidget*>{
+             m_memoryChart, m_concurrencyChart, m_breakdownChart})
+        c->setTitleNote(chartNote);
     if (const auto& e = view.snapshot->engine) {
         const QString name = qs(core::engineDisplayName(e->engine));
         m_commandTitle->setText(tr("<b>%1 launch command</b> and what it logs:").arg(name));

@@ -211,6 +211,18 @@ std::string kvDtypeFlagText(Engine e) {
 Scenario scenarioForEngine(const Scenario& s, Engine e) {
     Scenario out = s;
     out.engine.kind = e;
+    // The attention lever's regrouped KV heads are a converted checkpoint: the other engines
+    // read the heads from the model's config, so the what-if becomes the model's own heads
+    // (every layer, as the ledger's leverKvHeads counts them).
+    const auto& a = s.levers.attention;
+    if (e != Engine::Vllm && a.enabled && a.mode != AttentionMode::Native && !s.model.isMla()) {
+        const int heads = effectiveKv(s).kvHeads;
+        out.model.kvHeads = heads;
+        for (auto& l : out.model.layers)
+            if (l.kvHeads > 0)
+                l.kvHeads = heads;
+        out.levers.attention.enabled = false;
+    }
     if (e == Engine::Llamacpp && s.levers.quant.enabled)
         if (const auto t = llamacpp::kvTypeForDtype(s.levers.quant.format.dtype)) {
             out.engine.llamacpp.typeK = *t;

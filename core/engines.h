@@ -62,9 +62,11 @@ bool engineOffersKvDtype(Engine e, KvDtype d);
 // "--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16".
 std::string kvDtypeFlagText(Engine e);
 
-// The scenario as engine `e` runs it: s.engine.kind = e and, for llama.cpp, -ctk / -ctv from the
-// KV format lever when it is on and llama.cpp has the dtype (INT8 -> q8_0, INT4 -> q4_0); with
-// the lever off llama.cpp keeps the scenario's own -ctk / -ctv.
+// The scenario as engine `e` runs it: s.engine.kind = e; for SGLang, TensorRT-LLM and llama.cpp
+// the attention lever's KV heads become the model's (a regrouped checkpoint); for llama.cpp,
+// -ctk / -ctv from the KV format lever when it is on and llama.cpp has the dtype (INT8 -> q8_0,
+// INT4 -> q4_0); with the lever off llama.cpp keeps the scenario's own -ctk / -ctv. The paging
+// and prefix levers are vLLM's: the other engines always page with their own page size.
 Scenario scenarioForEngine(const Scenario& s, Engine e);
 // computeEngine(scenarioForEngine(s, e)), or, when the lever asks for a dtype `e` does not offer,
 // a result with formatOffered false and the reason, without computing anything.

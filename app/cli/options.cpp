@@ -206,11 +206,14 @@ const std::vector<AppOption>& appOptions() {
                      return bad("expected a number from 0 to 1000000, got '" + v + "'");
                  return {};
              }},
-            {"tab", "T", "the tab shown: ledger, measured, speed or deployment (default ledger)",
+            {"tab", "T",
+             "the tab shown: ledger, measured, speed, deployment or engines (default ledger)",
              [](const std::string& v) -> Status {
-                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment"
+                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
+                                v == "engines"
                             ? Status{}
-                            : Status{bad("expected ledger, measured, speed or deployment, got '" +
+                            : Status{bad("expected ledger, measured, speed, deployment or "
+                                         "engines, got '" +
                                          v + "'")};
              }},
             {"theme", "T", "light or dark (default light)",

@@ -54,6 +54,7 @@ private slots:
     void offeredKvDtypes();
     void notOfferedIsRefused();
     void llamacppTypesFollowTheLever();
+    void attentionLeverIsTheCheckpoints();
     void compareEnginesCells();
 };
 
@@ -334,6 +335,23 @@ void TestEngines::llamacppTypesFollowTheLever() {
     // 32 layers x 8 KV heads x 128 values, K and V, in q8_0 rows of 34 bytes per 32 values.
     QCOMPARE(core::computeEngineAs(s, core::Engine::Llamacpp).kvBytesPerTokenPerGpu,
              qint64(2 * 32 * 34 * 1024 / 32));
+}
+
+void TestEngines::attentionLeverIsTheCheckpoints() {
+    // MHA-32 what-if of Llama-3.1-8B: 32 KV heads instead of 8, four times the bytes per token
+    // in every engine (SGLang's cell_size, TensorRT-LLM's get_cache_size_per_token, llama.cpp's
+    // rows).
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Vllm);
+    s.levers.attention.enabled = true;
+    s.levers.attention.mode = core::AttentionMode::Mha;
+    for (core::Engine e : {core::Engine::Sglang, core::Engine::Trtllm, core::Engine::Llamacpp}) {
+        const core::Scenario m = core::scenarioForEngine(s, e);
+        QCOMPARE(m.model.kvHeads, 32);
+        QVERIFY(!m.levers.attention.enabled);
+        QCOMPARE(core::computeEngineAs(s, e).kvBytesPerTokenPerGpu, qint64(4 * 131072));
+    }
+    // vLLM applies the lever itself.
+    QCOMPARE(core::scenarioForEngine(s, core::Engine::Vllm).model.kvHeads, 8);
 }
 
 void TestEngines::compareEnginesCells() {

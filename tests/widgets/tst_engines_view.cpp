@@ -6,7 +6,12 @@
 #include "tests/widgets/test_helpers.h"
 
 #include "app/main_window.h"
+#include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/chart_factory.h"
+#include "widgets/charts/curve_chart.h"
 #include "widgets/charts/engines_view.h"
+#include "widgets/charts/ladder_model.h"
+#include "widgets/export/report.h"
 #include "widgets/scenario/scenario_panel.h"
 
 #include "core/engines.h"
@@ -59,6 +64,7 @@ private slots:
     void sideBySideCells();
     void scenarioFileCarriesTheEngine();
     void unknownEngineInAFile();
+    void reportHasTheEnginesPage();
     void exportEnginesChart_data();
     void exportEnginesChart();
 
@@ -289,6 +295,55 @@ void TestEnginesView::unknownEngineInAFile() {
                  msg.contains(QStringLiteral("engine.name")) &&
                  msg.contains(QStringLiteral("mlc")) && !msg.contains(QLatin1Char('\n')),
              qPrintable(msg));
+}
+
+void TestEnginesView::reportHasTheEnginesPage() {
+    // An INT8 scenario on SGLang: the report's page "Engines side by side" draws the engines
+    // chart and its table marks SGLang's INT8 cells "not offered"; the command section is
+    // SGLang's.
+    core::Scenario s = llama8bAt32k();
+    s.engine.kind = core::Engine::Sglang;
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+    const widgets::LedgerView view = widgets::makeLedgerView(s);
+    auto make = [](const char* name) {
+        return std::unique_ptr<widgets::ChartWidget>(
+            widgets::createChart(*widgets::findChartSpec(QString::fromLatin1(name))));
+    };
+    auto memory = make("memory");
+    auto concurrency = make("concurrency");
+    auto breakdown = make("breakdown");
+    auto engines = make("engines");
+    static_cast<widgets::CurveChart*>(memory.get())->setView(view);
+    static_cast<widgets::CurveChart*>(concurrency.get())->setView(view);
+    static_cast<widgets::BreakdownChart*>(breakdown.get())->setView(view);
+    auto* chart = static_cast<widgets::EnginesChart*>(engines.get());
+    chart->setView(view);
+    widgets::EnginesModel model;
+    model.setComparison(chart->comparison());
+    widgets::LadderModel ladder;
+    ladder.setView(view);
+    widgets::ReportInputs in;
+    in.snapshot = view.snapshot.get();
+    in.memoryChart = memory.get();
+    in.concurrencyChart = concurrency.get();
+    in.breakdownChart = breakdown.get();
+    in.ladder = &ladder;
+    in.enginesChart = chart;
+    in.engines = &model;
+    QTemporaryDir dir;
+    widgets::ReportOutline outline;
+    QString error;
+    QVERIFY2(
+        widgets::writeReviewReport(dir.filePath(QStringLiteral("r.pdf")), in, &error, &outline),
+        qPrintable(error));
+    QVERIFY2(outline.sections.contains(QStringLiteral("Engines side by side")),
+             qPrintable(outline.sections.join(QLatin1Char(','))));
+    QVERIFY(outline.sections.contains(QStringLiteral("SGLang command")));
+    QVERIFY(outline.charts.contains(QStringLiteral("enginesChart")));
+    QVERIFY(outline.text.contains(QStringLiteral("not offered")));
+    // SGLang cannot launch an INT8 cache: the command section says why instead of a command.
+    QVERIFY(outline.text.contains(QStringLiteral("SGLang has no int8 KV cache")));
 }
 
 void TestEnginesView::exportEnginesChart_data() {

@@ -366,8 +366,9 @@ void EnginesPanel::setView(const LedgerView& view) {
     m_title->setText(
         tr("<b>Four engines, one workload</b>: the requests of %1 tokens each engine runs at once "
            "%2 with its own rules and defaults, for each lever step. <i>Not offered</i>: the "
-           "engine has no KV cache of that format. llama.cpp holds -np sequences of -c / -np "
-           "cells, whatever the memory.")
+           "engine has no KV cache of that format. The paging and prefix levers are vLLM's: the "
+           "others always page with their own page size. llama.cpp holds -np sequences of "
+           "-c / -np cells, whatever the memory.")
             .arg(thousandsQ(c->scenario.workload.context), enginesRequestsScope(c->scope)));
 }
 

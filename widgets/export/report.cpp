@@ -466,9 +466,19 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
     newPage();
     drawChart(in.breakdownChart, 300);
     section(QObject::tr("Lever ladder"), in.ladder->html());
-    section(QObject::tr("vLLM command"),
-            QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
-                .arg(vllmCommand(snap.scenario).text().toHtmlEscaped()));
+    if (snap.engine) {
+        // SGLang, TensorRT-LLM, llama.cpp: that engine's launch command and startup lines.
+        QString text = qs(snap.engine->formatOffered ? snap.engine->command : snap.engine->error);
+        for (const auto& line : snap.engine->logLines)
+            text += QStringLiteral("\n#   ") + qs(line);
+        section(QObject::tr("%1 command").arg(qs(core::engineDisplayName(snap.engine->engine))),
+                QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
+                    .arg(text.toHtmlEscaped()));
+    } else {
+        section(QObject::tr("vLLM command"),
+                QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
+                    .arg(vllmCommand(snap.scenario).text().toHtmlEscaped()));
+    }
 
     // Page 3: the deployment plan, the Speed chart with its data, the assumptions.
     newPage();

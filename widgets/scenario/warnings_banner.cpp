@@ -105,10 +105,12 @@ std::vector<BannerItem> bannerItems(const LedgerSnapshot& snap) {
             if (isContextWarning(w))
                 out.push_back(
                     item(Severity::Warning, "context", tr("Context beyond the model"), qs(w)));
-        out.push_back(item(Severity::Note, "engine", tr("%1's rules").arg(name),
-                           tr("the status line, the command box and the Engines tab follow %1 "
-                              "(%2); the curves, breakdown and lever ladder are vLLM's accounting")
-                               .arg(name, qs(e.version))));
+        out.push_back(
+            item(Severity::Note, "engine", tr("%1's rules").arg(name),
+                 tr("the status line, the command box and the Engines tab follow %1 "
+                    "%2; the curves, breakdown, lever ladder, Speed and Deployment tabs are "
+                    "vLLM's accounting")
+                     .arg(name, qs(e.version))));
         for (const auto& n : e.notes)
             out.push_back(item(Severity::Note, "note", tr("Note"), qs(n)));
         return out;
