@@ -673,6 +673,13 @@ QString MainWindow::vllmLogText() const {
 
 void MainWindow::copyVllmCommand() {
     QApplication::clipboard()->setText(vllmCommandText());
+    if (view().snapshot && view().snapshot->engine) { // the engine's own launch command
+        statusBar()->showMessage(
+            tr("%1 command copied")
+                .arg(qs(core::engineDisplayName(view().snapshot->engine->engine))),
+            5000);
+        return;
+    }
     const auto cmd = widgets::vllmCommand(scenario());
     statusBar()->showMessage(
         cmd.unsupported.isEmpty()

@@ -305,8 +305,9 @@ void TestExport::reviewReport() {
     QVERIFY2(m_window->exportReport(path, &error), qPrintable(error));
     const QByteArray pdf = readAll(path);
     QVERIFY(pdf.startsWith("%PDF-"));
-    // Verdict, scenario and curves; breakdown, ladder and command; plan, Speed, assumptions.
-    QCOMPARE(pdfPages(pdf), 3);
+    // Verdict, scenario and curves; breakdown, ladder and command; plan, Speed, assumptions;
+    // the engines side by side.
+    QCOMPARE(pdfPages(pdf), 4);
     // The charts keep the screen colours after printing in light colours.
     QTRY_COMPARE(m_window->pendingReplots(), 0);
 }
@@ -361,7 +362,7 @@ void TestExport::headlessExport() {
     } else if (out.endsWith(QLatin1String(".svg"))) {
         QVERIFY(bytes.contains("<svg"));
     } else if (out.endsWith(QLatin1String(".pdf"))) {
-        QCOMPARE(pdfPages(bytes), 3); // as reviewReport: the Speed and plan page is the third
+        QCOMPARE(pdfPages(bytes), 4); // as reviewReport: the Speed and plan page is the third
     } else {
         QVERIFY(csvCommentLines(bytes).size() >= 4);
         QVERIFY(csvBody(bytes).startsWith("step,applied,"));
@@ -440,9 +441,9 @@ void TestExport::everyRegistryChartExports() {
             exported += ok ? 1 : 0;
         }
     }
-    // memory, concurrency, breakdown, speed-concurrency, speed-context, gpus-needed and the
-    // ladder in 4 formats; the plan as CSV.
-    QCOMPARE(exported, 7 * 4 + 1);
+    // memory, concurrency, breakdown, speed-concurrency, speed-context, gpus-needed, engines
+    // and the ladder in 4 formats; the plan as CSV.
+    QCOMPARE(exported, 8 * 4 + 1);
 }
 
 void TestExport::verifyRejectsIncompleteFiles_data() {

@@ -85,7 +85,7 @@ QVariant EnginesModel::data(const QModelIndex& index, int role) const {
     const core::EngineLadderRow& row = m_c->rows[static_cast<std::size_t>(index.row())];
     if (index.column() == StepColumn) {
         if (role == Qt::DisplayRole || role == Qt::ToolTipRole)
-            return QString(qs(row.label) + (row.applied ? QString() : tr(" (lever off)")));
+            return qs(row.label); // core's label says "(off)" for a lever that is off
         return {};
     }
     const std::size_t e = static_cast<std::size_t>(index.column() - FirstEngineColumn);
