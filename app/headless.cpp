@@ -6,6 +6,7 @@
 
 #include "widgets/charts/chart_registry.h"
 #include "widgets/charts/chart_widget.h"
+#include "widgets/charts/engines_view.h"
 #include "widgets/charts/speed_panel.h"
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/export/atomic_write.h"
@@ -173,6 +174,8 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         w.showMeasuredTab();
     else if (o.value("tab") == "speed")
         w.tabs()->setCurrentWidget(w.speedPanel());
+    else if (o.value("tab") == "engines")
+        w.tabs()->setCurrentWidget(w.enginesPanel());
     else if (o.value("tab") == "deployment") {
         w.tabs()->setCurrentWidget(w.deploymentPanel());
         w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"

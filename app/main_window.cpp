@@ -7,6 +7,7 @@
 #include "widgets/charts/breakdown_chart.h"
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/curve_chart.h"
+#include "widgets/charts/engines_view.h"
 #include "widgets/charts/ladder_model.h"
 #include "widgets/charts/speed_panel.h"
 #include "widgets/deployment/deployment_panel.h"
@@ -130,6 +131,17 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
         if (m_tabs->currentWidget() == m_speedPanel)
             syncSpeedPanel();
     });
+    // The Engines tab: 15 engine computations per snapshot, done only while it is in front (or
+    // for an export), so an engine switch or a slider drag elsewhere stays within a frame.
+    connect(this, &MainWindow::snapshotChanged, this, [this] {
+        m_enginesStale = true;
+        if (m_tabs->currentWidget() == m_enginesPanel)
+            syncEnginesPanel();
+    });
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
+        if (m_tabs->currentWidget() == m_enginesPanel)
+            syncEnginesPanel();
+    });
     connect(this, &MainWindow::snapshotChanged, m_deploymentPanel,
             &widgets::DeploymentPanel::setView);
     connect(m_probePanel, &widgets::ProbePanel::reportChanged, this,
@@ -223,6 +235,10 @@ void MainWindow::buildUi() {
     ladderLayout->addWidget(m_ladderView, 3);
     auto* cmdTitle =
         new QLabel(tr("<b>vLLM command</b> and what it logs (Edit > Copy vLLM Command):"));
+    cmdTitle->setObjectName(QStringLiteral("commandTitle"));
+    m_commandTitle = cmdTitle;
+    ladderTitle->setObjectName(QStringLiteral("ladderTitle"));
+    m_ladderTitle = ladderTitle;
     ladderLayout->addWidget(cmdTitle);
     m_vllmView = new QPlainTextEdit;
     m_vllmView->setObjectName(QStringLiteral("vllmView"));
@@ -285,6 +301,11 @@ void MainWindow::buildUi() {
                           tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
                              "per replica: latency vs rate per ladder step, the sustainable rate "
                              "at an SLO, KV occupancy and queue over time"));
+    m_enginesPanel = new widgets::EnginesPanel;
+    m_enginesPanel->setObjectName(QStringLiteral("enginesPanel"));
+    m_tabs->setTabToolTip(m_tabs->addTab(m_enginesPanel, tr("&Engines")),
+                          tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
+                             "per replica for the same model, GPU and workload, per ladder step"));
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -501,6 +522,13 @@ void MainWindow::buildActions() {
     setScope(widgets::FigureScope::PerGpu);
 }
 
+void MainWindow::syncEnginesPanel() {
+    if (!m_enginesStale || !view().snapshot)
+        return;
+    m_enginesStale = false;
+    m_enginesPanel->setView(view());
+}
+
 void MainWindow::syncSpeedPanel() {
     if (!m_speedStale)
         return;
@@ -588,6 +616,26 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     const QString vllmText = vllmCommandText() + vllmLogText();
     if (vllmText != m_vllmView->toPlainText())
         m_vllmView->setPlainText(vllmText);
+    // The ladder, the command box and the Ledger tab's charts name the engine whose rules they
+    // show: the curves and the breakdown are vLLM's accounting whatever the engine.
+    const QString chartNote =
+        view.snapshot->engine ? tr("(vLLM's rules, not %1's)")
+                                    .arg(qs(core::engineDisplayName(view.snapshot->engine->engine)))
+                              : QString();
+    for (widgets::ChartWidget* c : std::initializer_list<widgets::ChartWidget*>{
+             m_memoryChart, m_concurrencyChart, m_breakdownChart})
+        c->setTitleNote(chartNote);
+    if (const auto& e = view.snapshot->engine) {
+        const QString name = qs(core::engineDisplayName(e->engine));
+        m_commandTitle->setText(tr("<b>%1 launch command</b> and what it logs:").arg(name));
+        m_ladderTitle->setText(tr("<b>Lever ladder</b> by vLLM's rules (%1 per step: "
+                                  "Engines tab)")
+                                   .arg(name));
+    } else {
+        m_commandTitle->setText(
+            tr("<b>vLLM command</b> and what it logs (Edit > Copy vLLM Command):"));
+        m_ladderTitle->setText(tr("<b>Lever ladder</b>: each step adds one lever of the scenario"));
+    }
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
     // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
     const QDate today = QDate::currentDate();
@@ -623,11 +671,26 @@ QString MainWindow::warningText() const {
 QString MainWindow::vllmCommandText() const {
     if (view().snapshot && view().snapshot->invalid)
         return tr("# not computed: %1").arg(qs(view().snapshot->ledger.error));
+    // SGLang, TensorRT-LLM, llama.cpp: that engine's own launch command (core builds it).
+    if (view().snapshot && view().snapshot->engine) {
+        const core::EngineResult& e = *view().snapshot->engine;
+        return e.formatOffered ? qs(e.command) : tr("# not launched: %1").arg(qs(e.error));
+    }
     return widgets::vllmCommand(scenario()).text();
 }
 
 QString MainWindow::vllmLogText() const {
     const widgets::LedgerSnapshot* snap = view().snapshot.get();
+    if (snap && !snap->invalid && snap->engine) {
+        const core::EngineResult& e = *snap->engine;
+        if (e.logLines.empty())
+            return {};
+        QString t = tr("\n# %1 (%2) would log (per GPU):")
+                        .arg(qs(core::engineDisplayName(e.engine)), qs(e.version));
+        for (const auto& line : e.logLines)
+            t += QStringLiteral("\n#   ") + qs(line);
+        return t;
+    }
     if (!snap || snap->invalid || snap->ledger.vllmLogLines.empty())
         return {};
     // As '#' lines, so the box can still be pasted into a shell whole.
@@ -639,6 +702,13 @@ QString MainWindow::vllmLogText() const {
 
 void MainWindow::copyVllmCommand() {
     QApplication::clipboard()->setText(vllmCommandText());
+    if (view().snapshot && view().snapshot->engine) { // the engine's own launch command
+        statusBar()->showMessage(
+            tr("%1 command copied")
+                .arg(qs(core::engineDisplayName(view().snapshot->engine->engine))),
+            5000);
+        return;
+    }
     const auto cmd = widgets::vllmCommand(scenario());
     statusBar()->showMessage(
         cmd.unsupported.isEmpty()
@@ -872,6 +942,8 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
                              widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
     if (name.startsWith(QLatin1String("speed-")))
         syncSpeedPanel();
+    if (name == QLatin1String("engines"))
+        syncEnginesPanel();
     if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
         m_deploymentPanel->planNow();
     if (name.startsWith(QLatin1String("traffic-"))) // simulated here, on this thread
@@ -926,6 +998,9 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
         in.trafficTpotChart = m_trafficPanel->tpotChart();
         in.trafficTimelineChart = m_trafficPanel->timelineChart();
     }
+    syncEnginesPanel();
+    in.enginesChart = m_enginesPanel->chart();
+    in.engines = m_enginesPanel->model();
     if (m_probePanel->hasResults()) {
         in.probe = m_probePanel->model();
         in.qualityChart = m_probePanel->qualityChart();

@@ -38,6 +38,7 @@ class ProbePanel;
 class WarningsBanner;
 struct HfFetchResult;
 class DeploymentPanel; // the Deployment tab
+class EnginesPanel;    // the Engines tab
 class SpeedPanel;      // the Speed tab
 class TrafficPanel;    // the Traffic tab
 } // namespace kvl::widgets
@@ -79,6 +80,8 @@ public:
     widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
     widgets::DeploymentPanel* deploymentPanel() const { return m_deploymentPanel; }
     widgets::TrafficPanel* trafficPanel() const { return m_trafficPanel; }
+    // The Engines tab: requests per engine per ladder step (computed when shown or exported).
+    widgets::EnginesPanel* enginesPanel() const { return m_enginesPanel; }
     QTabWidget* tabs() const { return m_tabs; }
     void showMeasuredTab();
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
@@ -176,7 +179,8 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
-    void syncSpeedPanel(); // the Speed tab takes the current view if it has missed one
+    void syncSpeedPanel();   // the Speed tab takes the current view if it has missed one
+    void syncEnginesPanel(); // likewise the Engines tab
     bool eventFilter(QObject* watched, QEvent* event) override;
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();
@@ -190,6 +194,8 @@ private:
     widgets::LadderModel* m_ladderModel = nullptr;
     QTableView* m_ladderView = nullptr;
     QPlainTextEdit* m_vllmView = nullptr;
+    QLabel* m_commandTitle = nullptr; // names the engine whose command the box shows
+    QLabel* m_ladderTitle = nullptr;
     QSplitter* m_mainSplitter = nullptr;
     QSplitter* m_rightSplitter = nullptr;
     QSplitter* m_topSplitter = nullptr;
@@ -200,6 +206,8 @@ private:
     bool m_speedStale = true; // the Speed tab has not seen the current view
     widgets::DeploymentPanel* m_deploymentPanel = nullptr;
     widgets::TrafficPanel* m_trafficPanel = nullptr;
+    widgets::EnginesPanel* m_enginesPanel = nullptr;
+    bool m_enginesStale = true; // the Engines tab has not seen the current view
     QLabel* m_summary = nullptr;
     widgets::WarningsBanner* m_banner = nullptr;
     QLabel* m_referenceLabel = nullptr;

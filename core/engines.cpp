@@ -1,6 +1,8 @@
 #include "engines.h"
 
+#include "core/engine.h"
 #include "core/ledger.h"
+#include "core/llamacpp/ggml_types.h"
 #include "core/llamacpp/llamacpp.h"
 #include "core/saturating.h"
 #include "core/sglang/sglang.h"
@@ -154,6 +156,132 @@ EngineResult computeEngine(const Scenario& s) {
         return fromTrtllm(s);
     }
     return fromVllm(s);
+}
+
+std::vector<Engine> allEngines() {
+    return {Engine::Vllm, Engine::Sglang, Engine::Trtllm, Engine::Llamacpp};
+}
+
+bool engineOffersKvDtype(Engine e, KvDtype d) {
+    switch (e) {
+    case Engine::Vllm: {
+        // Every --kv-cache-dtype vLLM takes, as the format KV Ledger reads it as.
+        ModelSpec any;
+        for (const auto& name : vllmCacheDtypeNames()) {
+            if (name == "auto")
+                continue;
+            const auto f = formatForVllmCacheDtype(name, any);
+            if (f && f.value().dtype == d)
+                return true;
+        }
+        return false;
+    }
+    case Engine::Sglang:
+        return !sglang::kvCacheDtypeName(d).empty();
+    case Engine::Trtllm:
+        return !trtllm::kvCacheDtypeName(d).empty();
+    case Engine::Llamacpp:
+        return llamacpp::kvTypeForDtype(d).has_value();
+    }
+    return false;
+}
+
+std::vector<KvDtype> offeredKvDtypes(Engine e) {
+    std::vector<KvDtype> out;
+    for (KvDtype d : allDtypes())
+        if (engineOffersKvDtype(e, d))
+            out.push_back(d);
+    return out;
+}
+
+std::string kvDtypeFlagText(Engine e) {
+    switch (e) {
+    case Engine::Vllm:
+        return "--kv-cache-dtype";
+    case Engine::Sglang:
+        return "--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16";
+    case Engine::Trtllm:
+        return "kv_cache_config.dtype takes auto, fp8, int8, nvfp4";
+    case Engine::Llamacpp:
+        return "-ctk / -ctv take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1";
+    }
+    return {};
+}
+
+Scenario scenarioForEngine(const Scenario& s, Engine e) {
+    Scenario out = s;
+    out.engine.kind = e;
+    // The attention lever's regrouped KV heads are a converted checkpoint: the other engines
+    // read the heads from the model's config, so the what-if becomes the model's own heads
+    // (every layer, as the ledger's leverKvHeads counts them).
+    const auto& a = s.levers.attention;
+    if (e != Engine::Vllm && a.enabled && a.mode != AttentionMode::Native && !s.model.isMla()) {
+        const int heads = effectiveKv(s).kvHeads;
+        out.model.kvHeads = heads;
+        for (auto& l : out.model.layers)
+            if (l.kvHeads > 0)
+                l.kvHeads = heads;
+        out.levers.attention.enabled = false;
+    }
+    if (e == Engine::Llamacpp && s.levers.quant.enabled)
+        if (const auto t = llamacpp::kvTypeForDtype(s.levers.quant.format.dtype)) {
+            out.engine.llamacpp.typeK = *t;
+            out.engine.llamacpp.typeV = *t;
+        }
+    return out;
+}
+
+EngineResult computeEngineAs(const Scenario& s, Engine e) {
+    const KvDtype d = s.levers.quant.format.dtype;
+    if (s.levers.quant.enabled && !engineOffersKvDtype(e, d)) {
+        EngineResult r;
+        r.engine = e;
+        r.formatOffered = false;
+        r.error = std::string(engineDisplayName(e)) + " has no " + std::string(dtypeName(d)) +
+                  " KV cache (" + kvDtypeFlagText(e) + ")";
+        return r;
+    }
+    return computeEngine(scenarioForEngine(s, e));
+}
+
+std::vector<EngineLadderRow> compareEngines(const Scenario& s) {
+    std::vector<EngineLadderRow> rows;
+    for (const LadderStep& st : computeLadder(s)) {
+        EngineLadderRow row;
+        row.step = st.id;
+        row.label = st.label;
+        row.applied = st.applied;
+        for (Engine e : allEngines()) {
+            EngineCell c;
+            c.engine = e;
+            if (e == Engine::Vllm) {
+                // The ladder's own figures; a format vLLM has no flag for is a what-if there.
+                c.offered = vllmCacheDtype(st.scenario).has_value();
+                if (!c.offered)
+                    c.error =
+                        "vLLM has no --kv-cache-dtype for " + formatLabel(st.result.kv.format);
+                else if (!st.result.error.empty())
+                    c.error = st.result.error;
+                else {
+                    c.requests = st.result.requestsYouCanRun;
+                    c.poolTokens = st.result.gpuKvCacheTokens;
+                    c.kvBytesPerTokenPerGpu = st.result.kvBytesPerTokenPerGpu;
+                }
+            } else {
+                const EngineResult r = computeEngineAs(st.scenario, e);
+                c.offered = r.formatOffered;
+                c.error = r.error;
+                if (r.error.empty()) {
+                    c.requests = r.requestsAtContext;
+                    c.poolTokens = r.poolTokens;
+                    c.kvBytesPerTokenPerGpu = r.kvBytesPerTokenPerGpu;
+                }
+            }
+            row.cells.push_back(std::move(c));
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
 }
 
 std::vector<EnginePlanRow> planEngine(const Scenario& base, const std::vector<GpuSpec>& gpus,

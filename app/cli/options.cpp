@@ -207,13 +207,14 @@ const std::vector<AppOption>& appOptions() {
                  return {};
              }},
             {"tab", "T",
-             "the tab shown: ledger, measured, speed, deployment or traffic (default ledger)",
+             "the tab shown: ledger, measured, speed, deployment, traffic or engines (default "
+             "ledger)",
              [](const std::string& v) -> Status {
                  return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
-                                v == "traffic"
+                                v == "traffic" || v == "engines"
                             ? Status{}
-                            : Status{bad("expected ledger, measured, speed, deployment or "
-                                         "traffic, got '" +
+                            : Status{bad("expected ledger, measured, speed, deployment, traffic "
+                                         "or engines, got '" +
                                          v + "'")};
              }},
             {"theme", "T", "light or dark (default light)",

@@ -56,6 +56,23 @@ std::string_view ggmlKvTypeName(GgmlKvType t) {
     return ggmlKvType(t).name;
 }
 
+std::optional<GgmlKvType> kvTypeForDtype(KvDtype d) {
+    switch (d) {
+    case KvDtype::Fp32:
+        return GgmlKvType::F32;
+    case KvDtype::Fp16:
+        return GgmlKvType::F16;
+    case KvDtype::Bf16:
+        return GgmlKvType::Bf16;
+    case KvDtype::Int8:
+        return GgmlKvType::Q8_0;
+    case KvDtype::Int4:
+        return GgmlKvType::Q4_0;
+    default:
+        return std::nullopt;
+    }
+}
+
 std::optional<GgmlKvType> parseGgmlKvType(std::string_view name) {
     for (std::size_t i = 0; i < kKvTypeIds.size(); ++i)
         if (ggmlType(kKvTypeIds[i])->name == name)

@@ -25,6 +25,11 @@ const GgmlTypeInfo* ggmlTypeByName(std::string_view name); // case-sensitive, as
 const GgmlTypeInfo& ggmlKvType(GgmlKvType t);
 std::optional<GgmlKvType> parseGgmlKvType(std::string_view name); // -ctk / -ctv names
 std::string_view ggmlKvTypeName(GgmlKvType t);
+// The -ctk / -ctv type that stores KV Ledger's KV dtype: f32, f16 and bf16 as they are; INT8 as
+// q8_0 and INT4 as q4_0, ggml's integer blocks of 32 values with an fp16 scale
+// (ggml/src/ggml-common.h block_q8_0, block_q4_0). Empty for a dtype llama.cpp has no cache
+// type for (fp8, fp4, int2): common/arg.cpp kv_cache_types lists none.
+std::optional<GgmlKvType> kvTypeForDtype(KvDtype d);
 
 // ggml_row_size: bytes of `n` values (n a multiple of the block size); saturating.
 std::int64_t rowBytes(const GgmlTypeInfo& t, std::int64_t n);

@@ -27,9 +27,11 @@ double round3(double x) {
     return std::nearbyint(x * 1000.0) / 1000.0;
 }
 
+} // namespace
+
 // --kv-cache-dtype names SGLang takes (server_args.py): auto, fp8_e4m3, fp8_e5m2, fp4_e2m1,
 // bf16 / bfloat16. It has no integer KV cache.
-std::string sglangDtypeName(KvDtype d) {
+std::string kvCacheDtypeName(KvDtype d) {
     switch (d) {
     case KvDtype::Fp8E4M3:
         return "fp8_e4m3";
@@ -45,8 +47,6 @@ std::string sglangDtypeName(KvDtype d) {
         return {};
     }
 }
-
-} // namespace
 
 std::int64_t defaultChunkedPrefillSize(std::int64_t mib) {
     if (mib < 35 * 1024)
@@ -103,7 +103,7 @@ Result compute(const Scenario& s) {
 
     // The KV dtype: the model's own, or the quantization lever's if SGLang has it.
     const KvDtype dtype = s.levers.quant.enabled ? s.levers.quant.format.dtype : m.nativeKvDtype;
-    const std::string sgName = sglangDtypeName(dtype);
+    const std::string sgName = kvCacheDtypeName(dtype);
     if (sgName.empty()) {
         r.error = "SGLang has no " + std::string(dtypeName(dtype)) +
                   " KV cache (--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16)";

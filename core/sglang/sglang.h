@@ -54,6 +54,10 @@ Result compute(const Scenario& s);
 double defaultMemFractionStatic(std::int64_t gpuMemMiB, int tp, int pp,
                                 std::int64_t chunkedPrefillSize, int cudaGraphMaxBs,
                                 double* reservedMiB = nullptr);
+// SGLang's --kv-cache-dtype name for a KV dtype (server_args.py: auto, fp8_e4m3, fp8_e5m2,
+// fp4_e2m1, bf16 / bfloat16, float16); empty for a dtype SGLang has no KV cache of (no integer
+// caches).
+std::string kvCacheDtypeName(KvDtype d);
 // The GPU-memory defaults of --chunked-prefill-size and --cuda-graph-max-bs.
 std::int64_t defaultChunkedPrefillSize(std::int64_t gpuMemMiB);
 int defaultCudaGraphMaxBs(std::int64_t gpuMemMiB, int tp);

@@ -23,7 +23,13 @@ std::string gib2(std::int64_t bytes) {
 std::string trtDtype(const Scenario& s) {
     if (!s.levers.quant.enabled)
         return "auto";
-    switch (s.levers.quant.format.dtype) {
+    return kvCacheDtypeName(s.levers.quant.format.dtype);
+}
+
+} // namespace
+
+std::string kvCacheDtypeName(KvDtype d) {
+    switch (d) {
     case KvDtype::Fp8E4M3:
         return "fp8";
     case KvDtype::Int8:
@@ -37,8 +43,6 @@ std::string trtDtype(const Scenario& s) {
         return {};
     }
 }
-
-} // namespace
 
 std::int64_t cacheSizePerToken(const Scenario& s) {
     const auto& m = s.model;

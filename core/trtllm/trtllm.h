@@ -41,6 +41,9 @@ struct Result {
 
 Result compute(const Scenario& s);
 
+// kv_cache_config.dtype for a KV dtype with the lever on (llm_args.py KvCacheConfig.dtype: auto,
+// fp8, int8, nvfp4; 16-bit dtypes are "auto"); empty for a dtype TensorRT-LLM has no KV cache of.
+std::string kvCacheDtypeName(KvDtype d);
 // get_cache_size_per_token for the scenario (0 when the KV dtype is one TensorRT-LLM lacks).
 std::int64_t cacheSizePerToken(const Scenario& s);
 

@@ -50,6 +50,12 @@ private slots:
     void trtllmBytesPerToken();
     void trtllmBlocksRoundUp();
     void scenarioFileEngine();
+    void offeredKvDtypes_data();
+    void offeredKvDtypes();
+    void notOfferedIsRefused();
+    void llamacppTypesFollowTheLever();
+    void attentionLeverIsTheCheckpoints();
+    void compareEnginesCells();
 };
 
 void TestEngines::ggmlRows_data() {
@@ -267,6 +273,115 @@ void TestEngines::scenarioFileEngine() {
                  msg.contains(QLatin1String("engine.name")) &&
                  msg.contains(QLatin1String("vulkan")) && !msg.contains(u'\n'),
              qPrintable(msg));
+}
+
+void TestEngines::offeredKvDtypes_data() {
+    // Each engine's own list of KV cache dtypes, read from its source: vLLM's
+    // CacheDType (vllm/config/cache.py), SGLang's --kv-cache-dtype choices (server_args.py),
+    // TensorRT-LLM's KvCacheConfig.dtype (llm_args.py), llama.cpp's kv_cache_types
+    // (common/arg.cpp) as KV Ledger's dtypes.
+    QTest::addColumn<int>("engine");
+    QTest::addColumn<QStringList>("offered");
+    QTest::addRow("vllm") << int(core::Engine::Vllm)
+                          << QStringList{"fp16", "bf16", "fp8_e4m3", "fp8_e5m2",
+                                         "int8", "int4", "fp4_e2m1"};
+    QTest::addRow("sglang") << int(core::Engine::Sglang)
+                            << QStringList{"fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"};
+    QTest::addRow("trtllm") << int(core::Engine::Trtllm)
+                            << QStringList{"fp16", "bf16", "fp8_e4m3", "int8", "fp4_e2m1"};
+    QTest::addRow("llamacpp") << int(core::Engine::Llamacpp)
+                              << QStringList{"fp32", "fp16", "bf16", "int8", "int4"};
+}
+
+void TestEngines::offeredKvDtypes() {
+    QFETCH(int, engine);
+    QFETCH(QStringList, offered);
+    QStringList got;
+    for (core::KvDtype d : core::offeredKvDtypes(core::Engine(engine)))
+        got << QString::fromLatin1(core::dtypeName(d).data(), qsizetype(core::dtypeName(d).size()));
+    QCOMPARE(got, offered);
+    for (core::KvDtype d : core::allDtypes())
+        QCOMPARE(core::engineOffersKvDtype(core::Engine(engine), d),
+                 offered.contains(QString::fromLatin1(core::dtypeName(d).data(),
+                                                      qsizetype(core::dtypeName(d).size()))));
+}
+
+void TestEngines::notOfferedIsRefused() {
+    // llama.cpp has no fp8 cache: the lever asking for one is refused, not sized as f16.
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Llamacpp);
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Fp8E4M3);
+    const core::EngineResult r = core::computeEngineAs(s, core::Engine::Llamacpp);
+    QVERIFY(!r.formatOffered);
+    QCOMPARE(r.requestsAtContext, qint64(0));
+    QVERIFY2(QString::fromStdString(r.error).startsWith(QLatin1String("llama.cpp has no fp8_e4m3")),
+             r.error.c_str());
+    // TensorRT-LLM has it.
+    QVERIFY(core::computeEngineAs(s, core::Engine::Trtllm).formatOffered);
+}
+
+void TestEngines::llamacppTypesFollowTheLever() {
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Vllm);
+    s.engine.llamacpp.typeK = core::GgmlKvType::Q5_0;
+    // Lever off: llama.cpp keeps its own -ctk / -ctv.
+    QCOMPARE(core::scenarioForEngine(s, core::Engine::Llamacpp).engine.llamacpp.typeK,
+             core::GgmlKvType::Q5_0);
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+    const core::Scenario l = core::scenarioForEngine(s, core::Engine::Llamacpp);
+    QCOMPARE(l.engine.kind, core::Engine::Llamacpp);
+    QCOMPARE(l.engine.llamacpp.typeK, core::GgmlKvType::Q8_0);
+    QCOMPARE(l.engine.llamacpp.typeV, core::GgmlKvType::Q8_0);
+    // 32 layers x 8 KV heads x 128 values, K and V, in q8_0 rows of 34 bytes per 32 values.
+    QCOMPARE(core::computeEngineAs(s, core::Engine::Llamacpp).kvBytesPerTokenPerGpu,
+             qint64(2 * 32 * 34 * 1024 / 32));
+}
+
+void TestEngines::attentionLeverIsTheCheckpoints() {
+    // MHA-32 what-if of Llama-3.1-8B: 32 KV heads instead of 8, four times the bytes per token
+    // in every engine (SGLang's cell_size, TensorRT-LLM's get_cache_size_per_token, llama.cpp's
+    // rows).
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Vllm);
+    s.levers.attention.enabled = true;
+    s.levers.attention.mode = core::AttentionMode::Mha;
+    for (core::Engine e : {core::Engine::Sglang, core::Engine::Trtllm, core::Engine::Llamacpp}) {
+        const core::Scenario m = core::scenarioForEngine(s, e);
+        QCOMPARE(m.model.kvHeads, 32);
+        QVERIFY(!m.levers.attention.enabled);
+        QCOMPARE(core::computeEngineAs(s, e).kvBytesPerTokenPerGpu, qint64(4 * 131072));
+    }
+    // vLLM applies the lever itself.
+    QCOMPARE(core::scenarioForEngine(s, core::Engine::Vllm).model.kvHeads, 8);
+}
+
+void TestEngines::compareEnginesCells() {
+    // Every cell is that engine's own answer for that ladder step's scenario.
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Sglang);
+    s.workload.context = 32768;
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
+    const auto rows = core::compareEngines(s);
+    QCOMPARE(rows.size(), std::size_t(5));
+    for (const auto& row : rows) {
+        QCOMPARE(row.cells.size(), std::size_t(4));
+        const core::Scenario step = core::ladderScenario(s, row.step);
+        for (const auto& c : row.cells) {
+            if (c.engine == core::Engine::Vllm) {
+                QCOMPARE(c.requests, core::computeLedger(step).requestsYouCanRun);
+                continue;
+            }
+            const core::EngineResult r = core::computeEngineAs(step, c.engine);
+            QCOMPARE(c.offered, r.formatOffered);
+            QCOMPARE(c.requests, r.error.empty() ? r.requestsAtContext : 0);
+        }
+    }
+    // INT8 from the quantization step on: SGLang has no integer cache, TensorRT-LLM and
+    // llama.cpp (q8_0) have.
+    const auto& last = rows.back().cells;
+    QVERIFY(!last[1].offered);
+    QVERIFY(last[2].offered && last[2].requests > 0);
+    QVERIFY(last[3].offered);
+    QVERIFY(rows.front().cells[1].offered && rows.front().cells[1].requests > 0);
 }
 
 QTEST_GUILESS_MAIN(TestEngines)

@@ -306,8 +306,8 @@ void TestExport::reviewReport() {
     const QByteArray pdf = readAll(path);
     QVERIFY(pdf.startsWith("%PDF-"));
     // Verdict, scenario and curves; breakdown, ladder and command; plan, Speed, assumptions;
-    // the traffic simulation.
-    QCOMPARE(pdfPages(pdf), 4);
+    // the engines side by side; the traffic simulation.
+    QCOMPARE(pdfPages(pdf), 5);
     // The charts keep the screen colours after printing in light colours.
     QTRY_COMPARE(m_window->pendingReplots(), 0);
 }
@@ -362,7 +362,7 @@ void TestExport::headlessExport() {
     } else if (out.endsWith(QLatin1String(".svg"))) {
         QVERIFY(bytes.contains("<svg"));
     } else if (out.endsWith(QLatin1String(".pdf"))) {
-        QCOMPARE(pdfPages(bytes), 4); // as reviewReport: then the traffic page
+        QCOMPARE(pdfPages(bytes), 5); // as reviewReport: then the engines and traffic pages
     } else {
         QVERIFY(csvCommentLines(bytes).size() >= 4);
         QVERIFY(csvBody(bytes).startsWith("step,applied,"));
@@ -442,8 +442,8 @@ void TestExport::everyRegistryChartExports() {
         }
     }
     // memory, concurrency, breakdown, speed-concurrency, speed-context, gpus-needed, the three
-    // traffic charts and the ladder in 4 formats; the plan as CSV.
-    QCOMPARE(exported, 10 * 4 + 1);
+    // traffic charts, engines and the ladder in 4 formats; the plan as CSV.
+    QCOMPARE(exported, 11 * 4 + 1);
 }
 
 void TestExport::verifyRejectsIncompleteFiles_data() {

@@ -2,6 +2,7 @@
 
 #include "widgets/charts/breakdown_chart.h"
 #include "widgets/charts/curve_chart.h"
+#include "widgets/charts/engines_view.h"
 #include "widgets/charts/speed_chart.h"
 #include "widgets/deployment/plan_model.h"
 #include "widgets/probe/probe_charts.h"
@@ -30,6 +31,8 @@ ChartWidget* makeChart(QStringView name, QWidget* p) {
         return new TrafficLatencyChart(TrafficMetric::Tpot, p);
     if (name == u"traffic-timeline")
         return new TrafficTimelineChart(p);
+    if (name == u"engines")
+        return new EnginesChart(p);
     if (name == u"quality")
         return new QualityChart(p);
     if (name == u"speed")

@@ -15,7 +15,7 @@ constexpr ExportFormats kAll =
 constexpr ExportFormats kCsv = ExportFormat::Csv;
 
 // Ledger charts first, then the tables and charts of probe results (the menu's sections).
-const std::array<ChartSpec, 14> kCharts{{
+const std::array<ChartSpec, 15> kCharts{{
     {"memory", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Memory chart"), kAll, false, false},
     {"concurrency", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Concurrency chart"), kAll, false,
      false},
@@ -37,6 +37,8 @@ const std::array<ChartSpec, 14> kCharts{{
      kAll, false, false},
     {"traffic-timeline",
      QT_TRANSLATE_NOOP("kvl::widgets::Charts", "KV occupancy and &queue chart (simulated)"), kAll,
+     false, false},
+    {"engines", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Engines side by side chart"), kAll,
      false, false},
     {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll, false, true},
     {"quality", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true,

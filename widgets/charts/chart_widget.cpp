@@ -66,6 +66,18 @@ void ChartWidget::setTitle(const QString& title) {
     requestReplot();
 }
 
+void ChartWidget::setTitleNote(const QString& note) {
+    if (note == m_titleNote)
+        return;
+    m_titleNote = note;
+    updateTitleLayout();
+    requestReplot();
+}
+
+QString ChartWidget::drawnTitle() const {
+    return m_titleNote.isEmpty() ? m_title : m_title + QLatin1Char('\n') + m_titleNote;
+}
+
 QString ChartWidget::wrapToWidth(const QString& text, const QFontMetrics& fm, int width) {
     QStringList lines;
     for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
@@ -90,7 +102,7 @@ void ChartWidget::updateTitleLayout() {
         return;
     // A title wider than the chart wraps instead of being clipped at both ends.
     const int avail = std::max(80, (m_plot->width() > 0 ? m_plot->width() : 900) - 16);
-    const QString shown = wrapToWidth(m_title, QFontMetrics(t->font()), avail);
+    const QString shown = wrapToWidth(drawnTitle(), QFontMetrics(t->font()), avail);
     if (shown != m_shownTitle) {
         m_shownTitle = shown;
         t->setText(shown);
@@ -142,7 +154,7 @@ void ChartWidget::paintExport(QCPPainter* painter, int width, int height) {
     // The title wrapped for the export's width, not the window's.
     auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
     if (t)
-        t->setText(wrapToWidth(m_title, QFontMetrics(t->font()), std::max(80, width - 16)));
+        t->setText(wrapToWidth(drawnTitle(), QFontMetrics(t->font()), std::max(80, width - 16)));
     m_plot->toPainter(painter, width, height - ch);
     if (t)
         t->setText(m_shownTitle);

@@ -31,6 +31,10 @@ public:
 
     QString title() const { return m_title; }
     void setTitle(const QString& title);
+    // A line drawn under the title whatever the chart sets it to: the window says there which
+    // engine's rules a chart follows when the scenario's engine is another (empty = none).
+    void setTitleNote(const QString& note);
+    QString titleNote() const { return m_titleNote; }
 
     core::UnitSystem units() const { return m_units; }
     void setUnits(core::UnitSystem units);
@@ -115,7 +119,9 @@ private:
     QFont captionFont() const;
 
     QCustomPlot* m_plot = nullptr;
+    QString drawnTitle() const; // the title and the note
     QString m_title;
+    QString m_titleNote;
     QString m_shownTitle;
     QString m_caption;
     QStringList m_csvComments;

@@ -1,6 +1,7 @@
 #include "widgets/export/report.h"
 
 #include "widgets/charts/chart_widget.h"
+#include "widgets/charts/engines_view.h"
 #include "widgets/charts/ladder_model.h"
 #include "widgets/charts/speed_chart.h"
 #include "widgets/deployment/plan_model.h"
@@ -508,9 +509,19 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
     newPage();
     drawChart(in.breakdownChart, 300);
     section(QObject::tr("Lever ladder"), in.ladder->html());
-    section(QObject::tr("vLLM command"),
-            QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
-                .arg(vllmCommand(snap.scenario).text().toHtmlEscaped()));
+    if (snap.engine) {
+        // SGLang, TensorRT-LLM, llama.cpp: that engine's launch command and startup lines.
+        QString text = qs(snap.engine->formatOffered ? snap.engine->command : snap.engine->error);
+        for (const auto& line : snap.engine->logLines)
+            text += QStringLiteral("\n#   ") + qs(line);
+        section(QObject::tr("%1 command").arg(qs(core::engineDisplayName(snap.engine->engine))),
+                QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
+                    .arg(text.toHtmlEscaped()));
+    } else {
+        section(QObject::tr("vLLM command"),
+                QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
+                    .arg(vllmCommand(snap.scenario).text().toHtmlEscaped()));
+    }
 
     // Page 3: the deployment plan, the Speed chart with its data, the assumptions.
     newPage();
@@ -554,6 +565,24 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
         drawChart(in.trafficTtftChart, h3);
         drawChart(in.trafficTpotChart, h3);
         drawChart(in.trafficTimelineChart, h3);
+    }
+
+    // The engines side by side: each engine's own rules for the same model, GPU and workload.
+    if (in.enginesChart && in.engines && in.engines->rowCount() > 0) {
+        newPage();
+        out.sections << QObject::tr("Engines side by side");
+        out.sectionPages << out.pages;
+        html(QStringLiteral("<h3>%1</h3><p>%2</p>")
+                 .arg(QObject::tr("Engines side by side").toHtmlEscaped(),
+                      QObject::tr("The requests of %1 tokens vLLM, SGLang, TensorRT-LLM and "
+                                  "llama.cpp each run at once %2, each with its own rules and "
+                                  "defaults, per lever step. \"Not offered\": the engine has no "
+                                  "KV cache of that format.")
+                          .arg(thousandsQ(snap.scenario.workload.context),
+                               enginesRequestsScope(in.engines->comparison()->scope))
+                          .toHtmlEscaped()));
+        drawChart(in.enginesChart, 340);
+        html(in.engines->html(), 7.5);
     }
 
     // Then: measured beside predicted (the probe's table, quality and speed charts).

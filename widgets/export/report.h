@@ -22,6 +22,7 @@
 namespace kvl::widgets {
 
 class ChartWidget;
+class EnginesModel;
 class LadderModel;
 class PredictedSpeedChart;
 class ProbeResultsModel;
@@ -66,6 +67,9 @@ struct ReportInputs {
     ChartWidget* trafficTtftChart = nullptr;
     ChartWidget* trafficTpotChart = nullptr;
     ChartWidget* trafficTimelineChart = nullptr;
+    // The Engines tab's chart and table (a page "Engines side by side") when set.
+    ChartWidget* enginesChart = nullptr;
+    const EnginesModel* engines = nullptr;
 };
 
 // What a written report holds, for checks: its pages, the section headings and charts in

@@ -2,7 +2,9 @@
 
 #include "core/deployment.h"
 #include "core/engine.h"
+#include "core/engines.h"
 #include "core/ledger.h"
+#include "core/llamacpp/ggml_types.h"
 #include "core/vllm_version.h"
 
 #include "widgets/scenario/model_picker.h"
@@ -25,6 +27,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -276,6 +279,7 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
     m_memUtil->setKeyboardTracking(false);
     m_memUtil->setToolTip(tr("vLLM --gpu-memory-utilization. Memory for KV = total x utilization "
                              "- weights - peak activation - non-torch overhead"));
+    m_memUtil->setProperty("vllmTip", m_memUtil->toolTip());
     m_weightDtype = new QComboBox(box);
     m_weightDtype->setObjectName(QStringLiteral("weightDtypeCombo"));
     m_weightDtype->addItem(tr("model's dtype"), -1);
@@ -308,9 +312,122 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
 }
 
 QWidget* ScenarioPanel::buildEngineGroup() {
-    auto* box = new QGroupBox(tr("vLLM engine and reserves"));
+    auto* box = new QGroupBox(tr("Engine and reserves"));
     box->setObjectName(QStringLiteral("engineGroup"));
     auto* f = form(box);
+    // The engine whose rules size the KV pool (--engine): each has its own unit in core.
+    m_engine = new QComboBox(box);
+    m_engine->setObjectName(QStringLiteral("engineCombo"));
+    for (core::Engine e : core::allEngines())
+        m_engine->addItem(qs(core::engineDisplayName(e)), static_cast<int>(e));
+    m_engine->setToolTip(tr("The engine whose rules size the KV pool (--engine): vLLM, SGLang's "
+                            "max_total_num_tokens, TensorRT-LLM's blocks, llama.cpp's cells for "
+                            "-c and -np. Only that engine's flags show below"));
+    auto sub = [box](const char* name) {
+        auto* w = new QWidget(box);
+        w->setObjectName(QLatin1String(name));
+        auto* sf = form(w);
+        sf->setContentsMargins(0, 0, 0, 0);
+        return std::pair{w, sf};
+    };
+    auto intSpin = [](QWidget* parent, const char* name, int lo, int hi, const QString& tip) {
+        auto* sp = new QSpinBox(parent);
+        sp->setObjectName(QLatin1String(name));
+        sp->setRange(lo, hi);
+        sp->setKeyboardTracking(false);
+        sp->setToolTip(tip);
+        return sp;
+    };
+    auto fraction = [](QWidget* parent, const char* name, double lo, const QString& tip) {
+        auto* sp = new QDoubleSpinBox(parent);
+        sp->setObjectName(QLatin1String(name));
+        sp->setRange(lo, 1.0);
+        sp->setDecimals(3);
+        sp->setSingleStep(0.01);
+        sp->setKeyboardTracking(false);
+        sp->setToolTip(tip);
+        return sp;
+    };
+    {
+        auto [w, sf] = sub("sglangOptions");
+        m_sglangOptions = w;
+        m_sgMemFraction = fraction(w, "sglangMemFractionSpin", 0.0,
+                                   tr("SGLang --mem-fraction-static: the share of GPU memory for "
+                                      "weights and the KV pool; 0 = SGLang's default for the GPU "
+                                      "and TP (server_args.py)"));
+        m_sgMemFraction->setSpecialValueText(tr("SGLang default"));
+        m_sgMaxTotalTokens =
+            intSpin(w, "sglangMaxTotalTokensSpin", 0, static_cast<int>(core::kMaxContext),
+                    tr("SGLang --max-total-tokens: a cap on the token pool"));
+        m_sgMaxTotalTokens->setSpecialValueText(tr("no cap"));
+        m_sgPageSize = intSpin(w, "sglangPageSizeSpin", 1, 1 << 20,
+                               tr("SGLang --page-size: the pool is rounded down to whole pages"));
+        sf->addRow(tr("mem fraction"), m_sgMemFraction);
+        sf->addRow(tr("max total tokens"), m_sgMaxTotalTokens);
+        sf->addRow(tr("page size"), m_sgPageSize);
+    }
+    {
+        auto [w, sf] = sub("trtllmOptions");
+        m_trtllmOptions = w;
+        m_trtFraction = fraction(w, "trtllmFractionSpin", 0.01,
+                                 tr("TensorRT-LLM kv_cache_config.free_gpu_memory_fraction: the "
+                                    "share of the memory free after the profiling run"));
+        m_trtMaxTokens =
+            intSpin(w, "trtllmMaxTokensSpin", 0, static_cast<int>(core::kMaxContext),
+                    tr("TensorRT-LLM kv_cache_config.max_tokens: the smaller of it and the "
+                       "fraction's tokens is used"));
+        m_trtMaxTokens->setSpecialValueText(tr("no cap"));
+        m_trtTokensPerBlock =
+            intSpin(w, "trtllmTokensPerBlockSpin", 1, 1 << 20,
+                    tr("TensorRT-LLM kv_cache_config.tokens_per_block (32 by default)"));
+        sf->addRow(tr("free mem fraction"), m_trtFraction);
+        sf->addRow(tr("max tokens"), m_trtMaxTokens);
+        sf->addRow(tr("tokens per block"), m_trtTokensPerBlock);
+    }
+    {
+        auto [w, sf] = sub("llamacppOptions");
+        m_llamacppOptions = w;
+        m_lcCtx = intSpin(w, "llamacppCtxSpin", 0, static_cast<int>(core::kMaxContext),
+                          tr("llama.cpp -c: cells of the cache, shared by the -np sequences; 0 = "
+                             "the model's training context"));
+        m_lcCtx->setSpecialValueText(tr("model's"));
+        m_lcParallel = intSpin(w, "llamacppParallelSpin", 1, 4096,
+                               tr("llama.cpp -np: sequences (slots) the cache holds at once"));
+        m_lcUnified = new QCheckBox(tr("--kv-unified"), w);
+        m_lcUnified->setObjectName(QStringLiteral("llamacppUnifiedCheck"));
+        m_lcUnified->setToolTip(tr("llama.cpp --kv-unified: one stream of -c cells shared by "
+                                   "every sequence, instead of -c / -np each"));
+        m_lcSwaFull = new QCheckBox(tr("--swa-full"), w);
+        m_lcSwaFull->setObjectName(QStringLiteral("llamacppSwaFullCheck"));
+        m_lcSwaFull->setToolTip(
+            tr("llama.cpp --swa-full: sliding-window layers keep the whole context"));
+        auto typeCombo = [w](const char* name, const QString& tip) {
+            auto* c = new QComboBox(w);
+            c->setObjectName(QLatin1String(name));
+            for (auto t : {core::GgmlKvType::F32, core::GgmlKvType::F16, core::GgmlKvType::Bf16,
+                           core::GgmlKvType::Q8_0, core::GgmlKvType::Q4_0, core::GgmlKvType::Q4_1,
+                           core::GgmlKvType::Iq4Nl, core::GgmlKvType::Q5_0, core::GgmlKvType::Q5_1})
+                c->addItem(qs(core::llamacpp::ggmlKvTypeName(t)), static_cast<int>(t));
+            c->setToolTip(tip);
+            return c;
+        };
+        m_lcTypeK = typeCombo("llamacppTypeKCombo", tr("llama.cpp -ctk: the K cache's ggml type"));
+        m_lcTypeV = typeCombo("llamacppTypeVCombo", tr("llama.cpp -ctv: the V cache's ggml type"));
+        auto* types = new QHBoxLayout;
+        types->addWidget(m_lcTypeK, 1);
+        types->addWidget(new QLabel(tr("-ctv"), w));
+        types->addWidget(m_lcTypeV, 1);
+        auto* flags = new QHBoxLayout;
+        flags->addWidget(m_lcUnified);
+        flags->addWidget(m_lcSwaFull);
+        auto* seqs = new QHBoxLayout;
+        seqs->addWidget(m_lcCtx, 1);
+        seqs->addWidget(new QLabel(tr("-np"), w));
+        seqs->addWidget(m_lcParallel, 1);
+        sf->addRow(tr("-c"), seqs);
+        sf->addRow(tr("-ctk"), types);
+        sf->addRow(flags);
+    }
     // The release the user runs: its rules (core/vllm_version.h) decide the defaults, the CUDA
     // graph reserve and the lines vLLM prints. Editable, so a pasted "0.20.1" or "v0.11.2rc1"
     // is taken as typed; the list offers each series, newest first.
@@ -387,11 +504,17 @@ QWidget* ScenarioPanel::buildEngineGroup() {
         return h;
     };
     m_mambaLabel = new QLabel(tr("Mamba cache"), box);
+    f->addRow(tr("Engine"), m_engine);
+    f->addRow(m_sglangOptions);
+    f->addRow(m_trtllmOptions);
+    f->addRow(m_llamacppOptions);
     f->addRow(tr("vLLM version"), m_vllmVersion);
     f->addRow(m_versionInfo);
     f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
-    f->addRow(tr("Activations"), withButton(m_activationGiB, m_activationEstimate));
-    f->addRow(tr("Overhead"), withButton(m_overheadGiB, m_overheadEstimate));
+    m_activationRow = withButton(m_activationGiB, m_activationEstimate);
+    m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
+    f->addRow(tr("Activations"), m_activationRow);
+    f->addRow(tr("Overhead"), m_overheadRow);
     f->addRow(m_mambaLabel, m_mambaMode);
     f->addRow(m_asyncScheduling);
     f->addRow(m_disableHybrid);
@@ -588,6 +711,43 @@ void ScenarioPanel::connectEdits() {
             edit([this] { m_scenario.hardware.expertParallel = m_ep->isChecked(); }));
     connect(m_maxNumSeqs, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.engine.maxNumSeqs = m_maxNumSeqs->value(); }));
+    connect(m_engine, &QComboBox::currentIndexChanged, this, edit([this] {
+                m_scenario.engine.kind = static_cast<core::Engine>(m_engine->currentData().toInt());
+            }));
+    connect(m_sgMemFraction, &QDoubleSpinBox::valueChanged, this, edit([this] {
+                const double v = m_sgMemFraction->value();
+                auto& o = m_scenario.engine.sglang.memFractionStatic;
+                o = v > 0 ? std::optional<double>(v) : std::nullopt;
+            }));
+    connect(m_sgMaxTotalTokens, &QSpinBox::valueChanged, this, edit([this] {
+                m_scenario.engine.sglang.maxTotalTokens = m_sgMaxTotalTokens->value();
+            }));
+    connect(m_sgPageSize, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.engine.sglang.pageSize = m_sgPageSize->value(); }));
+    connect(m_trtFraction, &QDoubleSpinBox::valueChanged, this, edit([this] {
+                m_scenario.engine.trtllm.freeGpuMemoryFraction = m_trtFraction->value();
+            }));
+    connect(m_trtMaxTokens, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.engine.trtllm.maxTokens = m_trtMaxTokens->value(); }));
+    connect(m_trtTokensPerBlock, &QSpinBox::valueChanged, this, edit([this] {
+                m_scenario.engine.trtllm.tokensPerBlock = m_trtTokensPerBlock->value();
+            }));
+    connect(m_lcCtx, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.engine.llamacpp.nCtx = m_lcCtx->value(); }));
+    connect(m_lcParallel, &QSpinBox::valueChanged, this,
+            edit([this] { m_scenario.engine.llamacpp.nParallel = m_lcParallel->value(); }));
+    connect(m_lcUnified, &QCheckBox::toggled, this,
+            edit([this] { m_scenario.engine.llamacpp.kvUnified = m_lcUnified->isChecked(); }));
+    connect(m_lcSwaFull, &QCheckBox::toggled, this,
+            edit([this] { m_scenario.engine.llamacpp.swaFull = m_lcSwaFull->isChecked(); }));
+    connect(m_lcTypeK, &QComboBox::currentIndexChanged, this, edit([this] {
+                m_scenario.engine.llamacpp.typeK =
+                    static_cast<core::GgmlKvType>(m_lcTypeK->currentData().toInt());
+            }));
+    connect(m_lcTypeV, &QComboBox::currentIndexChanged, this, edit([this] {
+                m_scenario.engine.llamacpp.typeV =
+                    static_cast<core::GgmlKvType>(m_lcTypeV->currentData().toInt());
+            }));
     connect(m_vllmVersion, &QComboBox::activated, this, [this] { applyVllmVersion(); });
     connect(m_vllmVersion->lineEdit(), &QLineEdit::editingFinished, this,
             [this] { applyVllmVersion(); });
@@ -907,6 +1067,8 @@ void ScenarioPanel::showScenario() {
     setComboData(m_weightDtype,
                  s.hardware.weightDtype ? static_cast<int>(*s.hardware.weightDtype) : -1);
     m_maxNumSeqs->setValue(static_cast<int>(s.engine.maxNumSeqs));
+    setComboData(m_engine, static_cast<int>(s.engine.kind));
+    showEngineOptions();
     showVllmVersion();
     m_asyncScheduling->setChecked(s.engine.asyncScheduling);
     m_disableHybrid->setChecked(s.engine.disableHybridKvCacheManager);
@@ -1004,8 +1166,81 @@ void ScenarioPanel::updateEnabledStates() {
     defaults.engine.maxNumSeqs = 0;
     setSpecialTextIfChanged(
         m_maxNumSeqs, tr("vLLM default (%1)").arg(thousandsQ(core::effectiveMaxNumSeqs(defaults))));
+    showEngineOptions();
     showReserves();
     showPrefixInfo();
+}
+
+void ScenarioPanel::showEngineOptions() {
+    const QScopedValueRollback guard(m_updating, true);
+    const core::Scenario& s = m_scenario;
+    const core::Engine kind = s.engine.kind;
+    const bool vllm = kind == core::Engine::Vllm;
+    m_sglangOptions->setVisible(kind == core::Engine::Sglang);
+    m_trtllmOptions->setVisible(kind == core::Engine::Trtllm);
+    m_llamacppOptions->setVisible(kind == core::Engine::Llamacpp);
+    // vLLM's own flags show for vLLM only; the reserves are vLLM's profile, which TensorRT-LLM's
+    // profiling peak is estimated from too.
+    auto* f = static_cast<QFormLayout*>(m_engine->parentWidget()->layout());
+    f->setRowVisible(m_vllmVersion, vllm);
+    f->setRowVisible(m_versionInfo, vllm && !m_versionInfo->text().isEmpty());
+    f->setRowVisible(m_maxNumSeqs, vllm);
+    f->setRowVisible(m_asyncScheduling, vllm);
+    if (!vllm) { // updateEnabledStates shows them for the models they apply to
+        m_disableHybrid->setVisible(false);
+        m_mambaMode->setVisible(false);
+        m_mambaLabel->setVisible(false);
+    }
+    const bool reserves = vllm || kind == core::Engine::Trtllm;
+    f->setRowVisible(m_activationRow, reserves);
+    f->setRowVisible(m_overheadRow, reserves);
+    m_memUtil->setEnabled(vllm);
+    m_memUtil->setToolTip(vllm ? m_memUtil->property("vllmTip").toString()
+                               : tr("vLLM --gpu-memory-utilization: %1 sizes its pool with its "
+                                    "own flags in the Engine group")
+                                     .arg(qs(core::engineDisplayName(kind))));
+
+    const auto& sg = s.engine.sglang;
+    m_sgMemFraction->setValue(sg.memFractionStatic.value_or(0.0));
+    m_sgMaxTotalTokens->setValue(static_cast<int>(sg.maxTotalTokens));
+    m_sgPageSize->setValue(sg.pageSize);
+    const auto& trt = s.engine.trtllm;
+    m_trtFraction->setValue(trt.freeGpuMemoryFraction);
+    m_trtMaxTokens->setValue(static_cast<int>(trt.maxTokens));
+    m_trtTokensPerBlock->setValue(trt.tokensPerBlock);
+    const auto& lc = s.engine.llamacpp;
+    m_lcCtx->setValue(static_cast<int>(lc.nCtx));
+    m_lcParallel->setValue(lc.nParallel);
+    m_lcUnified->setChecked(lc.kvUnified);
+    m_lcSwaFull->setChecked(lc.swaFull);
+    setComboData(m_lcTypeK, static_cast<int>(lc.typeK));
+    setComboData(m_lcTypeV, static_cast<int>(lc.typeV));
+    // With the KV format lever on, the lever's dtype is the cache type (core::scenarioForEngine).
+    const bool leverSets = s.levers.quant.enabled &&
+                           core::llamacpp::kvTypeForDtype(s.levers.quant.format.dtype).has_value();
+    for (QComboBox* c : {m_lcTypeK, m_lcTypeV}) {
+        c->setEnabled(!leverSets);
+        if (leverSets)
+            c->setToolTip(
+                tr("Set by the KV format lever (lever 2); turn it off to pick -ctk / -ctv"));
+    }
+
+    // The KV dtypes the engine has no cache of are greyed, saying which engine lacks them; vLLM
+    // keeps them as what-ifs (the status line marks them "not in vLLM").
+    auto* model = qobject_cast<QStandardItemModel*>(m_kvDtype->model());
+    for (int i = 0; model && i < m_kvDtype->count(); ++i) {
+        const auto d = static_cast<core::KvDtype>(m_kvDtype->itemData(i).toInt());
+        const bool offered = core::engineOffersKvDtype(kind, d);
+        QStandardItem* item = model->item(i);
+        item->setEnabled(vllm || offered);
+        item->setToolTip(offered ? QString()
+                         : vllm
+                             ? tr("Not in vLLM: a what-if (vLLM has no --kv-cache-dtype "
+                                  "for it)")
+                             : tr("%1 has no %2 KV cache (%3)")
+                                   .arg(qs(core::engineDisplayName(kind)), qs(core::dtypeName(d)),
+                                        qs(core::kvDtypeFlagText(kind))));
+    }
 }
 
 void ScenarioPanel::showReserves() {
@@ -1062,6 +1297,10 @@ QString ScenarioPanel::validationMessage() const {
 }
 
 void ScenarioPanel::commit() {
+    // llama.cpp's -ctk / -ctv follow the KV format lever when it is on (one rule, in core).
+    if (m_scenario.engine.kind == core::Engine::Llamacpp)
+        m_scenario.engine.llamacpp =
+            core::scenarioForEngine(m_scenario, core::Engine::Llamacpp).engine.llamacpp;
     updateEnabledStates();
     // core's one check: the fields, then a layout vLLM would refuse (TP that does not divide
     // the heads, DCP beyond the copies, EP without experts): vLLM would not start.

@@ -130,6 +130,25 @@ private:
     QDoubleSpinBox* m_memUtil = nullptr;
     QComboBox* m_weightDtype = nullptr;
 
+    // The engine whose rules size the pool, and each other engine's own flags (core/scenario.h
+    // SglangOptions, TrtllmOptions, LlamaCppOptions); only the chosen engine's rows show.
+    QComboBox* m_engine = nullptr;
+    QWidget* m_sglangOptions = nullptr;
+    QDoubleSpinBox* m_sgMemFraction = nullptr; // 0 = SGLang's default for the GPU
+    QSpinBox* m_sgMaxTotalTokens = nullptr;
+    QSpinBox* m_sgPageSize = nullptr;
+    QWidget* m_trtllmOptions = nullptr;
+    QDoubleSpinBox* m_trtFraction = nullptr;
+    QSpinBox* m_trtMaxTokens = nullptr;
+    QSpinBox* m_trtTokensPerBlock = nullptr;
+    QWidget* m_llamacppOptions = nullptr;
+    QSpinBox* m_lcCtx = nullptr; // 0 = the model's training context
+    QSpinBox* m_lcParallel = nullptr;
+    QCheckBox* m_lcUnified = nullptr;
+    QComboBox* m_lcTypeK = nullptr;
+    QComboBox* m_lcTypeV = nullptr;
+    QCheckBox* m_lcSwaFull = nullptr;
+    void showEngineOptions(); // the chosen engine's rows, its values, the greyed KV formats
     QComboBox* m_vllmVersion = nullptr; // editable: a listed series or any release typed
     QLabel* m_versionInfo = nullptr;    // what moved at the last version change, and why
     QSpinBox* m_maxNumSeqs = nullptr;
@@ -141,6 +160,8 @@ private:
     QDoubleSpinBox* m_overheadGiB = nullptr;
     QPushButton* m_activationEstimate = nullptr;
     QPushButton* m_overheadEstimate = nullptr;
+    QLayout* m_activationRow = nullptr;
+    QLayout* m_overheadRow = nullptr;
 
     QGroupBox* m_attentionGroup = nullptr;
     QComboBox* m_attentionMode = nullptr;

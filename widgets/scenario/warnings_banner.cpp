@@ -85,6 +85,38 @@ std::vector<BannerItem> bannerItems(const LedgerSnapshot& snap) {
                                             "nothing until then.")));
         return out;
     }
+    if (snap.engine) {
+        // SGLang, TensorRT-LLM or llama.cpp: that engine's own verdict and notes; the model's
+        // context warnings hold for every engine. vLLM's refusal, max_num_seqs and notes do not.
+        const core::EngineResult& e = *snap.engine;
+        const QString name = qs(core::engineDisplayName(e.engine));
+        if (!e.formatOffered)
+            out.push_back(item(Severity::Error, "format", tr("Not in %1").arg(name), qs(e.error)));
+        else if (!e.error.empty())
+            out.push_back(
+                item(Severity::Error, "no-fit", tr("%1 does not run this").arg(name), qs(e.error)));
+        else if (s.workload.targetRequests > 0 &&
+                 s.workload.targetRequests >
+                     scopeRequests(e.requestsAtContext, s, FigureScope::Cluster))
+            out.push_back(item(Severity::Error, "target", tr("Target missed"),
+                               tr("%1 runs %2 requests of %3 per replica; the target is %4")
+                                   .arg(name, thousandsQ(e.requestsAtContext),
+                                        formatTokensQ(s.workload.context),
+                                        thousandsQ(s.workload.targetRequests))));
+        for (const auto& w : r.warnings)
+            if (isContextWarning(w))
+                out.push_back(
+                    item(Severity::Warning, "context", tr("Context beyond the model"), qs(w)));
+        out.push_back(
+            item(Severity::Note, "engine", tr("%1's rules").arg(name),
+                 tr("the status line, the command box and the Engines tab follow %1 "
+                    "%2; the curves, breakdown, lever ladder, Speed and Deployment tabs are "
+                    "vLLM's accounting")
+                     .arg(name, qs(e.version))));
+        for (const auto& n : e.notes)
+            out.push_back(item(Severity::Note, "note", tr("Note"), qs(n)));
+        return out;
+    }
     const std::int64_t cap = core::effectiveMaxNumSeqs(s);
     const bool capped = r.maxRequestsAtContext > cap;
     const std::int64_t perReplica = std::min(r.maxRequestsAtContext, cap);

@@ -28,6 +28,8 @@ LedgerSnapshot computeSnapshot(const core::Scenario& s) {
     snap.ledger = core::computeLedger(s);
     snap.ladder = core::computeLadder(s);
     snap.sweep = core::computeSweep(s);
+    if (s.engine.kind != core::Engine::Vllm)
+        snap.engine = core::computeEngineAs(s, s.engine.kind);
     if (s.workload.targetRequests > 0) {
         snap.requests = s.workload.targetRequests;
         snap.requestsAreTarget = true;

@@ -2,6 +2,7 @@
 // Everything the window shows for one scenario, computed in one go (sub-millisecond), and the
 // one value every view takes: the snapshot, the pinned reference and the units (LedgerView).
 
+#include "core/engines.h"
 #include "core/ledger.h"
 #include "core/units.h"
 
@@ -32,6 +33,10 @@ struct LedgerSnapshot {
     std::int64_t requests = 0;
     bool requestsAreTarget = false;
     std::optional<core::GpusNeeded> gpusNeeded; // when the target does not fit
+    // The scenario's engine when it is not vLLM (SGLang, TensorRT-LLM, llama.cpp): its own pool,
+    // requests, startup lines and launch command (core::computeEngineAs). The ledger, ladder and
+    // sweep above stay vLLM's; the views that show them say so.
+    std::optional<core::EngineResult> engine;
     // The scenario is not valid input (or a layout vLLM refuses): ledger.error says why and
     // nothing else is computed, so every view shows that error instead of the last numbers.
     bool invalid = false;

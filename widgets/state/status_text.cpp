@@ -39,14 +39,44 @@ bool formatInVllm(const core::Scenario& s) {
 
 QString kvFormatText(const LedgerSnapshot& snap) {
     QString text = qs(core::shortLabel(snap.ledger.kv.format));
-    if (!formatInVllm(snap.scenario))
+    if (snap.engine) {
+        if (!snap.engine->formatOffered)
+            text += tr(" (not in %1)").arg(qs(core::engineDisplayName(snap.engine->engine)));
+    } else if (!formatInVllm(snap.scenario))
         text += tr(" (not in vLLM)");
     return text;
 }
 
+namespace {
+// The status line of SGLang, TensorRT-LLM or llama.cpp: that engine's own pool and requests.
+QString engineSummaryLine(const LedgerSnapshot& snap, const core::EngineResult& e,
+                          core::UnitSystem units, FigureScope scope) {
+    const core::Scenario& s = snap.scenario;
+    QStringList parts;
+    parts << qs(s.model.name) << qs(core::engineDisplayName(e.engine)) << kvFormatText(snap);
+    QString line = parts.join(QStringLiteral(" | "));
+    const QString where = deploymentText(s);
+    if (!e.error.empty())
+        return line + tr(" | does not run on %1").arg(where); // the reason is in the banner
+    line += tr(" -> %1: %2/token, pool %3 (%4 tokens)")
+                .arg(scopeLabel(scope),
+                     formatBytesQ(scopeBytes(e.kvBytesPerTokenPerGpu, s, scope), units, 2),
+                     formatBytesQ(scopeBytes(e.kvPoolBytesPerGpu, s, scope), units, 2),
+                     thousandsQ(e.poolTokens));
+    const std::int64_t fit = scopeRequests(e.requestsAtContext, s, scope);
+    line += tr(" | %1 %2 of %3 %4 on %5")
+                .arg(thousandsQ(fit))
+                .arg(fit == 1 ? tr("request") : tr("requests"))
+                .arg(formatTokensQ(s.workload.context), requestsScopeText(scope), where);
+    return line;
+}
+} // namespace
+
 QString scopedSummaryLine(const LedgerSnapshot& snap, core::UnitSystem units, FigureScope scope) {
     if (snap.invalid)
         return tr("Not computed: %1").arg(qs(snap.ledger.error));
+    if (snap.engine)
+        return engineSummaryLine(snap, *snap.engine, units, scope);
     const core::Scenario& s = snap.scenario;
     const core::LedgerResult& r = snap.ledger;
     QStringList parts;
@@ -80,6 +110,8 @@ QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate
     const core::Scenario& s = snap.scenario;
     QStringList parts;
     parts << qs(s.model.name) << deploymentText(s);
+    if (s.engine.kind != core::Engine::Vllm)
+        parts << qs(core::engineDisplayName(s.engine.kind));
     if (!snap.invalid)
         parts << tr("KV %1").arg(kvFormatText(snap));
     parts << tr("context %1").arg(formatTokensQ(s.workload.context));
