@@ -708,8 +708,8 @@ void TestProbePanel::headlessExport() {
         QCOMPARE(QImage(out).size(), QSize(900, 520));
     } else if (suffix == QLatin1String("pdf")) {
         QVERIFY(bytes.startsWith("%PDF-"));
-        // The review report: verdict, ladder, plan and Speed, measured results.
-        QCOMPARE(pdfPages(bytes), chart.isEmpty() ? 4 : 1);
+        // The review report: verdict, ladder, plan and Speed, traffic, measured results.
+        QCOMPARE(pdfPages(bytes), chart.isEmpty() ? 5 : 1);
     } else if (suffix == QLatin1String("svg")) {
         QVERIFY(bytes.contains("<svg"));
     } else {
