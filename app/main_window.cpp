@@ -836,6 +836,9 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         table.caption =
             widgets::exportCaption(*view().snapshot, view().scope, QDate::currentDate());
         table.font = font();
+        table.colors = widgets::ChartColors::fromPalette(palette()); // --theme, View > Theme
+        table.barColumn = widgets::LadderModel::RequestsColumn;      // and requests per step
+        table.barRole = widgets::LadderModel::ExactValueRole;
         const auto bytes = widgets::renderTableFile(table, *format, scale, size);
         written = bytes ? widgets::writeFileAtomically(
                               path, *bytes,
@@ -856,6 +859,7 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
     in.units = view().units;
+    in.scope = view().scope;
     // the predicted Speed chart, its calibration and the Deployment tab's plan.
     syncSpeedPanel();
     in.predictedSpeedChart = m_speedPanel->concurrencyChart();
@@ -908,7 +912,7 @@ void MainWindow::exportChartInteractive(const QString& name) {
         if (!ok)
             return;
     }
-    // kvledger export's size (900 x 520, 1800 px wide at 2x) for a chart, whatever the window;
+    // kvledger export's size (960 x 540, 1920 px wide at 2x) for a chart, whatever the window;
     // a table takes the size it needs.
     const QSize size = !spec->table ? kDefaultChartSize : QSize();
     QString error;

@@ -316,6 +316,9 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
     case ExportFormat::Svg: {
         QSvgGenerator generator;
         generator.setOutputDevice(&buffer);
+        // 96 dpi, the CSS pixel: the width and height (in mm) then give renderers such as
+        // rsvg-convert the viewBox's size in pixels, not 4/3 of it (Qt's default is 72 dpi).
+        generator.setResolution(96);
         generator.setSize(s);
         generator.setViewBox(QRect(QPoint(0, 0), s));
         generator.setTitle(m_title);
