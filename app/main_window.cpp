@@ -211,7 +211,7 @@ void MainWindow::buildUi() {
     m_vllmView = new QPlainTextEdit;
     m_vllmView->setObjectName(QStringLiteral("vllmView"));
     m_vllmView->setReadOnly(true);
-    m_vllmView->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_vllmView->setLineWrapMode(QPlainTextEdit::NoWrap); // scrolls sideways, never breaks a flag
     m_vllmView->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_vllmView->setToolTip(
         tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
@@ -658,27 +658,12 @@ void MainWindow::fitLadderColumns() {
     h->setSectionResizeMode(QHeaderView::ResizeToContents);
     h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
     h->setStretchLastSection(false);
-    // At laptop widths the step names matter more than the two speed columns, which the Speed
-    // tab shows in full: they go when the step column would be left less than about 20
-    // characters, and come back when the ladder is wider.
-    const int speedColumns[] = {widgets::LadderModel::StepMsColumn,
-                                widgets::LadderModel::TokensPerUserColumn};
-    auto width = [&](int c) {
-        const QAbstractItemView* view = m_ladderView; // public there, protected in QTableView
-        return std::max(h->sectionSizeHint(c), view->sizeHintForColumn(c));
-    };
-    int others = 0;
-    int speed = 0;
-    for (int c = 1; c < m_ladderModel->columnCount(); ++c) {
-        if (c == speedColumns[0] || c == speedColumns[1])
-            speed += width(c);
-        else
-            others += width(c);
-    }
-    const int stepRoom = 20 * fontMetrics().averageCharWidth();
-    const bool roomy = m_ladderView->viewport()->width() >= others + speed + stepRoom;
-    for (int c : speedColumns)
-        m_ladderView->setColumnHidden(c, !roomy);
+    // The speed columns stay at every width (at 1366 x 768 they were hidden, and the ladder
+    // lost what each step does to speed): the step names give way instead, elided with the
+    // full name in the tooltip.
+    for (int c :
+         {int(widgets::LadderModel::StepMsColumn), int(widgets::LadderModel::TokensPerUserColumn)})
+        m_ladderView->setColumnHidden(c, false);
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
