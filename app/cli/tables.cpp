@@ -50,6 +50,8 @@ void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::Led
             << (s.levers.prefix.sharingRequests > 0
                     ? std::to_string(s.levers.prefix.sharingRequests)
                     : std::string("all"));
+    else
+        out << ", no shared prefix";
     out << "\n\n";
 }
 

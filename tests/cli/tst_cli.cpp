@@ -656,11 +656,14 @@ void TestCli::speedFields_data() {
     // FP8 halves it (17.18 GB).
     QTest::addRow("fp8") << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "0"}
                          << 32.0 * 8192 * 65536;
-    // The default scenario: BF16 and a 2K prefix read once per step, not once per request.
-    QTest::addRow("default: bf16 + 2K shared prefix")
-        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 131072;
+    // The default scenario: BF16 and no shared prefix (issue 29, item 12).
+    QTest::addRow("default: bf16, no shared prefix") << QStringList{} << 32.0 * 8192 * 131072;
+    // A 2K prefix shared by all is read once per step, not once per request.
+    QTest::addRow("bf16 + 2K shared prefix")
+        << QStringList{"--prefix-tokens", "2K"} << (32.0 * (8192 - 2048) + 2048) * 131072;
     QTest::addRow("fp8 + 2K shared prefix")
-        << QStringList{"--kv-dtype", "fp8"} << (32.0 * (8192 - 2048) + 2048) * 65536;
+        << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "2K"}
+        << (32.0 * (8192 - 2048) + 2048) * 65536;
 }
 
 void TestCli::speedFields() {
@@ -686,11 +689,13 @@ void TestCli::speedFields() {
 }
 
 void TestCli::defaultIsWhatVllmRuns() {
-    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults and a
-    // shared prefix), the same one the window's first launch shows.
+    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults), the same
+    // one the window's first launch shows; since issue 29 (item 12) it assumes no shared
+    // prefix, so no block is counted as shared.
     const auto o = ledgerJson({});
     QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 2));
-    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(2048) * 131072);
+    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(0));
+    QCOMPARE(o.value("prefix_tokens").toInteger(), qint64(0));
     QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype auto")),
              qPrintable(o.value("vllm_command").toString()));
     QVERIFY(!o.value("vllm_refused").toBool());
@@ -744,15 +749,18 @@ void TestCli::planInfeasible_data() {
     // Issue 32, item 5: 100,000 users of 32K on Llama-3.1-70B need more than 64 GPUs of any
     // kind; the reason names memory for the users and the most that fit, never the heads.
     // The deepest pipeline holds the most: 64 H100s give about 64 x 74 GB to KV after 141 GB
-    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 440.
+    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 412.
+    // (With the 2K prefix every request shared before issue 29's item 12, a request held 30 of
+    // its 32K tokens alone and 440 fit: 412 x 32 / 30. On B200s that prefix made two replicas
+    // of PP 8 hold 1,048; without it one PP 16 replica holds the most.)
     QTest::addRow("b200")
         << QStringList{"--gpu", "b200"}
-        << "memory for the users: at most 1,048 fit on 64 x B200 180GB as TP 4 x PP 8 x DP 2 (524 "
-           "per replica); 100,000 need more than 64 GPUs"
+        << "memory for the users: at most 996 fit on 64 x B200 180GB as TP 4 x PP 16; 100,000 "
+           "need more than 64 GPUs"
         << 64;
     QTest::addRow("h100")
         << QStringList{"--gpu", "h100-80gb"}
-        << "memory for the users: at most 440 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
+        << "memory for the users: at most 412 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
            "need more than 64 GPUs"
         << 64;
 }
@@ -1017,8 +1025,9 @@ void TestCli::planWithRate() {
 }
 
 void TestCli::simulateTable() {
+    // The default scenario shares no prefix (issue 29, item 12): --prefix-share names its length.
     const Run r = run({"simulate", "--rate", "3", "--requests", "300", "--slo-ttft-ms", "500",
-                       "--prefix-share", "0.5", "--dp", "4"});
+                       "--prefix-tokens", "2048", "--prefix-share", "0.5", "--dp", "4"});
     QCOMPARE(r.rc, 0);
     QVERIFY(r.err.isEmpty());
     for (const char* s : {"Simulation", "per replica", "cluster", "Latency (ms)", "TTFT", "TPOT",

@@ -430,8 +430,8 @@ void TestExport::headlessScreenshot() {
     QVERIFY2(rc == 0, e.str().c_str());
     QImage img(path);
     QCOMPARE(img.size(), QSize(1200, 800));
-    QVERIFY(
-        QString::fromStdString(o.str()).contains(QStringLiteral("INT8 | paged 16 | prefix 2K")));
+    QVERIFY(QString::fromStdString(o.str()).contains(
+        QStringLiteral("INT8 | paged 16 | shared prefix 2K x all requests")));
 }
 
 void TestExport::everyRegistryChartExports() {

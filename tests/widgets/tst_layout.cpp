@@ -188,6 +188,16 @@ void TestLayout::windowAtSize() {
     QVERIFY(scroll);
     QCOMPARE(scroll->verticalScrollBar()->value(), 0);
     QVERIFY(!w->panel()->geometryEditorShown()); // folded by default
+    // The default assumes no shared prefix (issue 29, item 12): the lever is one click away,
+    // and its controls, once it is on, must be on screen too.
+    QVERIFY(!w->scenario().levers.prefix.enabled);
+    {
+        core::Scenario s = w->scenario();
+        s.levers.prefix.enabled = true;
+        w->setScenario(s);
+        QTRY_COMPARE(w->pendingReplots(), 0);
+        QCoreApplication::processEvents();
+    }
     QWidget* viewport = scroll->viewport();
     for (const char* name : {"contextSlider", "contextSpin", "prefixGroup", "prefixTokensSpin",
                              "prefixRequestsSpin", "targetRequestsSpin"}) {
