@@ -137,6 +137,9 @@ private slots:
     void scopeOnEveryFigure();
     void planNamesItsGpuAndFlagsSlowPlans_data();
     void planNamesItsGpuAndFlagsSlowPlans();
+    void hybridLadderExplained_data();
+    void hybridLadderExplained();
+    void defaultHasNoSharedPrefix();
 };
 
 void TestCli::doneWhen() {
@@ -1539,3 +1542,50 @@ void TestCli::planNamesItsGpuAndFlagsSlowPlans() {
 
 QTEST_APPLESS_MAIN(TestCli)
 #include "tst_cli.moc"
+
+// Issue 29, item 3: under a hybrid model's ladder, why KV/token x context is not the request's
+// figure and why "+paging" lowers vLLM's concurrency; nothing of the kind for a dense model.
+void TestCli::hybridLadderExplained_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("hybrid");
+    QTest::addRow("gemma-3-27b fp8 128K")
+        << QStringList{"--model", "gemma-3-27b", "--kv-dtype", "fp8", "--context", "128K"} << true;
+    QTest::addRow("gpt-oss-120b h200")
+        << QStringList{"--model", "gpt-oss-120b", "--gpu", "h200", "--context", "128K"} << true;
+    QTest::addRow("llama-3.1-8b (dense)")
+        << QStringList{"--model", "llama-3.1-8b", "--context", "128K"} << false;
+}
+
+void TestCli::hybridLadderExplained() {
+    QFETCH(QStringList, args);
+    QFETCH(bool, hybrid);
+    const Run r = run(QStringList{"ledger"} + args);
+    QVERIFY2(r.rc == 0, qPrintable(r.err));
+    const qsizetype ladder = r.out.indexOf(QStringLiteral("Lever ladder"));
+    QVERIFY(ladder >= 0);
+    const QString after = r.out.mid(ladder).simplified(); // the notes wrap at 100 columns
+    QCOMPARE(after.contains(QStringLiteral("Hybrid model: ")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("is not what a request holds")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("SlidingWindowSpec.max_memory_usage_bytes")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("Why \"+paging")), hybrid);
+}
+
+// Issue 29, item 12: the default scenario assumes no shared prefix, and says so in the
+// headline; --prefix-tokens puts one back and the headline names it.
+void TestCli::defaultHasNoSharedPrefix() {
+    const QJsonObject o = ledgerJson({});
+    QCOMPARE(o.value("prefix_tokens").toInteger(), qint64(0));
+    const Run plain = run({"ledger"});
+    QVERIFY2(plain.out.section('\n', 0, 3).contains(QStringLiteral(", no shared prefix\n")),
+             qPrintable(plain.out));
+    const Run shared = run({"ledger", "--prefix-tokens", "2K"});
+    QVERIFY2(shared.out.section('\n', 0, 3).contains(QStringLiteral(", prefix 2,048 tokens x all")),
+             qPrintable(shared.out));
+    // A prefix shared by every request raises the requests that fit at 8K: Llama-3.1-8B on an
+    // H100 from 52 to 69, as the README says. The default must not count on it.
+    const QJsonObject with =
+        ledgerJson({"--model", "llama-3.1-8b", "--context", "8K", "--prefix-tokens", "2K"});
+    const QJsonObject without = ledgerJson({"--model", "llama-3.1-8b", "--context", "8K"});
+    QCOMPARE(without.value("max_requests_at_context").toInteger(), qint64(52));
+    QCOMPARE(with.value("max_requests_at_context").toInteger(), qint64(69));
+}
