@@ -1368,6 +1368,17 @@ void TestCli::invalidLayoutIsAnError_data() {
                                  "replicate 8 KV heads evenly";
     QTest::addRow("ep on a dense model") << QStringList{"--tp", "2", "--enable-expert-parallel"}
                                          << "--tp, --enable-expert-parallel: layout";
+    QTest::addRow("tp and pp json")
+        << QStringList{"--tp", "3", "--pp", "2", "--json"} << "--tp, --pp: layout";
+    // Sizes out of range name the option that set them, as the layout's refusals do.
+    QTest::addRow("pp beyond the layers")
+        << QStringList{"--pp", "100"}
+        << "--pp: pipeline parallel size 100 exceeds the model's 32 layers";
+    QTest::addRow("dcp not dividing tp")
+        << QStringList{"--dcp", "3"}
+        << "--dcp: decode context parallel size must divide the tensor parallel size 1, got 3";
+    QTest::addRow("dcp and tp") << QStringList{"--tp", "4", "--dcp", "3"}
+                                << "--dcp, --tp: decode context parallel size must divide";
 }
 
 void TestCli::invalidLayoutIsAnError() {
@@ -1376,9 +1387,18 @@ void TestCli::invalidLayoutIsAnError() {
     args.prepend(QStringLiteral("ledger"));
     const Run r = run(args);
     QCOMPARE(r.rc, 2);
-    QVERIFY(r.out.isEmpty());
     QVERIFY2(r.err.contains(says), qPrintable(r.err));
     QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+    if (!args.contains(QStringLiteral("--json"))) {
+        QVERIFY(r.out.isEmpty());
+        return;
+    }
+    // With --json the refusal is also an answer: {"valid": false, "error": the same line}.
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(o.value("valid"), QJsonValue(false));
+    QVERIFY2(o.value("error").toString().contains(says), qPrintable(r.out));
+    QVERIFY(r.err.trimmed().endsWith(o.value("error").toString()));
+    QCOMPARE(ledgerJson({"--tp", "2"}).value("valid"), QJsonValue(true));
 }
 
 // Issue 29, item 5: a context beyond max_model_len (the model's, or --max-model-len) is
