@@ -45,7 +45,10 @@ std::string helpText(std::string_view command = {});
 // Values of the export options, checked by parseCommand already.
 inline constexpr double kMinScale = 0.25, kMaxScale = 8;
 inline constexpr int kMinWidth = 200, kMinHeight = 150, kMaxSide = 10000;
-inline constexpr QSize kDefaultChartSize{900, 520}, kDefaultWindowSize{1600, 1000};
+// A chart is 960 x 540 (16:9, a slide) and a PNG is drawn at 2x: 1920 x 1080 pixels, sharp on
+// a high-DPI screen or a projector. A table (the ladder) takes the size it needs instead.
+inline constexpr QSize kDefaultChartSize{960, 540}, kDefaultWindowSize{1600, 1000};
+inline constexpr double kDefaultScale = 2;
 Result<double> parseScale(std::string_view text); // a finite number in [kMinScale, kMaxScale]
 Result<QSize> parseSize(std::string_view text);   // "1600x1000" within the limits
 Result<core::UnitSystem> parseUnits(std::string_view text); // gib | gb, any case

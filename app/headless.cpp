@@ -72,7 +72,7 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
     }
     const widgets::ChartSpec* chart = nullptr;
     QSize size = o.has("size") ? *parseSize(o.value("size")) : QSize();
-    const double scale = o.has("scale") ? *parseScale(o.value("scale")) : 1.0;
+    const double scale = o.has("scale") ? *parseScale(o.value("scale")) : kDefaultScale;
     if (screenshot) {
         if (!size.isValid())
             size = kDefaultWindowSize;
@@ -95,14 +95,16 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
             if (chart->measured && !o.has("probe-results"))
                 return fail("--chart " + o.value("chart") +
                             " shows measurements: add --probe-results FILE.json");
-            if (!size.isValid())
+            // A table (the ladder) is drawn at the size it needs unless --size asks for more:
+            // a chart's 960 x 540 left it in the top of a mostly empty image.
+            if (!size.isValid() && !chart->table)
                 size = kDefaultChartSize;
             const auto format = widgets::formatOfPath(QString::fromStdString(o.value("out")));
             if (!format || !chart->formats.testFlag(*format))
                 return fail("--out: the " + widgets::chartTitle(*chart).toLower().toStdString() +
                             " exports to " + widgets::formatSuffixes(chart->formats).toStdString() +
                             ", not '" + o.value("out") + "'");
-            if (*format == widgets::ExportFormat::Png)
+            if (*format == widgets::ExportFormat::Png && size.isValid())
                 if (auto ok = widgets::ChartWidget::checkPngSize(size, scale); !ok)
                     return fail("--scale: " + ok.error().message + "; lower --scale or --size");
         }
@@ -185,10 +187,10 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         // the same computation the tab's worker runs.
         w.trafficPanel()->computeNow();
     }
-    if (o.value("theme") == "dark") {
-        // The window's View > Theme > Dark, applied after the window exists: the charts
-        // re-colour on PaletteChange as they do when the desktop theme switches.
-        applyTheme(Theme::Dark);
+    if (o.has("theme")) {
+        // The window's View > Theme, applied after the window exists: the charts re-colour on
+        // PaletteChange as they do when the desktop theme switches, and export in those colours.
+        applyTheme(o.value("theme") == "dark" ? Theme::Dark : Theme::Light);
     }
     w.setAttribute(Qt::WA_DontShowOnScreen,
                    QGuiApplication::platformName() != QLatin1String("offscreen"));

@@ -243,7 +243,7 @@ void MainWindow::buildUi() {
     m_vllmView = new QPlainTextEdit;
     m_vllmView->setObjectName(QStringLiteral("vllmView"));
     m_vllmView->setReadOnly(true);
-    m_vllmView->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_vllmView->setLineWrapMode(QPlainTextEdit::NoWrap); // scrolls sideways, never breaks a flag
     m_vllmView->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_vllmView->setToolTip(
         tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
@@ -765,7 +765,6 @@ void MainWindow::fitLadderColumns() {
         2 * (st->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_ladderView) + 1) + 6;
     const int headPad = 2 * st->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h) + 6;
     const int columns = m_ladderModel->columnCount();
-    std::vector<int> widths(static_cast<std::size_t>(std::max(columns, 0)), 0);
     for (int c = 1; c < columns; ++c) {
         int w = 0;
         const QString head = m_ladderModel->headerData(c, Qt::Horizontal).toString();
@@ -774,7 +773,6 @@ void MainWindow::fitLadderColumns() {
         for (int r = 0; r < m_ladderModel->rowCount(); ++r)
             w = std::max(w, cellFm.horizontalAdvance(m_ladderModel->index(r, c).data().toString()) +
                                 cellPad);
-        widths[static_cast<std::size_t>(c)] = w;
         if (h->sectionResizeMode(c) != QHeaderView::Fixed)
             h->setSectionResizeMode(c, QHeaderView::Fixed);
         if (h->sectionSize(c) != w)
@@ -783,24 +781,13 @@ void MainWindow::fitLadderColumns() {
     if (columns > 0 &&
         h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Stretch)
         h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
-    // At laptop widths the step names matter more than the two speed columns, which the Speed
-    // tab shows in full: they go when the step column would be left less than about 20
-    // characters, and come back when the ladder is wider.
-    const int speedColumns[] = {widgets::LadderModel::StepMsColumn,
-                                widgets::LadderModel::TokensPerUserColumn};
-    int others = 0;
-    int speed = 0;
-    for (int c = 1; c < columns; ++c) {
-        if (c == speedColumns[0] || c == speedColumns[1])
-            speed += widths[static_cast<std::size_t>(c)];
-        else
-            others += widths[static_cast<std::size_t>(c)];
-    }
-    const int stepRoom = 20 * fontMetrics().averageCharWidth();
-    const bool roomy = m_ladderView->viewport()->width() >= others + speed + stepRoom;
-    for (int c : speedColumns)
-        if (m_ladderView->isColumnHidden(c) == roomy)
-            m_ladderView->setColumnHidden(c, !roomy);
+    // The speed columns stay at every width (at 1366 x 768 they were hidden, and the ladder
+    // lost what each step does to speed): the step names give way instead, elided with the
+    // full name in the tooltip.
+    for (int c :
+         {int(widgets::LadderModel::StepMsColumn), int(widgets::LadderModel::TokensPerUserColumn)})
+        if (m_ladderView->isColumnHidden(c))
+            m_ladderView->setColumnHidden(c, false);
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
@@ -962,6 +949,9 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         table.caption =
             widgets::exportCaption(*view().snapshot, view().scope, QDate::currentDate());
         table.font = font();
+        table.colors = widgets::ChartColors::fromPalette(palette()); // --theme, View > Theme
+        table.barColumn = widgets::LadderModel::RequestsColumn;      // and requests per step
+        table.barRole = widgets::LadderModel::ExactValueRole;
         const auto bytes = widgets::renderTableFile(table, *format, scale, size);
         written = bytes ? widgets::writeFileAtomically(
                               path, *bytes,
@@ -982,6 +972,7 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     in.breakdownChart = m_breakdownChart;
     in.ladder = m_ladderModel;
     in.units = view().units;
+    in.scope = view().scope;
     // the predicted Speed chart, its calibration and the Deployment tab's plan.
     syncSpeedPanel();
     in.predictedSpeedChart = m_speedPanel->concurrencyChart();
@@ -1045,7 +1036,7 @@ void MainWindow::exportChartInteractive(const QString& name) {
         if (!ok)
             return;
     }
-    // kvledger export's size (900 x 520, 1800 px wide at 2x) for a chart, whatever the window;
+    // kvledger export's size (960 x 540, 1920 px wide at 2x) for a chart, whatever the window;
     // a table takes the size it needs.
     const QSize size = !spec->table ? kDefaultChartSize : QSize();
     QString error;

@@ -94,10 +94,13 @@ int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {
     }
     const auto r = core::computeLedger(inv.scenario);
     const auto ladder = core::computeLadder(inv.scenario);
-    if (inv.has("json"))
-        out << io::dumpJson(io::ledgerJson(inv.scenario, r, ladder)) << "\n";
-    else
+    if (inv.has("json")) {
+        Json j = io::ledgerJson(inv.scenario, r, ladder);
+        j["valid"] = true; // the layout is one vLLM takes; see runLedgerCli for one it refuses
+        out << io::dumpJson(j) << "\n";
+    } else {
         cli::printLedgerTable(out, inv.scenario, r, ladder, inv.units);
+    }
     return 0;
 }
 
@@ -308,6 +311,11 @@ int runLedgerCli(const std::vector<std::string>& args, std::ostream& out, std::o
     auto inv = parseCommand(first, rest);
     if (!inv) {
         err << "kvledger " << first << ": " << printable(inv.error().message) << "\n";
+        // A layout vLLM refuses (parse.cpp) is still an answer a script can read: with --json
+        // it is {"valid": false, "error": ...} on stdout, and exit 2 as on the terminal.
+        if (first == "ledger" && inv.error().code == ErrorCode::Unsupported &&
+            std::find(rest.begin(), rest.end(), "--json") != rest.end())
+            out << io::dumpJson(Json{{"valid", false}, {"error", inv.error().message}}) << "\n";
         return 2;
     }
     if (inv->help) {

@@ -96,16 +96,19 @@ const std::vector<AppOption>& appOptions() {
             {"scale", "F",
              "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
                  fixed(kMaxScale, 0) + ", at most " + fixed(widgets::kMaxPngPixels / 1e6, 0) +
-                 " megapixels (default 1)",
+                 " megapixels (default " + fixed(kDefaultScale, 0) + ")",
              [](const std::string& v) -> Status {
                  auto s = parseScale(v);
                  return s ? Status{} : Status{s.error()};
              }},
             {"size", "WxH",
-             "chart size in pixels (default " + sizeText(kDefaultChartSize) +
-                 "), or the window's for --screenshot (default " + sizeText(kDefaultWindowSize) +
-                 "); " + std::to_string(kMinWidth) + "x" + std::to_string(kMinHeight) + " to " +
-                 std::to_string(kMaxSide) + "x" + std::to_string(kMaxSide),
+             "chart size in pixels (default " + sizeText(kDefaultChartSize) + ", so " +
+                 sizeText(kDefaultChartSize * kDefaultScale) +
+                 " PNG pixels; a table takes the size it needs), or the window's for --screenshot "
+                 "(default " +
+                 sizeText(kDefaultWindowSize) + "); " + std::to_string(kMinWidth) + "x" +
+                 std::to_string(kMinHeight) + " to " + std::to_string(kMaxSide) + "x" +
+                 std::to_string(kMaxSide),
              [](const std::string& v) -> Status {
                  auto s = parseSize(v);
                  return s ? Status{} : Status{s.error()};
@@ -217,7 +220,9 @@ const std::vector<AppOption>& appOptions() {
                                          "or engines, got '" +
                                          v + "'")};
              }},
-            {"theme", "T", "light or dark (default light)",
+            {"theme", "T",
+             "light or dark (default light): the window's colours, and an exported chart's or "
+             "table's; the PDF report prints light",
              [](const std::string& v) -> Status {
                  return v == "light" || v == "dark"
                             ? Status{}
@@ -285,7 +290,8 @@ const std::vector<CommandSpec>& commands() {
         {"export",
          {"export --chart NAME --out FILE [options]", "export --report FILE.pdf [options]"},
          "a chart, a table or the review report, written without a window",
-         {"chart", "out", "report", "scale", "size", "units", "reference", "probe-results"},
+         {"chart", "out", "report", "scale", "size", "units", "reference", "probe-results",
+          "theme"},
          true},
         {"--screenshot",
          {"--screenshot FILE.png [options]"},

@@ -136,8 +136,26 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
         };
         if (auto problem = s->fieldProblem())
             return named(*problem);
-        if (auto problem = s->validate())
+        if (auto problem = s->validate()) {
+            // A layout size out of range names the options that set it ("--pp: pipeline
+            // parallel size 100 exceeds the model's 32 layers").
+            static const std::vector<std::pair<std::string_view, std::vector<const char*>>>
+                kOptionsOfProblem{{"tp (GPU count)", {"tp"}},
+                                  {"pipeline parallel", {"pp"}},
+                                  {"data parallel", {"dp"}},
+                                  {"decode context parallel", {"dcp", "tp"}}};
+            for (const auto& [start, options] : kOptionsOfProblem)
+                if (problem->rfind(start, 0) == 0) {
+                    std::string set;
+                    for (const auto* o : options)
+                        for (const auto& g : given)
+                            if (g.name == o)
+                                set += (set.empty() ? "--" : ", --") + g.name;
+                    if (!set.empty())
+                        return bad(set + ": " + *problem);
+                }
             return bad(*problem);
+        }
         if (auto problem = core::blockSizeProblem(*s))
             return named(*problem);
         // The planner sizes each GPU kind's KV pool from that kind's memory, as vLLM does with
@@ -155,8 +173,11 @@ Result<Invocation> parseArguments(const CommandSpec& c, const QStringList& argv)
                     if (g.name == "tp" || g.name == "pp" || g.name == "dp" || g.name == "dcp" ||
                         g.name == "enable-expert-parallel")
                         set += (set.empty() ? "--" : ", --") + g.name;
-                return bad((set.empty() ? std::string("--scenario") : set) + ": layout " +
-                           core::layoutLabel(core::layoutOf(*s)) + ": " + st.error().message);
+                // Unsupported, not BadInput: ledger --json answers it with "valid": false.
+                return makeError(ErrorCode::Unsupported,
+                                 (set.empty() ? std::string("--scenario") : set) + ": layout " +
+                                     core::layoutLabel(core::layoutOf(*s)) + ": " +
+                                     st.error().message);
             }
         // A context beyond max_model_len is one vLLM rejects; raising max_model_len (which vLLM
         // then checks against memory, as the ledger does) is the user's call, not ours.

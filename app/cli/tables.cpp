@@ -6,6 +6,7 @@
 
 #include "core/deployment.h"
 #include "core/engine.h"
+#include "core/hybrid_note.h"
 #include "core/io/ledger_json.h"
 #include "core/io/scenario_file.h"
 #include "core/saturating.h"
@@ -45,11 +46,14 @@ void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::Led
     out << "  attention " << r.kv.attentionLabel << ", KV " << core::formatLabel(r.kv.format)
         << ", "
         << (r.blockSize > 0 ? "paged " + std::to_string(r.blockSize) : std::string("contiguous"));
-    if (s.levers.prefix.enabled)
+    // Capacity depends on the shared prefix: the headline says which, or that there is none.
+    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
         out << ", prefix " << withThousands(s.levers.prefix.sharedTokens) << " tokens x "
             << (s.levers.prefix.sharingRequests > 0
                     ? std::to_string(s.levers.prefix.sharingRequests)
                     : std::string("all"));
+    else
+        out << ", no shared prefix";
     out << "\n\n";
 }
 
@@ -191,6 +195,11 @@ void printLadder(std::ostream& out, const core::Scenario& s, const core::LedgerR
             << std::setw(20) << formatBytes(st.result.kvBytesPerTokenPerGpu, u) << std::setw(22)
             << formatBytes(st.result.kvBytesPerRequestPerGpu, u) << std::setw(22)
             << withThousands(st.result.maxRequestsAtContext) << "\n";
+    }
+    // A hybrid model's figures do not read as a dense one's: say why, under the ladder.
+    for (const auto& note : core::hybridLadderNotes(s, r, ladder, u)) {
+        out << "\n  ";
+        wrapped(out, printable(note), 2, 2);
     }
     for (const auto& wmsg : r.warnings)
         out << "\n  warning: " << printable(wmsg);

@@ -566,11 +566,13 @@ core::Scenario defaultScenario() {
         s.hardware.gpu = *g;
     // The scenario both kvledger's CLI and the window's first launch show, one vLLM runs as
     // printed: vLLM's defaults (KV in the model's dtype, `--kv-cache-dtype auto`; paging with the
-    // block size vLLM picks; utilization 0.92; TP 1; reserves estimated), a 4K context under
-    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B), and a 2K system prompt every
-    // request shares (prefix caching is on by default in vLLM v1), so the sharing lever shows.
-    // vLLM's own figures (GPU KV cache size, maximum concurrency) do not depend on the prefix.
-    s.levers.prefix.enabled = true;
+    // block size vLLM picks; utilization 0.92; TP 1; reserves estimated) and a 4K context under
+    // max_model_len 0 = the model's maximum (8192 for Llama-3-8B).
+    // No shared prefix: a capacity figure must not count on cache hits the workload may never
+    // give. vLLM v1 caches prefixes by default, but what is shared depends on the traffic, and
+    // vLLM's own figures (GPU KV cache size, maximum concurrency) assume none. The lever is
+    // off with a 2K prompt ready, so turning it on (the ladder's "+prefix" step) shows the gain.
+    s.levers.prefix.enabled = false;
     s.levers.prefix.sharedTokens = 2048;
     s.levers.prefix.sharingRequests = 0;
     return s;

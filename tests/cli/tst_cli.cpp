@@ -137,6 +137,9 @@ private slots:
     void scopeOnEveryFigure();
     void planNamesItsGpuAndFlagsSlowPlans_data();
     void planNamesItsGpuAndFlagsSlowPlans();
+    void hybridLadderExplained_data();
+    void hybridLadderExplained();
+    void defaultHasNoSharedPrefix();
 };
 
 void TestCli::doneWhen() {
@@ -656,11 +659,14 @@ void TestCli::speedFields_data() {
     // FP8 halves it (17.18 GB).
     QTest::addRow("fp8") << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "0"}
                          << 32.0 * 8192 * 65536;
-    // The default scenario: BF16 and a 2K prefix read once per step, not once per request.
-    QTest::addRow("default: bf16 + 2K shared prefix")
-        << QStringList{} << (32.0 * (8192 - 2048) + 2048) * 131072;
+    // The default scenario: BF16 and no shared prefix (issue 29, item 12).
+    QTest::addRow("default: bf16, no shared prefix") << QStringList{} << 32.0 * 8192 * 131072;
+    // A 2K prefix shared by all is read once per step, not once per request.
+    QTest::addRow("bf16 + 2K shared prefix")
+        << QStringList{"--prefix-tokens", "2K"} << (32.0 * (8192 - 2048) + 2048) * 131072;
     QTest::addRow("fp8 + 2K shared prefix")
-        << QStringList{"--kv-dtype", "fp8"} << (32.0 * (8192 - 2048) + 2048) * 65536;
+        << QStringList{"--kv-dtype", "fp8", "--prefix-tokens", "2K"}
+        << (32.0 * (8192 - 2048) + 2048) * 65536;
 }
 
 void TestCli::speedFields() {
@@ -686,11 +692,13 @@ void TestCli::speedFields() {
 }
 
 void TestCli::defaultIsWhatVllmRuns() {
-    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults and a
-    // shared prefix), the same one the window's first launch shows.
+    // Issue 13: the default scenario is one vLLM runs as printed (vLLM's defaults), the same
+    // one the window's first launch shows; since issue 29 (item 12) it assumes no shared
+    // prefix, so no block is counted as shared.
     const auto o = ledgerJson({});
     QCOMPARE(o.value("kv_bytes_per_token").toInteger(), qint64(32 * 8 * 128 * 2 * 2));
-    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(2048) * 131072);
+    QCOMPARE(o.value("shared_bytes_per_request_per_gpu").toInteger(), qint64(0));
+    QCOMPARE(o.value("prefix_tokens").toInteger(), qint64(0));
     QVERIFY2(o.value("vllm_command").toString().contains(QStringLiteral("--kv-cache-dtype auto")),
              qPrintable(o.value("vllm_command").toString()));
     QVERIFY(!o.value("vllm_refused").toBool());
@@ -744,15 +752,18 @@ void TestCli::planInfeasible_data() {
     // Issue 32, item 5: 100,000 users of 32K on Llama-3.1-70B need more than 64 GPUs of any
     // kind; the reason names memory for the users and the most that fit, never the heads.
     // The deepest pipeline holds the most: 64 H100s give about 64 x 74 GB to KV after 141 GB
-    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 440.
+    // of weights, over 10.7 GB per 32K request (80 layers x 8 KV heads x 128 x 2 x 2 B): 412.
+    // (With the 2K prefix every request shared before issue 29's item 12, a request held 30 of
+    // its 32K tokens alone and 440 fit: 412 x 32 / 30. On B200s that prefix made two replicas
+    // of PP 8 hold 1,048; without it one PP 16 replica holds the most.)
     QTest::addRow("b200")
         << QStringList{"--gpu", "b200"}
-        << "memory for the users: at most 1,048 fit on 64 x B200 180GB as TP 4 x PP 8 x DP 2 (524 "
-           "per replica); 100,000 need more than 64 GPUs"
+        << "memory for the users: at most 996 fit on 64 x B200 180GB as TP 4 x PP 16; 100,000 "
+           "need more than 64 GPUs"
         << 64;
     QTest::addRow("h100")
         << QStringList{"--gpu", "h100-80gb"}
-        << "memory for the users: at most 440 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
+        << "memory for the users: at most 412 fit on 64 x H100 SXM 80GB as TP 4 x PP 16; 100,000 "
            "need more than 64 GPUs"
         << 64;
 }
@@ -1017,8 +1028,9 @@ void TestCli::planWithRate() {
 }
 
 void TestCli::simulateTable() {
+    // The default scenario shares no prefix (issue 29, item 12): --prefix-share names its length.
     const Run r = run({"simulate", "--rate", "3", "--requests", "300", "--slo-ttft-ms", "500",
-                       "--prefix-share", "0.5", "--dp", "4"});
+                       "--prefix-tokens", "2048", "--prefix-share", "0.5", "--dp", "4"});
     QCOMPARE(r.rc, 0);
     QVERIFY(r.err.isEmpty());
     for (const char* s : {"Simulation", "per replica", "cluster", "Latency (ms)", "TTFT", "TPOT",
@@ -1356,6 +1368,17 @@ void TestCli::invalidLayoutIsAnError_data() {
                                  "replicate 8 KV heads evenly";
     QTest::addRow("ep on a dense model") << QStringList{"--tp", "2", "--enable-expert-parallel"}
                                          << "--tp, --enable-expert-parallel: layout";
+    QTest::addRow("tp and pp json")
+        << QStringList{"--tp", "3", "--pp", "2", "--json"} << "--tp, --pp: layout";
+    // Sizes out of range name the option that set them, as the layout's refusals do.
+    QTest::addRow("pp beyond the layers")
+        << QStringList{"--pp", "100"}
+        << "--pp: pipeline parallel size 100 exceeds the model's 32 layers";
+    QTest::addRow("dcp not dividing tp")
+        << QStringList{"--dcp", "3"}
+        << "--dcp: decode context parallel size must divide the tensor parallel size 1, got 3";
+    QTest::addRow("dcp and tp") << QStringList{"--tp", "4", "--dcp", "3"}
+                                << "--dcp, --tp: decode context parallel size must divide";
 }
 
 void TestCli::invalidLayoutIsAnError() {
@@ -1364,9 +1387,18 @@ void TestCli::invalidLayoutIsAnError() {
     args.prepend(QStringLiteral("ledger"));
     const Run r = run(args);
     QCOMPARE(r.rc, 2);
-    QVERIFY(r.out.isEmpty());
     QVERIFY2(r.err.contains(says), qPrintable(r.err));
     QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+    if (!args.contains(QStringLiteral("--json"))) {
+        QVERIFY(r.out.isEmpty());
+        return;
+    }
+    // With --json the refusal is also an answer: {"valid": false, "error": the same line}.
+    const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(o.value("valid"), QJsonValue(false));
+    QVERIFY2(o.value("error").toString().contains(says), qPrintable(r.out));
+    QVERIFY(r.err.trimmed().endsWith(o.value("error").toString()));
+    QCOMPARE(ledgerJson({"--tp", "2"}).value("valid"), QJsonValue(true));
 }
 
 // Issue 29, item 5: a context beyond max_model_len (the model's, or --max-model-len) is
@@ -1530,3 +1562,50 @@ void TestCli::planNamesItsGpuAndFlagsSlowPlans() {
 
 QTEST_APPLESS_MAIN(TestCli)
 #include "tst_cli.moc"
+
+// Issue 29, item 3: under a hybrid model's ladder, why KV/token x context is not the request's
+// figure and why "+paging" lowers vLLM's concurrency; nothing of the kind for a dense model.
+void TestCli::hybridLadderExplained_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("hybrid");
+    QTest::addRow("gemma-3-27b fp8 128K")
+        << QStringList{"--model", "gemma-3-27b", "--kv-dtype", "fp8", "--context", "128K"} << true;
+    QTest::addRow("gpt-oss-120b h200")
+        << QStringList{"--model", "gpt-oss-120b", "--gpu", "h200", "--context", "128K"} << true;
+    QTest::addRow("llama-3.1-8b (dense)")
+        << QStringList{"--model", "llama-3.1-8b", "--context", "128K"} << false;
+}
+
+void TestCli::hybridLadderExplained() {
+    QFETCH(QStringList, args);
+    QFETCH(bool, hybrid);
+    const Run r = run(QStringList{"ledger"} + args);
+    QVERIFY2(r.rc == 0, qPrintable(r.err));
+    const qsizetype ladder = r.out.indexOf(QStringLiteral("Lever ladder"));
+    QVERIFY(ladder >= 0);
+    const QString after = r.out.mid(ladder).simplified(); // the notes wrap at 100 columns
+    QCOMPARE(after.contains(QStringLiteral("Hybrid model: ")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("is not what a request holds")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("SlidingWindowSpec.max_memory_usage_bytes")), hybrid);
+    QCOMPARE(after.contains(QStringLiteral("Why \"+paging")), hybrid);
+}
+
+// Issue 29, item 12: the default scenario assumes no shared prefix, and says so in the
+// headline; --prefix-tokens puts one back and the headline names it.
+void TestCli::defaultHasNoSharedPrefix() {
+    const QJsonObject o = ledgerJson({});
+    QCOMPARE(o.value("prefix_tokens").toInteger(), qint64(0));
+    const Run plain = run({"ledger"});
+    QVERIFY2(plain.out.section('\n', 0, 3).contains(QStringLiteral(", no shared prefix\n")),
+             qPrintable(plain.out));
+    const Run shared = run({"ledger", "--prefix-tokens", "2K"});
+    QVERIFY2(shared.out.section('\n', 0, 3).contains(QStringLiteral(", prefix 2,048 tokens x all")),
+             qPrintable(shared.out));
+    // A prefix shared by every request raises the requests that fit at 8K: Llama-3.1-8B on an
+    // H100 from 52 to 69, as the README says. The default must not count on it.
+    const QJsonObject with =
+        ledgerJson({"--model", "llama-3.1-8b", "--context", "8K", "--prefix-tokens", "2K"});
+    const QJsonObject without = ledgerJson({"--model", "llama-3.1-8b", "--context", "8K"});
+    QCOMPARE(without.value("max_requests_at_context").toInteger(), qint64(52));
+    QCOMPARE(with.value("max_requests_at_context").toInteger(), qint64(69));
+}

@@ -1725,10 +1725,11 @@ void TstIo::defaultScenario() {
     QVERIFY(!s.hardware.activationBytes && !s.hardware.overheadBytes); // estimated
     QVERIFY(s.levers.paging.enabled);
     QCOMPARE(s.levers.paging.blockSize, 0); // vLLM's choice: 16 for Llama on an H100
-    // Issue 13: a default vLLM runs as printed: KV in the model's dtype (--kv-cache-dtype auto)
-    // and a 2K prefix every request shares; the attention and quantization what-ifs stay off.
+    // Issue 13: a default vLLM runs as printed: KV in the model's dtype (--kv-cache-dtype auto);
+    // the attention and quantization what-ifs stay off. Issue 29 (item 12): no shared prefix
+    // is assumed; the lever is off with a 2K prompt ready for when it is turned on.
     QVERIFY(!s.levers.attention.enabled && !s.levers.quant.enabled);
-    QVERIFY(s.levers.prefix.enabled);
+    QVERIFY(!s.levers.prefix.enabled);
     QCOMPARE(s.levers.prefix.sharedTokens, qint64(2048));
     QCOMPARE(s.levers.prefix.sharingRequests, qint64(0));
     QCOMPARE(s.workload.context, qint64(4096));

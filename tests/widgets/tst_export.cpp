@@ -12,7 +12,9 @@
 #include "headless.h"
 #include "main_window.h"
 #include "special_files.h"
+#include "theme.h"
 
+#include "widgets/charts/chart_colors.h"
 #include "widgets/charts/chart_registry.h"
 #include "widgets/charts/chart_widget.h"
 #include "widgets/export/atomic_write.h"
@@ -21,17 +23,22 @@
 #include "widgets/charts/ladder_model.h"
 #include "widgets/state/status_text.h"
 
+#include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
 
 #include <QDate>
 #include <QFile>
 #include <QImage>
+#include <QPainter>
 #include <QRegularExpression>
+#include <QSet>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QXmlStreamReader>
 
 #include <cerrno>
 #include <cmath>
@@ -150,6 +157,14 @@ private slots:
     void writerOnReadOnlyMount();
     void writerChecksTheSuffix_data();
     void writerChecksTheSuffix();
+    void svgRendersAndParses_data();
+    void svgRendersAndParses();
+    void defaultPngIsSlideSized();
+    void ladderImageIsTight();
+    void legendsListOnlyDrawnSeries_data();
+    void legendsListOnlyDrawnSeries();
+    void exportTheme_data();
+    void exportTheme();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -270,14 +285,14 @@ void TestExport::pngScale() {
 }
 
 void TestExport::captionOnImages() {
-    // A chart exported at 900 x 520, 2x (kvledger export's default size): 1800 pixels wide,
-    // with the caption line drawn in its bottom strip.
+    // A chart exported at kvledger export's default size and scale (960 x 540, 2x): 1920
+    // pixels wide, with the caption line drawn in its bottom strip.
     const QString path = m_dir.filePath(QStringLiteral("captioned.png"));
     widgets::ChartWidget* chart = m_window->memoryChart();
     QVERIFY(!chart->caption().isEmpty());
     QVERIFY(m_window->exportChart(QStringLiteral("memory"), path, 2.0, app::kDefaultChartSize));
     const QImage with(path);
-    QCOMPARE(with.size(), QSize(1800, 1040));
+    QCOMPARE(with.size(), QSize(1920, 1080));
     const QString caption = chart->caption();
     chart->setCaption(QString());
     const QString bare = m_dir.filePath(QStringLiteral("bare.png"));
@@ -358,7 +373,7 @@ void TestExport::headlessExport() {
         QVERIFY(parsed.ok());
         verifyCurveCsv(bytes, parsed->scenario, out.startsWith(QLatin1String("memory")));
     } else if (out.endsWith(QLatin1String(".png"))) {
-        QCOMPARE(QImage(path).size(), QSize(1800, 1040));
+        QCOMPARE(QImage(path).size(), app::kDefaultChartSize * 2);
     } else if (out.endsWith(QLatin1String(".svg"))) {
         QVERIFY(bytes.contains("<svg"));
     } else if (out.endsWith(QLatin1String(".pdf"))) {
@@ -416,8 +431,8 @@ void TestExport::headlessScreenshot() {
     QVERIFY2(rc == 0, e.str().c_str());
     QImage img(path);
     QCOMPARE(img.size(), QSize(1200, 800));
-    QVERIFY(
-        QString::fromStdString(o.str()).contains(QStringLiteral("INT8 | paged 16 | prefix 2K")));
+    QVERIFY(QString::fromStdString(o.str()).contains(
+        QStringLiteral("INT8 | paged 16 | shared prefix 2K x all requests")));
 }
 
 void TestExport::everyRegistryChartExports() {
@@ -794,3 +809,234 @@ void TestExport::writerChecksTheSuffix() {
 
 QTEST_MAIN(TestExport)
 #include "tst_export.moc"
+
+namespace {
+
+// Runs kvledger export with `args` (after "export"); the exit code.
+int headless(const QStringList& args, std::string* err = nullptr) {
+    std::vector<std::string> argv{"export"};
+    for (const QString& a : args)
+        argv.push_back(a.toStdString());
+    std::ostringstream o, e;
+    const int rc = app::runHeadlessGuiCommand(argv, o, e);
+    if (err)
+        *err = e.str();
+    return rc;
+}
+
+// Rows of `img` with no pixel other than the background (the corner's colour).
+std::vector<bool> blankRows(const QImage& img) {
+    const QRgb bg = img.pixel(1, 1);
+    std::vector<bool> blank(static_cast<std::size_t>(img.height()), true);
+    for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width() && blank[static_cast<std::size_t>(y)]; ++x)
+            blank[static_cast<std::size_t>(y)] = img.pixel(x, y) == bg;
+    return blank;
+}
+
+} // namespace
+
+void TestExport::svgRendersAndParses_data() {
+    QTest::addColumn<QString>("chart");
+    for (const char* c : {"memory", "concurrency", "breakdown", "speed-concurrency", "ladder"})
+        QTest::addRow("%s", c) << QString::fromLatin1(c);
+}
+
+void TestExport::svgRendersAndParses() {
+    // An exported SVG is well-formed XML with the size a viewer needs, and a real renderer (Qt
+    // SVG's, as rsvg-convert and ImageMagick read the same SVG Tiny subset) draws it: not blank.
+    QFETCH(QString, chart);
+    const QString path = m_dir.filePath(QStringLiteral("render-%1.svg").arg(chart));
+    QString error;
+    QVERIFY2(m_window->exportChart(chart, path, 1.0, QSize(800, 450), &error), qPrintable(error));
+    const QByteArray bytes = readAll(path);
+    QXmlStreamReader xml(bytes);
+    bool sawRoot = false;
+    QSizeF declared;
+    QRectF viewBox;
+    while (!xml.atEnd()) {
+        xml.readNext();
+        if (xml.isStartElement() && !sawRoot) {
+            sawRoot = true;
+            QCOMPARE(xml.name().toString(), QStringLiteral("svg"));
+            const auto a = xml.attributes();
+            QVERIFY(a.hasAttribute(QStringLiteral("width")));
+            QVERIFY(a.hasAttribute(QStringLiteral("height")));
+            QVERIFY(a.hasAttribute(QStringLiteral("viewBox")));
+            const QStringList vb = a.value(QStringLiteral("viewBox")).toString().split(' ');
+            QCOMPARE(vb.size(), 4);
+            viewBox =
+                QRectF(vb[0].toDouble(), vb[1].toDouble(), vb[2].toDouble(), vb[3].toDouble());
+            // The size in mm is the viewBox at 96 dpi (CSS pixels): a renderer draws it at the
+            // size exported, not 4/3 of it.
+            const QString width = a.value(QStringLiteral("width")).toString();
+            QVERIFY2(width.endsWith(QStringLiteral("mm")), qPrintable(width));
+            declared = QSizeF(width.chopped(2).toDouble(),
+                              a.value(QStringLiteral("height")).toString().chopped(2).toDouble());
+            QVERIFY2(std::abs(declared.width() / 25.4 * 96 - viewBox.width()) < 1.5,
+                     qPrintable(width));
+            QVERIFY(std::abs(declared.height() / 25.4 * 96 - viewBox.height()) < 1.5);
+        }
+    }
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QVERIFY(sawRoot);
+    QVERIFY(viewBox.width() >= 800 && viewBox.height() >= 450);
+    QSvgRenderer renderer(bytes);
+    QVERIFY(renderer.isValid());
+    QCOMPARE(renderer.viewBoxF(), viewBox);
+    QImage img(viewBox.size().toSize(), QImage::Format_ARGB32);
+    img.fill(Qt::transparent);
+    {
+        QPainter p(&img);
+        renderer.render(&p);
+    }
+    // Drawn: most of the image is painted (the background), and text and lines in more than
+    // a couple of colours.
+    int painted = 0;
+    QSet<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 2)
+        for (int x = 0; x < img.width(); x += 2) {
+            const QRgb c = img.pixel(x, y);
+            painted += qAlpha(c) > 0 ? 1 : 0;
+            if (colours.size() < 64)
+                colours.insert(c);
+        }
+    QVERIFY2(painted > img.width() * img.height() / 4 * 9 / 10,
+             qPrintable(QString::number(painted)));
+    QVERIFY2(colours.size() > 8, qPrintable(QString::number(colours.size())));
+}
+
+void TestExport::defaultPngIsSlideSized() {
+    // Without --size or --scale: 960 x 540 at 2x, a 1920 x 1080 PNG.
+    const QString path = m_dir.filePath(QStringLiteral("default-size.png"));
+    std::string err;
+    QCOMPARE(headless({"--chart", "memory", "--out", path}, &err), 0);
+    const QImage img(path);
+    QCOMPARE(img.size(), app::kDefaultChartSize * app::kDefaultScale);
+    QVERIFY(img.width() >= 1600);
+    QCOMPARE(app::kDefaultScale, 2.0);
+}
+
+void TestExport::ladderImageIsTight() {
+    // The ladder's image is its table and a bar chart of requests per step, with no empty band:
+    // it was the table in the top third of a 946 x 520 image.
+    const QString path = m_dir.filePath(QStringLiteral("ladder-tight.png"));
+    std::string err;
+    QCOMPARE(headless({"--chart", "ladder", "--out", path}, &err), 0);
+    const QImage img(path);
+    QVERIFY(img.width() >= 1600);
+    const std::vector<bool> blank = blankRows(img);
+    int run = 0, longest = 0;
+    for (bool b : blank) {
+        run = b ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    QVERIFY2(longest < img.height() / 10,
+             qPrintable(QStringLiteral("%1 blank rows of %2").arg(longest).arg(img.height())));
+    // The bars: each applied step's colour appears in the lower half, the table's is above.
+    const widgets::ChartColors c = widgets::ChartColors::light();
+    int barPixels = 0;
+    for (int y = img.height() / 2; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x)
+            barPixels += QColor(img.pixel(x, y)) == c.steps[1] ? 1 : 0;
+    QVERIFY2(barPixels > 500, qPrintable(QString::number(barPixels)));
+    // A larger --size gives the bars the room, not an empty band.
+    const QString big = m_dir.filePath(QStringLiteral("ladder-big.png"));
+    QCOMPARE(headless({"--chart", "ladder", "--out", big, "--size", "1200x900", "--scale", "1"}),
+             0);
+    const QImage large(big);
+    QCOMPARE(large.size(), QSize(std::max(1200, img.width() / 2), 900));
+    run = longest = 0;
+    for (bool b : blankRows(large)) {
+        run = b ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    QVERIFY2(longest < large.height() / 10, qPrintable(QString::number(longest)));
+}
+
+void TestExport::legendsListOnlyDrawnSeries_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<qint64>("context");
+    QTest::addColumn<qint64>("prefix");
+    // A 2K prefix that leaves per-request memory alone: "+paging 16" under the current line.
+    QTest::addRow("llama-3-8b, prefix 2K") << "llama-3-8b" << 1 << qint64(8192) << qint64(2048);
+    // A baseline (MHA, contiguous at max_model_len) that holds no request at any context.
+    QTest::addRow("llama-3.1-70b TP 4 at 128K")
+        << "llama-3.1-70b" << 4 << qint64(131072) << qint64(0);
+}
+
+void TestExport::legendsListOnlyDrawnSeries() {
+    QFETCH(QString, model);
+    QFETCH(int, tp);
+    QFETCH(qint64, context);
+    QFETCH(qint64, prefix);
+    core::Scenario s = m_window->scenario();
+    const core::Scenario saved = s;
+    s.model = *io::findModel(model.toStdString());
+    s.hardware.gpuCount = tp;
+    s.workload.context = context;
+    s.workload.maxModelLen = context;
+    s.levers.prefix.enabled = prefix > 0;
+    s.levers.prefix.sharedTokens = prefix > 0 ? prefix : s.levers.prefix.sharedTokens;
+    s.levers.prefix.sharingRequests = 0;
+    m_window->setScenario(s);
+    QTRY_COMPARE(m_window->pendingReplots(), 0);
+    QVERIFY(m_window->snapshot().ledger.error.empty());
+    bool tested = false;
+    for (widgets::ChartWidget* chart : {m_window->memoryChart(), m_window->concurrencyChart()}) {
+        // Every series has a point, and none is drawn exactly under a later one (the pinned
+        // reference, dashed, is drawn over the lines and may match).
+        for (int i = 0; i < chart->seriesCount(); ++i) {
+            if (chart->seriesDashed(i))
+                continue;
+            const QVector<double> vi = chart->seriesValues(i);
+            QVERIFY2(!vi.isEmpty(), qPrintable(chart->seriesName(i) + " has nothing to draw"));
+            for (int j = i + 1; j < chart->seriesCount(); ++j)
+                if (!chart->seriesDashed(j))
+                    QVERIFY2(
+                        vi != chart->seriesValues(j) ||
+                            chart->seriesKeys(i) != chart->seriesKeys(j),
+                        qPrintable(chart->seriesName(i) + " lies under " + chart->seriesName(j)));
+        }
+        tested = tested || chart->seriesCount() >= 2;
+    }
+    QVERIFY(tested);
+    // The sweep itself has the hidden steps: the legend leaves out what the ledger computed.
+    const core::SweepResult sweep = core::computeSweep(s);
+    int applied = 0;
+    for (const auto& c : sweep.curves)
+        applied += !c.isCurrent && c.applied ? 1 : 0;
+    QVERIFY(applied >= 3);
+    m_window->setScenario(saved);
+    QTRY_COMPARE(m_window->pendingReplots(), 0);
+}
+
+void TestExport::exportTheme_data() {
+    QTest::addColumn<QString>("theme");
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<bool>("dark");
+    QTest::addRow("memory, dark") << "dark"
+                                  << "memory" << true;
+    QTest::addRow("memory, light") << "light"
+                                   << "memory" << false;
+    QTest::addRow("ladder, dark") << "dark"
+                                  << "ladder" << true;
+}
+
+void TestExport::exportTheme() {
+    // kvledger export --theme: the chart's and the table's background in the theme's colours.
+    QFETCH(QString, theme);
+    QFETCH(QString, chart);
+    QFETCH(bool, dark);
+    const QString path = m_dir.filePath(QStringLiteral("theme-%1-%2.png").arg(chart, theme));
+    std::string err;
+    const int rc =
+        headless({"--chart", chart, "--out", path, "--theme", theme, "--scale", "1"}, &err);
+    app::applyTheme(app::Theme::System); // the other tests' window as it was
+    QVERIFY2(rc == 0, err.c_str());
+    const QImage img(path);
+    QVERIFY(!img.isNull());
+    const QColor bg(img.pixel(2, 2));
+    QVERIFY2(dark ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.8, qPrintable(bg.name()));
+}

@@ -11,6 +11,7 @@
 #include "widgets/charts/chart_widget.h"
 #include "widgets/charts/curve_chart.h"
 #include "widgets/charts/ladder_model.h"
+#include "widgets/deployment/deployment_panel.h"
 #include "widgets/scenario/scenario_panel.h"
 #include "widgets/scenario/warnings_banner.h"
 
@@ -21,14 +22,18 @@
 #include <QGroupBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextLayout>
 #include <QToolButton>
 
 #include <memory>
@@ -100,6 +105,8 @@ private slots:
     void placeholderNotClipped_data();
     void placeholderNotClipped();
     void longBannerOpensPopup();
+    void everyTab_data();
+    void everyTab();
 
 private:
     void open(QSize size);
@@ -181,6 +188,16 @@ void TestLayout::windowAtSize() {
     QVERIFY(scroll);
     QCOMPARE(scroll->verticalScrollBar()->value(), 0);
     QVERIFY(!w->panel()->geometryEditorShown()); // folded by default
+    // The default assumes no shared prefix (issue 29, item 12): the lever is one click away,
+    // and its controls, once it is on, must be on screen too.
+    QVERIFY(!w->scenario().levers.prefix.enabled);
+    {
+        core::Scenario s = w->scenario();
+        s.levers.prefix.enabled = true;
+        w->setScenario(s);
+        QTRY_COMPARE(w->pendingReplots(), 0);
+        QCoreApplication::processEvents();
+    }
     QWidget* viewport = scroll->viewport();
     for (const char* name : {"contextSlider", "contextSpin", "prefixGroup", "prefixTokensSpin",
                              "prefixRequestsSpin", "targetRequestsSpin"}) {
@@ -295,6 +312,153 @@ void TestLayout::longBannerOpensPopup() {
     for (const auto& it : banner->items())
         QVERIFY2(text.contains(it.text.toHtmlEscaped()), qPrintable(it.text));
     popup->close();
+}
+
+namespace {
+
+// Every shown column of a table with rows is on screen whole (no horizontal scrolling to
+// reach it) and its header lines fit the column (no elided header): the first problem, or "".
+QString tableProblem(const QTableView* table, const QString& where) {
+    const QHeaderView* header = table->horizontalHeader();
+    const QAbstractItemModel* model = table->model();
+    const QFontMetrics fm(header->font());
+    const int viewport = table->viewport()->width();
+    for (int c = 0; c < model->columnCount(); ++c) {
+        if (table->isColumnHidden(c))
+            continue;
+        const QString title = model->headerData(c, Qt::Horizontal).toString();
+        const int x = header->sectionViewportPosition(c);
+        const int w = header->sectionSize(c);
+        if (x < 0 || x + w > viewport + 1)
+            return QStringLiteral("%1: column \"%2\" at %3..%4 of a %5 px viewport (all "
+                                  "columns: %6 px)")
+                .arg(where, title)
+                .arg(x)
+                .arg(x + w)
+                .arg(viewport)
+                .arg(header->length());
+        for (const QString& line : title.split(QLatin1Char('\n')))
+            if (fm.horizontalAdvance(line) + 8 > w)
+                return QStringLiteral("%1: header \"%2\" needs %3 px in %4")
+                    .arg(where, line)
+                    .arg(fm.horizontalAdvance(line) + 8)
+                    .arg(w);
+    }
+    return {};
+}
+
+// No two rectangles of `rects` overlap (1 px of antialiasing allowed).
+void verifyApart(const QList<QRect>& rects, const QString& what) {
+    for (qsizetype i = 0; i < rects.size(); ++i)
+        for (qsizetype j = i + 1; j < rects.size(); ++j)
+            QVERIFY2(!rects[i].adjusted(1, 1, -1, -1).intersects(rects[j].adjusted(1, 1, -1, -1)),
+                     qPrintable(QStringLiteral("%1: %2,%3 %4x%5 overlaps %6,%7 %8x%9")
+                                    .arg(what)
+                                    .arg(rects[i].x())
+                                    .arg(rects[i].y())
+                                    .arg(rects[i].width())
+                                    .arg(rects[i].height())
+                                    .arg(rects[j].x())
+                                    .arg(rects[j].y())
+                                    .arg(rects[j].width())
+                                    .arg(rects[j].height())));
+}
+
+} // namespace
+
+void TestLayout::everyTab_data() {
+    QTest::addColumn<QSize>("size");
+    QTest::addRow("1366x768") << QSize(1366, 768);
+    QTest::addRow("1600x1000") << QSize(1600, 1000);
+}
+
+void TestLayout::everyTab() {
+    // Issue 29 item 10: on every tab of the window (whatever tabs there are), at a laptop's
+    // 1366 x 768 and at 1600 x 1000, tables show every column with whole headers, the vllm
+    // command keeps each line on one line, and no chart label overlaps another.
+    QFETCH(QSize, size);
+    open(size);
+    MainWindow* w = m_window.get();
+    w->deploymentPanel()->planNow(); // the Deployment tab with its plan, not "Planning..."
+    QTabWidget* tabs = w->tabs();
+    int tables = 0, commands = 0, charts = 0;
+    for (int t = 0; t < tabs->count(); ++t) {
+        tabs->setCurrentIndex(t);
+        QTRY_COMPARE(w->pendingReplots(), 0);
+        QCoreApplication::processEvents();
+        QWidget* page = tabs->widget(t);
+        const QString tab = tabs->tabText(t).remove(QLatin1Char('&'));
+        for (QTableView* table : page->findChildren<QTableView*>()) {
+            if (!table->isVisible() || table->model()->rowCount() == 0)
+                continue;
+            const QString problem =
+                tableProblem(table, tab + QLatin1Char('/') + table->objectName());
+            // Still open (issue 29 item 10): the plan's twelve columns need about 1,260 px
+            // beside its chart, and at 1366 x 768 the ladder's eight columns, speed included,
+            // leave its step names no room. Marked so that a fix shows up as XPASS.
+            if (table->objectName() == QLatin1String("planTable"))
+                QEXPECT_FAIL("", "the plan table is wider than the Deployment tab gives it",
+                             Continue);
+            else if (table == w->ladderView() && size.width() < 1400)
+                QEXPECT_FAIL("", "the ladder's step names get too little room at 1366 px",
+                             Continue);
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+            ++tables;
+        }
+        for (QPlainTextEdit* edit : page->findChildren<QPlainTextEdit*>()) {
+            if (!edit->isVisible() || !edit->toPlainText().startsWith(QLatin1String("vllm ")))
+                continue;
+            // Each line of the command is one line on screen (it scrolls sideways instead).
+            for (QTextBlock b = edit->document()->begin(); b.isValid(); b = b.next())
+                QVERIFY2(!b.layout() || b.layout()->lineCount() <= 1,
+                         qPrintable(QStringLiteral("%1: \"%2\" wraps onto %3 lines")
+                                        .arg(tab, b.text())
+                                        .arg(b.layout()->lineCount())));
+            ++commands;
+        }
+        for (widgets::ChartWidget* chart : page->findChildren<widgets::ChartWidget*>()) {
+            if (!chart->isVisible() || chart->width() < 50)
+                continue;
+            const QString name = tab + QLatin1Char('/') + chart->objectName();
+            QList<QRect> labels;
+            for (const QList<QRect>& axis : chart->tickLabelRects()) {
+                verifyApart(axis, name + QStringLiteral(" tick labels"));
+                labels += axis;
+            }
+            // Bar and point labels: apart from each other and from the axes' labels.
+            const QList<QRect> items = chart->textItemRects();
+            verifyApart(items, name + QStringLiteral(" text items"));
+            for (const QRect& item : items)
+                for (const QRect& label : labels)
+                    QVERIFY2(!item.adjusted(1, 1, -1, -1).intersects(label.adjusted(1, 1, -1, -1)),
+                             qPrintable(name + QStringLiteral(": a text item overlaps a tick "
+                                                              "label")));
+            ++charts;
+        }
+    }
+    // The ladder keeps its speed columns: shown, whole, on screen.
+    tabs->setCurrentIndex(0);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    QTableView* ladder = w->ladderView();
+    const QFontMetrics lfm(ladder->font());
+    for (int c : {int(widgets::LadderModel::StepMsColumn),
+                  int(widgets::LadderModel::TokensPerUserColumn)}) {
+        QVERIFY(!ladder->isColumnHidden(c));
+        for (int row = 0; row < ladder->model()->rowCount(); ++row) {
+            const QString text = ladder->model()->index(row, c).data().toString();
+            QVERIFY2(lfm.horizontalAdvance(text) + 8 <= ladder->columnWidth(c),
+                     qPrintable(QStringLiteral("ladder \"%1\" in %2 px")
+                                    .arg(text)
+                                    .arg(ladder->columnWidth(c))));
+        }
+    }
+    QVERIFY2(tables >= 2, "the ladder and the deployment plan");
+    QVERIFY(commands >= 1); // the Deployment tab's, and the ladder's where it shows one
+    QVERIFY(charts >= 4);
+    const QString shot =
+        QCoreApplication::applicationDirPath() +
+        QStringLiteral("/layout-tabs-%1x%2.png").arg(size.width()).arg(size.height());
+    w->grab().save(shot, "PNG");
 }
 
 QTEST_MAIN(TestLayout)

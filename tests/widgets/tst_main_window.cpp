@@ -103,7 +103,9 @@ void verifyPlotted(const widgets::CurveChart* chart, const core::Scenario& s) {
         QCOMPARE(k, keys.size());
         ++matched;
     }
-    QVERIFY(matched >= 2); // at least the baseline and the current scenario
+    // At least the current scenario; a step drawn exactly under a later one or with no point
+    // (a baseline that holds no request) is left out of the chart and its legend.
+    QVERIFY(matched >= 1);
 }
 
 // The model's geometry editor is folded by default (the workload comes first): open it as a
@@ -265,14 +267,17 @@ void TestMainWindow::leverChangesSeries_data() {
         QVERIFY(selectComboData(child<QComboBox>(w, "blockSizeCombo"), 128));
     }) << Expect([](core::Scenario& s) { s.levers.paging.blockSize = 128; })
                                     << true;
-    QTest::addRow("prefix off") << Action([=](QWidget* w) {
-        setGroupChecked(group("prefixGroup")(w), false);
-    }) << Expect([](core::Scenario& s) { s.levers.prefix.enabled = false; })
-                                << true;
+    // The default assumes no shared prefix (issue 29, item 12): one click turns the 2K on.
+    QTest::addRow("prefix on") << Action([=](QWidget* w) {
+        setGroupChecked(group("prefixGroup")(w), true);
+    }) << Expect([](core::Scenario& s) { s.levers.prefix.enabled = true; })
+                               << true;
     QTest::addRow("prefix 8K shared by 4") << Action([=](QWidget* w) {
+        setGroupChecked(group("prefixGroup")(w), true);
         typeInto(child<QSpinBox>(w, "prefixTokensSpin"), QStringLiteral("8K"));
         typeInto(child<QSpinBox>(w, "prefixRequestsSpin"), QStringLiteral("4"));
     }) << Expect([](core::Scenario& s) {
+        s.levers.prefix.enabled = true;
         s.levers.prefix.sharedTokens = 8192;
         s.levers.prefix.sharingRequests = 4;
     }) << true;
@@ -384,12 +389,12 @@ void TestMainWindow::statusLine_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addRow("first launch, GiB")
         << false
-        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 128 "
-                          "KiB/token, 512 MiB/request @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | no shared prefix -> per GPU: "
+                          "128 KiB/token, 512 MiB/request @4K | ");
     QTest::addRow("first launch, GB")
         << true
-        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | prefix 2K -> per GPU: 131.07 "
-                          "KB/token, 536.87 MB/request @4K | ");
+        << QStringLiteral("Llama-3-8B | GQA-8 | BF16 | paged 16 | no shared prefix -> per GPU: "
+                          "131.07 KB/token, 536.87 MB/request @4K | ");
 }
 
 void TestMainWindow::statusLine() {
@@ -1448,6 +1453,9 @@ void TestMainWindow::controlsThatDoNotApply() {
     QVERIFY(test::selectComboData(child<QComboBox>(w, "kvDtypeCombo"), int(core::KvDtype::Int4)));
     QVERIFY(group->isEnabled());
     // Prefix sharing: what it saves, nothing with one request, and nothing without paging.
+    // (Off by default since issue 29's item 12: turned on as a user would.)
+    test::setGroupChecked(child<QGroupBox>(w, "prefixGroup"), true);
+    QTRY_COMPARE(w->pendingReplots(), 0);
     auto* info = child<QLabel>(w, "prefixInfo");
     const core::LedgerResult r = core::computeLedger(w->scenario());
     QVERIFY(r.sharedBytesPerRequestPerGpu > 0);

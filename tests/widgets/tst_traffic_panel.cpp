@@ -272,8 +272,9 @@ void TestTrafficPanel::exportWritesPngOfSize() {
     std::ostringstream out, err;
     const int rc = app::runHeadlessGuiCommand(
         {"export", "--chart", chart.toStdString(), "--out", path.toStdString(), "--size",
-         std::to_string(size.width()) + "x" + std::to_string(size.height()), "--model",
-         "llama-3.1-8b", "--max-model-len", "8192", "--max-num-seqs", "32", "--prefix-tokens", "0"},
+         std::to_string(size.width()) + "x" + std::to_string(size.height()), "--scale", "1",
+         "--model", "llama-3.1-8b", "--max-model-len", "8192", "--max-num-seqs", "32",
+         "--prefix-tokens", "0"},
         out, err);
     QVERIFY2(rc == 0, err.str().c_str());
     const QImage img(path);

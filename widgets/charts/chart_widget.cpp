@@ -134,6 +134,62 @@ QRect ChartWidget::plotAreaRect() const {
     return QRect(m_plot->mapTo(this, r.topLeft()), r.size());
 }
 
+QList<QList<QRect>> ChartWidget::tickLabelRects() const {
+    QList<QList<QRect>> out;
+    const QRect area = m_plot->axisRect()->rect();
+    for (QCPAxis* axis : m_plot->axisRect()->axes()) {
+        if (!axis->visible() || !axis->tickLabels())
+            continue;
+        const QFontMetrics fm(axis->tickLabelFont());
+        const QVector<double> ticks = axis->tickVector();
+        const QVector<QString> labels = axis->tickVectorLabels();
+        const int offset = axis->offset() + axis->tickLengthOut() + axis->tickLabelPadding();
+        QList<QRect> rects;
+        for (qsizetype i = 0; i < ticks.size() && i < labels.size(); ++i) {
+            if (!axis->range().contains(ticks[i]) || labels[i].isEmpty())
+                continue;
+            const QSize sz =
+                fm.boundingRect(QRect(0, 0, 100000, 100000), Qt::AlignCenter, labels[i]).size();
+            const int at = static_cast<int>(std::lround(axis->coordToPixel(ticks[i])));
+            QRect r;
+            switch (axis->axisType()) {
+            case QCPAxis::atBottom:
+                r = QRect(at - sz.width() / 2, area.bottom() + offset, sz.width(), sz.height());
+                break;
+            case QCPAxis::atTop:
+                r = QRect(at - sz.width() / 2, area.top() - offset - sz.height(), sz.width(),
+                          sz.height());
+                break;
+            case QCPAxis::atLeft:
+                r = QRect(area.left() - offset - sz.width(), at - sz.height() / 2, sz.width(),
+                          sz.height());
+                break;
+            case QCPAxis::atRight:
+                r = QRect(area.right() + offset, at - sz.height() / 2, sz.width(), sz.height());
+                break;
+            }
+            rects << QRect(m_plot->mapTo(this, r.topLeft()), r.size());
+        }
+        out << rects;
+    }
+    return out;
+}
+
+QList<QRect> ChartWidget::textItemRects() const {
+    QList<QRect> out;
+    for (int i = 0; i < m_plot->itemCount(); ++i) {
+        auto* t = qobject_cast<QCPItemText*>(m_plot->item(i));
+        if (!t || !t->visible() || t->text().isEmpty())
+            continue;
+        // The corners as drawn (a rotated label's included), as one upright rectangle.
+        const QRect r = QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition())
+                            .normalized()
+                            .toRect();
+        out << QRect(m_plot->mapTo(this, r.topLeft()), r.size());
+    }
+    return out;
+}
+
 QFont ChartWidget::captionFont() const {
     QFont f = font();
     f.setPointSizeF(f.pointSizeF() * 0.85);
@@ -328,6 +384,9 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
     case ExportFormat::Svg: {
         QSvgGenerator generator;
         generator.setOutputDevice(&buffer);
+        // 96 dpi, the CSS pixel: the width and height (in mm) then give renderers such as
+        // rsvg-convert the viewBox's size in pixels, not 4/3 of it (Qt's default is 72 dpi).
+        generator.setResolution(96);
         generator.setSize(s);
         generator.setViewBox(QRect(QPoint(0, 0), s));
         generator.setTitle(m_title);

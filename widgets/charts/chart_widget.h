@@ -52,6 +52,11 @@ public:
     QFont titleFont() const;
     QRect legendRect() const;   // the legend's rectangle; empty when it is hidden
     QRect plotAreaRect() const; // the axis rect (where curves are drawn)
+    // Where each visible axis draws its tick labels (one list per axis), and where the chart's
+    // text items (bar and point labels) are, in this widget's coordinates as last laid out:
+    // the layout tests check that none overlaps another at laptop sizes.
+    QList<QList<QRect>> tickLabelRects() const;
+    QList<QRect> textItemRects() const;
 
     // Chooses the format from the suffix (.png .pdf .svg .csv). `size` empty = the widget's
     // size (900 x 520 when never shown); `scale` multiplies PNG pixels for high-DPI output.

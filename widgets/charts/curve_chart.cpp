@@ -7,6 +7,7 @@
 
 #include <QMouseEvent>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -250,7 +251,7 @@ double CurveChart::curveValue(const core::Curve& curve, std::size_t i) const {
     return v > 0 ? v : kNaN; // zero requests has no place on a log axis
 }
 
-std::vector<CurveChart::Series> CurveChart::seriesList() const {
+std::vector<CurveChart::Series> CurveChart::seriesList(bool drawnOnly) const {
     std::vector<Series> out;
     if (!m_snapshot)
         return out;
@@ -260,18 +261,40 @@ std::vector<CurveChart::Series> CurveChart::seriesList() const {
     for (const auto& c : curves)
         if (c.isCurrent)
             current = &c;
-    int lastApplied = -1;
+    // What this chart draws of a curve: a step with no point to draw (a baseline that holds 0
+    // requests everywhere) or drawn exactly under a later one (a "+paging" hidden by the
+    // emphasized current) is left out, so the legend lists only the lines one can see.
+    auto drawn = [&](const core::Curve& c) {
+        std::vector<double> v(s.sweep.contexts.size());
+        for (std::size_t i = 0; i < v.size(); ++i)
+            v[i] = curveValue(c, i);
+        return v;
+    };
+    auto sameLine = [](const std::vector<double>& a, const std::vector<double>& b) {
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))))
+                return false;
+        return a.size() == b.size();
+    };
+    std::vector<std::vector<double>> lines(curves.size());
     for (std::size_t i = 0; i < curves.size(); ++i)
-        if (!curves[i].isCurrent && curves[i].applied)
-            lastApplied = static_cast<int>(i);
+        if (curves[i].isCurrent || curves[i].applied)
+            lines[i] = drawn(curves[i]);
+    const std::vector<double> currentLine = current ? drawn(*current) : std::vector<double>{};
     for (std::size_t i = 0; i < curves.size(); ++i) {
         const core::Curve& c = curves[i];
         if (c.isCurrent || !c.applied)
             continue;
-        // A step identical to the scenario itself is drawn once, as the emphasized current.
-        if (static_cast<int>(i) == lastApplied && current &&
-            c.bytesPerRequestPerGpu == current->bytesPerRequestPerGpu &&
-            c.maxRequests == current->maxRequests)
+        if (!drawnOnly) {
+            out.push_back({qs(c.label), static_cast<int>(c.step), false, &c, &s.sweep.contexts});
+            continue;
+        }
+        if (std::all_of(lines[i].begin(), lines[i].end(), [](double v) { return std::isnan(v); }))
+            continue;
+        bool hidden = current && sameLine(lines[i], currentLine);
+        for (std::size_t j = i + 1; !hidden && j < curves.size(); ++j)
+            hidden = !curves[j].isCurrent && curves[j].applied && sameLine(lines[i], lines[j]);
+        if (hidden)
             continue;
         out.push_back({qs(c.label), static_cast<int>(c.step), false, &c, &s.sweep.contexts});
     }
@@ -589,7 +612,7 @@ QString CurveChart::csv() const {
             }
         return rows;
     };
-    for (const Series& s : seriesList()) {
+    for (const Series& s : seriesList(false)) {
         for (std::size_t i = 0; i < s.contexts->size(); ++i) {
             const QString ctx = QString::number((*s.contexts)[i]);
             if (m_kind == CurveKind::Memory) {

@@ -71,7 +71,9 @@ private:
         const core::Curve* curve = nullptr;
         const std::vector<std::int64_t>* contexts = nullptr;
     };
-    std::vector<Series> seriesList() const;
+    // The series drawn (`drawnOnly`: a step hidden under a later one or with no point is left
+    // out, so the legend lists only what shows), or every applied step (the CSV's data).
+    std::vector<Series> seriesList(bool drawnOnly = true) const;
     // A plotted y in the view's scope: bytes per GPU times the GPUs of the scope, requests
     // per replica times DP for the cluster (ledger_view_state.h scopeBytes / scopeRequests).
     double scoped(double perGpuOrReplica, const core::Scenario& s) const;

@@ -1,6 +1,7 @@
 #include "widgets/charts/ladder_model.h"
 
 #include "core/engine.h"
+#include "core/hybrid_note.h"
 
 #include <QApplication>
 #include <QFont>
@@ -9,6 +10,11 @@
 #include <cmath>
 
 namespace kvl::widgets {
+
+namespace {
+// A cell's tooltip before the hybrid model's notes are added (data() asks itself for it).
+constexpr int kOwnToolTipRole = Qt::UserRole + 40;
+} // namespace
 
 LadderModel::LadderModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -257,6 +263,19 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
             return QApplication::palette().color(QPalette::Disabled, QPalette::Text);
         return {};
     case Qt::ToolTipRole: {
+        // On a hybrid model the byte and concurrency figures carry why they do not read as a
+        // dense model's (core/hybrid_note.h), as kvledger ledger prints under its ladder.
+        QString tip = data(index, kOwnToolTipRole).toString();
+        const bool explains = col == BytesPerRequestColumn || col == RequestsColumn ||
+                              col == VllmConcurrencyColumn ||
+                              (col == StepColumn && st.id == core::LadderStepId::Paging);
+        if (explains)
+            for (const auto& n : core::hybridLadderNotes(m_snapshot->scenario, m_snapshot->ledger,
+                                                         m_snapshot->ladder, m_units))
+                tip += QStringLiteral("\n\n") + qs(n);
+        return tip;
+    }
+    case kOwnToolTipRole: {
         const core::LedgerResult& r = st.result;
         switch (col) {
         case BytesPerTokenColumn:

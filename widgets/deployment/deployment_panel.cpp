@@ -26,6 +26,7 @@
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStyle>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -261,8 +262,11 @@ void DeploymentPanel::buildUi() {
     m_command->setObjectName(QStringLiteral("planCommandView"));
     m_command->setReadOnly(true);
     m_command->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    m_command->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-    m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12);
+    // One flag per line, never wrapped: a narrow window scrolls sideways instead of breaking a
+    // flag over two lines (room is kept for the scroll bar).
+    m_command->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12 +
+                              m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
     layout->addWidget(m_command);
 
     updateGpuMenu();

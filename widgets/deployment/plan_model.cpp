@@ -307,6 +307,10 @@ GpusNeededChart::GpusNeededChart(QWidget* parent) : ChartWidget(parent) {
     p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerText));
     p->yAxis->grid()->setVisible(false);
     p->yAxis->setRangeReversed(true); // the best at the top
+    connect(p, &QCustomPlot::afterLayout, this, [this] {
+        if (fitRowFont())
+            requestReplot();
+    });
     m_fit = new QCPBars(p->yAxis, p->xAxis);
     m_noFit = new QCPBars(p->yAxis, p->xAxis);
     for (QCPBars* b : {m_fit, m_noFit})
@@ -371,14 +375,12 @@ void GpusNeededChart::rebuild() {
     // the planner tried".
     const double noFitLength = std::max<double>(maxFit * 1.15, std::min(m_maxGpus, 8));
     m_noFitLength = noFitLength;
-    QFont small = font();
-    small.setPointSizeF(small.pointSizeF() * 0.85);
     for (std::size_t i = 0; i < m_barList.size(); ++i) {
         const Bar& b = m_barList[i];
         const double key = double(i);
         ticker->addTick(key, b.gpuName);
         auto* t = new QCPItemText(p);
-        t->setFont(small);
+        t->setFont(p->yAxis->tickLabelFont());
         t->setClipToAxisRect(false);
         t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
         t->setPadding(QMargins(4, 0, 0, 0));
@@ -434,6 +436,26 @@ void GpusNeededChart::fitRange() {
     }
     p->xAxis->setRange(0, std::ceil(upper));
     p->xAxis->ticker()->setTickCount(std::clamp(static_cast<int>(width / 45), 2, 8));
+    fitRowFont();
+}
+
+bool GpusNeededChart::fitRowFont() {
+    // One GPU kind per row: the names and the bar labels get a font no taller than a row, so
+    // that at 1366 x 768 neighbouring names do not overlap (down to 6 pt; the table beside the
+    // chart lists every kind too). Checked again after each layout, when the plot's height is
+    // known.
+    QCustomPlot* p = plot();
+    const double pitch = p->axisRect()->height() / std::max<double>(1, double(m_barList.size()));
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * 0.85);
+    while (QFontMetricsF(f).height() > pitch && f.pointSizeF() > 6)
+        f.setPointSizeF(f.pointSizeF() - 0.5);
+    if (p->yAxis->tickLabelFont() == f)
+        return false;
+    p->yAxis->setTickLabelFont(f);
+    for (QCPItemText* t : m_labels)
+        t->setFont(f);
+    return true;
 }
 
 QString GpusNeededChart::tooltipAt(const QPoint& pos) const {

@@ -89,7 +89,8 @@ protected:
 
 private:
     void rebuild();
-    void fitRange(); // the x range that keeps every bar's label inside the plot
+    void fitRange();   // the x range that keeps every bar's label inside the plot
+    bool fitRowFont(); // the names' and labels' font for the row height; true when changed
     std::shared_ptr<const core::PlanResult> m_plan;
     std::int64_t m_users = 0, m_context = 0;
     double m_noFitLength = 8;

@@ -8,6 +8,7 @@
 #include "widgets/export/atomic_write.h"
 #include "widgets/probe/probe_results_model.h"
 #include "widgets/scenario/vllm_command.h"
+#include "widgets/state/status_text.h"
 
 #include "core/engine.h"
 #include "core/io/catalog.h"
@@ -70,7 +71,7 @@ double htmlHeight(const QPainter& p, const QString& html, double width, double p
 }
 } // namespace
 
-QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units) {
+QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units, FigureScope scope) {
     const core::Scenario& s = snap.scenario;
     const core::LedgerResult& r = snap.ledger;
     auto row = [](const QString& k, const QString& v) {
@@ -110,45 +111,47 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units) {
     h += row(QObject::tr("Workload"),
              QObject::tr("context %1 tokens, max model length %2")
                  .arg(thousandsQ(r.contextTokens), thousandsQ(r.maxModelLen)));
-    // Both per GPU, so that KV per token x context and KV per request read alike.
-    h += row(QObject::tr("KV per token (per GPU)"),
-             QObject::tr("%1 (%2 B); the whole model stores %3 B per token over its GPUs")
-                 .arg(formatBytesQ(r.kvBytesPerTokenPerGpu, units),
-                      thousandsQ(r.kvBytesPerTokenPerGpu), thousandsQ(r.kvBytesPerToken)));
-    QString perRequest = QObject::tr("%1 (%2 B)")
-                             .arg(formatBytesQ(r.kvBytesPerRequestPerGpu, units),
-                                  thousandsQ(r.kvBytesPerRequestPerGpu));
-    const std::int64_t product = r.kvBytesPerTokenPerGpu * r.contextTokens;
-    if (product == r.kvBytesPerRequestPerGpu)
+    // Every byte figure in the window's scope (per GPU, per replica or the cluster), named in
+    // its row, so that KV per token x context and KV per request read alike.
+    const QString sc = scopeLabel(scope);
+    auto scoped = [&](std::int64_t perGpu) { return scopeBytes(perGpu, s, scope); };
+    const QString perTokenName = QObject::tr("KV per token (%1)").arg(sc);
+    h += row(perTokenName, QObject::tr("%1 (%2 B)")
+                               .arg(formatBytesQ(scoped(r.kvBytesPerTokenPerGpu), units),
+                                    thousandsQ(scoped(r.kvBytesPerTokenPerGpu))));
+    const std::int64_t perRequestBytes = scoped(r.kvBytesPerRequestPerGpu);
+    QString perRequest =
+        QObject::tr("%1 (%2 B)")
+            .arg(formatBytesQ(perRequestBytes, units), thousandsQ(perRequestBytes));
+    const std::int64_t product = scoped(r.kvBytesPerTokenPerGpu) * r.contextTokens;
+    if (product == perRequestBytes)
         perRequest +=
-            QObject::tr(" = KV per token (per GPU) × %1 tokens").arg(thousandsQ(r.contextTokens));
+            QObject::tr(" = %1 × %2 tokens").arg(perTokenName, thousandsQ(r.contextTokens));
     else
         perRequest +=
-            QObject::tr("; KV per token (per GPU) × %1 tokens = %2 B, the rest is %3")
-                .arg(thousandsQ(r.contextTokens), thousandsQ(product),
+            QObject::tr("; %1 × %2 tokens = %3 B, the rest is %4")
+                .arg(perTokenName, thousandsQ(r.contextTokens), thousandsQ(product),
                      r.blockSize > 0 ? QObject::tr("whole blocks of %1 tokens, windows, state and "
                                                    "padding as vLLM allocates them")
                                            .arg(r.blockSize)
                                      : QObject::tr("the max-length reservation and state"));
-    h += row(QObject::tr("KV per request (per GPU)"), perRequest);
+    h += row(QObject::tr("KV per request (%1)").arg(sc), perRequest);
     if (r.stateBytesPerRequest > 0 || r.paddingBytesPerRequest > 0)
-        h += row(QObject::tr("Of which (per GPU)"),
+        h += row(QObject::tr("Of which (%1)").arg(sc),
                  QObject::tr("Mamba / linear-attention state %1, block padding %2")
-                     .arg(formatBytesQ(r.stateBytesPerRequest, units),
-                          formatBytesQ(r.paddingBytesPerRequest, units)));
-    h += row(QObject::tr("KV per request (all GPUs of a replica)"),
-             QObject::tr("%1 (%2 B)")
-                 .arg(formatBytesQ(r.kvBytesPerRequest, units), thousandsQ(r.kvBytesPerRequest)));
-    h +=
-        row(QObject::tr("Memory for KV (per GPU)"),
-            QObject::tr("%1 = %2 requested - weights %3 - activations %4 - overhead %5")
-                .arg(formatBytesQ(r.availableKvBytes, units), formatBytesQ(r.requestedBytes, units),
-                     formatBytesQ(r.weightsBytesPerGpu, units),
-                     formatBytesQ(r.activationBytes, units), formatBytesQ(r.overheadBytes, units)));
+                     .arg(formatBytesQ(scoped(r.stateBytesPerRequest), units),
+                          formatBytesQ(scoped(r.paddingBytesPerRequest), units)));
+    h += row(QObject::tr("Memory for KV (%1)").arg(sc),
+             QObject::tr("%1 = %2 requested - weights %3 - activations %4 - overhead %5")
+                 .arg(formatBytesQ(scoped(r.availableKvBytes), units),
+                      formatBytesQ(scoped(r.requestedBytes), units),
+                      formatBytesQ(scoped(r.weightsBytesPerGpu), units),
+                      formatBytesQ(scoped(r.activationBytes), units),
+                      formatBytesQ(scoped(r.overheadBytes), units)));
     if (r.cudaGraphBytes > 0)
-        h += row(QObject::tr("CUDA graphs (per GPU)"),
+        h += row(QObject::tr("CUDA graphs (%1)").arg(sc),
                  QObject::tr("%1 of the overhead, in vLLM %2's memory profile")
-                     .arg(formatBytesQ(r.cudaGraphBytes, units), qs(r.vllmVersion)));
+                     .arg(formatBytesQ(scoped(r.cudaGraphBytes), units), qs(r.vllmVersion)));
     if (r.blockSize > 0 && !r.vllmLogLines.empty()) {
         QStringList lines;
         for (const auto& l : r.vllmLogLines)
@@ -493,13 +496,13 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
     out.sectionPages << out.pages;
     html(QStringLiteral("<p><b>%1</b></p>").arg(verdict.text.toHtmlEscaped()), 11);
     html(QStringLiteral("<p><i>%1</i><br>%2</p>")
-             .arg(summaryLine(snap, in.units).toHtmlEscaped(),
+             .arg(scopedSummaryLine(snap, in.units, in.scope).toHtmlEscaped(),
                   QDateTime::currentDateTime().toString(Qt::ISODate)));
-    QString scen = scenarioHtml(snap, in.units);
+    QString scen = scenarioHtml(snap, in.units, in.scope);
     if (in.reference)
         scen += QStringLiteral("<p><b>%1</b> %2</p>")
                     .arg(QObject::tr("Pinned reference (dashed):"),
-                         summaryLine(*in.reference, in.units).toHtmlEscaped());
+                         scopedSummaryLine(*in.reference, in.units, in.scope).toHtmlEscaped());
     section(QObject::tr("Scenario"), scen);
     const double chartH = std::max(220.0, (H - y - 8) / 2 - 8);
     drawChart(in.memoryChart, chartH);

@@ -57,6 +57,8 @@ struct ReportInputs {
     std::shared_ptr<const core::PlanResult> plan;
     std::int64_t planUsers = 0; // the users that plan is for
     core::UnitSystem units = core::UnitSystem::Binary;
+    // The window's scope: the subtitle, the scenario's byte figures and the charts all use it.
+    FigureScope scope = FigureScope::PerGpu;
     // Measured results (a third page) when set.
     const ProbeResultsModel* probe = nullptr;
     ChartWidget* qualityChart = nullptr;
@@ -90,7 +92,8 @@ QList<QImage> renderReviewReportPages(const ReportInputs& in, double scale = 1.0
                                       ReportOutline* outline = nullptr);
 
 // The scenario as an HTML definition table (report), every figure with its scope.
-QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units);
+QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units,
+                     FigureScope scope = FigureScope::PerGpu);
 // The Assumptions section: reserves, the speed model's efficiencies and their sources,
 // max_num_seqs and whether it caps, and the published quality of low-bit KV formats.
 QString assumptionsHtml(const LedgerSnapshot& snap, const SpeedCalibration& calibration,

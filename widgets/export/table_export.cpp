@@ -30,7 +30,10 @@ struct Metrics {
     int headerHeight = 0; // header labels may have two lines ("KV / token\n(per GPU)")
     int titleHeight = 0;
     int captionHeight = 0;
+    int barsHeight = 0; // the bar chart's natural height, 0 without one
 };
+
+constexpr int kBarsGap = 14;
 
 QFont cellFont(const TableImage& t, const QModelIndex& index) {
     const QVariant f = index.data(Qt::FontRole);
@@ -64,6 +67,8 @@ Metrics measure(const TableImage& t) {
         m.columns.push_back(w + 2 * kCellPad);
     }
     m.headerHeight = headerLines * fb.lineSpacing() + 8;
+    if (t.barColumn >= 0 && t.barColumn < model.columnCount() && model.rowCount() > 0)
+        m.barsHeight = kBarsGap + fb.lineSpacing() + 8 + model.rowCount() * m.rowHeight;
     return m;
 }
 
@@ -76,8 +81,74 @@ QSize tableImageSize(const TableImage& t) {
         w += c;
     const int rows = t.model ? t.model->rowCount() + 1 : 1;
     return {std::max(kMinWidth, w), 2 * kMargin + m.titleHeight + m.headerHeight +
-                                        (rows - 1) * m.rowHeight + m.captionHeight};
+                                        (rows - 1) * m.rowHeight + m.barsHeight + m.captionHeight};
 }
+
+namespace {
+
+// One bar per row of the table, in the rows' order and step colours, between the table and the
+// caption: it takes whatever height the image has there, so a taller --size gives larger bars
+// rather than an empty band.
+void paintBars(QPainter* p, const TableImage& t, const Metrics& m, QRect area, int labelWidth) {
+    const QAbstractItemModel& model = *t.model;
+    const ChartColors& c = t.colors;
+    const int rows = model.rowCount();
+    QFont bold = t.font;
+    bold.setBold(true);
+    p->setFont(bold);
+    p->setPen(c.foreground);
+    const int titleH = QFontMetrics(bold).lineSpacing() + 8;
+    // The bar chart's title is the column's header on one line ("Requests @8K (per GPU)").
+    const QString title = model.headerData(t.barColumn, Qt::Horizontal)
+                              .toString()
+                              .replace(QLatin1Char('\n'), QLatin1Char(' '));
+    p->drawText(QRect(area.left(), area.top(), area.width(), titleH),
+                Qt::AlignLeft | Qt::AlignVCenter, title);
+    const QRect bars = area.adjusted(0, titleH, 0, 0);
+    if (rows <= 0 || bars.height() <= 0)
+        return;
+    double top = 0;
+    std::vector<double> values(static_cast<std::size_t>(rows));
+    std::vector<QString> texts(static_cast<std::size_t>(rows));
+    int textWidth = 0;
+    const QFontMetrics fm(t.font);
+    for (int r = 0; r < rows; ++r) {
+        const QModelIndex index = model.index(r, t.barColumn);
+        values[static_cast<std::size_t>(r)] = std::max(0.0, index.data(t.barRole).toDouble());
+        top = std::max(top, values[static_cast<std::size_t>(r)]);
+        texts[static_cast<std::size_t>(r)] = index.data().toString();
+        textWidth = std::max(textWidth, fm.horizontalAdvance(texts[static_cast<std::size_t>(r)]));
+    }
+    const double rowH = static_cast<double>(bars.height()) / rows;
+    const double thick = std::min(rowH * 0.72, 2.5 * m.rowHeight);
+    const int x0 = bars.left() + labelWidth;
+    const int span = std::max(20, bars.right() - x0 - textWidth - 2 * kCellPad);
+    p->setPen(QPen(c.axis, 1));
+    p->drawLine(x0, bars.top(), x0, bars.bottom());
+    for (int r = 0; r < rows; ++r) {
+        const std::size_t i = static_cast<std::size_t>(r);
+        const double cy = bars.top() + rowH * (r + 0.5);
+        const QModelIndex name = model.index(r, 0);
+        const QVariant fg = name.data(Qt::ForegroundRole);
+        const bool dimmed = fg.canConvert<QBrush>() && fg.value<QBrush>().style() != Qt::NoBrush;
+        p->setFont(cellFont(t, name));
+        p->setPen(dimmed ? c.cursor : c.foreground);
+        const QRect label(bars.left(), static_cast<int>(cy - rowH / 2), labelWidth - kCellPad,
+                          static_cast<int>(rowH));
+        p->drawText(
+            label, Qt::AlignLeft | Qt::AlignVCenter,
+            p->fontMetrics().elidedText(name.data().toString(), Qt::ElideMiddle, label.width()));
+        const double len = top > 0 ? span * values[i] / top : 0.0;
+        const QColor fill = dimmed ? c.grid : c.steps[i % c.steps.size()];
+        p->fillRect(QRectF(x0, cy - thick / 2, len, thick), fill);
+        p->setFont(t.font);
+        p->setPen(c.foreground);
+        p->drawText(QRectF(x0 + len + kCellPad, cy - rowH / 2, textWidth + kCellPad, rowH),
+                    Qt::AlignLeft | Qt::AlignVCenter, texts[i]);
+    }
+}
+
+} // namespace
 
 void paintTable(QPainter* p, const TableImage& t, QSize size) {
     const QAbstractItemModel& model = *t.model;
@@ -155,6 +226,11 @@ void paintTable(QPainter* p, const TableImage& t, QSize size) {
     }
     p->setPen(QPen(c.grid, 1));
     p->drawLine(kMargin, y, kMargin + tableWidth, y);
+    if (m.barsHeight > 0) {
+        const int bottom = size.height() - kMargin - m.captionHeight;
+        paintBars(p, t, m, QRect(kMargin, y + kBarsGap, tableWidth, bottom - y - kBarsGap),
+                  std::min(widths[0], tableWidth * 2 / 5));
+    }
     if (!t.caption.isEmpty()) {
         QColor cap = c.foreground;
         cap.setAlpha(190);
@@ -171,7 +247,7 @@ void paintTable(QPainter* p, const TableImage& t, QSize size) {
 Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, double scale,
                                    QSize size) {
     // A requested size is a floor: a table never elides its step names to fit a chart's
-    // default 900 x 520, it grows to its natural size instead.
+    // 960 x 540, it grows to its natural size instead.
     const QSize natural = tableImageSize(t);
     const QSize s = size.isValid() && !size.isEmpty() ? size.expandedTo(natural) : natural;
     QBuffer buffer;
@@ -218,6 +294,9 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
     case ExportFormat::Svg: {
         QSvgGenerator generator;
         generator.setOutputDevice(&buffer);
+        // 96 dpi, the CSS pixel: the width and height (in mm) then give renderers such as
+        // rsvg-convert the viewBox's size in pixels, not 4/3 of it (Qt's default is 72 dpi).
+        generator.setResolution(96);
         generator.setSize(s);
         generator.setViewBox(QRect(QPoint(0, 0), s));
         generator.setTitle(t.title);

@@ -24,9 +24,14 @@ struct TableImage {
     QString caption; // status_text.h exportCaption
     QFont font;
     ChartColors colors = ChartColors::light();
+    // A bar chart under the table, one bar per row: the row's value in `barColumn` (read with
+    // `barRole`, a number), labelled with its first column and the cell's text; -1 for none.
+    int barColumn = -1;
+    int barRole = Qt::DisplayRole;
 };
 
-// The size the table needs (at least 900 pixels wide, so a 2x PNG is 1800 wide).
+// The size the table and its bar chart need (at least 900 pixels wide, so a 2x PNG is 1800
+// wide). A larger size gives the bar chart the extra height, never empty space.
 QSize tableImageSize(const TableImage& table);
 // Draws the table into (0,0)-(size); cells elide when the size is smaller than needed.
 void paintTable(QPainter* painter, const TableImage& table, QSize size);

@@ -191,9 +191,11 @@ QString speedAssumptionsLine(const core::Scenario& s, const SpeedCalibration& ca
         tflops > 0 ? QObject::tr("%1 TFLOP/s")
                          .arg(thousandsQ(static_cast<std::int64_t>(std::llround(tflops))))
                    : QObject::tr("no TFLOP/s in the catalog (compute term off)");
-    parts << QObject::tr("%1: %2, %3 (%4)")
+    // Where the GPU's figures come from, as the catalog (resources/gpus.json) cites it.
+    parts << QObject::tr("%1: %2, %3 (source: %4)")
                  .arg(qs(g.name), bandwidth, compute,
-                      g.source.empty() ? QObject::tr("datasheet") : qs(g.source));
+                      g.source.empty() ? QObject::tr("the GPU catalog, no source given")
+                                       : qs(g.source));
     if (calibration.calibrated && calibratesScenario(a, s)) {
         const std::string key = formatKey(core::storedKvFormat(s));
         parts << QObject::tr("attention η %1 for %2, %3")

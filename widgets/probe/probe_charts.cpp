@@ -55,8 +55,9 @@ ProbeChart::ProbeChart(QWidget* parent) : ChartWidget(parent) {
     m_empty->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_empty->position->setCoords(0.5, 0.5);
     m_empty->setPositionAlignment(Qt::AlignCenter);
-    m_empty->setText(tr("No measurements yet: press Run in the probe panel,\nor open a results "
-                        "file from a GPU machine (File > Open Probe Results...)"));
+    m_emptyText = tr("No measurements yet: press Run in the probe panel, or open a results "
+                     "file from a GPU machine (File > Open Probe Results...)");
+    m_empty->setText(m_emptyText);
 }
 
 void ProbeChart::setReport(const probe::ProbeReport& report) {
@@ -95,8 +96,22 @@ void ProbeChart::unitsChanged() {
 
 void ProbeChart::setEmptyText(const QString& text) {
     m_empty->setVisible(!text.isEmpty());
-    if (!text.isEmpty())
-        m_empty->setText(text);
+    m_emptyText = text;
+    wrapEmptyText();
+}
+
+void ProbeChart::wrapEmptyText() {
+    if (m_emptyText.isEmpty())
+        return;
+    // Wrapped to fit inside the plot, clear of the axes' tick labels, at any chart width (at
+    // 1600 x 1000 the Measured tab's charts are narrower than the sentence).
+    const int width = std::max(120, std::min(plotAreaRect().width(), this->width() - 110) - 16);
+    m_empty->setText(wrapToWidth(m_emptyText.simplified(), QFontMetrics(m_empty->font()), width));
+}
+
+void ProbeChart::resizeEvent(QResizeEvent* event) {
+    ChartWidget::resizeEvent(event);
+    wrapEmptyText();
 }
 
 void ProbeChart::clearLabels() {
@@ -215,7 +230,9 @@ void QualityChart::rebuild() {
     const double ys = std::max(6.0, std::sqrt(100.0 * ylo / yhi));
     p->yAxis->setRange(ylo / ys, yhi * ys);
     m_current->setVisible(current > 0);
-    m_currentLabel->setVisible(current > 0);
+    // The scenario's label names the marker among measured points; with none, the "no
+    // measurements" text takes the plot's middle and the label would cross it at 1366 x 768.
+    m_currentLabel->setVisible(current > 0 && m_hasData);
     m_current->setPen(QPen(c.cursor, 1, Qt::DashLine));
     m_current->point1->setCoords(current, 1);
     m_current->point2->setCoords(current, 2);

@@ -27,6 +27,7 @@ public:
 protected:
     void applyColors() override;
     void unitsChanged() override;
+    void resizeEvent(QResizeEvent* event) override;
     virtual void rebuild() = 0;
     void setEmptyText(const QString& text);
     void clearLabels();
@@ -38,6 +39,8 @@ protected:
 
 private:
     QCPItemText* m_empty = nullptr;
+    QString m_emptyText; // unwrapped; wrapped to the plot's width on every resize
+    void wrapEmptyText();
     std::vector<QCPItemText*> m_labels;
 };
 

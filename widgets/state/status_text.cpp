@@ -26,6 +26,17 @@ QString requestsScopeText(FigureScope scope) {
 }
 } // namespace
 
+QString prefixText(const core::Scenario& s) {
+    const core::PrefixLever& p = s.levers.prefix;
+    if (!p.enabled || p.sharedTokens <= 0)
+        return tr("no shared prefix");
+    return p.sharingRequests > 0
+               ? tr("shared prefix %1 x %2 requests")
+                     .arg(formatTokensQ(p.sharedTokens))
+                     .arg(thousandsQ(p.sharingRequests))
+               : tr("shared prefix %1 x all requests").arg(formatTokensQ(p.sharedTokens));
+}
+
 QString deploymentText(const core::Scenario& s) {
     const core::Layout l = core::layoutOf(s);
     return QStringLiteral("%1 x %2 (%3)")
@@ -83,10 +94,7 @@ QString scopedSummaryLine(const LedgerSnapshot& snap, core::UnitSystem units, Fi
     parts << qs(s.model.name) << qs(r.kv.attentionLabel) << kvFormatText(snap);
     parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(r.blockSize)
                                       : QStringLiteral("contiguous"));
-    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
-        parts << QStringLiteral("prefix %1").arg(formatTokensQ(s.levers.prefix.sharedTokens));
-    else
-        parts << QStringLiteral("no prefix");
+    parts << prefixText(s);
     QString line = parts.join(QStringLiteral(" | "));
     line +=
         tr(" -> %1: %2/token, %3/request @%4")
@@ -115,6 +123,7 @@ QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate
     if (!snap.invalid)
         parts << tr("KV %1").arg(kvFormatText(snap));
     parts << tr("context %1").arg(formatTokensQ(s.workload.context));
+    parts << prefixText(s); // the requests that fit depend on it
     parts << tr("figures %1").arg(scopeLabel(scope));
     parts << date.toString(Qt::ISODate) << QStringLiteral("KV Ledger");
     return parts.join(QStringLiteral(" · "));

@@ -12,6 +12,9 @@
 
 namespace kvl::widgets {
 
+// "no shared prefix", or "shared prefix 2K x all requests" ("x 8 requests"): every capacity
+// figure depends on it, so the status line and the export caption say which.
+QString prefixText(const core::Scenario& s);
 // "1 x H100 SXM 80GB (TP 1)", "12 x H100 SXM 80GB (TP 4 x PP 3)".
 QString deploymentText(const core::Scenario& s);
 // The stored KV format ("FP8 E4M3"), with " (not in vLLM)" when vLLM has no --kv-cache-dtype
@@ -19,12 +22,14 @@ QString deploymentText(const core::Scenario& s);
 QString kvFormatText(const LedgerSnapshot& snap);
 bool formatInVllm(const core::Scenario& s);
 
-// "Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | prefix 2K -> per GPU: 64 KiB/token, 256 MiB/request
+// "Llama-3-8B | GQA-8 | FP8 E4M3 | paged 16 | shared prefix 2K x all requests -> per GPU: 64
+// KiB/token, 256 MiB/request
 //  @4K | 1,234 requests per replica on 1 x H100 SXM 80GB (TP 1)"; for an invalid scenario
 // "Not computed: <why>".
 QString scopedSummaryLine(const LedgerSnapshot& snap, core::UnitSystem units, FigureScope scope);
 
-// "Llama-3-8B · 1 x H100 SXM 80GB (TP 1) · KV FP8 E4M3 · context 4K · figures per GPU ·
+// "Llama-3-8B · 1 x H100 SXM 80GB (TP 1) · KV FP8 E4M3 · context 4K · no shared prefix ·
+//  figures per GPU ·
 //  2026-05-01 · KV Ledger": the line under every exported chart.
 QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate& date);
 // The comment lines ("# ...") a CSV export starts with: the caption, then the scenario's
