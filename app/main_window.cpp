@@ -224,7 +224,7 @@ void MainWindow::buildUi() {
     connect(m_ladderModel, &QAbstractItemModel::dataChanged, this, [this] { fitLadderColumns(); });
     connect(m_ladderModel, &QAbstractItemModel::headerDataChanged, this,
             [this] { fitLadderColumns(); });
-    m_ladderView->installEventFilter(this); // the speed columns follow the ladder's width
+    m_ladderView->installEventFilter(this); // the step column follows the ladder's width
     fitLadderColumns();
     auto* ladderBox = new QWidget;
     auto* ladderLayout = new QVBoxLayout(ladderBox);
@@ -778,9 +778,21 @@ void MainWindow::fitLadderColumns() {
         if (h->sectionSize(c) != w)
             h->resizeSection(c, w);
     }
-    if (columns > 0 &&
-        h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Stretch)
-        h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Stretch);
+    // The step column takes what the numbers leave, but never less than about 18 characters
+    // of its name: on a narrow ladder (1366 x 768) the table scrolls sideways instead of
+    // cutting the names to nothing.
+    if (columns > 0) {
+        int numbers = 0;
+        for (int c = 1; c < columns; ++c)
+            if (!m_ladderView->isColumnHidden(c))
+                numbers += h->sectionSize(c);
+        const int step =
+            std::max(18 * cellFm.averageCharWidth(), m_ladderView->viewport()->width() - numbers);
+        if (h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Fixed)
+            h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Fixed);
+        if (h->sectionSize(widgets::LadderModel::StepColumn) != step)
+            h->resizeSection(widgets::LadderModel::StepColumn, step);
+    }
     // The speed columns stay at every width (at 1366 x 768 they were hidden, and the ladder
     // lost what each step does to speed): the step names give way instead, elided with the
     // full name in the tooltip.
