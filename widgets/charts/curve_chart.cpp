@@ -1,6 +1,7 @@
 #include "widgets/charts/curve_chart.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/export/csv.h"
 #include "widgets/scenario/token_spin_box.h"
 
 #include "core/engine.h"
@@ -15,12 +16,6 @@ namespace kvl::widgets {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
 
 QString exactInt(double v) {
     return QString::number(static_cast<qlonglong>(std::llround(v)));

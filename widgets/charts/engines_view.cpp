@@ -2,6 +2,7 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/chart_registry.h"
+#include "widgets/export/csv.h"
 #include "widgets/state/status_text.h"
 
 #include <qcustomplot.h>
@@ -18,12 +19,6 @@
 namespace kvl::widgets {
 
 namespace {
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
 
 QString displayName(core::Engine e) {
     return qs(core::engineDisplayName(e));

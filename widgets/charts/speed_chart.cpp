@@ -2,6 +2,7 @@
 
 #include "widgets/charts/axis_tickers_p.h"
 #include "widgets/charts/chart_text_p.h"
+#include "widgets/export/csv.h"
 
 #include "core/engine.h"
 
@@ -14,12 +15,6 @@ namespace kvl::widgets {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
 
 QString rate(double tokensPerSecond) {
     return thousandsQ(static_cast<std::int64_t>(std::llround(tokensPerSecond)));

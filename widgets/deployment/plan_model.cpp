@@ -1,5 +1,6 @@
 #include "widgets/deployment/plan_model.h"
 
+#include "widgets/export/csv.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include <qcustomplot.h>
@@ -16,12 +17,6 @@
 namespace kvl::widgets {
 
 namespace {
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
-
 QString rateText(double v, int decimals) {
     return v > 0 ? QString::number(v, 'f', decimals) : QStringLiteral("-");
 }

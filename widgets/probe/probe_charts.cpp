@@ -1,6 +1,7 @@
 #include "widgets/probe/probe_charts.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/export/csv.h"
 #include "widgets/probe/probe_overlay.h"
 
 #include <algorithm>
@@ -12,12 +13,6 @@ namespace kvl::widgets {
 namespace {
 
 constexpr double kErrorFloor = 1e-9; // an exact (0) error still gets a place on the log axis
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
 
 QSharedPointer<QCPAxisTickerLog> plainLogTicker() {
     QSharedPointer<QCPAxisTickerLog> t(new QCPAxisTickerLog);

@@ -1,5 +1,6 @@
 #include "widgets/probe/probe_results_model.h"
 
+#include "widgets/export/csv.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include <QBrush>
@@ -19,12 +20,6 @@ bool finite(double v) {
 
 QString num(double v, char fmt, int prec) {
     return finite(v) ? QString::number(v, fmt, prec) : QStringLiteral("n/a");
-}
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "widgets/traffic/traffic_charts.h"
 
 #include "widgets/charts/chart_text_p.h"
+#include "widgets/export/csv.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include <QCoreApplication>
@@ -14,12 +15,6 @@ namespace kvl::widgets {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-QString csvQuote(const QString& s) {
-    QString out = s;
-    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    return QLatin1Char('"') + out + QLatin1Char('"');
-}
 
 QString rateText(double r) {
     return QString::number(r, 'f', r < 10 ? 2 : r < 100 ? 1 : 0);
