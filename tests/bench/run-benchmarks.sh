@@ -3,6 +3,7 @@
 # ratios measured within its own run). Builds the release preset if needed, runs:
 #   bench_ledger   full recompute (ledger + ladder + every curve) vs the 1 ms budget
 #   bench_replot   the window's change-to-finished-replot latency, offscreen, 240 changes
+#   bench_traffic  the Traffic tab's recompute (every ladder step's curve) vs its 1 s budget
 #   bench_probe    the CPU probe at batch 8 x 8K, one Llama-3-8B layer, against its targets:
 #                  FP16 / INT8 paged decode >= 60% of a read stream, store >= 40% of copy,
 #                  paged / contiguous <= 1.10x, INT8 / FP16 decode time <= 0.6x (medians of
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 only="${1:-all}"
-targets="bench_ledger bench_replot bench_probe bench_probe_stall"
+targets="bench_ledger bench_replot bench_traffic bench_probe bench_probe_stall"
 [ "$only" = probe ] && targets="bench_probe"
 [ -f build/release/build.ninja ] || cmake --preset release >/dev/null
 # shellcheck disable=SC2086
@@ -26,6 +27,7 @@ echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $(
 if [ "$only" != probe ]; then
   echo; build/release/tests/core/bench_ledger --json "$out/ledger.json"
   echo; QT_QPA_PLATFORM=offscreen build/release/tests/bench/bench_replot --json "$out/replot.json" 2>/dev/null
+  echo; build/release/tests/bench/bench_traffic
 fi
 echo; build/release/tests/bench/bench_probe --json "$out/probe.json"
 if [ "$only" != probe ]; then
