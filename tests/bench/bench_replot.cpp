@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
     auto* slider = child<QSlider>(&w, "contextSlider");
     auto* gpus = child<QSpinBox>(&w, "gpuCountSpin");
     auto* version = child<QComboBox>(&w, "vllmVersionCombo");
+    auto* engine = child<QComboBox>(&w, "engineCombo");
 
     // A mix of lever toggles, choices and slider drags (the slider dominates, as in use).
     struct Op {
@@ -212,6 +213,10 @@ int main(int argc, char** argv) {
         {"prefix", [&](int) { prefix->setChecked(!prefix->isChecked()); }},
         {"prefix tokens", [&](int i) { prefixTokens->setValue(512 * (1 + i % 16)); }},
         {"tensor parallel", [&](int) { gpus->setValue(gpus->value() == 1 ? 2 : 1); }},
+        // The engine selector: vLLM, SGLang, TensorRT-LLM, llama.cpp in turn (issue 31: the
+        // window switches engine live within the frame budget).
+        {"engine",
+         [&](int) { engine->setCurrentIndex((engine->currentIndex() + 1) % engine->count()); }},
         // The vLLM version selector, as a user picks a release from its list (activated).
         {"vllm version",
          [&](int) {
