@@ -219,11 +219,11 @@ void MainWindow::buildUi() {
                                    5 * m_ladderView->verticalHeader()->defaultSectionSize() +
                                    style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 6);
     m_ladderView->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-    // The columns follow their text: new rows, new figures, new units in the headers.
+    // The columns follow their text: new rows, new figures, new units in the headers. Once per
+    // change: LadderModel::setView updates its state before it emits dataChanged (and then
+    // headerDataChanged), so the headers' new text is already there at dataChanged.
     connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
     connect(m_ladderModel, &QAbstractItemModel::dataChanged, this, [this] { fitLadderColumns(); });
-    connect(m_ladderModel, &QAbstractItemModel::headerDataChanged, this,
-            [this] { fitLadderColumns(); });
     m_ladderView->installEventFilter(this); // the step column follows the ladder's width
     fitLadderColumns();
     auto* ladderBox = new QWidget;
