@@ -11,6 +11,10 @@
 #include "core/io/scenario_file.h"
 #include "core/ledger.h"
 
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
 #include <QSlider>
 #include <QSpinBox>
 #include <QtTest>
@@ -28,6 +32,8 @@ private slots:
     void sweepEndsAtMaxModelLen();
     void dragCommitsOncePerPass_data();
     void dragCommitsOncePerPass();
+    void versionNoteFollowsEngine_data();
+    void versionNoteFollowsEngine();
 };
 
 void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
@@ -148,6 +154,76 @@ void TestScenarioPanel::dragCommitsOncePerPass() {
     QCOMPARE(int(changed.size()), afterLoop);
     QCOMPARE(changed.back(), last);
     slider->setSliderDown(false);
+}
+
+// The note under the vLLM version ("0.92 -> 0.9 ..." or a red reason) shows only for vLLM and
+// only when it says something, whichever way the version was picked and the engine switched:
+// its row is shown and hidden through the form layout alone (a row widget shown behind
+// QFormLayout::setRowVisible's back corrupted Qt 6.4's layout arrays).
+void TestScenarioPanel::versionNoteFollowsEngine_data() {
+    QTest::addColumn<bool>("viaSglang"); // SGLang picked and vLLM again before the version
+    QTest::addColumn<QString>("typed");  // "" picks the 0.20 release from the list
+    QTest::addColumn<bool>("refused");   // the typed text is not a release
+    QTest::addColumn<QString>("engineAfter");
+    QTest::addColumn<bool>("noteShown");
+    QTest::addRow("0.20 from the list, vLLM") << false << QString() << false << "vllm" << true;
+    QTest::addRow("SGLang and back, 0.20 from the list")
+        << true << QString() << false << "vllm" << true;
+    QTest::addRow("0.20 from the list, then SGLang")
+        << false << QString() << false << "sglang" << false;
+    QTest::addRow("0.20 from the list, then llama.cpp")
+        << false << QString() << false << "llamacpp" << false;
+    QTest::addRow("a typo, vLLM") << false << "0.2x" << true << "vllm" << true;
+    QTest::addRow("SGLang and back, a typo") << true << "0.2x" << true << "vllm" << true;
+    QTest::addRow("a typo, then TensorRT-LLM") << false << "0.2x" << true << "trtllm" << false;
+}
+
+void TestScenarioPanel::versionNoteFollowsEngine() {
+    QFETCH(bool, viaSglang);
+    QFETCH(QString, typed);
+    QFETCH(bool, refused);
+    QFETCH(QString, engineAfter);
+    QFETCH(bool, noteShown);
+    widgets::ScenarioPanel panel;
+    panel.resize(420, 1400);
+    panel.show();
+    panel.setScenario(io::defaultScenario());
+    auto* version = panel.findChild<QComboBox*>(QStringLiteral("vllmVersionCombo"));
+    auto* engine = panel.findChild<QComboBox*>(QStringLiteral("engineCombo"));
+    auto* note = panel.findChild<QLabel*>(QStringLiteral("vllmVersionInfo"));
+    QVERIFY(version && engine && note);
+    QVERIFY(!note->isVisibleTo(&panel)); // nothing to say yet
+    auto pick = [engine](const char* name) {
+        const int e = engine->findData(static_cast<int>(*core::parseEngine(name)));
+        QVERIFY(e >= 0);
+        engine->setCurrentIndex(e);
+    };
+    if (viaSglang) {
+        pick("sglang");
+        pick("vllm");
+    }
+    if (typed.isEmpty()) {
+        const int i = version->findText(QStringLiteral("0.20"));
+        QVERIFY(i > 0);
+        version->setCurrentIndex(i);
+        emit version->activated(i);
+    } else {
+        version->setEditText(typed);
+        emit version->lineEdit()->editingFinished();
+    }
+    QVERIFY(note->isVisibleTo(&panel));
+    QCOMPARE(note->text().contains(QStringLiteral("vLLM version:")), refused);
+    QCOMPARE(panel.scenario().engine.vllmVersion.has_value(), !refused);
+    auto* rows = static_cast<QFormLayout*>(engine->parentWidget()->layout());
+    QVERIFY(rows->isRowVisible(note)); // the layout knows the row it shows
+    pick(engineAfter.toLatin1().constData());
+    QCoreApplication::processEvents();
+    QCOMPARE(note->isVisibleTo(&panel), noteShown);
+    QCOMPARE(rows->isRowVisible(note), noteShown);
+    if (noteShown) { // laid out inside its group, below the version combo
+        QVERIFY(note->geometry().top() >= version->geometry().bottom());
+        QVERIFY(note->parentWidget()->rect().contains(note->geometry()));
+    }
 }
 
 QTEST_MAIN(TestScenarioPanel)

@@ -446,7 +446,6 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     m_versionInfo = new QLabel(box);
     m_versionInfo->setObjectName(QStringLiteral("vllmVersionInfo"));
     m_versionInfo->setWordWrap(true);
-    m_versionInfo->setVisible(false);
     m_maxNumSeqs = new QSpinBox(box);
     m_maxNumSeqs->setObjectName(QStringLiteral("maxNumSeqsSpin"));
     m_maxNumSeqs->setRange(0, static_cast<int>(core::kMaxRequests));
@@ -510,6 +509,7 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     f->addRow(m_llamacppOptions);
     f->addRow(tr("vLLM version"), m_vllmVersion);
     f->addRow(m_versionInfo);
+    f->setRowVisible(m_versionInfo, false); // until a version change has something to say
     f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
     m_activationRow = withButton(m_activationGiB, m_activationEstimate);
     m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
@@ -1183,7 +1183,7 @@ void ScenarioPanel::showEngineOptions() {
     // profiling peak is estimated from too.
     auto* f = static_cast<QFormLayout*>(m_engine->parentWidget()->layout());
     f->setRowVisible(m_vllmVersion, vllm);
-    f->setRowVisible(m_versionInfo, vllm && !m_versionInfo->text().isEmpty());
+    showVersionInfo();
     f->setRowVisible(m_maxNumSeqs, vllm);
     f->setRowVisible(m_asyncScheduling, vllm);
     if (!vllm) { // updateEnabledStates shows them for the models they apply to
@@ -1324,6 +1324,17 @@ void ScenarioPanel::showVllmVersion() {
     m_vllmVersion->setStyleSheet(QString());
 }
 
+// The version note's row is shown and hidden through its QFormLayout only: Qt 6.4's
+// QFormLayout keeps per-row arrays sized by the rows setRowVisible shows, and a row widget
+// shown with QWidget::setVisible behind its back made QFormLayout::setGeometry write past
+// them (valgrind: invalid writes in QFormLayout::setGeometry after applyVllmVersion, then a
+// crash on exit in bench_replot).
+void ScenarioPanel::showVersionInfo() {
+    static_cast<QFormLayout*>(m_engine->parentWidget()->layout())
+        ->setRowVisible(m_versionInfo, m_scenario.engine.kind == core::Engine::Vllm &&
+                                           !m_versionInfo->text().isEmpty());
+}
+
 void ScenarioPanel::applyVllmVersion() {
     if (m_updating)
         return;
@@ -1339,7 +1350,7 @@ void ScenarioPanel::applyVllmVersion() {
             // Bad input names the field and keeps the scenario as it was.
             m_vllmVersion->setStyleSheet(QStringLiteral("QComboBox { color: #b00020; }"));
             m_versionInfo->setText(tr("vLLM version: %1").arg(qs(parsed.error().message)));
-            m_versionInfo->setVisible(true);
+            showVersionInfo();
             return;
         }
         next = parsed.value();
@@ -1350,7 +1361,7 @@ void ScenarioPanel::applyVllmVersion() {
     const core::Scenario before = m_scenario;
     m_scenario.engine.vllmVersion = next;
     m_versionInfo->setText(versionChangeText(before, m_scenario));
-    m_versionInfo->setVisible(!m_versionInfo->text().isEmpty());
+    showVersionInfo();
     {
         const QScopedValueRollback guard(m_updating, true);
         m_memUtil->setValue(core::gpuMemoryUtilization(m_scenario));

@@ -88,6 +88,7 @@ private:
     void showScenario(); // scenario -> controls (signals blocked)
     void showVllmVersion();
     void applyVllmVersion(); // the combo's text -> the scenario, or a red one-line reason
+    void showVersionInfo();  // the version note's row, for vLLM and when it says something
     void showModel();        // the model fields and the attention choices
     void showFormat();       // the KV format fields
     void readControls();     // controls -> scenario, then validate and emit
