@@ -12,7 +12,6 @@
 #include "core/ledger.h"
 
 #include <QComboBox>
-#include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSlider>
@@ -158,8 +157,8 @@ void TestScenarioPanel::dragCommitsOncePerPass() {
 
 // The note under the vLLM version ("0.92 -> 0.9 ..." or a red reason) shows only for vLLM and
 // only when it says something, whichever way the version was picked and the engine switched:
-// its row is shown and hidden through the form layout alone (a row widget shown behind
-// QFormLayout::setRowVisible's back corrupted Qt 6.4's layout arrays).
+// shown, it is laid out in its place below the version (Qt 6.4's QFormLayout::setRowVisible,
+// mixed with a widget shown behind its back, corrupted the form's row arrays).
 void TestScenarioPanel::versionNoteFollowsEngine_data() {
     QTest::addColumn<bool>("viaSglang"); // SGLang picked and vLLM again before the version
     QTest::addColumn<QString>("typed");  // "" picks the 0.20 release from the list
@@ -214,12 +213,12 @@ void TestScenarioPanel::versionNoteFollowsEngine() {
     QVERIFY(note->isVisibleTo(&panel));
     QCOMPARE(note->text().contains(QStringLiteral("vLLM version:")), refused);
     QCOMPARE(panel.scenario().engine.vllmVersion.has_value(), !refused);
-    auto* rows = static_cast<QFormLayout*>(engine->parentWidget()->layout());
-    QVERIFY(rows->isRowVisible(note)); // the layout knows the row it shows
+    QCoreApplication::processEvents();
+    QVERIFY(note->geometry().top() >= version->geometry().bottom()); // laid out in its row
+    QVERIFY(note->height() > 0);
     pick(engineAfter.toLatin1().constData());
     QCoreApplication::processEvents();
     QCOMPARE(note->isVisibleTo(&panel), noteShown);
-    QCOMPARE(rows->isRowVisible(note), noteShown);
     if (noteShown) { // laid out inside its group, below the version combo
         QVERIFY(note->geometry().top() >= version->geometry().bottom());
         QVERIFY(note->parentWidget()->rect().contains(note->geometry()));

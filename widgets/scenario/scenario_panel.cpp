@@ -122,6 +122,27 @@ QFormLayout* form(QWidget* w) {
     return f;
 }
 
+// Shows or hides one row of a form: its field and the field's label. Qt 6.4's
+// QFormLayout::setRowVisible is not used: showing a row's widget activates the form at once
+// (QWidget::setVisible lays its parent out) while the row is half updated, and
+// QFormLayout::setGeometry then wrote before its row arrays (valgrind: invalid writes under
+// setRowVisible, then a crash on exit in bench_replot). Hidden widgets are empty layout items,
+// so a row whose label and field are hidden takes no space, spacing included.
+void showRow(QFormLayout* f, QWidget* field, bool on) {
+    if (QWidget* label = f->labelForField(field))
+        label->setVisible(on);
+    field->setVisible(on);
+}
+
+// A row whose field is a layout: its widgets (a layout of hidden widgets is empty).
+void showRow(QFormLayout* f, QLayout* field, bool on) {
+    if (QWidget* label = f->labelForField(field))
+        label->setVisible(on);
+    for (int i = 0; i < field->count(); ++i)
+        if (QWidget* w = field->itemAt(i)->widget())
+            w->setVisible(on);
+}
+
 } // namespace
 
 ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
@@ -509,7 +530,7 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     f->addRow(m_llamacppOptions);
     f->addRow(tr("vLLM version"), m_vllmVersion);
     f->addRow(m_versionInfo);
-    f->setRowVisible(m_versionInfo, false); // until a version change has something to say
+    showRow(f, m_versionInfo, false); // until a version change has something to say
     f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
     m_activationRow = withButton(m_activationGiB, m_activationEstimate);
     m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
@@ -1128,15 +1149,15 @@ void ScenarioPanel::updateEnabledStates() {
     // A lever that is off folds to its title; its rows that do not apply to the format hide.
     auto rows = [](QGroupBox* g) { return static_cast<QFormLayout*>(g->layout()); };
     const bool att = m_attentionGroup->isChecked();
-    rows(m_attentionGroup)->setRowVisible(m_attentionMode, att);
-    rows(m_attentionGroup)->setRowVisible(m_gqaGroups, att);
-    rows(m_quantGroup)->setRowVisible(m_kvDtype, on);
-    rows(m_quantGroup)->setRowVisible(m_granularity, on && scaled);
-    rows(m_quantGroup)->setRowVisible(m_groupSize, on && grouped);
-    rows(m_quantGroup)->setRowVisible(m_scalesRow, on && inPage);
-    rows(m_quantGroup)->setRowVisible(m_formatInfo, on);
-    rows(m_pagingGroup)->setRowVisible(m_blockSize, m_pagingGroup->isChecked());
-    rows(m_prefixGroup)->setRowVisible(m_prefixRow, m_prefixGroup->isChecked());
+    showRow(rows(m_attentionGroup), m_attentionMode, att);
+    showRow(rows(m_attentionGroup), m_gqaGroups, att);
+    showRow(rows(m_quantGroup), m_kvDtype, on);
+    showRow(rows(m_quantGroup), m_granularity, on && scaled);
+    showRow(rows(m_quantGroup), m_groupSize, on && grouped);
+    showRow(rows(m_quantGroup), m_scalesRow, on && inPage);
+    showRow(rows(m_quantGroup), m_formatInfo, on);
+    showRow(rows(m_pagingGroup), m_blockSize, m_pagingGroup->isChecked());
+    showRow(rows(m_prefixGroup), m_prefixRow, m_prefixGroup->isChecked());
     // Prefix sharing lives in paged blocks: nothing to share without paging.
     m_prefixGroup->setEnabled(s.levers.paging.enabled);
     m_prefixGroup->setToolTip(s.levers.paging.enabled
@@ -1182,18 +1203,18 @@ void ScenarioPanel::showEngineOptions() {
     // vLLM's own flags show for vLLM only; the reserves are vLLM's profile, which TensorRT-LLM's
     // profiling peak is estimated from too.
     auto* f = static_cast<QFormLayout*>(m_engine->parentWidget()->layout());
-    f->setRowVisible(m_vllmVersion, vllm);
+    showRow(f, m_vllmVersion, vllm);
     showVersionInfo();
-    f->setRowVisible(m_maxNumSeqs, vllm);
-    f->setRowVisible(m_asyncScheduling, vllm);
+    showRow(f, m_maxNumSeqs, vllm);
+    showRow(f, m_asyncScheduling, vllm);
     if (!vllm) { // updateEnabledStates shows them for the models they apply to
         m_disableHybrid->setVisible(false);
         m_mambaMode->setVisible(false);
         m_mambaLabel->setVisible(false);
     }
     const bool reserves = vllm || kind == core::Engine::Trtllm;
-    f->setRowVisible(m_activationRow, reserves);
-    f->setRowVisible(m_overheadRow, reserves);
+    showRow(f, m_activationRow, reserves);
+    showRow(f, m_overheadRow, reserves);
     m_memUtil->setEnabled(vllm);
     m_memUtil->setToolTip(vllm ? m_memUtil->property("vllmTip").toString()
                                : tr("vLLM --gpu-memory-utilization: %1 sizes its pool with its "
@@ -1284,8 +1305,7 @@ void ScenarioPanel::showPrefixInfo() {
         }
     }
     m_prefixInfo->setText(text);
-    static_cast<QFormLayout*>(m_prefixGroup->layout())
-        ->setRowVisible(m_prefixInfo, !text.isEmpty());
+    showRow(static_cast<QFormLayout*>(m_prefixGroup->layout()), m_prefixInfo, !text.isEmpty());
 }
 
 bool ScenarioPanel::modelEdited() const {
@@ -1324,15 +1344,10 @@ void ScenarioPanel::showVllmVersion() {
     m_vllmVersion->setStyleSheet(QString());
 }
 
-// The version note's row is shown and hidden through its QFormLayout only: Qt 6.4's
-// QFormLayout keeps per-row arrays sized by the rows setRowVisible shows, and a row widget
-// shown with QWidget::setVisible behind its back made QFormLayout::setGeometry write past
-// them (valgrind: invalid writes in QFormLayout::setGeometry after applyVllmVersion, then a
-// crash on exit in bench_replot).
+// The note under the vLLM version: for vLLM, and only when it says something.
 void ScenarioPanel::showVersionInfo() {
-    static_cast<QFormLayout*>(m_engine->parentWidget()->layout())
-        ->setRowVisible(m_versionInfo, m_scenario.engine.kind == core::Engine::Vllm &&
-                                           !m_versionInfo->text().isEmpty());
+    showRow(static_cast<QFormLayout*>(m_engine->parentWidget()->layout()), m_versionInfo,
+            m_scenario.engine.kind == core::Engine::Vllm && !m_versionInfo->text().isEmpty());
 }
 
 void ScenarioPanel::applyVllmVersion() {
