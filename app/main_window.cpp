@@ -10,6 +10,7 @@
 #include "widgets/charts/engines_view.h"
 #include "widgets/charts/ladder_model.h"
 #include "widgets/charts/speed_panel.h"
+#include "widgets/charts/text_width.h"
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/deployment/plan_model.h"
 #include "widgets/export/atomic_write.h"
@@ -222,8 +223,8 @@ void MainWindow::buildUi() {
     // The columns follow their text: new rows, new figures, new units in the headers. Once per
     // change: LadderModel::setView updates its state before it emits dataChanged (and then
     // headerDataChanged), so the headers' new text is already there at dataChanged.
-    connect(m_ladderModel, &QAbstractItemModel::modelReset, this, [this] { fitLadderColumns(); });
-    connect(m_ladderModel, &QAbstractItemModel::dataChanged, this, [this] { fitLadderColumns(); });
+    connect(m_ladderModel, &widgets::LadderModel::cellsUpdated, this,
+            [this] { fitLadderColumns(); });
     m_ladderView->installEventFilter(this); // the step column follows the ladder's width
     fitLadderColumns();
     auto* ladderBox = new QWidget;
@@ -759,7 +760,8 @@ void MainWindow::fitLadderColumns() {
     QHeaderView* h = m_ladderView->horizontalHeader();
     h->setStretchLastSection(false);
     const QFontMetrics cellFm = m_ladderView->fontMetrics();
-    const QFontMetrics headFm = h->fontMetrics();
+    QFont bold = m_ladderView->font(); // the current step's row (LadderModel's FontRole)
+    bold.setBold(true);
     QStyle* st = m_ladderView->style();
     const int cellPad =
         2 * (st->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_ladderView) + 1) + 6;
@@ -769,9 +771,11 @@ void MainWindow::fitLadderColumns() {
         int w = 0;
         const QString head = m_ladderModel->headerData(c, Qt::Horizontal).toString();
         for (const QString& line : head.split(QLatin1Char('\n')))
-            w = std::max(w, headFm.horizontalAdvance(line) + headPad);
+            w = std::max(w, widgets::textWidth(h->font(), line) + headPad);
         for (int r = 0; r < m_ladderModel->rowCount(); ++r)
-            w = std::max(w, cellFm.horizontalAdvance(m_ladderModel->index(r, c).data().toString()) +
+            w = std::max(w, widgets::textWidth(
+                                r + 1 == m_ladderModel->rowCount() ? bold : m_ladderView->font(),
+                                m_ladderModel->index(r, c).data().toString()) +
                                 cellPad);
         if (h->sectionResizeMode(c) != QHeaderView::Fixed)
             h->setSectionResizeMode(c, QHeaderView::Fixed);

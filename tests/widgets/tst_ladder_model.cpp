@@ -13,6 +13,7 @@
 #include "core/speed.h"
 
 #include <QAbstractItemModelTester>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -111,16 +112,52 @@ void TestLadderModel::values() {
                        widgets::LadderModel::ExactValueRole)
                  .toLongLong(),
              qint64(524288));
-    // A second snapshot of the same shape updates in place.
+    // A second snapshot of the same shape updates in place, and announces exactly the cells
+    // whose text changed (the view repaints those alone), then cellsUpdated once.
+    QStringList before;
+    for (int row = 0; row < model.rowCount(); ++row)
+        for (int col = 0; col < model.columnCount(); ++col)
+            before << model.data(model.index(row, col)).toString();
+    QStringList headersBefore;
+    for (int col = 0; col < model.columnCount(); ++col)
+        headersBefore << model.headerData(col, Qt::Horizontal).toString();
     QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    QSignalSpy headers(&model, &QAbstractItemModel::headerDataChanged);
     QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy updated(&model, &widgets::LadderModel::cellsUpdated);
     core::Scenario s2 = s;
-    s2.workload.context = 4096;
+    s2.workload.context = 2 * s.workload.context;
+    QCOMPARE(s.workload.context, 4096);
     model.setView(widgets::makeLedgerView(s2));
-    QCOMPARE(changed.count(), 1);
     QCOMPARE(reset.count(), 0);
+    QCOMPARE(updated.count(), 1);
+    QSet<int> announced; // row * columns + column
+    for (const QList<QVariant>& args : changed) {
+        const auto tl = args.at(0).toModelIndex();
+        const auto br = args.at(1).toModelIndex();
+        for (int row = tl.row(); row <= br.row(); ++row)
+            for (int col = tl.column(); col <= br.column(); ++col)
+                announced.insert(row * model.columnCount() + col);
+    }
+    QSet<int> differ;
+    for (int row = 0; row < model.rowCount(); ++row)
+        for (int col = 0; col < model.columnCount(); ++col) {
+            const int i = row * model.columnCount() + col;
+            if (model.data(model.index(row, col)).toString() != before.at(i))
+                differ.insert(i);
+        }
+    QVERIFY(!differ.isEmpty()); // the requests at the new context at least
+    QCOMPARE(announced, differ);
+    QSet<int> headerDiffer, headerAnnounced;
+    for (int col = 0; col < model.columnCount(); ++col)
+        if (model.headerData(col, Qt::Horizontal).toString() != headersBefore.at(col))
+            headerDiffer.insert(col);
+    for (const QList<QVariant>& args : headers)
+        for (int col = args.at(1).toInt(); col <= args.at(2).toInt(); ++col)
+            headerAnnounced.insert(col);
+    QCOMPARE(headerAnnounced, headerDiffer);
     QCOMPARE(model.headerData(widgets::LadderModel::RequestsColumn, Qt::Horizontal).toString(),
-             QStringLiteral("Requests @4K\n(per replica)"));
+             QStringLiteral("Requests @8K\n(per replica)"));
 }
 
 void TestLadderModel::referenceDelta() {

@@ -2,6 +2,7 @@
 
 #include "widgets/charts/axis_tickers_p.h"
 #include "widgets/charts/chart_text_p.h"
+#include "widgets/charts/text_width.h"
 
 #include "core/kv_cache.h"
 
@@ -240,7 +241,7 @@ void BreakdownChart::fitText() {
     QString text = m_verdict;
     if (height() < 330 && !m_layerMix.isEmpty() && text.endsWith(m_layerMix))
         text.chop(m_layerMix.size() + 1);
-    m_verdictItem->setText(wrapToWidth(text, QFontMetrics(m_verdictItem->font()), w));
+    m_verdictItem->setText(wrapToWidth(text, m_verdictItem->font(), w));
     QCPLegend* legend = plot()->legend;
     const int columns = legendColumnsFor(legend, std::max(160, width() - 16), 3);
     legend->setWrap(columns);

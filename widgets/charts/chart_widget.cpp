@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include "widgets/charts/text_width.h"
 #include "widgets/export/atomic_write.h"
 
 #include <QBuffer>
@@ -78,31 +79,13 @@ QString ChartWidget::drawnTitle() const {
     return m_titleNote.isEmpty() ? m_title : m_title + QLatin1Char('\n') + m_titleNote;
 }
 
-QString ChartWidget::wrapToWidth(const QString& text, const QFontMetrics& fm, int width) {
-    QStringList lines;
-    for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
-        QString line;
-        for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-            const QString candidate = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
-            if (!line.isEmpty() && fm.horizontalAdvance(candidate) > width) {
-                lines << line;
-                line = word;
-            } else {
-                line = candidate;
-            }
-        }
-        lines << line;
-    }
-    return lines.join(QLatin1Char('\n'));
-}
-
 void ChartWidget::updateTitleLayout() {
     auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
     if (!t)
         return;
     // A title wider than the chart wraps instead of being clipped at both ends.
     const int avail = std::max(80, (m_plot->width() > 0 ? m_plot->width() : 900) - 16);
-    const QString shown = wrapToWidth(drawnTitle(), QFontMetrics(t->font()), avail);
+    const QString shown = wrapToWidth(drawnTitle(), t->font(), avail);
     if (shown != m_shownTitle) {
         m_shownTitle = shown;
         t->setText(shown);
@@ -200,7 +183,7 @@ int ChartWidget::captionHeight(int width) const {
     if (m_caption.isEmpty())
         return 0;
     const QFontMetrics fm(captionFont());
-    const QString text = wrapToWidth(m_caption, fm, std::max(40, width - 16));
+    const QString text = wrapToWidth(m_caption, captionFont(), std::max(40, width - 16));
     return static_cast<int>(text.count(QLatin1Char('\n')) + 1) * fm.lineSpacing() + 8;
 }
 
@@ -210,7 +193,7 @@ void ChartWidget::paintExport(QCPPainter* painter, int width, int height) {
     // The title wrapped for the export's width, not the window's.
     auto* t = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0));
     if (t)
-        t->setText(wrapToWidth(drawnTitle(), QFontMetrics(t->font()), std::max(80, width - 16)));
+        t->setText(wrapToWidth(drawnTitle(), t->font(), std::max(80, width - 16)));
     m_plot->toPainter(painter, width, height - ch);
     if (t)
         t->setText(m_shownTitle);
@@ -220,10 +203,9 @@ void ChartWidget::paintExport(QCPPainter* painter, int width, int height) {
         c.setAlpha(190);
         painter->setPen(c);
         painter->setFont(captionFont());
-        const QFontMetrics fm(captionFont());
         painter->drawText(QRect(8, height - ch + 2, width - 16, ch - 4),
                           Qt::AlignLeft | Qt::AlignVCenter,
-                          wrapToWidth(m_caption, fm, std::max(40, width - 16)));
+                          wrapToWidth(m_caption, captionFont(), std::max(40, width - 16)));
         painter->restore();
     }
 }

@@ -112,9 +112,6 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
     QSize exportSize(QSize requested) const;
     void styleAxes();
-    // `text` broken at spaces into lines of at most `width` pixels in `fm` (a word longer than
-    // that keeps its own line).
-    static QString wrapToWidth(const QString& text, const QFontMetrics& fm, int width);
     void updateTitleLayout(); // wraps the title to the chart's width
 
 private:

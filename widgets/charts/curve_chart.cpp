@@ -1,6 +1,7 @@
 #include "widgets/charts/curve_chart.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 #include "widgets/scenario/token_spin_box.h"
 
@@ -432,8 +433,7 @@ void CurveChart::updateAxes() {
         const QString why = m_snapshot->invalid
                                 ? tr("Not computed: %1").arg(qs(m_snapshot->ledger.error))
                                 : tr("Nothing to plot");
-        m_emptyLabel->setText(
-            wrapToWidth(why, QFontMetrics(m_emptyLabel->font()), placeholderWidth()));
+        m_emptyLabel->setText(wrapToWidth(why, m_emptyLabel->font(), placeholderWidth()));
         m_emptyLabel->setVisible(true);
         m_poolLine->setVisible(false);
         m_poolLabel->setVisible(false);
@@ -492,7 +492,7 @@ void CurveChart::updateAxes() {
                                           ? tr("No request fits at any context (see the banner "
                                                "above the charts)")
                                           : tr("Nothing to plot"),
-                                      QFontMetrics(m_emptyLabel->font()), placeholderWidth()));
+                                      m_emptyLabel->font(), placeholderWidth()));
     if (m_kind == CurveKind::Concurrency)
         lo = std::max(lo, 0.8);
     p->yAxis->setRange(lo / 1.6, hi * 1.6);

@@ -18,15 +18,6 @@ constexpr int kOwnToolTipRole = Qt::UserRole + 40;
 
 LadderModel::LadderModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void LadderModel::refresh(bool structureChanged) {
-    if (structureChanged) {
-        beginResetModel();
-        endResetModel();
-    } else if (rowCount() > 0) {
-        emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
-    }
-}
-
 void LadderModel::setView(const LedgerView& view) {
     const bool shape = !m_snapshot != !view.snapshot || !m_reference != !view.reference ||
                        (m_snapshot && m_snapshot->ladder.size() != view.snapshot->ladder.size());
@@ -41,19 +32,62 @@ void LadderModel::setView(const LedgerView& view) {
     m_scope = view.scope;
     if (speed)
         recomputeSpeed();
-    if (shape) {
+    if (shape)
         endResetModel();
-    } else if (cells) {
-        refresh(false);
-        emit headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
-    }
+    if (cells)
+        publishChanges(shape);
 }
 
 void LadderModel::setSpeedAssumptions(const core::SpeedAssumptions& assumptions) {
     m_speedAssumptions = assumptions;
     recomputeSpeed();
-    if (rowCount() > 0)
-        emit dataChanged(index(0, StepMsColumn), index(rowCount() - 1, TokensPerUserColumn));
+    publishChanges(false);
+}
+
+// Only the cells whose text or greying changed are announced, each on its own: the view then
+// repaints those cells alone instead of the whole table (a slider step changes the columns at
+// the context and the speed, not the step names or the per-token bytes), and the header only
+// when a title changed ("@4K" -> "@5K").
+void LadderModel::publishChanges(bool reset) {
+    const int rows = m_snapshot ? rowCount() : 0;
+    const int cols = columnCount();
+    std::vector<QString> texts;
+    std::vector<char> applied;
+    texts.reserve(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+    for (int r = 0; r < rows; ++r) {
+        applied.push_back(m_snapshot->ladder[static_cast<std::size_t>(r)].applied ? 1 : 0);
+        for (int c = 0; c < cols; ++c)
+            texts.push_back(text(r, c));
+    }
+    QStringList headers;
+    for (int c = 0; c < cols; ++c)
+        headers << headerData(c, Qt::Horizontal).toString();
+    const bool sameShape =
+        !reset && texts.size() == m_shownTexts.size() && applied.size() == m_shownApplied.size();
+    if (sameShape) {
+        for (int r = 0; r < rows; ++r) {
+            const auto row = static_cast<std::size_t>(r);
+            if (applied[row] != m_shownApplied[row]) {
+                emit dataChanged(index(r, 0), index(r, cols - 1));
+                continue;
+            }
+            for (int c = 0; c < cols; ++c) {
+                const std::size_t i = row * static_cast<std::size_t>(cols) + std::size_t(c);
+                if (texts[i] != m_shownTexts[i])
+                    emit dataChanged(index(r, c), index(r, c));
+            }
+        }
+        for (int c = 0; c < cols; ++c)
+            if (headers[c] != m_shownHeaders.value(c))
+                emit headerDataChanged(Qt::Horizontal, c, c);
+    } else if (!reset && rows > 0) {
+        emit dataChanged(index(0, 0), index(rows - 1, cols - 1));
+        emit headerDataChanged(Qt::Horizontal, 0, cols - 1);
+    }
+    m_shownTexts = std::move(texts);
+    m_shownApplied = std::move(applied);
+    m_shownHeaders = headers;
+    emit cellsUpdated();
 }
 
 void LadderModel::recomputeSpeed() {

@@ -11,8 +11,10 @@
 #include "core/speed.h"
 
 #include <QAbstractTableModel>
+#include <QStringList>
 
 #include <optional>
+#include <vector>
 
 namespace kvl::widgets {
 
@@ -57,12 +59,18 @@ public:
                         int role = Qt::DisplayRole) const override;
 
     // The table as CSV (exact integers) and as HTML (for the report).
+signals:
+    // After every update of the cells (a reset, a new snapshot, new speed assumptions), once:
+    // what fits the columns to their texts listens to this, not to each cell's dataChanged.
+    void cellsUpdated();
+
+public:
     QString csv() const;
     QString html() const;
 
 private:
     QString text(int row, int column) const;
-    void refresh(bool structureChanged);
+    void publishChanges(bool reset);
     void recomputeSpeed();
     std::int64_t bytes(int row, int column) const; // the scoped bytes of a byte column
     QString scopeText() const;
@@ -73,6 +81,10 @@ private:
     core::UnitSystem m_units = core::UnitSystem::Binary;
     FigureScope m_scope = FigureScope::PerGpu;
     core::SpeedAssumptions m_speedAssumptions;
+    // The texts, greying and headers the view was last told about (publishChanges).
+    std::vector<QString> m_shownTexts;
+    std::vector<char> m_shownApplied;
+    QStringList m_shownHeaders;
     struct RowSpeed {
         std::int64_t concurrency = 0;
         core::DecodeStep step;

@@ -2,6 +2,7 @@
 
 #include "widgets/charts/axis_tickers_p.h"
 #include "widgets/charts/chart_text_p.h"
+#include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 
 #include "core/engine.h"
@@ -256,11 +257,9 @@ void PredictedSpeedChart::updateAssumptions() {
     const int w = std::max(160, width() - 24);
     m_assumptions =
         m_snapshot ? speedAssumptionsLine(m_snapshot->scenario, m_calibration) : QString();
-    m_assumptionsLabel->setText(
-        wrapToWidth(m_assumptions, QFontMetrics(m_assumptionsLabel->font()), w));
+    m_assumptionsLabel->setText(wrapToWidth(m_assumptions, m_assumptionsLabel->font(), w));
     const bool empty = !m_error.isEmpty() || !m_snapshot;
-    m_cursorLabel->setText(
-        empty ? QString() : wrapToWidth(m_cursorText, QFontMetrics(m_cursorLabel->font()), w));
+    m_cursorLabel->setText(empty ? QString() : wrapToWidth(m_cursorText, m_cursorLabel->font(), w));
     QCPLegend* legend = plot()->legend;
     const int columns = legendColumnsFor(legend, w, 3);
     legend->setWrap(columns);

@@ -1,6 +1,7 @@
 #include "widgets/probe/probe_charts.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 #include "widgets/probe/probe_overlay.h"
 
@@ -101,7 +102,7 @@ void ProbeChart::wrapEmptyText() {
     // Wrapped to fit inside the plot, clear of the axes' tick labels, at any chart width (at
     // 1600 x 1000 the Measured tab's charts are narrower than the sentence).
     const int width = std::max(120, std::min(plotAreaRect().width(), this->width() - 110) - 16);
-    m_empty->setText(wrapToWidth(m_emptyText.simplified(), QFontMetrics(m_empty->font()), width));
+    m_empty->setText(wrapToWidth(m_emptyText.simplified(), m_empty->font(), width));
 }
 
 void ProbeChart::resizeEvent(QResizeEvent* event) {
