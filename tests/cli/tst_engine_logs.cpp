@@ -16,7 +16,11 @@
 //   when calculating max tokens: X GiB" after it), the pool's token count lies within what that
 //   memory buys at the ends of its 0.01 GiB rounding (whole tokens, rounded up to whole blocks);
 //   at that count the "[MemUsageChange] Allocated ... for max tokens in paged KV cache (N)" line
-//   and, where the log prints it, "Number of tokens per block" come out exactly.
+//   and, where the log prints it, "Number of tokens per block" come out exactly. Where the log
+//   prints the profiling run's max_tokens instead ("Both free_gpu_memory_fraction and max_tokens
+//   are set (to F and N ...)"), N rounded up to whole blocks must be the pool; where it prints
+//   them, the block count ("primary pool: N", "primary blocks=N"), "tokens per block=T" and the
+//   "fraction is set F" of the profiling line must be the ledger's too.
 //
 // A marked entry carries the reason it cannot be replayed (something it depends on is not in
 // the log) and is skipped with it.
