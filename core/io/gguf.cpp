@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace kvl::io {
@@ -138,6 +139,11 @@ bool endsWith(const std::string& s, const std::string& tail) {
 } // namespace
 
 Result<GgufInfo> readGgufHeader(const std::string& path) {
+    // An ifstream opens a directory on Linux and then fails its first read ("read error at byte
+    // 0"); say what it is instead. Other non-regular files (a FIFO, a device) are read as streams.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        return makeError(ErrorCode::BadFile, path + ": is a directory, not a regular file");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return makeError(ErrorCode::NotFound, path + ": cannot open the file");

@@ -98,8 +98,14 @@ Result compute(const Scenario& s) {
         r.peakBytes = satAdd(satAdd(v.weightsBytesPerGpu, v.activationBytes), v.overheadBytes);
         r.peakEstimated = true;
     }
+    // The fraction goes through the C++ KvCacheConfig, which holds it as a float
+    // (cpp/include/tensorrt_llm/executor/executor.h: std::optional<FloatType>
+    // mFreeGpuMemoryFraction), and comes back to _util.py as that float32's double: 0.9 is
+    // 0.8999999761581421 in the profiling line and 0.8 is 0.800000011920929 in the max_tokens
+    // warning (NVIDIA/TensorRT-LLM issue #6294). It is what multiplies the free memory.
+    const double fraction32 = double(float(r.fraction));
     const std::int64_t free = std::max<std::int64_t>(0, satSub(r.totalBytes, r.peakBytes));
-    r.availableBytes = std::int64_t(std::floor(double(free) * r.fraction));
+    r.availableBytes = std::int64_t(std::floor(double(free) * fraction32));
     r.maxTokens = r.availableBytes / r.kvSizePerToken;
     if (o.maxTokens > 0)
         r.maxTokens = std::min(r.maxTokens, o.maxTokens);
@@ -114,7 +120,7 @@ Result compute(const Scenario& s) {
     r.logLines.push_back(
         "Peak memory during memory usage profiling (torch + non-torch): " + gib2(r.peakBytes) +
         " GiB, available KV cache memory when calculating max tokens: " + gib2(r.availableBytes) +
-        " GiB, fraction is set " + pythonFloat(r.fraction) + ", kv size is " +
+        " GiB, fraction is set " + pythonFloat(fraction32) + ", kv size is " +
         std::to_string(r.kvSizePerToken) + ". device total memory " + gib2(r.totalBytes) + " GiB");
     r.logLines.push_back("Number of tokens per block: " + std::to_string(tpb) + ".");
     r.logLines.push_back("[MemUsageChange] Allocated " + gib2(r.poolBytes) +

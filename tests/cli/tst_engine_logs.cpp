@@ -16,7 +16,11 @@
 //   when calculating max tokens: X GiB" after it), the pool's token count lies within what that
 //   memory buys at the ends of its 0.01 GiB rounding (whole tokens, rounded up to whole blocks);
 //   at that count the "[MemUsageChange] Allocated ... for max tokens in paged KV cache (N)" line
-//   and, where the log prints it, "Number of tokens per block" come out exactly.
+//   and, where the log prints it, "Number of tokens per block" come out exactly. Where the log
+//   prints the profiling run's max_tokens instead ("Both free_gpu_memory_fraction and max_tokens
+//   are set (to F and N ...)"), N rounded up to whole blocks must be the pool; where it prints
+//   them, the block count ("primary pool: N", "primary blocks=N"), "tokens per block=T" and the
+//   "fraction is set F" of the profiling line must be the ledger's too.
 //
 // A marked entry carries the reason it cannot be replayed (something it depends on is not in
 // the log) and is skipped with it.
@@ -62,6 +66,19 @@ QStringList strings(const QJsonValue& v) {
     QStringList out;
     for (const auto& x : v.toArray())
         out << x.toString();
+    return out;
+}
+
+// A guide that wraps a long log line continues it on the next line, indented; the engine printed
+// one line, so the continuation joins the line before it (one space between).
+QStringList unwrapped(const QStringList& lines) {
+    QStringList out;
+    for (const QString& l : lines) {
+        if (!out.isEmpty() && !l.isEmpty() && l.front().isSpace())
+            out.last() += u' ' + l.trimmed();
+        else
+            out << l;
+    }
     return out;
 }
 
@@ -154,7 +171,7 @@ void TestEngineLogs::replay() {
                  entry[QStringLiteral("catalog_model")].isString(),
              "an entry replayed needs its config.json or a catalog model");
     const QString engine = entry[QStringLiteral("engine")].toString();
-    const QStringList log = strings(entry[QStringLiteral("log")]);
+    const QStringList log = unwrapped(strings(entry[QStringLiteral("log")]));
     const QStringList args = ledgerArgs(entry);
     QString error;
 
@@ -305,6 +322,39 @@ void TestEngineLogs::replay() {
                                 .arg(lo)
                                 .arg(hi)));
     }
+    if (rp.contains(QStringLiteral("max_tokens"))) {
+        // The profiling run's max_tokens as the log's "Both free_gpu_memory_fraction and
+        // max_tokens are set (to F and N ...)" warning prints it: the KV cache manager rounds it
+        // up to whole blocks (resource_manager.py, math.ceil(max_tokens / tokens_per_block)).
+        QStringList y = args;
+        y << QStringLiteral("--max-tokens")
+          << QString::number(rp[QStringLiteral("max_tokens")].toInteger())
+          << QStringLiteral("--peak-memory-gib") << QStringLiteral("0");
+        const QJsonObject m = ledger(y, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(m[QStringLiteral("pool_tokens")].toInteger(), want);
+        // ... and the entry's figure is the one the log printed.
+        static const QRegularExpression warned(
+            QStringLiteral("max_tokens are set \\(to [0-9.]+ and (\\d+)"));
+        qint64 logged = -1;
+        for (const QString& l : log)
+            if (const auto w = warned.match(l); w.hasMatch())
+                logged = w.captured(1).toLongLong();
+        QCOMPARE(logged, rp[QStringLiteral("max_tokens")].toInteger());
+    }
+    // The block count where the log prints it: the C++ KVCacheManager's "Number of blocks in KV
+    // cache primary pool: N" or the later "Max KV cache blocks per sequence: ... primary
+    // blocks=N", with its "tokens per block=T".
+    {
+        const QJsonObject d = o[QStringLiteral("detail")].toObject();
+        const qint64 blocks = d[QStringLiteral("blocks")].toInteger();
+        for (const QString& marker : {QStringLiteral("Number of blocks in KV cache primary pool: "),
+                                      QStringLiteral("primary blocks=")})
+            if (const qint64 n = firstNumberAfter(log, marker); n >= 0)
+                QCOMPARE(blocks, n);
+        if (const qint64 t = firstNumberAfter(log, QStringLiteral("tokens per block=")); t >= 0)
+            QCOMPARE(d[QStringLiteral("pool_tokens")].toInteger() / std::max<qint64>(1, blocks), t);
+    }
     const QStringList got = strings(o[QStringLiteral("log_lines")]);
     // Compared where the log prints it (a guide that elides the lines between two keeps none).
     if (const QStringList wantTpb = pick(log, {QStringLiteral("Number of tokens per block:")});
@@ -318,6 +368,16 @@ void TestEngineLogs::replay() {
             if (l.endsWith(u'.'))
                 l.chop(1);
     QCOMPARE(gotAlloc, wantAlloc);
+    // The fraction as the PyTorch backend prints it: the float32 the C++ KvCacheConfig holds.
+    static const QRegularExpression fractionIs(QStringLiteral("fraction is set ([0-9.]+)"));
+    for (const QString& l : log)
+        if (const auto w = fractionIs.match(l); w.hasMatch()) {
+            QString gotFraction;
+            for (const QString& g : got)
+                if (const auto x = fractionIs.match(g); x.hasMatch())
+                    gotFraction = x.captured(1);
+            QCOMPARE(gotFraction, w.captured(1));
+        }
     if (const qint64 kvSize = firstNumberAfter(log, QStringLiteral("kv size is ")); kvSize > 0)
         QCOMPARE(o[QStringLiteral("kv_bytes_per_token_per_gpu")].toInteger(), kvSize);
 }

@@ -20,6 +20,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 using namespace kvl;
 
 namespace {
@@ -49,6 +51,8 @@ private slots:
     void trtllmBytesPerToken_data();
     void trtllmBytesPerToken();
     void trtllmBlocksRoundUp();
+    void trtllmFractionIsFloat32_data();
+    void trtllmFractionIsFloat32();
     void scenarioFileEngine();
     void offeredKvDtypes_data();
     void offeredKvDtypes();
@@ -249,6 +253,33 @@ void TestEngines::trtllmBlocksRoundUp() {
     QCOMPARE(r.blocks, qint64(32));
     QCOMPARE(r.poolTokens, qint64(1024));
     QCOMPARE(r.poolBytes, qint64(1024) * 131072);
+}
+
+// The fraction multiplies as the float32 the C++ KvCacheConfig holds (executor.h, FloatType
+// mFreeGpuMemoryFraction; the logs print 0.9 as 0.8999999761581421), a few KiB less than the
+// exact product on a GPU's free memory, and the profiling line prints it that way.
+void TestEngines::trtllmFractionIsFloat32_data() {
+    QTest::addColumn<double>("fraction");
+    QTest::addColumn<QString>("printed");
+    QTest::addRow("0.9") << 0.9 << "fraction is set 0.8999999761581421,";
+    QTest::addRow("0.8") << 0.8 << "fraction is set 0.800000011920929,";
+    QTest::addRow("0.5 is exact in float32") << 0.5 << "fraction is set 0.5,";
+}
+
+void TestEngines::trtllmFractionIsFloat32() {
+    QFETCH(double, fraction);
+    QFETCH(QString, printed);
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Trtllm);
+    s.engine.trtllm.freeGpuMemoryFraction = fraction;
+    s.engine.trtllm.peakMemoryBytes = std::int64_t(16) << 30;
+    const auto r = core::trtllm::compute(s);
+    const std::int64_t free = r.totalBytes - r.peakBytes;
+    QCOMPARE(r.availableBytes, std::int64_t(std::floor(double(free) * double(float(fraction)))));
+    if (double(float(fraction)) != fraction)
+        QVERIFY(r.availableBytes != std::int64_t(std::floor(double(free) * fraction)));
+    QCOMPARE(r.fraction, fraction); // the launch command keeps the value the user gave
+    QVERIFY2(QString::fromStdString(r.logLines.front()).contains(printed),
+             r.logLines.front().c_str());
 }
 
 void TestEngines::scenarioFileEngine() {

@@ -105,6 +105,8 @@ private slots:
     void perLayerKvHeads();
     void refusals_data();
     void refusals();
+    void unreadablePaths_data();
+    void unreadablePaths();
 
 private:
     std::string write(const std::string& name, const std::string& bytes) {
@@ -173,6 +175,40 @@ void TestGguf::refusals_data() {
         << QByteArray::fromStdString(model(false, 9400)) << "lying about its sizes: tensor 'output";
     QTest::newRow("the weights cut short")
         << QByteArray::fromStdString(model(false, 0, 100)) << "ends past the file";
+    // A file of one tensor info (or one metadata array) built to lie in one field each.
+    auto oneTensor = [](std::vector<std::uint64_t> dims, std::uint32_t type) {
+        Writer w;
+        w.b = "GGUF";
+        w.num<std::uint32_t>(3);
+        w.num<std::uint64_t>(1); // tensors
+        w.num<std::uint64_t>(0); // metadata
+        w.tensor("blk.0.attn_q.weight", std::move(dims), type, 0);
+        w.alignTo(32);
+        w.b += std::string(8192, '\x11');
+        return QByteArray::fromStdString(w.b);
+    };
+    QTest::newRow("a tensor of 5 dimensions")
+        << oneTensor({64, 64, 1, 1, 1}, 1) << "tensor 'blk.0.attn_q.weight' has 5 dimensions";
+    QTest::newRow("a dimension of 2^41")
+        << oneTensor({64, 1ull << 41}, 1) << "lying about its sizes: tensor 'blk.0.attn_q.weight'";
+    QTest::newRow("ggml type 99") << oneTensor({64, 64}, 99) << "has ggml type 99";
+    QTest::newRow("q4_K rows of 64 values")
+        << oneTensor({64, 64}, 12) << "rows of 64 values are not whole q4_K blocks";
+    {
+        Writer w;
+        w.b = "GGUF";
+        w.num<std::uint32_t>(3);
+        w.num<std::uint64_t>(0); // tensors
+        w.num<std::uint64_t>(1); // metadata
+        w.str("llama.attention.head_count_kv");
+        w.num<std::uint32_t>(9);          // array
+        w.num<std::uint32_t>(5);          // of int32
+        w.num<std::uint64_t>(1ull << 40); // 2^40 of them, in a file of a few dozen bytes
+        w.num<std::int32_t>(8);
+        QTest::newRow("an array of 2^40 int32")
+            << QByteArray::fromStdString(w.b)
+            << "lying about its sizes: metadata 'llama.attention.head_count_kv' claims";
+    }
     // A key holding a newline and an undefined value type (found by fuzz_gguf): the message
     // shows the key's control bytes as \xNN and stays one line.
     QFile found(QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/gguf/key-with-newline.gguf"));
@@ -191,6 +227,24 @@ void TestGguf::refusals() {
     QVERIFY2(msg.startsWith(QString::fromStdString(path) + QStringLiteral(": ")), qPrintable(msg));
     QVERIFY2(msg.contains(says), qPrintable(msg));
     QVERIFY2(!msg.contains(u'\n'), qPrintable(msg));
+}
+
+// A path that is no file gets the same one line naming it, with what it is instead.
+void TestGguf::unreadablePaths_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("missing") << m_dir.filePath(QStringLiteral("none.gguf"))
+                             << "cannot open the file";
+    QTest::newRow("a directory") << m_dir.path() << "is a directory, not a regular file";
+}
+
+void TestGguf::unreadablePaths() {
+    QFETCH(QString, path);
+    QFETCH(QString, says);
+    const auto r = kvl::io::readGgufHeader(path.toStdString());
+    QVERIFY(!r);
+    const QString msg = QString::fromStdString(r.error().message);
+    QCOMPARE(msg, path + QStringLiteral(": ") + says);
 }
 
 QTEST_GUILESS_MAIN(TestGguf)
