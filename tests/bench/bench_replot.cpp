@@ -21,6 +21,7 @@
 #include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QPaintEvent>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTest>
@@ -67,14 +68,20 @@ class ResizeCounter : public QObject {
 public:
     int resizes = 0;
     int paints = 0;
-    std::map<QString, int> paintsByWidget; // "class/objectName"
+    std::map<QString, int> paintsByWidget;    // "class/objectName"
+    std::map<QString, double> pixelsByWidget; // the painted regions' area
     bool eventFilter(QObject* o, QEvent* e) override {
         if (e->type() == QEvent::Resize && qobject_cast<QCustomPlot*>(o))
             ++resizes;
         if (e->type() == QEvent::Paint && o->isWidgetType()) {
             ++paints;
-            ++paintsByWidget[QString::fromLatin1(o->metaObject()->className()) + QLatin1Char('/') +
-                             o->objectName()];
+            const QString name = QString::fromLatin1(o->metaObject()->className()) +
+                                 QLatin1Char('/') + o->objectName();
+            ++paintsByWidget[name];
+            double area = 0;
+            for (const QRect& r : static_cast<QPaintEvent*>(e)->region())
+                area += double(r.width()) * double(r.height());
+            pixelsByWidget[name] += area;
         }
         return false;
     }
@@ -258,6 +265,7 @@ int main(int argc, char** argv) {
             resizedAtStart = resizes.resizes;
             resizes.paints = 0;
             resizes.paintsByWidget.clear();
+            resizes.pixelsByWidget.clear();
             for (const auto& [name, span] : spans)
                 spanAtStart[name] = span.totalMs;
         }
@@ -314,6 +322,22 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < std::min<std::size_t>(8, top.size()); ++k)
             std::printf("    %-40s %.2f\n", qPrintable(top[k].second),
                         double(top[k].first) / double(changes));
+    }
+    {
+        // Where the painted pixels go (a widget repainted whole costs its area; one repainted
+        // under a changed child costs that child's rectangle).
+        double total = 0;
+        std::vector<std::pair<double, QString>> top;
+        for (const auto& [name, px] : resizes.pixelsByWidget) {
+            total += px;
+            top.emplace_back(px, name);
+        }
+        std::sort(top.rbegin(), top.rend());
+        std::printf("  pixels painted per change: %.0f K (all widgets' paint regions); the most:\n",
+                    total / double(changes) / 1000.0);
+        for (std::size_t k = 0; k < std::min<std::size_t>(8, top.size()); ++k)
+            std::printf("    %-40s %.0f K\n", qPrintable(top[k].second),
+                        top[k].first / double(changes) / 1000.0);
     }
     std::printf("  after the recompute, the event loop's GUI-thread CPU time by kind of event (ms "
                 "per change, mean):\n");

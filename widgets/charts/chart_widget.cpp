@@ -45,6 +45,10 @@ ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->setAntialiasedElements(QCP::aePlottables | QCP::aeItems);
     m_plot->setNotAntialiasedElements(QCP::aeGrid | QCP::aeSubGrid | QCP::aeAxes);
     m_plot->setPlottingHints(QCP::phCacheLabels | QCP::phFastPolylines);
+    // One paint buffer, not two: nothing draws on QCustomPlot's "overlay" layer (buffered by
+    // default for selection rectangles), which cost a full-size clear at every replot and a
+    // full-size blend at every paint, in memory a second chart-sized image per chart.
+    m_plot->layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmLogical);
     m_plot->plotLayout()->insertRow(0);
     auto* titleElement =
         new QCPTextElement(m_plot, QString(), QFont(font().family(), -1, QFont::Bold));

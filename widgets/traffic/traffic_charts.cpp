@@ -242,14 +242,14 @@ void TrafficLatencyChart::rebuild() {
         empty = tr("Not simulated yet");
     else if (empty.isEmpty() && p->graphCount() == 0)
         empty = tr("No ladder step runs this workload (the table says why)");
-    m_emptyLabel->setText(wrapToWidth(empty, QFontMetrics(font()), std::max(160, width() - 80)));
+    m_emptyLabel->setText(wrapToWidth(empty, font(), std::max(160, width() - 80)));
     m_emptyLabel->setVisible(!empty.isEmpty());
     p->legend->setVisible(p->legend->itemCount() > 0);
     const int w = std::max(160, width() - 24);
     const QString note =
         m_result ? tr("Solid: p99; dashed: p50. %1").arg(shortAssumptions(m_result->inputs))
                  : QString();
-    m_note->setText(wrapToWidth(note, QFontMetrics(m_note->font()), w));
+    m_note->setText(wrapToWidth(note, m_note->font(), w));
     fitLegend(p, w);
     requestReplot();
 }
@@ -387,7 +387,7 @@ void TrafficTimelineChart::rebuild() {
         empty = tr("Not simulated: %1").arg(qs(m_result->error));
     else if (empty.isEmpty() && !m_result->current.error.empty())
         empty = tr("Not simulated: %1").arg(qs(m_result->current.error));
-    m_emptyLabel->setText(wrapToWidth(empty, QFontMetrics(font()), std::max(160, width() - 80)));
+    m_emptyLabel->setText(wrapToWidth(empty, font(), std::max(160, width() - 80)));
     m_emptyLabel->setVisible(!empty.isEmpty());
     p->legend->setVisible(p->legend->itemCount() > 0);
     const int w = std::max(160, width() - 24);
@@ -403,7 +403,7 @@ void TrafficTimelineChart::rebuild() {
     }
     if (m_result)
         note += shortAssumptions(m_result->inputs);
-    m_note->setText(wrapToWidth(note, QFontMetrics(m_note->font()), w));
+    m_note->setText(wrapToWidth(note, m_note->font(), w));
     fitLegend(p, w);
     requestReplot();
 }
