@@ -6,6 +6,7 @@
 #include "tests/widgets/test_helpers.h"
 #include "widgets/scenario/scenario_panel.h"
 #include "widgets/scenario/token_spin_box.h"
+#include "widgets/scenario/warnings_banner.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
@@ -33,6 +34,8 @@ private slots:
     void dragCommitsOncePerPass();
     void versionNoteFollowsEngine_data();
     void versionNoteFollowsEngine();
+    void bannerHoldsHeight_data();
+    void bannerHoldsHeight();
 };
 
 void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
@@ -223,6 +226,64 @@ void TestScenarioPanel::versionNoteFollowsEngine() {
         QVERIFY(note->geometry().top() >= version->geometry().bottom());
         QVERIFY(note->parentWidget()->rect().contains(note->geometry()));
     }
+}
+
+// The warnings banner above the charts grows at once and shrinks only after a pause, so that
+// a drag does not re-lay out the charts at each step; the same rows again (a step that moves no
+// warning) measure nothing, yet keep a pending shrink waiting for its pause.
+void TestScenarioPanel::bannerHoldsHeight_data() {
+    QTest::addColumn<int>("firstRows");
+    QTest::addColumn<int>("thenRows");
+    QTest::addColumn<bool>("repeat"); // the second rows set again during the pause
+    QTest::addColumn<bool>("held");   // the first height kept right after the second rows
+    QTest::addRow("fewer rows: held, then shrinks") << 3 << 1 << false << true;
+    QTest::addRow("fewer rows set twice: the pause restarts") << 3 << 1 << true << true;
+    QTest::addRow("more rows: grows at once") << 1 << 3 << false << false;
+    QTest::addRow("the same rows: nothing pending") << 2 << 2 << true << true;
+}
+
+void TestScenarioPanel::bannerHoldsHeight() {
+    QFETCH(int, firstRows);
+    QFETCH(int, thenRows);
+    QFETCH(bool, repeat);
+    QFETCH(bool, held);
+    auto rows = [](int n) {
+        std::vector<widgets::BannerItem> items;
+        for (int i = 0; i < n; ++i)
+            items.push_back({widgets::Severity::Warning, QStringLiteral("warning"),
+                             QStringLiteral("Row %1").arg(i),
+                             QStringLiteral("a paragraph long enough to wrap over more than one "
+                                            "line of a banner four hundred pixels wide, %1")
+                                 .arg(i)});
+        return items;
+    };
+    widgets::WarningsBanner banner;
+    banner.resize(400, 60);
+    banner.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&banner));
+    banner.setItems(rows(firstRows));
+    const int first = banner.minimumHeight();
+    QVERIFY(first > 0);
+    banner.setItems(rows(thenRows)); // within the same interaction
+    const int second = banner.minimumHeight();
+    if (held)
+        QCOMPARE(second, first);
+    else
+        QVERIFY(second > first);
+    const bool shrinking = thenRows < firstRows;
+    QCOMPARE(banner.shrinkPendingMs() >= 0, shrinking);
+    if (repeat) {
+        QTest::qWait(widgets::WarningsBanner::kSettleMs / 2);
+        banner.setItems(rows(thenRows)); // the same rows: the pause starts again
+        QCOMPARE(banner.minimumHeight(), second);
+        if (shrinking)
+            QVERIFY2(banner.shrinkPendingMs() > widgets::WarningsBanner::kSettleMs * 3 / 4,
+                     qPrintable(QString::number(banner.shrinkPendingMs())));
+        else
+            QCOMPARE(banner.shrinkPendingMs(), -1);
+    }
+    if (shrinking) // after the pause, the rows' own height
+        QTRY_VERIFY_WITH_TIMEOUT(banner.minimumHeight() < first, 5000);
 }
 
 QTEST_MAIN(TestScenarioPanel)

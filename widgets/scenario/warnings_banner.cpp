@@ -220,6 +220,10 @@ void WarningsBanner::holdHeight() {
     }
 }
 
+int WarningsBanner::shrinkPendingMs() const {
+    return m_settle->isActive() ? m_settle->remainingTime() : -1;
+}
+
 void WarningsBanner::resizeEvent(QResizeEvent* event) {
     QFrame::resizeEvent(event);
     // A new width wraps the rows anew: the height held for the old width means nothing now.
@@ -246,6 +250,16 @@ QLabel* WarningsBanner::itemLabel(int i) const {
 }
 
 void WarningsBanner::setItems(std::vector<BannerItem> items) {
+    if (items == m_items && m_heldHeight > 0) {
+        // The same rows (a slider step that moves no warning): nothing to lay out or measure
+        // again (measuring wraps every row's rich text), but the interaction goes on, so a
+        // pending shrink waits for its pause.
+        const bool shrinkPending = m_settle->isActive();
+        m_lastChange.start();
+        if (shrinkPending)
+            m_settle->start();
+        return;
+    }
     m_items = std::move(items);
     const int n = static_cast<int>(m_items.size());
     // The first items in place, whole (they wrap); "Show all N" beside them for the rest.

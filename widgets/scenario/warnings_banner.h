@@ -31,6 +31,7 @@ struct BannerItem {
     QString text;          // one paragraph, plain text
     QString html() const;  // "<b>title:</b> text", escaped
     QString plain() const; // "title: text"
+    friend bool operator==(const BannerItem&, const BannerItem&) = default;
 };
 
 // The items of a snapshot, most severe first, in the order above. Requests are per replica
@@ -58,6 +59,8 @@ public:
     // during it the banner grows at once but shrinks only when it ends, so the charts below
     // keep their size and are not re-laid out and redrawn at every step of the drag.
     static constexpr int kSettleMs = 600;
+    // The milliseconds until a held height shrinks to the rows', or -1 when none is pending.
+    int shrinkPendingMs() const;
     static QString noWarningsText();
 
 protected:
