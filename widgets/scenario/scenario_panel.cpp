@@ -134,6 +134,16 @@ void showRow(QFormLayout* f, QWidget* field, bool on) {
     field->setVisible(on);
 }
 
+// A word-wrapped note in a form (the format's bits, the prefix's saving, the version change):
+// never hidden, empty when it has nothing to say. Qt 6.4's QFormLayout wrote before its
+// height-for-width arrays when a hidden word-wrapped row was shown again (valgrind, under
+// QFormLayout::setGeometry from QWidget::setVisible), so these rows never hide; an empty note
+// is zero pixels high.
+void setNote(QLabel* note, const QString& text) {
+    if (note->text() != text)
+        note->setText(text);
+}
+
 // A row whose field is a layout: its widgets (a layout of hidden widgets is empty).
 void showRow(QFormLayout* f, QLayout* field, bool on) {
     if (QWidget* label = f->labelForField(field))
@@ -530,7 +540,6 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     f->addRow(m_llamacppOptions);
     f->addRow(tr("vLLM version"), m_vllmVersion);
     f->addRow(m_versionInfo);
-    showRow(f, m_versionInfo, false); // until a version change has something to say
     f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
     m_activationRow = withButton(m_activationGiB, m_activationEstimate);
     m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
@@ -1121,6 +1130,19 @@ void ScenarioPanel::showScenario() {
 
 void ScenarioPanel::updateEnabledStates() {
     const QScopedValueRollback guard(m_updating, true);
+    // Showing a widget lays its ancestors out at once (QWidgetPrivate::setVisible activates each
+    // parent's layout, up to the scroll area), so every row shown here laid the whole panel out
+    // again. With the panel's own layout off meanwhile, each group lays out only itself, and the
+    // panel is laid out once, after.
+    struct PanelLayoutPaused {
+        QLayout* top;
+        explicit PanelLayoutPaused(QLayout* l) : top(l) { top->setEnabled(false); }
+        ~PanelLayoutPaused() {
+            top->setEnabled(true);
+            top->invalidate();
+        }
+    };
+    const PanelLayoutPaused paused(layout());
     const core::Scenario& s = m_scenario;
     const core::ModelSpec& m = s.model;
     const auto mode = static_cast<core::AttentionMode>(m_attentionMode->currentData().toInt());
@@ -1141,11 +1163,12 @@ void ScenarioPanel::updateEnabledStates() {
     m_scaleType->setEnabled(inPage && on);
     m_zeroPoint->setEnabled(inPage && core::isInteger(f.dtype) && on);
     const int dim = core::kvFormatCheckDim(m);
-    if (dim > 0 && !core::validate(f, dim)) {
+    QString formatText;
+    if (on && dim > 0 && !core::validate(f, dim)) {
         const double bits = 8.0 * double(core::kvBytesPerTokenPerHead(f, dim)) / (2.0 * dim);
-        m_formatInfo->setText(
-            tr("%1: %2 bits/element").arg(qs(core::formatLabel(f))).arg(bits, 0, 'f', 2));
+        formatText = tr("%1: %2 bits/element").arg(qs(core::formatLabel(f))).arg(bits, 0, 'f', 2);
     }
+    setNote(m_formatInfo, formatText);
     // A lever that is off folds to its title; its rows that do not apply to the format hide.
     auto rows = [](QGroupBox* g) { return static_cast<QFormLayout*>(g->layout()); };
     const bool att = m_attentionGroup->isChecked();
@@ -1155,7 +1178,6 @@ void ScenarioPanel::updateEnabledStates() {
     showRow(rows(m_quantGroup), m_granularity, on && scaled);
     showRow(rows(m_quantGroup), m_groupSize, on && grouped);
     showRow(rows(m_quantGroup), m_scalesRow, on && inPage);
-    showRow(rows(m_quantGroup), m_formatInfo, on);
     showRow(rows(m_pagingGroup), m_blockSize, m_pagingGroup->isChecked());
     showRow(rows(m_prefixGroup), m_prefixRow, m_prefixGroup->isChecked());
     // Prefix sharing lives in paged blocks: nothing to share without paging.
@@ -1304,8 +1326,7 @@ void ScenarioPanel::showPrefixInfo() {
                 text = tr("Shorter than one block: nothing saved (full blocks only)");
         }
     }
-    m_prefixInfo->setText(text);
-    showRow(static_cast<QFormLayout*>(m_prefixGroup->layout()), m_prefixInfo, !text.isEmpty());
+    setNote(m_prefixInfo, text);
 }
 
 bool ScenarioPanel::modelEdited() const {
@@ -1344,10 +1365,10 @@ void ScenarioPanel::showVllmVersion() {
     m_vllmVersion->setStyleSheet(QString());
 }
 
-// The note under the vLLM version: for vLLM, and only when it says something.
+// The note under the vLLM version, for vLLM only.
 void ScenarioPanel::showVersionInfo() {
-    showRow(static_cast<QFormLayout*>(m_engine->parentWidget()->layout()), m_versionInfo,
-            m_scenario.engine.kind == core::Engine::Vllm && !m_versionInfo->text().isEmpty());
+    setNote(m_versionInfo,
+            m_scenario.engine.kind == core::Engine::Vllm ? m_versionNote : QString());
 }
 
 void ScenarioPanel::applyVllmVersion() {
@@ -1364,7 +1385,7 @@ void ScenarioPanel::applyVllmVersion() {
         if (!parsed) {
             // Bad input names the field and keeps the scenario as it was.
             m_vllmVersion->setStyleSheet(QStringLiteral("QComboBox { color: #b00020; }"));
-            m_versionInfo->setText(tr("vLLM version: %1").arg(qs(parsed.error().message)));
+            m_versionNote = tr("vLLM version: %1").arg(qs(parsed.error().message));
             showVersionInfo();
             return;
         }
@@ -1375,7 +1396,7 @@ void ScenarioPanel::applyVllmVersion() {
         return;
     const core::Scenario before = m_scenario;
     m_scenario.engine.vllmVersion = next;
-    m_versionInfo->setText(versionChangeText(before, m_scenario));
+    m_versionNote = versionChangeText(before, m_scenario);
     showVersionInfo();
     {
         const QScopedValueRollback guard(m_updating, true);

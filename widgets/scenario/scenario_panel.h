@@ -88,7 +88,7 @@ private:
     void showScenario(); // scenario -> controls (signals blocked)
     void showVllmVersion();
     void applyVllmVersion(); // the combo's text -> the scenario, or a red one-line reason
-    void showVersionInfo();  // the version note's row, for vLLM and when it says something
+    void showVersionInfo();  // the version note (m_versionNote), for vLLM only
     void showModel();        // the model fields and the attention choices
     void showFormat();       // the KV format fields
     void readControls();     // controls -> scenario, then validate and emit
@@ -152,6 +152,7 @@ private:
     void showEngineOptions(); // the chosen engine's rows, its values, the greyed KV formats
     QComboBox* m_vllmVersion = nullptr; // editable: a listed series or any release typed
     QLabel* m_versionInfo = nullptr;    // what moved at the last version change, and why
+    QString m_versionNote;              // its text, kept while another engine is picked
     QSpinBox* m_maxNumSeqs = nullptr;
     QCheckBox* m_asyncScheduling = nullptr;
     QCheckBox* m_disableHybrid = nullptr;
