@@ -1098,6 +1098,7 @@ void TestProbePanel::cacheCaveatIsVisible() {
     // tooltip.
     QVERIFY(badge->isVisible());
     const QString count = QStringLiteral("%1 of %2 timed pools").arg(residentRows).arg(timedRows);
+    QVERIFY(note.contains(QStringLiteral("bandwidth overstated")));
     QVERIFY2(badge->text().contains(count), qPrintable(badge->text()));
     QVERIFY(badge->text().contains(QStringLiteral("bandwidth overstated")));
     QVERIFY(badge->geometry().height() > 0);

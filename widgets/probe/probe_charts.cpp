@@ -314,7 +314,7 @@ void SpeedChart::rebuild() {
                          [](const auto* a, const auto* b) { return a->context < b->context; });
     // Formats with alike step times (FP16 and FP8 on a GPU, where both read at the same
     // bandwidth) would draw one marker on the other: the series stand side by side around each
-    // context, at most 0.08 octave apart and within 0.4 of the closest two contexts' distance,
+    // context, at most 0.15 octave apart and within 0.4 of the closest two contexts' distance,
     // so that every marker stays nearer its own context than any other. The tooltips and the
     // CSV keep the exact contexts.
     {
@@ -328,7 +328,7 @@ void SpeedChart::rebuild() {
         for (std::size_t i = 1; i < contexts.size(); ++i)
             closest = std::min(closest, std::log2(contexts[i] / contexts[i - 1]));
         const double n = double(m_series.size());
-        const double step = n > 1 ? std::min(0.08, 0.4 * closest / (n - 1)) : 0;
+        const double step = n > 1 ? std::min(0.15, 0.4 * closest / (n - 1)) : 0;
         for (std::size_t i = 0; i < m_series.size(); ++i)
             m_series[i].keyFactor = std::exp2((double(i) - (n - 1) / 2) * step);
     }
@@ -357,7 +357,7 @@ void SpeedChart::rebuild() {
     }
     m_hasData = !m_series.empty();
     // Shown under the title (and in every export), not only in a cell's tooltip.
-    setTitleNote(cacheCaveat(m_report));
+    setTitleNote(cacheCaveat(m_report, true));
     if (!m_hasData) {
         setEmptyText(tr("No speed measurements yet: press Run in the probe panel,\nor open a "
                         "results file from a GPU machine (File > Open Probe Results...)"));

@@ -82,13 +82,18 @@ int cacheResidentRows(const probe::ProbeReport& report) {
                              [](const probe::ProbeResult& r) { return isCacheResident(r); }));
 }
 
-QString cacheCaveat(const probe::ProbeReport& report) {
+QString cacheCaveat(const probe::ProbeReport& report, bool brief) {
     const int n = cacheResidentRows(report);
     if (n == 0)
         return {};
     int timed = 0;
     for (const auto& r : report.rows)
         timed += r.ok() && r.speedMeasured ? 1 : 0;
+    if (brief)
+        return QObject::tr("Caveat: %1 of %2 timed pools partly cache-resident, bandwidth "
+                           "overstated")
+            .arg(n)
+            .arg(timed);
     return QObject::tr("Caveat: %1 of %2 timed pools are small enough to stay partly in the "
                        "cache: their step times are too short and their bandwidth overstated "
                        "(measure longer contexts or larger batches)")

@@ -54,8 +54,9 @@ int formatMarker(int index); // QCPScatterStyle::ScatterShape
 // probe notes it on the row): their step times are short and their bandwidth overstated.
 int cacheResidentRows(const probe::ProbeReport& report);
 bool isCacheResident(const probe::ProbeResult& row);
-// That caveat as one line to show, not hover: "" when no timed row is affected.
-QString cacheCaveat(const probe::ProbeReport& report);
+// That caveat as one line to show, not hover: "" when no timed row is affected. `brief`: the
+// short form a chart's title note has room for.
+QString cacheCaveat(const probe::ProbeReport& report, bool brief = false);
 
 // "CPU" / "CUDA" and the device for legends.
 QString backendLabel(const probe::ProbeReport& report);
