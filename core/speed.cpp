@@ -15,6 +15,13 @@ bool isAttention(LayerKind k) {
     return k == LayerKind::Full || k == LayerKind::Sliding || k == LayerKind::Chunked;
 }
 
+// The KV term in seconds: bytes / (bytes per second x eta). decodeStep and kvReadEstimate
+// both evaluate this one expression (the same rounding as before it was shared: the golden
+// CLI outputs compare doubles to the last digit).
+double kvReadSeconds(double kvBytes, double bandwidthBytesPerSecond, double eta) {
+    return kvBytes / (bandwidthBytesPerSecond * eta);
+}
+
 // What the speed model needs of a replica, computed once per scenario.
 struct Replica {
     Layout layout;
@@ -84,10 +91,11 @@ double kvEfficiency(const SpeedAssumptions& a, std::string_view gpuId, const KvF
 
 KvReadEstimate kvReadEstimate(double kvBytes, double bandwidthGBs, double efficiency) {
     KvReadEstimate e;
-    e.effectiveGBs = bandwidthGBs * std::clamp(efficiency, 1e-3, 1.0);
+    const double eta = std::clamp(efficiency, 1e-3, 1.0);
+    e.effectiveGBs = bandwidthGBs * eta;
     if (!(kvBytes > 0) || !(e.effectiveGBs > 0))
         return e;
-    e.ms = 1e3 * kvBytes / (e.effectiveGBs * 1e9);
+    e.ms = 1e3 * kvReadSeconds(kvBytes, bandwidthGBs * 1e9, eta);
     return e;
 }
 
@@ -170,7 +178,7 @@ DecodeStep decodeStep(const Scenario& s, std::int64_t batch, std::int64_t contex
         const double flops = b * (2.0 * (activeDense + activeExperts) / std::max(1, r.layout.tp) +
                                   attentionFlops(s, r.layout, first, last, out.context));
         const double memoryS = (weightBytes + stateBytes) / (r.bandwidth * r.etaMem) +
-                               1e-3 * kvReadEstimate(kvBytes, r.bandwidth / 1e9, r.etaKv).ms;
+                               kvReadSeconds(kvBytes, r.bandwidth, r.etaKv);
         const double computeS = r.peak > 0 ? flops / (r.peak * r.etaFlops) : 0.0;
         out.stepMs += 1e3 * std::max(memoryS, computeS);
         if (memoryS + computeS > busiest) {
