@@ -640,11 +640,13 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
     // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
     const QDate today = QDate::currentDate();
-    const QString caption = widgets::exportCaption(*view.snapshot, view.scope, today);
-    const QStringList comments = widgets::csvComments(*view.snapshot, view.scope, today);
     for (widgets::ChartWidget* c : m_charts) {
-        c->setCaption(caption);
-        c->setCsvComments(comments);
+        // Each chart's scope words come from its registry entry.
+        const widgets::ChartSpec* spec =
+            widgets::findChartSpec(c->objectName().chopped(int(qstrlen("Chart"))));
+        const auto scope = spec ? spec->scope : widgets::ChartScope::Selected;
+        c->setCaption(widgets::exportCaption(*view.snapshot, view.scope, scope, today));
+        c->setCsvComments(widgets::csvComments(*view.snapshot, view.scope, scope, today));
     }
     m_pinAction->setEnabled(!view.snapshot->invalid);
     m_clearReferenceAction->setEnabled(view.reference != nullptr);
@@ -918,7 +920,8 @@ QString MainWindow::tableCsv(const QString& name) const {
     if (name == QLatin1String("ladder"))
         return widgets::withCsvComments(
             m_ladderModel->csv(),
-            widgets::csvComments(*view().snapshot, view().scope, QDate::currentDate()));
+            widgets::csvComments(*view().snapshot, view().scope,
+                                 widgets::findChartSpec(u"ladder")->scope, QDate::currentDate()));
     if (name == QLatin1String("plan")) {
         m_deploymentPanel->planNow();
         return m_deploymentPanel->model()->csv();
@@ -962,8 +965,8 @@ bool MainWindow::exportChart(const QString& name, const QString& path, double sc
         table.model = m_ladderModel;
         table.title = tr("Lever ladder: each step adds one lever of the scenario (%1)")
                           .arg(widgets::scopeLabel(view().scope));
-        table.caption =
-            widgets::exportCaption(*view().snapshot, view().scope, QDate::currentDate());
+        table.caption = widgets::exportCaption(*view().snapshot, view().scope, spec->scope,
+                                               QDate::currentDate());
         table.font = font();
         table.colors = widgets::ChartColors::fromPalette(palette()); // --theme, View > Theme
         table.barColumn = widgets::LadderModel::RequestsColumn;      // and requests per step

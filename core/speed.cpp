@@ -15,6 +15,13 @@ bool isAttention(LayerKind k) {
     return k == LayerKind::Full || k == LayerKind::Sliding || k == LayerKind::Chunked;
 }
 
+// The KV term in seconds: bytes / (bytes per second x eta). decodeStep and kvReadEstimate
+// both evaluate this one expression (the same rounding as before it was shared: the golden
+// CLI outputs compare doubles to the last digit).
+double kvReadSeconds(double kvBytes, double bandwidthBytesPerSecond, double eta) {
+    return kvBytes / (bandwidthBytesPerSecond * eta);
+}
+
 // What the speed model needs of a replica, computed once per scenario.
 struct Replica {
     Layout layout;
@@ -35,17 +42,7 @@ Replica replicaOf(const Scenario& s, const SpeedAssumptions& a) {
     r.peak = peakTflops(s) * 1e12;
     r.etaMem = std::clamp(a.memoryEfficiency, 1e-3, 1.0);
     r.etaFlops = std::clamp(a.flopsEfficiency, 1e-3, 1.0);
-    r.etaKv = r.etaMem;
-    if (!a.attentionEfficiency.empty() &&
-        (a.calibratedGpuId.empty() || a.calibratedGpuId == s.hardware.gpu.id)) {
-        std::string key = shortLabel(storedKvFormat(s));
-        if (key == "BF16")
-            key = "FP16"; // the same bytes and the same kernel path
-        if (auto it = a.attentionEfficiency.find(key); it != a.attentionEfficiency.end()) {
-            r.etaKv = std::clamp(it->second, 1e-3, 1.0);
-            r.calibrated = true;
-        }
-    }
+    r.etaKv = kvEfficiency(a, s.hardware.gpu.id, storedKvFormat(s), &r.calibrated);
     return r;
 }
 
@@ -73,6 +70,34 @@ double attentionFlops(const Scenario& s, const Layout& l, int first, int last,
 }
 
 } // namespace
+
+double kvEfficiency(const SpeedAssumptions& a, std::string_view gpuId, const KvFormat& stored,
+                    bool* calibrated) {
+    if (calibrated)
+        *calibrated = false;
+    const double etaMem = std::clamp(a.memoryEfficiency, 1e-3, 1.0);
+    if (a.attentionEfficiency.empty() || (!a.calibratedGpuId.empty() && a.calibratedGpuId != gpuId))
+        return etaMem;
+    std::string key = shortLabel(stored);
+    if (key == "BF16")
+        key = "FP16"; // the same bytes and the same kernel path
+    const auto it = a.attentionEfficiency.find(key);
+    if (it == a.attentionEfficiency.end())
+        return etaMem;
+    if (calibrated)
+        *calibrated = true;
+    return std::clamp(it->second, 1e-3, 1.0);
+}
+
+KvReadEstimate kvReadEstimate(double kvBytes, double bandwidthGBs, double efficiency) {
+    KvReadEstimate e;
+    const double eta = std::clamp(efficiency, 1e-3, 1.0);
+    e.effectiveGBs = bandwidthGBs * eta;
+    if (!(kvBytes > 0) || !(e.effectiveGBs > 0))
+        return e;
+    e.ms = 1e3 * kvReadSeconds(kvBytes, bandwidthGBs * 1e9, eta);
+    return e;
+}
 
 std::string_view regimeName(Regime r) {
     return r == Regime::MemoryBound ? "memory-bound" : "compute-bound";
@@ -153,7 +178,7 @@ DecodeStep decodeStep(const Scenario& s, std::int64_t batch, std::int64_t contex
         const double flops = b * (2.0 * (activeDense + activeExperts) / std::max(1, r.layout.tp) +
                                   attentionFlops(s, r.layout, first, last, out.context));
         const double memoryS = (weightBytes + stateBytes) / (r.bandwidth * r.etaMem) +
-                               kvBytes / (r.bandwidth * r.etaKv);
+                               kvReadSeconds(kvBytes, r.bandwidth, r.etaKv);
         const double computeS = r.peak > 0 ? flops / (r.peak * r.etaFlops) : 0.0;
         out.stepMs += 1e3 * std::max(memoryS, computeS);
         if (memoryS + computeS > busiest) {

@@ -6,11 +6,13 @@
 // A roofline estimate, labelled as one; the probe's measured decode-attention bandwidth can
 // replace eta_mem for the KV term.
 
+#include "core/kv_format.h"
 #include "core/scenario.h"
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvl::core {
@@ -55,6 +57,21 @@ struct DecodeStep {
     double replicaTokensPerSecond = 0;
     double clusterTokensPerSecond = 0; // x data parallel replicas
 };
+
+// The efficiency the KV term runs at (eta_kv): the measured decode-attention efficiency of the
+// stored KV format on GPU kind `gpuId` when the assumptions hold one (BF16 reads as FP16: the
+// same bytes and kernel path), else eta_mem. `calibrated` says which.
+double kvEfficiency(const SpeedAssumptions& a, std::string_view gpuId, const KvFormat& stored,
+                    bool* calibrated = nullptr);
+
+// The KV term of a decode step on its own: `kvBytes` read once at `bandwidthGBs` x
+// `efficiency`. decodeStep's memory time is this plus the weights' and state's terms; a probe's
+// paged-attention step is this alone, which is what the Measured tab compares it with.
+struct KvReadEstimate {
+    double ms = 0;           // 0 when the bandwidth or the bytes are not positive
+    double effectiveGBs = 0; // bandwidthGBs x efficiency
+};
+KvReadEstimate kvReadEstimate(double kvBytes, double bandwidthGBs, double efficiency);
 
 // Expected distinct experts `tokens` tokens touch when each picks top-k of E uniformly:
 // E x (1 - (1 - k/E)^tokens).

@@ -81,6 +81,8 @@ private slots:
     void replansOnLeverChangeOnly();
     void applySetsTheWindowScenario();
     void columnsShowAndHide();
+    void narrowTableFitsColumns_data();
+    void narrowTableFitsColumns();
     void scenarioGpuFirstAndSlowPlansFlagged();
 };
 
@@ -379,6 +381,66 @@ void TestDeploymentPanel::columnsShowAndHide() {
     QVERIFY(!action(PlanTableModel::LayoutColumn)->isChecked());
     QVERIFY(action(PlanTableModel::WeightsPerGpuColumn)->isChecked());
     panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planShowAllColumns"))->trigger();
+    QVERIFY(panel.hiddenColumns().isEmpty());
+}
+
+// Issue 29 item 10: a table narrower than its twelve columns hides the least needed ones, in
+// the panel's order, until every shown column is whole; the GPU, GPU count, layout, requests,
+// speed per user and the note always stay, and the columns menu shows a hidden one back.
+void TestDeploymentPanel::narrowTableFitsColumns_data() {
+    QTest::addColumn<int>("width");
+    QTest::addColumn<bool>("someHidden");
+    QTest::addRow("900 px panel") << 900 << true;
+    QTest::addRow("1,200 px panel") << 1200 << true;
+    QTest::addRow("3,000 px panel: every column") << 3000 << false;
+}
+
+void TestDeploymentPanel::narrowTableFitsColumns() {
+    QFETCH(int, width);
+    QFETCH(bool, someHidden);
+    DeploymentPanel panel;
+    panel.resize(width, 700);
+    panel.setView(widgets::makeLedgerView(llama70b()));
+    panel.planNow();
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QCoreApplication::processEvents();
+    QTableView* table = panel.table();
+    const QHeaderView* header = table->horizontalHeader();
+    auto allWhole = [&] {
+        for (int c = 0; c < PlanTableModel::ColumnCount; ++c) {
+            if (table->isColumnHidden(c))
+                continue;
+            const int x = header->sectionViewportPosition(c);
+            if (x < 0 || x + header->sectionSize(c) > table->viewport()->width() + 1)
+                return false;
+        }
+        return true;
+    };
+    QVERIFY(allWhole());
+    const QList<int> out = panel.fittedOutColumns();
+    QCOMPARE(!out.isEmpty(), someHidden);
+    QCOMPARE(out, DeploymentPanel::fitOrder().mid(0, out.size())); // least needed first
+    auto action = [&](int column) {
+        return panel.columnsMenu()->findChild<QAction*>(QStringLiteral("planColumn%1").arg(column));
+    };
+    for (int c = 0; c < PlanTableModel::ColumnCount; ++c) {
+        QCOMPARE(table->isColumnHidden(c), out.contains(c));
+        QCOMPARE(action(c)->isChecked(), !out.contains(c));
+    }
+    for (int c : {PlanTableModel::GpuColumn, PlanTableModel::GpusColumn,
+                  PlanTableModel::LayoutColumn, PlanTableModel::RequestsPerReplicaColumn,
+                  PlanTableModel::TokensPerUserColumn, PlanTableModel::ReasonColumn})
+        QVERIFY(!table->isColumnHidden(c));
+    QVERIFY(panel.hiddenColumns().isEmpty()); // not the user's choice: not remembered
+    if (out.isEmpty())
+        return;
+    // Asked for from the menu, a fitted-out column shows (and stays through a refit).
+    action(out.front())->setChecked(true);
+    QVERIFY(!table->isColumnHidden(out.front()));
+    panel.resize(width - 10, 700);
+    QCoreApplication::processEvents();
+    QVERIFY(!table->isColumnHidden(out.front()));
     QVERIFY(panel.hiddenColumns().isEmpty());
 }
 

@@ -134,6 +134,8 @@ private slots:
     void chartFiles();
     void pngScale();
     void captionOnImages();
+    void captionScopePerChart_data();
+    void captionScopePerChart();
     void reviewReport();
     void headlessExport_data();
     void headlessExport();
@@ -256,7 +258,8 @@ void TestExport::chartFiles() {
             QByteArray(",") + QByteArray::number(qint64(r.kvBytesAtMaxRequests)) + "\n")));
     } else {
         const QStringList comments =
-            widgets::csvComments(m_window->snapshot(), m_window->scope(), QDate::currentDate());
+            widgets::csvComments(m_window->snapshot(), m_window->scope(),
+                                 widgets::ChartScope::BytesRequests, QDate::currentDate());
         QCOMPARE(csvCommentLines(bytes), comments);
         QCOMPARE(QString::fromUtf8(csvBody(bytes)), m_window->ladderModel()->csv());
     }
@@ -310,8 +313,66 @@ void TestExport::captionOnImages() {
     };
     QVERIFY2(inked(with) > 200, qPrintable(QString::number(inked(with))));
     QVERIFY(inked(with) > inked(without));
-    QCOMPARE(caption,
-             widgets::exportCaption(m_window->snapshot(), m_window->scope(), QDate::currentDate()));
+    QCOMPARE(caption, widgets::exportCaption(m_window->snapshot(), m_window->scope(),
+                                             widgets::ChartScope::Selected, QDate::currentDate()));
+}
+
+void TestExport::captionScopePerChart_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<int>("selectedScope"); // widgets::FigureScope
+    QTest::addColumn<QString>("scope");     // the caption's scope words for that chart
+    using F = widgets::FigureScope;
+    // Bytes follow the window's scope; requests are per replica unless the cluster is chosen;
+    // the breakdown is one GPU, speed and the simulation one replica, the probe one layer.
+    QTest::addRow("memory, per GPU") << "memory" << int(F::PerGpu) << "figures per GPU";
+    QTest::addRow("memory, per replica") << "memory" << int(F::PerReplica) << "figures per replica";
+    QTest::addRow("concurrency, per GPU")
+        << "concurrency" << int(F::PerGpu) << "requests per replica";
+    QTest::addRow("concurrency, cluster")
+        << "concurrency" << int(F::Cluster) << "requests in the cluster";
+    QTest::addRow("breakdown, per replica")
+        << "breakdown" << int(F::PerReplica) << "memory per GPU";
+    QTest::addRow("speed vs concurrency")
+        << "speed-concurrency" << int(F::PerGpu) << "figures per replica";
+    QTest::addRow("speed vs context") << "speed-context" << int(F::PerGpu) << "figures per replica";
+    QTest::addRow("TTFT") << "traffic-ttft" << int(F::PerGpu) << "figures per replica";
+    QTest::addRow("KV timeline") << "traffic-timeline" << int(F::PerGpu) << "figures per replica";
+    QTest::addRow("GPUs needed") << "gpus-needed" << int(F::PerGpu) << "GPUs of the whole cluster";
+    QTest::addRow("engines") << "engines" << int(F::PerGpu) << "requests per replica";
+    QTest::addRow("probe quality") << "quality" << int(F::PerGpu)
+                                   << "KV per token of the whole model, from one measured layer";
+    QTest::addRow("probe speed") << "speed" << int(F::PerGpu) << "one layer, as measured";
+    QTest::addRow("ladder, per GPU")
+        << "ladder" << int(F::PerGpu) << "bytes per GPU, requests per replica";
+    QTest::addRow("ladder, per replica") << "ladder" << int(F::PerReplica) << "figures per replica";
+}
+
+void TestExport::captionScopePerChart() {
+    QFETCH(QString, chart);
+    QFETCH(int, selectedScope);
+    const auto selected = static_cast<widgets::FigureScope>(selectedScope);
+    QFETCH(QString, scope);
+    m_window->setScope(selected);
+    QString caption;
+    QStringList comments;
+    if (chart == QLatin1String("ladder")) {
+        // A table: its CSV export's first comment line is its caption.
+        const QString path = m_dir.filePath(QStringLiteral("scoped-ladder.csv"));
+        QVERIFY(m_window->exportChart(chart, path));
+        comments = csvCommentLines(readAll(path));
+        caption = comments.value(0).mid(2);
+    } else {
+        widgets::ChartWidget* c = m_window->chart(chart);
+        QVERIFY(c);
+        caption = c->caption();
+        comments = c->csvComments();
+    }
+    m_window->setScope(widgets::FigureScope::PerGpu);
+    QVERIFY2(caption.contains(QStringLiteral(" · %1 · ").arg(scope)), qPrintable(caption));
+    // A chart of another scope never claims per-GPU figures.
+    if (scope != QLatin1String("figures per GPU"))
+        QVERIFY2(!caption.contains(QStringLiteral("figures per GPU")), qPrintable(caption));
+    QCOMPARE(comments.value(0), QStringLiteral("# ") + caption);
 }
 
 void TestExport::reviewReport() {

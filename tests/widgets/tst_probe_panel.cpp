@@ -10,11 +10,13 @@
 
 #include "widgets/charts/curve_chart.h"
 #include "widgets/probe/probe_charts.h"
+#include "widgets/probe/probe_overlay.h"
 #include "widgets/probe/probe_panel.h"
 #include "widgets/probe/probe_results_model.h"
 
 #include "core/io/catalog.h"
 #include "core/io/json.h"
+#include "core/speed.h"
 #include "gpu_probe/backend.h"
 
 #include <QAbstractItemModelTester>
@@ -96,6 +98,46 @@ struct SignalOrder {
     }
 };
 
+// A timed row as a results file carries it: `bytes` of KV read in `ms` per decode step.
+probe::ProbeResult speedRow(const std::string& backend, const std::string& device,
+                            const std::string& format, std::int64_t context, std::int64_t bytes,
+                            double ms, double copyGBs = 0, bool cacheNote = false) {
+    probe::ProbeResult r;
+    r.status = probe::ProbeStatus::Ok;
+    r.backend = backend;
+    r.device = device;
+    const auto f = probe::parseProbeFormat(format);
+    r.formatId = f->id;
+    r.formatLabel = f->label;
+    r.modelId = "llama-3-8b";
+    r.kvHeads = 8;
+    r.qHeads = 32;
+    r.headDim = 128;
+    r.blockSize = 16;
+    r.batch = 4;
+    r.context = context;
+    r.speedMeasured = true;
+    r.attentionMs = ms;
+    r.attentionBytes = bytes;
+    r.attentionGBs = double(bytes) / (ms * 1e6);
+    r.tokensPerS = r.batch / (ms * 1e-3);
+    r.copyGBs = copyGBs;
+    if (cacheNote)
+        r.notes.push_back("pool under 4x the device's 50 MiB last-level cache: partly "
+                          "cache-resident when timed, bandwidth overstated");
+    return r;
+}
+
+probe::ProbeReport reportOf(std::vector<probe::ProbeResult> rows) {
+    probe::ProbeReport rep;
+    rep.command = "bench";
+    rep.backend = rows.empty() ? "cpu" : rows.front().backend;
+    rep.device = rows.empty() ? "" : rows.front().device;
+    rep.date = "2026-12-04T20:00:00Z";
+    rep.rows = std::move(rows);
+    return rep;
+}
+
 int pdfPages(const QByteArray& pdf) {
     static const QRegularExpression page(QStringLiteral("/Type\\s*/Page[^s]"));
     return static_cast<int>(QString::fromLatin1(pdf).count(page));
@@ -133,6 +175,16 @@ private slots:
     void saveResultsOnFullDisk();
     void qualityGuide();
     void overlaysFollowTheScenario();
+    void predictedSpeedBesideMeasured_data();
+    void predictedSpeedBesideMeasured();
+    void cacheCaveatIsVisible_data();
+    void cacheCaveatIsVisible();
+    void alikeFormatsStandApart_data();
+    void alikeFormatsStandApart();
+    void contextFollowsScenario_data();
+    void contextFollowsScenario();
+    void cpuContextFitsHostMemory_data();
+    void cpuContextFitsHostMemory();
 
 private:
     // Sets the controls for a tiny CPU run: one format, batch 2, context 512, 1 repeat.
@@ -593,7 +645,9 @@ void TestProbePanel::loadedJsonShowsItsNumbers() {
         auto* sp = panel()->speedChart();
         const int si = sp->seriesIndex(label);
         QVERIFY(si >= 0);
-        const int k = int(sp->seriesKeys(si).indexOf(double(i64(o, "context"))));
+        // Drawn beside its context (formats side by side), the same factor for every point.
+        const int k =
+            int(sp->seriesKeys(si).indexOf(double(i64(o, "context")) * sp->keyFactor(si)));
         QVERIFY(k >= 0);
         QCOMPARE(sp->seriesValues(si).value(k), dbl(o, "attention_ms"));
         auto* mem = m_window->memoryChart();
@@ -922,6 +976,274 @@ void TestProbePanel::overlaysFollowTheScenario() {
     QVERIFY2(std::abs(mem->seriesValues(gi).value(0) - whole) <= 1.0,
              qPrintable(QStringLiteral("%1 vs %2").arg(mem->seriesValues(gi).value(0)).arg(whole)));
     m_window->setScope(widgets::FigureScope::PerGpu);
+}
+
+void TestProbePanel::predictedSpeedBesideMeasured_data() {
+    QTest::addColumn<QString>("backend");
+    QTest::addColumn<QString>("device");
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<double>("copyGBs");
+    QTest::addColumn<double>("predictedMs"); // 0: no prediction
+    // 1 GiB of KV read in 0.4 ms. H200: 4,800 GB/s datasheet x eta 0.8 = 3,840 GB/s ->
+    // 1,073,741,824 B / 3.84e12 B/s = 0.279620 ms; FP8 has no measured efficiency: the same.
+    QTest::addRow("CUDA H200, FP16: datasheet x eta_mem")
+        << "cuda"
+        << "NVIDIA H200"
+        << "fp16" << 0.0 << 1073741824.0 / 3.84e12 * 1e3;
+    QTest::addRow("CUDA H200, FP8: the same bytes, the same time")
+        << "cuda"
+        << "NVIDIA H200"
+        << "fp8" << 0.0 << 1073741824.0 / 3.84e12 * 1e3;
+    // H100 SXM: 3,350 GB/s x 0.8 = 2,680 GB/s.
+    QTest::addRow("CUDA H100 SXM") << "cuda"
+                                   << "NVIDIA H100 80GB HBM3"
+                                   << "int8" << 0.0 << 1073741824.0 / 2.68e12 * 1e3;
+    // The CPU: the copy measured in the same run, at efficiency 1 (already an achieved rate).
+    QTest::addRow("CPU: the run's copy") << "cpu"
+                                         << "Intel Xeon (2 threads)"
+                                         << "fp16" << 2.5 << 1073741824.0 / 2.5e9 * 1e3;
+    QTest::addRow("CUDA device not in the catalog") << "cuda"
+                                                    << "NVIDIA Quadro 9000"
+                                                    << "fp16" << 0.0 << 0.0;
+    QTest::addRow("emulator: no speed") << "emulated-cuda"
+                                        << "emulated"
+                                        << "fp16" << 1.0 << 0.0;
+}
+
+void TestProbePanel::predictedSpeedBesideMeasured() {
+    QFETCH(QString, backend);
+    QFETCH(QString, device);
+    QFETCH(QString, format);
+    QFETCH(double, copyGBs);
+    QFETCH(double, predictedMs);
+    const double measuredMs = 0.4;
+    panel()->showReport(
+        reportOf({speedRow(backend.toStdString(), device.toStdString(), format.toStdString(), 8192,
+                           std::int64_t(1) << 30, measuredMs, copyGBs)}),
+        QStringLiteral("test"));
+    ProbeResultsModel* m = panel()->model();
+    QCOMPARE(m->rowCount(), 1);
+    const QVariant predicted =
+        m->index(0, ProbeResultsModel::PredictedMsColumn).data(ProbeResultsModel::ExactValueRole);
+    const QVariant ratio =
+        m->index(0, ProbeResultsModel::RatioColumn).data(ProbeResultsModel::ExactValueRole);
+    const QStringList csv = m->csv().split(QLatin1Char('\n'));
+    const QStringList header = csv.value(0).split(QLatin1Char(','));
+    const QStringList cells = csv.value(1).split(QLatin1Char(','));
+    const auto csvCell = [&](const char* name) {
+        return cells.value(header.indexOf(QLatin1String(name)));
+    };
+    if (predictedMs == 0) {
+        QVERIFY(!predicted.isValid());
+        QVERIFY(!ratio.isValid());
+        QCOMPARE(m->index(0, ProbeResultsModel::PredictedMsColumn).data().toString(),
+                 QStringLiteral("-"));
+        QVERIFY(m->index(0, ProbeResultsModel::PredictedMsColumn)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .startsWith(QStringLiteral("no prediction: ")));
+        QVERIFY(csvCell("predicted_attention_ms").isEmpty());
+        return;
+    }
+    QVERIFY(predicted.isValid());
+    QVERIFY2(std::abs(predicted.toDouble() - predictedMs) < 1e-9 * predictedMs,
+             qPrintable(QString::number(predicted.toDouble(), 'g', 12)));
+    QVERIFY(std::abs(ratio.toDouble() - measuredMs / predictedMs) < 1e-9);
+    QCOMPARE(m->index(0, ProbeResultsModel::RatioColumn).data().toString(),
+             QStringLiteral("%1x").arg(measuredMs / predictedMs, 0, 'f', 2));
+    QVERIFY(std::abs(csvCell("predicted_attention_ms").toDouble() - predictedMs) <
+            1e-6 * predictedMs);
+    QVERIFY(std::abs(csvCell("measured_over_predicted").toDouble() - measuredMs / predictedMs) <
+            1e-6);
+    // The same figure the speed model gives a replica's KV term (one source of truth).
+    const auto est = core::kvReadEstimate(double(std::int64_t(1) << 30),
+                                          backend == QLatin1String("cpu")          ? copyGBs
+                                          : device.contains(QLatin1String("H200")) ? 4800.0
+                                                                                   : 3350.0,
+                                          backend == QLatin1String("cpu") ? 1.0 : 0.8);
+    QCOMPARE(predicted.toDouble(), est.ms);
+}
+
+void TestProbePanel::cacheCaveatIsVisible_data() {
+    QTest::addColumn<QString>("file"); // a corpus file, or "" for the rows built here
+    QTest::addColumn<int>("residentRows");
+    QTest::addColumn<int>("timedRows");
+    // Every row of the quick CPU bench fits the cache (the probe notes it on each row).
+    QTest::addRow("CPU bench, all cache-resident") << "cpu-bench-quick.json" << 6 << 6;
+    QTest::addRow("two of three rows") << "" << 2 << 3;
+    QTest::addRow("none") << "" << 0 << 3;
+}
+
+void TestProbePanel::cacheCaveatIsVisible() {
+    QFETCH(QString, file);
+    QFETCH(int, residentRows);
+    QFETCH(int, timedRows);
+    if (!file.isEmpty()) {
+        QVERIFY(m_window->openProbeResults(kCorpus + file));
+    } else {
+        std::vector<probe::ProbeResult> rows;
+        for (int i = 0; i < timedRows; ++i)
+            rows.push_back(speedRow("cuda", "NVIDIA H200", "fp16", 1024 << i, 1 << 26, 0.1, 0,
+                                    i < residentRows));
+        panel()->showReport(reportOf(rows), QStringLiteral("test"));
+    }
+    QLabel* badge = child<QLabel>(panel(), "cacheCaveat");
+    const QString note = panel()->speedChart()->titleNote();
+    if (residentRows == 0) {
+        QVERIFY(!badge->isVisible());
+        QVERIFY(note.isEmpty());
+        return;
+    }
+    // Visible text on the tab and under the speed chart's title (so in its exports), not a
+    // tooltip.
+    QVERIFY(badge->isVisible());
+    const QString count = QStringLiteral("%1 of %2 timed pools").arg(residentRows).arg(timedRows);
+    QVERIFY(note.contains(QStringLiteral("bandwidth overstated")));
+    QVERIFY2(badge->text().contains(count), qPrintable(badge->text()));
+    QVERIFY(badge->text().contains(QStringLiteral("bandwidth overstated")));
+    QVERIFY(badge->geometry().height() > 0);
+    QVERIFY2(note.contains(count), qPrintable(note));
+}
+
+void TestProbePanel::alikeFormatsStandApart_data() {
+    QTest::addColumn<QStringList>("formats");
+    QTest::addColumn<QList<qint64>>("contexts");
+    // FP16 and FP8 on a GPU: the same step time at every context.
+    QTest::addRow("FP16 and FP8, three contexts")
+        << QStringList{QStringLiteral("fp16"), QStringLiteral("fp8")}
+        << QList<qint64>{8192, 16384, 32768};
+    QTest::addRow("four formats, one context")
+        << QStringList{QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp8"),
+                       QStringLiteral("int8")}
+        << QList<qint64>{4096};
+    QTest::addRow("two formats, close contexts")
+        << QStringList{QStringLiteral("fp16"), QStringLiteral("fp8")} << QList<qint64>{4096, 5120};
+}
+
+void TestProbePanel::alikeFormatsStandApart() {
+    QFETCH(QStringList, formats);
+    QFETCH(QList<qint64>, contexts);
+    std::vector<probe::ProbeResult> rows;
+    for (const QString& f : formats)
+        for (qint64 c : contexts)
+            rows.push_back(speedRow("cuda", "NVIDIA H200", f.toStdString(), c, c << 12, 0.05));
+    panel()->showReport(reportOf(rows), QStringLiteral("test"));
+    widgets::SpeedChart* chart = panel()->speedChart();
+    QCOMPARE(chart->seriesCount(), int(formats.size())); // one legend entry per drawn series
+    QCoreApplication::processEvents();
+    for (int a = 0; a < chart->seriesCount(); ++a) {
+        // A distinct marker shape per format.
+        const int shapeA = widgets::formatMarker(widgets::formatColorIndex(
+            formats[a].toStdString() == "fp8" ? "fp8_e4m3" : formats[a].toStdString()));
+        for (int b = a + 1; b < chart->seriesCount(); ++b) {
+            const int shapeB = widgets::formatMarker(widgets::formatColorIndex(
+                formats[b].toStdString() == "fp8" ? "fp8_e4m3" : formats[b].toStdString()));
+            QVERIFY(shapeA != shapeB);
+            // Equal times at equal contexts are drawn apart: at least 5 px between markers.
+            for (int k = 0; k < int(contexts.size()); ++k) {
+                const QPoint d =
+                    chart->seriesPointPosition(a, k) - chart->seriesPointPosition(b, k);
+                QVERIFY2(d.manhattanLength() >= 5,
+                         qPrintable(QStringLiteral("series %1 and %2 at %3: %4 px apart")
+                                        .arg(a)
+                                        .arg(b)
+                                        .arg(contexts[k])
+                                        .arg(d.manhattanLength())));
+            }
+        }
+        // Each marker stays nearer its own context than any other (on the log axis).
+        for (int k = 0; k < int(contexts.size()); ++k) {
+            const double x = chart->seriesKeys(a).value(k);
+            for (int j = 0; j < int(contexts.size()); ++j)
+                if (j != k)
+                    QVERIFY(std::abs(std::log2(x / double(contexts[k]))) <
+                            std::abs(std::log2(x / double(contexts[j]))));
+        }
+        // The exact context is what the tooltip and the CSV say.
+        QVERIFY(chart->csv().contains(QStringLiteral(",%1,").arg(contexts[0])));
+    }
+}
+
+void TestProbePanel::contextFollowsScenario_data() {
+    QTest::addColumn<qint64>("scenarioContext");
+    QTest::addColumn<QString>("expected");
+    // Llama-3.1-8B (128K max): the probe's field follows, no 4K cap.
+    QTest::addRow("32K") << qint64(32768) << QStringLiteral("32K");
+    QTest::addRow("2K") << qint64(2048) << QStringLiteral("2K");
+    QTest::addRow("16K") << qint64(16384) << QStringLiteral("16K");
+}
+
+void TestProbePanel::contextFollowsScenario() {
+    QFETCH(qint64, scenarioContext);
+    QFETCH(QString, expected);
+    auto* backend = child<QComboBox>(panel(), "backendCombo");
+    backend->setCurrentIndex(backend->findData(QStringLiteral("cpu")));
+    const core::Scenario before = m_window->scenario();
+    core::Scenario s = app::firstLaunchScenario();
+    s.model = *io::findModel("llama-3.1-8b");
+    s.workload.context = scenarioContext;
+    m_window->setScenario(s);
+    panel()->setHostBudgetBytes(std::int64_t(8) << 30); // 8 GiB: 32K x 4 of one layer fits
+    panel()->resetToScenario();
+    auto* edit = child<QLineEdit>(panel(), "contextsEdit");
+    QCOMPARE(edit->text(), expected);
+    // A new scenario context moves it along...
+    s.workload.context = scenarioContext / 2;
+    m_window->setScenario(s);
+    QCOMPARE(edit->text(), widgets::formatTokensQ(scenarioContext / 2));
+    // ...until the user types their own, which then stays.
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, QStringLiteral("1K"));
+    QCOMPARE(edit->text(), QStringLiteral("1K"));
+    s.workload.context = scenarioContext;
+    m_window->setScenario(s);
+    QCOMPARE(edit->text(), QStringLiteral("1K"));
+    panel()->resetToScenario();
+    QCOMPARE(edit->text(), expected);
+    panel()->setHostBudgetBytes(0);
+    m_window->setScenario(before);
+}
+
+void TestProbePanel::cpuContextFitsHostMemory_data() {
+    QTest::addColumn<QString>("backend");
+    QTest::addColumn<qint64>("wanted");
+    QTest::addColumn<qint64>("budget");
+    QTest::addRow("CPU, 32K in 8 GiB: as asked") << "cpu" << qint64(32768) << (qint64(8) << 30);
+    QTest::addRow("CPU, 1M in 1 GiB: halved") << "cpu" << (qint64(1) << 20) << (qint64(1) << 30);
+    QTest::addRow("CPU, 128K in 256 MiB: halved") << "cpu" << qint64(131072) << (qint64(256) << 20);
+    QTest::addRow("CUDA: the device's guard decides")
+        << "cuda" << (qint64(1) << 20) << (qint64(256) << 20);
+}
+
+void TestProbePanel::cpuContextFitsHostMemory() {
+    QFETCH(QString, backend);
+    QFETCH(qint64, wanted);
+    QFETCH(qint64, budget);
+    widgets::ProbeRequest req;
+    req.backend = backend.toStdString();
+    req.model = probe::defaultModel();
+    req.blockSize = 16;
+    req.batches = {4};
+    const std::int64_t got = widgets::probeContextFor(wanted, req, budget);
+    if (backend != QLatin1String("cpu")) {
+        QCOMPARE(got, wanted);
+        return;
+    }
+    QVERIFY(got <= wanted);
+    auto need = [&](std::int64_t ctx) {
+        probe::ProbePlan plan;
+        plan.backend = "cpu";
+        plan.model = req.model;
+        plan.format = *probe::parseProbeFormat("fp16");
+        plan.batch = 4;
+        plan.context = ctx;
+        plan.qualityRequests = req.qualityRequests;
+        return *probe::estimatePeakHostBytes(plan);
+    };
+    QVERIFY2(need(got) <= budget, qPrintable(QString::number(got)));
+    if (got < wanted) // the largest halving that fits: twice it does not
+        QVERIFY(need(got * 2) > budget);
 }
 
 QTEST_MAIN(TestProbePanel)

@@ -10,6 +10,7 @@
 #include <QString>
 #include <QStringView>
 
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -17,6 +18,21 @@ namespace kvl::widgets {
 
 enum class ExportFormat : unsigned { Png = 0x1, Pdf = 0x2, Svg = 0x4, Csv = 0x8 };
 Q_DECLARE_FLAGS(ExportFormats, ExportFormat)
+
+// What a chart's figures are counted over, for the caption of its exports ("figures per
+// GPU" on a chart of requests per replica would mislead a slide's reader). status_text.h
+// chartScopeText turns it, with the window's scope, into the caption's words.
+enum class ChartScope : std::uint8_t {
+    Selected,       // bytes at the window's scope (View > Figures): memory
+    Requests,       // requests per replica, or in the cluster when that scope is chosen
+    BytesRequests,  // bytes at the window's scope and requests as Requests: the ladder
+    PerGpu,         // memory of one GPU whatever the scope: the breakdown
+    PerReplica,     // one replica whatever the scope: speed, the traffic simulation
+    ClusterGpus,    // GPUs of the whole deployment: GPUs needed
+    Plan,           // memory per GPU, requests per replica and cluster: the plan table
+    ProbedLayer,    // one layer as the probe measured it: probe speed, results
+    ProbedPerToken, // KV bytes per token of the whole model, from one measured layer: quality
+};
 
 struct ChartSpec {
     const char* name;      // "memory"
@@ -27,6 +43,7 @@ struct ChartSpec {
     // A table, exported from its model as CSV and drawn as a table image (table_export.h) in
     // the image formats it lists; otherwise a chart that createChart (chart_factory.h) makes.
     bool table;
+    ChartScope scope;
 };
 // The largest PNG export in pixels (width x height x scale^2): the bound of --scale and --size.
 inline constexpr double kMaxPngPixels = 100e6;

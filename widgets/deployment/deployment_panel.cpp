@@ -26,7 +26,9 @@
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -200,7 +202,11 @@ void DeploymentPanel::buildUi() {
     m_table->setWordWrap(false);
     m_table->verticalHeader()->setVisible(false);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setStretchLastSection(true);
+    // The note takes the width left and is elided (whole in its tooltip): a long one must not
+    // push the numbers off screen.
+    m_table->horizontalHeader()->setSectionResizeMode(PlanTableModel::ReasonColumn,
+                                                      QHeaderView::Stretch);
+    m_table->setTextElideMode(Qt::ElideRight);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
     // Twelve columns do not fit beside the chart on a small screen: the column titles' context
@@ -221,7 +227,10 @@ void DeploymentPanel::buildUi() {
         connect(action, &QAction::toggled, this, [this, column](bool shown) {
             if (m_table->isColumnHidden(column) == !shown)
                 return;
-            m_table->setColumnHidden(column, !shown);
+            m_userHidden.removeAll(column);
+            m_userShown.removeAll(column);
+            (shown ? m_userShown : m_userHidden).append(column);
+            applyColumnVisibility();
             emit tableStateChanged();
         });
     }
@@ -235,15 +244,34 @@ void DeploymentPanel::buildUi() {
     });
     connect(header, &QHeaderView::customContextMenuRequested, this,
             [this, header](QPoint at) { m_columnsMenu->popup(header->mapToGlobal(at)); });
+    // At 1366 x 768 the twelve columns need twice the width the table gets beside its chart:
+    // the least needed ones step aside (fitColumns) whenever the width or the rows change.
+    m_table->installEventFilter(this);
+    // The rows' widths decide between side by side and tabs, then which columns fit.
+    const auto refit = [this] {
+        updateViewMode();
+        fitColumns();
+    };
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, refit);
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, refit);
+    connect(m_proxy, &QAbstractItemModel::dataChanged, this, refit);
     m_chart = static_cast<GpusNeededChart*>(createChart(*findChartSpec(u"gpus-needed")));
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->setObjectName(QStringLiteral("planSplitter"));
-    split->addWidget(m_table);
-    split->addWidget(m_chart);
-    split->setStretchFactor(0, 2);
-    split->setStretchFactor(1, 1);
-    split->setChildrenCollapsible(false);
-    layout->addWidget(split, 1);
+    m_split = new QSplitter(Qt::Horizontal);
+    m_split->setObjectName(QStringLiteral("planSplitter"));
+    m_split->addWidget(m_table);
+    m_split->addWidget(m_chart);
+    m_split->setStretchFactor(0, 2);
+    m_split->setStretchFactor(1, 1);
+    m_split->setChildrenCollapsible(false);
+    // Too narrow for the table's essential columns beside the chart (a 1366 px window), the two
+    // become tabs of their own (updateViewMode), each at the full width.
+    m_viewTabs = new QTabWidget;
+    m_viewTabs->setObjectName(QStringLiteral("planViewTabs"));
+    m_viewTabs->setDocumentMode(true);
+    m_views = new QStackedWidget;
+    m_views->addWidget(m_split);
+    m_views->addWidget(m_viewTabs);
+    layout->addWidget(m_views, 1);
 
     auto* cmdRow = new QHBoxLayout;
     m_commandTitle = new QLabel;
@@ -286,6 +314,125 @@ void DeploymentPanel::buildUi() {
     updateCommand();
 }
 
+const QList<int>& DeploymentPanel::fitOrder() {
+    // Least needed first: what one GPU holds besides the KV pool, then cluster totals (they
+    // follow from a replica's figures and the GPU count), then whether it fits (the note says
+    // why not). The GPU, its count, the layout, requests per replica, speed per user and the
+    // note always stay.
+    static const QList<int> order{
+        PlanTableModel::WeightsPerGpuColumn,   PlanTableModel::HeadroomPerGpuColumn,
+        PlanTableModel::ClusterTokensColumn,   PlanTableModel::KvPerGpuColumn,
+        PlanTableModel::ClusterRequestsColumn, PlanTableModel::FitsColumn};
+    return order;
+}
+
+int DeploymentPanel::columnNeeds(int column) const {
+    // What a column needs whole: its widest cell or its title, as ResizeToContents sizes it;
+    // the note needs its title (it is elided).
+    const int title = m_table->horizontalHeader()->sectionSizeHint(column);
+    return column == PlanTableModel::ReasonColumn
+               ? title
+               : std::max(title, static_cast<const QAbstractItemView*>(m_table)->sizeHintForColumn(
+                                     column));
+}
+
+bool DeploymentPanel::tabbed() const {
+    return m_views->currentWidget() == m_viewTabs;
+}
+
+void DeploymentPanel::updateViewMode() {
+    if (m_proxy->rowCount() == 0)
+        return;
+    // The table's essentials: every column but those fitColumns may hide, with its frame and
+    // a vertical scroll bar.
+    int essential =
+        2 * m_table->frameWidth() + m_table->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2;
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        if (!fitOrder().contains(column) && !m_userHidden.contains(column))
+            essential += columnNeeds(column);
+    const int room = m_views->width();
+    const int chart = std::max(320, m_chart->minimumSizeHint().width());
+    const bool tabs = room - chart - m_split->handleWidth() < essential;
+    if (tabs != tabbed()) {
+        if (tabs) {
+            m_viewTabs->addTab(m_table, tr("Plan table"));
+            m_viewTabs->addTab(m_chart, tr("GPUs needed chart"));
+            m_views->setCurrentWidget(m_viewTabs);
+        } else {
+            m_viewTabs->clear(); // the pages stay; the splitter takes them back
+            m_split->insertWidget(0, m_table);
+            m_split->insertWidget(1, m_chart);
+            m_table->show();
+            m_chart->show();
+            m_views->setCurrentWidget(m_split);
+        }
+    }
+    if (!tabs) {
+        // Side by side: the table keeps at least its essentials' width.
+        const QList<int> sizes = m_split->sizes();
+        const int total = sizes.value(0) + sizes.value(1);
+        if (total > 0 && sizes.value(0) < essential)
+            m_split->setSizes({essential, std::max(chart, total - essential)});
+    }
+}
+
+void DeploymentPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    updateViewMode();
+}
+
+bool DeploymentPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_table && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
+        fitColumns();
+    return QWidget::eventFilter(watched, event);
+}
+
+void DeploymentPanel::applyColumnVisibility() {
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
+        const bool hidden = column != PlanTableModel::GpuColumn &&
+                            (m_userHidden.contains(column) ||
+                             (m_fitHidden.contains(column) && !m_userShown.contains(column)));
+        if (m_table->isColumnHidden(column) != hidden)
+            m_table->setColumnHidden(column, hidden);
+    }
+    QStringList fitted;
+    for (int column : m_fitHidden)
+        if (m_table->isColumnHidden(column) && !m_userHidden.contains(column))
+            fitted << m_model->headerData(column, Qt::Horizontal).toString().replace(u'\n', u' ');
+    m_table->horizontalHeader()->setToolTip(
+        fitted.isEmpty()
+            ? tr("Right-click a column title to show or hide columns")
+            : tr("Hidden to fit the width: %1. Right-click a column title to show them")
+                  .arg(fitted.join(QStringLiteral(", "))));
+    syncColumnActions();
+}
+
+void DeploymentPanel::fitColumns() {
+    if (m_fitting || m_proxy->rowCount() == 0)
+        return;
+    if (!m_table->isVisible())
+        return;
+    m_fitting = true;
+    auto needs = [this](int column) { return columnNeeds(column); };
+    int total = 0;
+    for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
+        if (!m_userHidden.contains(column))
+            total += needs(column);
+    QList<int> out;
+    const int room = m_table->viewport()->width();
+    for (int column : fitOrder()) {
+        if (total <= room)
+            break;
+        if (m_userHidden.contains(column) || m_userShown.contains(column))
+            continue;
+        out.append(column);
+        total -= needs(column);
+    }
+    m_fitHidden = out;
+    applyColumnVisibility();
+    m_fitting = false;
+}
+
 void DeploymentPanel::syncColumnActions() {
     const QList<QAction*> actions = m_columnsMenu->actions();
     for (int column = 0; column < PlanTableModel::ColumnCount; ++column) {
@@ -297,16 +444,18 @@ void DeploymentPanel::syncColumnActions() {
 QList<int> DeploymentPanel::hiddenColumns() const {
     QList<int> hidden;
     for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
-        if (m_table->isColumnHidden(column))
+        if (m_userHidden.contains(column))
             hidden.append(column);
     return hidden;
 }
 
 void DeploymentPanel::setHiddenColumns(const QList<int>& columns) {
+    m_userHidden.clear();
+    m_userShown.clear();
     for (int column = 0; column < PlanTableModel::ColumnCount; ++column)
-        m_table->setColumnHidden(column,
-                                 column != PlanTableModel::GpuColumn && columns.contains(column));
-    syncColumnActions();
+        if (column != PlanTableModel::GpuColumn && columns.contains(column))
+            m_userHidden.append(column);
+    applyColumnVisibility();
 }
 
 void DeploymentPanel::updateGpuMenu() {

@@ -28,6 +28,9 @@ class QPlainTextEdit;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSpinBox;
+class QSplitter;
+class QStackedWidget;
+class QTabWidget;
 class QTableView;
 class QTimer;
 
@@ -73,6 +76,10 @@ public:
     // The plan table's columns the user hid (PlanTableModel::Column; the GPU column never hides)
     QList<int> hiddenColumns() const;
     void setHiddenColumns(const QList<int>& columns);
+    // The columns hidden because the table is too narrow to show them whole, least needed
+    // first (kFitOrder); the columns menu shows any of them back on request.
+    QList<int> fittedOutColumns() const { return m_fitHidden; }
+    static const QList<int>& fitOrder();
     QMenu* columnsMenu() const { return m_columnsMenu; }
     QStringList gpuKinds() const;
 
@@ -118,6 +125,19 @@ private:
     void updateCommand();
     void updateGpuMenu();
     void syncColumnActions();
+    void applyColumnVisibility();
+    void fitColumns();
+    int columnNeeds(int column) const;
+    void updateViewMode();
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
+public:
+    // Whether the table and the chart are tabs (too narrow to sit side by side).
+    bool tabbed() const;
+    QTabWidget* viewTabs() const { return m_viewTabs; }
+
+private:
     const core::GpuPlan* selectedPlan() const;
     std::string planKey(const core::PlanRequest& r) const;
 
@@ -156,6 +176,13 @@ private:
     GpusNeededChart* m_chart = nullptr;
     QPlainTextEdit* m_command = nullptr;
     QMenu* m_columnsMenu = nullptr;
+    QSplitter* m_split = nullptr;
+    QTabWidget* m_viewTabs = nullptr;
+    QStackedWidget* m_views = nullptr; // the splitter or the tabs
+    QList<int> m_userHidden;           // unchecked in the columns menu (remembered by the window)
+    QList<int> m_userShown; // checked in the menu: shown even when the table is too narrow
+    QList<int> m_fitHidden; // hidden by fitColumns
+    bool m_fitting = false;
     QTimer* m_debounce = nullptr;
 };
 

@@ -205,6 +205,8 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
                 alts << layoutText(g->layouts[i].layout);
             return tr("Also holds them at %1 GPUs: %2").arg(d->layout.gpus()).arg(alts.join(", "));
         }
+        if (col == ReasonColumn) // elided when the table is narrow: the whole note on hover
+            return qs(g->reason);
         return {};
     }
     if (role != Qt::DisplayRole)

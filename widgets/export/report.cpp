@@ -6,6 +6,7 @@
 #include "widgets/charts/speed_chart.h"
 #include "widgets/deployment/plan_model.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/probe/probe_overlay.h"
 #include "widgets/probe/probe_results_model.h"
 #include "widgets/scenario/vllm_command.h"
 #include "widgets/state/status_text.h"
@@ -598,10 +599,15 @@ static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double 
                  .arg(QObject::tr("Measured: %1").arg(in.probeSource).toHtmlEscaped()));
         html(QStringLiteral("<p>%1</p>")
                      .arg(QObject::tr("One layer of the probed model; predicted = core's pool "
-                                      "bytes for the same batch; speed is one decode step of the "
-                                      "batch (median); error is the attention output against "
-                                      "FP64 on the unquantized K/V.")
+                                      "bytes for the same batch, and core's speed model for the "
+                                      "same step on the backend that ran; speed is one decode "
+                                      "step of the batch (median); error is the attention output "
+                                      "against FP64 on the unquantized K/V.")
                               .toHtmlEscaped()) +
+                 (cacheCaveat(in.probe->report()).isEmpty()
+                      ? QString()
+                      : QStringLiteral("<p><b>%1</b></p>")
+                            .arg(cacheCaveat(in.probe->report()).toHtmlEscaped())) +
                  in.probe->html(),
              7);
         const double h2 = std::max(200.0, (H - y - 8) / 2 - 8);

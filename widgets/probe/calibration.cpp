@@ -107,6 +107,53 @@ const core::GpuSpec* matchCatalogGpu(std::string_view deviceName,
     return tie ? nullptr : best;
 }
 
+PredictedAttention predictedAttention(const probe::ProbeResult& row,
+                                      std::span<const core::GpuSpec> gpus,
+                                      const core::SpeedAssumptions& assumptions) {
+    PredictedAttention p;
+    if (!row.ok() || !row.speedMeasured) {
+        p.basis = QObject::tr("no decode step measured");
+        return p;
+    }
+    const auto format = probe::parseProbeFormat(row.formatId);
+    if (!format) {
+        p.basis = QObject::tr("unknown KV format %1").arg(qs(row.formatId));
+        return p;
+    }
+    if (row.backend == "cpu") {
+        p.bandwidthGBs = row.copyGBs;
+        p.efficiency = 1.0;
+        p.basis = QObject::tr("copy measured in the same run, %1 GB/s (read + write)")
+                      .arg(row.copyGBs, 0, 'f', row.copyGBs < 10 ? 2 : 1);
+    } else if (row.backend == "cuda") {
+        const core::GpuSpec* gpu = matchCatalogGpu(row.device, gpus);
+        if (!gpu || gpu->bandwidthGBs <= 0) {
+            p.basis = QObject::tr("%1 matches no GPU of the catalog").arg(qs(row.device));
+            return p;
+        }
+        p.bandwidthGBs = gpu->bandwidthGBs;
+        bool calibrated = false;
+        p.efficiency = core::kvEfficiency(assumptions, gpu->id, format->format, &calibrated);
+        p.basis =
+            QObject::tr("%1 datasheet %2 GB/s x eta_kv %3%4")
+                .arg(qs(gpu->name), thousandsQ(std::llround(gpu->bandwidthGBs)), two(p.efficiency),
+                     calibrated ? QObject::tr(" (measured)") : QObject::tr(" (default)"));
+    } else {
+        p.basis = QObject::tr("the %1 backend proves indexing, not speed").arg(qs(row.backend));
+        return p;
+    }
+    const core::KvReadEstimate e =
+        core::kvReadEstimate(double(row.attentionBytes), p.bandwidthGBs, p.efficiency);
+    p.effectiveGBs = e.effectiveGBs;
+    p.ms = e.ms;
+    p.valid = e.ms > 0 && row.attentionMs > 0;
+    if (p.valid)
+        p.ratio = row.attentionMs / e.ms;
+    else
+        p.basis = QObject::tr("no bandwidth figure for %1").arg(qs(row.device));
+    return p;
+}
+
 SpeedCalibration defaultCalibration() {
     SpeedCalibration c;
     c.status = QObject::tr("datasheet defaults, no probe results loaded");

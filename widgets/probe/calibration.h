@@ -41,6 +41,26 @@ SpeedCalibration calibrationFromReport(const probe::ProbeReport& report,
 // The defaults: nothing measured.
 SpeedCalibration defaultCalibration();
 
+// What core's speed model predicts for one measured decode-attention step (a probe row), on the
+// backend that ran it: the row's KV bytes read at that backend's bandwidth figure
+// (core::kvReadEstimate). CUDA: the datasheet bandwidth of the catalog GPU the device matches,
+// at the KV efficiency `assumptions` give that GPU and format. CPU: the copy measured in the same
+// run (read + write bytes over time), an achieved rate already, so at efficiency 1. The emulator
+// proves indexing, not speed: no prediction. Pass the defaults, not a calibration taken from the
+// same rows, or the prediction agrees with them by construction.
+struct PredictedAttention {
+    bool valid = false;
+    double ms = 0;           // predicted step time of the whole batch
+    double bandwidthGBs = 0; // the backend's figure
+    double efficiency = 0;
+    double effectiveGBs = 0; // bandwidthGBs x efficiency
+    double ratio = 0;        // measured ms / predicted ms: above 1 is slower than predicted
+    QString basis;           // "H200 datasheet 4,800 GB/s x eta_kv 0.80", or why there is none
+};
+PredictedAttention predictedAttention(const probe::ProbeResult& row,
+                                      std::span<const core::GpuSpec> gpus,
+                                      const core::SpeedAssumptions& assumptions = {});
+
 // Whether `assumptions` calibrate the scenario's GPU kind for its KV format.
 bool calibratesScenario(const core::SpeedAssumptions& assumptions, const core::Scenario& s);
 

@@ -77,6 +77,9 @@ class SpeedChart : public ProbeChart {
 public:
     explicit SpeedChart(QWidget* parent = nullptr);
     QString csv() const override;
+    // How far series `index` is drawn beside its contexts (a factor on the log axis): formats
+    // whose step times are alike would otherwise hide one another. 1 for a lone series.
+    double keyFactor(int index) const;
 
 protected:
     void rebuild() override;
@@ -87,6 +90,7 @@ private:
         QString name;
         int colorIndex = 0;
         std::vector<const probe::ProbeResult*> rows; // sorted by context
+        double keyFactor = 1;                        // drawn at context x this
     };
     std::vector<Series> m_series;
 };

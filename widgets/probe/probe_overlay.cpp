@@ -4,6 +4,8 @@
 
 #include <qcustomplot.h>
 
+#include <QObject>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -52,13 +54,51 @@ QColor formatColor(int index, bool dark) {
 }
 
 int formatMarker(int index) {
+    // One shape per probe format (13), so that two formats never share a marker even where
+    // their colours are close (FP16 and BF16, the FP8 variants).
     static const QCPScatterStyle::ScatterShape shapes[] = {
-        QCPScatterStyle::ssCircle,           QCPScatterStyle::ssSquare,
-        QCPScatterStyle::ssDiamond,          QCPScatterStyle::ssTriangle,
-        QCPScatterStyle::ssTriangleInverted, QCPScatterStyle::ssCrossSquare,
-        QCPScatterStyle::ssPlusCircle,       QCPScatterStyle::ssStar};
+        QCPScatterStyle::ssCircle,      QCPScatterStyle::ssSquare,
+        QCPScatterStyle::ssDiamond,     QCPScatterStyle::ssTriangle,
+        QCPScatterStyle::ssStar,        QCPScatterStyle::ssTriangleInverted,
+        QCPScatterStyle::ssCrossSquare, QCPScatterStyle::ssPlusCircle,
+        QCPScatterStyle::ssPlusSquare,  QCPScatterStyle::ssCrossCircle,
+        QCPScatterStyle::ssPeace,       QCPScatterStyle::ssCross,
+        QCPScatterStyle::ssPlus};
     constexpr int n = int(sizeof shapes / sizeof shapes[0]);
     return shapes[((index % n) + n) % n];
+}
+
+bool isCacheResident(const probe::ProbeResult& row) {
+    if (!row.ok() || !row.speedMeasured)
+        return false;
+    // gpu_probe's notes (probe_phases.cpp, probe_quality.cpp) name it "cache-resident".
+    return std::any_of(row.notes.begin(), row.notes.end(), [](const std::string& n) {
+        return n.find("cache-resident") != std::string::npos;
+    });
+}
+
+int cacheResidentRows(const probe::ProbeReport& report) {
+    return int(std::count_if(report.rows.begin(), report.rows.end(),
+                             [](const probe::ProbeResult& r) { return isCacheResident(r); }));
+}
+
+QString cacheCaveat(const probe::ProbeReport& report, bool brief) {
+    const int n = cacheResidentRows(report);
+    if (n == 0)
+        return {};
+    int timed = 0;
+    for (const auto& r : report.rows)
+        timed += r.ok() && r.speedMeasured ? 1 : 0;
+    if (brief)
+        return QObject::tr("Caveat: %1 of %2 timed pools partly cache-resident, bandwidth "
+                           "overstated")
+            .arg(n)
+            .arg(timed);
+    return QObject::tr("Caveat: %1 of %2 timed pools are small enough to stay partly in the "
+                       "cache: their step times are too short and their bandwidth overstated "
+                       "(measure longer contexts or larger batches)")
+        .arg(n)
+        .arg(timed);
 }
 
 namespace {

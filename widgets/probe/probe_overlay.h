@@ -50,6 +50,14 @@ int formatColorIndex(const std::string& formatId);
 QColor formatColor(int index, bool dark);
 int formatMarker(int index); // QCPScatterStyle::ScatterShape
 
+// Timed rows whose pool was small enough to stay partly in the device's last-level cache (the
+// probe notes it on the row): their step times are short and their bandwidth overstated.
+int cacheResidentRows(const probe::ProbeReport& report);
+bool isCacheResident(const probe::ProbeResult& row);
+// That caveat as one line to show, not hover: "" when no timed row is affected. `brief`: the
+// short form a chart's title note has room for.
+QString cacheCaveat(const probe::ProbeReport& report, bool brief = false);
+
 // "CPU" / "CUDA" and the device for legends.
 QString backendLabel(const probe::ProbeReport& report);
 

@@ -9,6 +9,7 @@
 #include "gpu_probe/backend.h"
 #include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/ops.h"
+#include "gpu_probe/run/memory_guard.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -38,9 +39,8 @@ namespace kvl::widgets {
 
 namespace {
 
-// The CPU backend is a correctness vehicle: defaults that finish in seconds.
-constexpr std::int64_t kCpuDefaultContextCap = 4096;
 constexpr int kDefaultBatch = 4;
+constexpr std::int64_t kMaxProbeContext = std::int64_t(1) << 24; // parseContextList's bound
 
 QString probeFormatFor(const core::KvFormat& f) {
     const auto all = probe::allProbeFormats();
@@ -54,6 +54,33 @@ QString probeFormatFor(const core::KvFormat& f) {
 }
 
 } // namespace
+
+std::int64_t probeContextFor(std::int64_t wanted, const ProbeRequest& request,
+                             std::int64_t hostBudgetBytes) {
+    std::int64_t ctx = std::clamp<std::int64_t>(wanted, 1, kMaxProbeContext);
+    if (request.backend != "cpu")
+        return ctx; // the device's own guard answers when Run is pressed
+    const std::int64_t budget =
+        hostBudgetBytes > 0 ? hostBudgetBytes : probe::hostAvailableBytes() / 2;
+    if (budget <= 0)
+        return ctx; // unknown: the guard still refuses a run that cannot fit
+    probe::ProbePlan plan;
+    plan.backend = request.backend;
+    plan.model = request.model.layers.empty() ? probe::defaultModel() : request.model;
+    // FP16 is the largest format the defaults check (the baseline): if it fits, they all do.
+    plan.format = *probe::parseProbeFormat("fp16");
+    plan.blockSize = request.blockSize;
+    plan.batch = request.batches.empty() ? kDefaultBatch : request.batches.front();
+    plan.prefixTokens = 0;
+    plan.qualityRequests = request.qualityRequests;
+    for (; ctx > 1; ctx /= 2) {
+        plan.context = ctx;
+        const auto need = probe::estimatePeakHostBytes(plan);
+        if (need && *need <= budget)
+            break;
+    }
+    return ctx;
+}
 
 std::variant<std::vector<std::int64_t>, QString> parseContextList(const QString& text) {
     std::vector<std::int64_t> out;
@@ -124,6 +151,8 @@ ProbePanel::ProbePanel(QWidget* parent)
     });
     connect(m_worker, &ProbeWorker::finished, this, &ProbePanel::onFinished);
     updateBackendInfo();
+    // The context default depends on the backend (the CPU's is bounded by host memory).
+    connect(m_backend, &QComboBox::currentIndexChanged, this, [this] { applyDefaults(false); });
     setRunning(false);
 }
 
@@ -180,9 +209,9 @@ void ProbePanel::buildUi() {
     form->addRow(tr("Batch:"), m_batch);
     m_contexts = new QLineEdit;
     m_contexts->setObjectName(QStringLiteral("contextsEdit"));
-    m_contexts->setToolTip(tr("Tokens per request, comma separated (512, 4K, 16K). The scenario's "
-                              "context is capped at 4K on the CPU so a run takes seconds; type "
-                              "larger ones to measure them"));
+    m_contexts->setToolTip(tr("Tokens per request, comma separated (512, 4K, 16K). Follows the "
+                              "scenario's context until edited; on the CPU it is halved until "
+                              "the run fits in half of the free memory"));
     connect(m_contexts, &QLineEdit::textEdited, this, [this] { m_editedContexts = true; });
     form->addRow(tr("Contexts:"), m_contexts);
     m_block = new QSpinBox;
@@ -280,6 +309,16 @@ void ProbePanel::buildUi() {
     m_source->setWordWrap(true);
     m_source->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     resl->addWidget(m_source);
+    // The cache caveat is a badge, not a tooltip: a reader of the speed columns must see it.
+    m_caveat = new QLabel;
+    m_caveat->setObjectName(QStringLiteral("cacheCaveat"));
+    m_caveat->setWordWrap(true);
+    m_caveat->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_caveat->setStyleSheet(QStringLiteral("QLabel { background: #fff3cd; color: #664d03; "
+                                           "border: 1px solid #e0c36a; border-radius: 3px; "
+                                           "padding: 2px 4px; }"));
+    m_caveat->setVisible(false);
+    resl->addWidget(m_caveat);
     m_message = new QLabel;
     m_message->setObjectName(QStringLiteral("messageLabel"));
     m_message->setWordWrap(true);
@@ -410,10 +449,12 @@ void ProbePanel::applyDefaults(bool force) {
         QSignalBlocker b(m_batch);
         m_batch->setValue(kDefaultBatch);
     }
-    const bool cpu = m_backend->currentData().toString() == QLatin1String("cpu");
-    std::int64_t ctx = std::max<std::int64_t>(1, s.workload.context);
-    if (cpu)
-        ctx = std::min(ctx, kCpuDefaultContextCap);
+    ProbeRequest fit;
+    fit.backend = m_backend->currentData().toString().toStdString();
+    fit.model = m_runModel;
+    fit.blockSize = m_block->value();
+    fit.batches = {m_batch->value()};
+    const std::int64_t ctx = probeContextFor(s.workload.context, fit, m_hostBudgetBytes);
     if (!m_editedContexts)
         m_contexts->setText(formatTokensQ(ctx));
     if (!m_editedBlock) {
@@ -555,6 +596,10 @@ void ProbePanel::showReport(const probe::ProbeReport& report, const QString& ori
                           .arg(report.copyGBs, 0, 'f', 1));
     m_source->setToolTip(
         QString::fromStdString(report.device + ", host " + report.host + ", " + report.date));
+    const QString caveat = cacheCaveat(report);
+    m_caveat->setText(caveat.isEmpty() ? QString()
+                                       : QStringLiteral("<b>%1</b>").arg(caveat.toHtmlEscaped()));
+    m_caveat->setVisible(!caveat.isEmpty());
     emit reportChanged(report);
 }
 

@@ -60,6 +60,9 @@ public:
     void setView(const LedgerView& view);
     // Puts every control back to the scenario's defaults.
     void resetToScenario();
+    // The host memory a CPU run's default context must fit in (0: half of what is free now);
+    // tests set it to check the bound without a machine of that size.
+    void setHostBudgetBytes(std::int64_t bytes) { m_hostBudgetBytes = bytes; }
 
     // What Run would measure, from the controls; an error message instead when they are bad.
     std::variant<ProbeRequest, QString> request() const;
@@ -127,6 +130,7 @@ private:
     QLabel* m_qualityGuide = nullptr; // what the error columns mean for serving
     QLabel* m_message = nullptr;
     QLabel* m_source = nullptr;
+    QLabel* m_caveat = nullptr; // the cache-residency caveat, shown when a row has it
     QTableView* m_view = nullptr;
     QualityChart* m_quality = nullptr;
     SpeedChart* m_speed = nullptr;
@@ -144,7 +148,16 @@ private:
     double m_lastStallMs = 0;
     double m_lastCancelLatencyMs = -1;
     core::ModelSpec m_runModel;
+    std::int64_t m_hostBudgetBytes = 0;
 };
+
+// The context the probe defaults to for a scenario at `wanted` tokens: the scenario's, within
+// the probe's bound (16M), and on the CPU, where the pool, the K/V data and the FP64 reference
+// are host memory, halved until the memory guard's estimate of an FP16 run of `request`'s
+// model, batch and block size fits in `hostBudgetBytes` (0: half of the host's free memory, so
+// the window keeps room).
+std::int64_t probeContextFor(std::int64_t wanted, const ProbeRequest& request,
+                             std::int64_t hostBudgetBytes = 0);
 
 // "512, 4K, 16384" -> tokens; an error names the bad entry.
 std::variant<std::vector<std::int64_t>, QString> parseContextList(const QString& text);

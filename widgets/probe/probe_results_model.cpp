@@ -3,12 +3,15 @@
 #include "widgets/export/csv.h"
 #include "widgets/state/ledger_view_state.h"
 
+#include "core/io/catalog.h"
+
 #include <QBrush>
 #include <QColor>
 #include <QGuiApplication>
 #include <QPalette>
 
 #include <cmath>
+#include <iterator>
 
 namespace kvl::widgets {
 
@@ -29,6 +32,10 @@ ProbeResultsModel::ProbeResultsModel(QObject* parent) : QAbstractTableModel(pare
 void ProbeResultsModel::setReport(const probe::ProbeReport& report) {
     beginResetModel();
     m_report = report;
+    m_predicted.clear();
+    // The speed model's defaults: a calibration taken from these rows would predict them.
+    for (const auto& r : m_report.rows)
+        m_predicted.push_back(predictedAttention(r, io::builtinGpus()));
     endResetModel();
 }
 
@@ -52,6 +59,10 @@ int ProbeResultsModel::columnCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : ColumnCount;
 }
 
+const PredictedAttention& ProbeResultsModel::predicted(int row) const {
+    return m_predicted[static_cast<std::size_t>(row)];
+}
+
 QVariant ProbeResultsModel::exact(const probe::ProbeResult& r, int column) const {
     const bool speed = r.ok() && r.speedMeasured;
     const bool quality = r.ok() && r.qualityMeasured;
@@ -72,6 +83,14 @@ QVariant ProbeResultsModel::exact(const probe::ProbeResult& r, int column) const
         return speed ? QVariant(r.storeGBs) : QVariant();
     case AttentionMsColumn:
         return speed ? QVariant(r.attentionMs) : QVariant();
+    case PredictedMsColumn:
+    case RatioColumn: {
+        const auto row = static_cast<int>(&r - m_report.rows.data());
+        const PredictedAttention& p = predicted(row);
+        if (!speed || !p.valid)
+            return {};
+        return column == PredictedMsColumn ? p.ms : p.ratio;
+    }
     case TokensPerSColumn:
         return speed ? QVariant(r.tokensPerS) : QVariant();
     case AttentionGBsColumn:
@@ -114,7 +133,11 @@ QString ProbeResultsModel::text(const probe::ProbeResult& r, int column) const {
     case AttentionGBsColumn:
         return num(v.toDouble(), 'f', v.toDouble() < 10 ? 2 : 1);
     case AttentionMsColumn:
+    case PredictedMsColumn:
         return num(v.toDouble(), 'f', 3);
+    case RatioColumn:
+        return finite(v.toDouble()) ? QStringLiteral("%1x").arg(v.toDouble(), 0, 'f', 2)
+                                    : QStringLiteral("n/a");
     case TokensPerSColumn:
         return finite(v.toDouble()) ? thousandsQ(std::llround(v.toDouble()))
                                     : QStringLiteral("n/a");
@@ -184,6 +207,22 @@ QString ProbeResultsModel::tooltip(const probe::ProbeResult& r, int column) cons
                          .arg(thousandsQ(r.attentionBytes))
                          .arg(r.copyGBs, 0, 'f', 1);
         break;
+    case PredictedMsColumn:
+    case RatioColumn: {
+        const PredictedAttention& p = predicted(static_cast<int>(&r - m_report.rows.data()));
+        if (p.valid)
+            lines << tr("core's speed model: %1 B read at %2 GB/s = %3 ms per step (%4)")
+                         .arg(thousandsQ(r.attentionBytes))
+                         .arg(p.effectiveGBs, 0, 'f', p.effectiveGBs < 10 ? 2 : 1)
+                         .arg(p.ms, 0, 'f', 3)
+                         .arg(p.basis)
+                  << tr("measured %1 ms: %2x the prediction (above 1 is slower)")
+                         .arg(r.attentionMs, 0, 'f', 3)
+                         .arg(p.ratio, 0, 'f', 2);
+        else
+            lines << tr("no prediction: %1").arg(p.basis);
+        break;
+    }
     case RelL2Column:
     case Top8Column:
         if (r.qualityMeasured) {
@@ -239,11 +278,11 @@ QVariant ProbeResultsModel::headerData(int section, Qt::Orientation orientation,
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return {};
     static const char* const names[] = {
-        QT_TR_NOOP("Format"),        QT_TR_NOOP("Batch x context"), QT_TR_NOOP("Predicted pool"),
-        QT_TR_NOOP("Measured pool"), QT_TR_NOOP("Pages"),           QT_TR_NOOP("Saved by prefix"),
-        QT_TR_NOOP("Store GB/s"),    QT_TR_NOOP("Attn ms/step"),    QT_TR_NOOP("Tokens/s"),
-        QT_TR_NOOP("Attn GB/s"),     QT_TR_NOOP("% of copy"),       QT_TR_NOOP("Rel. L2 error"),
-        QT_TR_NOOP("Top-8")};
+        QT_TR_NOOP("Format"),         QT_TR_NOOP("Batch x context"), QT_TR_NOOP("Predicted pool"),
+        QT_TR_NOOP("Measured pool"),  QT_TR_NOOP("Pages"),           QT_TR_NOOP("Saved by prefix"),
+        QT_TR_NOOP("Store GB/s"),     QT_TR_NOOP("Attn ms/step"),    QT_TR_NOOP("Predicted ms"),
+        QT_TR_NOOP("Measured/pred."), QT_TR_NOOP("Tokens/s"),        QT_TR_NOOP("Attn GB/s"),
+        QT_TR_NOOP("% of copy"),      QT_TR_NOOP("Rel. L2 error"),   QT_TR_NOOP("Top-8")};
     static const char* const tips[] = {
         QT_TR_NOOP("KV format of the pages"),
         QT_TR_NOOP("Requests x tokens per request (shared prefix)"),
@@ -253,11 +292,16 @@ QVariant ProbeResultsModel::headerData(int section, Qt::Orientation orientation,
         QT_TR_NOOP("Pages saved by sharing the prefix's full blocks"),
         QT_TR_NOOP("Store (quantize into pages) bandwidth"),
         QT_TR_NOOP("Paged decode attention time for one step of the whole batch (median)"),
+        QT_TR_NOOP("core's speed model for the same step on the backend that ran: the bytes "
+                   "read at the GPU's datasheet bandwidth x eta_kv, or at the CPU's copy "
+                   "measured in the same run"),
+        QT_TR_NOOP("Measured step time / predicted: above 1 is slower than predicted"),
         QT_TR_NOOP("Decode tokens per second for this layer (batch / step time)"),
         QT_TR_NOOP("Unique pool bytes read per step / step time"),
         QT_TR_NOOP("Attention bandwidth as a share of a copy measured in the same run"),
         QT_TR_NOOP("Attention output error vs FP64 on the unquantized K/V (relative L2)"),
         QT_TR_NOOP("Share of the FP64 top-8 attended tokens the quantized attention keeps")};
+    static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
     if (role == Qt::DisplayRole)
         return tr(names[section]);
     if (role == Qt::ToolTipRole)
@@ -269,11 +313,14 @@ QString ProbeResultsModel::csv() const {
     QString out = QStringLiteral(
         "format,format_label,backend,device,batch,context,prefix_tokens,block_size,ok,"
         "predicted_pool_bytes,allocated_pool_bytes,pool_bytes,pages_used,pages_saved,store_gbs,"
-        "attention_ms,tokens_per_s,attention_gbs,pct_of_copy,rel_l2_error,top8_agreement,error\n");
+        "attention_ms,predicted_attention_ms,measured_over_predicted,tokens_per_s,attention_gbs,"
+        "pct_of_copy,rel_l2_error,top8_agreement,error\n");
     auto d = [](bool have, double v) {
         return have && std::isfinite(v) ? QString::number(v, 'g', 10) : QString();
     };
-    for (const auto& r : m_report.rows) {
+    for (std::size_t i = 0; i < m_report.rows.size(); ++i) {
+        const probe::ProbeResult& r = m_report.rows[i];
+        const PredictedAttention& p = m_predicted[i];
         const bool s = r.ok() && r.speedMeasured, q = r.ok() && r.qualityMeasured;
         QStringList f;
         f << csvQuote(QString::fromStdString(r.formatId))
@@ -285,8 +332,9 @@ QString ProbeResultsModel::csv() const {
           << QString::number(r.predictedPoolBytes) << QString::number(r.allocatedPoolBytes)
           << QString::number(r.poolBytes) << QString::number(r.pagesUsed)
           << QString::number(r.pagesSaved) << d(s, r.storeGBs) << d(s, r.attentionMs)
-          << d(s, r.tokensPerS) << d(s, r.attentionGBs) << d(s, r.attentionPctOfCopy)
-          << d(q, r.relL2) << d(q, r.top8) << csvQuote(QString::fromStdString(r.error.message));
+          << d(s && p.valid, p.ms) << d(s && p.valid, p.ratio) << d(s, r.tokensPerS)
+          << d(s, r.attentionGBs) << d(s, r.attentionPctOfCopy) << d(q, r.relL2) << d(q, r.top8)
+          << csvQuote(QString::fromStdString(r.error.message));
         out += f.join(QLatin1Char(',')) + QLatin1Char('\n');
     }
     return out;

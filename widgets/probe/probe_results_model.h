@@ -1,12 +1,17 @@
 #pragma once
 // The probe's results as a table, one row per measurement (format x context): predicted vs
 // measured pool bytes, pages, store and decode speed, bandwidth against the copy measured in
-// the same run, and attention-output error. The report is swapped in wholesale.
+// the same run, core's predicted step time for the backend that ran (calibration.h
+// predictedAttention) and the ratio, and attention-output error. The report is swapped in
+// wholesale.
 
 #include "core/units.h"
 #include "gpu_probe/io/results_io.h"
+#include "widgets/probe/calibration.h"
 
 #include <QAbstractTableModel>
+
+#include <vector>
 
 namespace kvl::widgets {
 
@@ -22,6 +27,8 @@ public:
         PagesSavedColumn,
         StoreGBsColumn,
         AttentionMsColumn, // per decode step of the batch
+        PredictedMsColumn, // core's speed model for the same step on the backend that ran it
+        RatioColumn,       // measured / predicted step time
         TokensPerSColumn,
         AttentionGBsColumn,
         PctOfCopyColumn,
@@ -55,8 +62,10 @@ private:
     QVariant exact(const probe::ProbeResult& r, int column) const;
     QString text(const probe::ProbeResult& r, int column) const;
     QString tooltip(const probe::ProbeResult& r, int column) const;
+    const PredictedAttention& predicted(int row) const;
 
     probe::ProbeReport m_report;
+    std::vector<PredictedAttention> m_predicted; // one per row
     core::UnitSystem m_units = core::UnitSystem::Binary;
 };
 

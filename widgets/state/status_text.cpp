@@ -114,7 +114,37 @@ QString scopedSummaryLine(const LedgerSnapshot& snap, core::UnitSystem units, Fi
     return line;
 }
 
-QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate& date) {
+QString chartScopeText(ChartScope chart, FigureScope selected) {
+    // Requests are the same per GPU and per replica (every GPU of a replica serves every
+    // request): only the cluster scope changes them.
+    const QString requests = selected == FigureScope::Cluster ? tr("requests in the cluster")
+                                                              : tr("requests per replica");
+    switch (chart) {
+    case ChartScope::Selected:
+        return tr("figures %1").arg(scopeLabel(selected));
+    case ChartScope::Requests:
+        return requests;
+    case ChartScope::BytesRequests:
+        return selected == FigureScope::PerGpu ? tr("bytes per GPU, %1").arg(requests)
+                                               : tr("figures %1").arg(scopeLabel(selected));
+    case ChartScope::PerGpu:
+        return tr("memory per GPU");
+    case ChartScope::PerReplica:
+        return tr("figures per replica");
+    case ChartScope::ClusterGpus:
+        return tr("GPUs of the whole cluster");
+    case ChartScope::Plan:
+        return tr("memory per GPU, requests per replica and cluster");
+    case ChartScope::ProbedLayer:
+        return tr("one layer, as measured");
+    case ChartScope::ProbedPerToken:
+        return tr("KV per token of the whole model, from one measured layer");
+    }
+    return {};
+}
+
+QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, ChartScope chart,
+                      const QDate& date) {
     const core::Scenario& s = snap.scenario;
     QStringList parts;
     parts << qs(s.model.name) << deploymentText(s);
@@ -124,15 +154,16 @@ QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate
         parts << tr("KV %1").arg(kvFormatText(snap));
     parts << tr("context %1").arg(formatTokensQ(s.workload.context));
     parts << prefixText(s); // the requests that fit depend on it
-    parts << tr("figures %1").arg(scopeLabel(scope));
+    parts << chartScopeText(chart, scope);
     parts << date.toString(Qt::ISODate) << QStringLiteral("KV Ledger");
     return parts.join(QStringLiteral(" · "));
 }
 
-QStringList csvComments(const LedgerSnapshot& snap, FigureScope scope, const QDate& date) {
+QStringList csvComments(const LedgerSnapshot& snap, FigureScope scope, ChartScope chart,
+                        const QDate& date) {
     const core::Scenario& s = snap.scenario;
     QStringList out;
-    out << QStringLiteral("# ") + exportCaption(snap, scope, date);
+    out << QStringLiteral("# ") + exportCaption(snap, scope, chart, date);
     QStringList levers;
     levers << tr("model %1").arg(s.model.hfRepo.empty() ? qs(s.model.id) : qs(s.model.hfRepo));
     if (!snap.invalid)

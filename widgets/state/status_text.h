@@ -4,6 +4,7 @@
 // of them follow LedgerView.scope (per GPU, per replica, cluster) with scopeBytes and
 // scopeRequests, so "KV per token x context" and "KV per request" agree in every scope.
 
+#include "widgets/charts/chart_registry.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include <QDate>
@@ -28,13 +29,21 @@ bool formatInVllm(const core::Scenario& s);
 // "Not computed: <why>".
 QString scopedSummaryLine(const LedgerSnapshot& snap, core::UnitSystem units, FigureScope scope);
 
+// What the figures of a chart of scope `chart` are counted over when the window shows
+// `selected`: "figures per GPU" (memory per GPU), "requests per replica" (concurrency, whatever
+// the bytes' scope), "memory per GPU" (the breakdown), "one layer, as measured" (the probe).
+QString chartScopeText(ChartScope chart, FigureScope selected);
+
 // "Llama-3-8B · 1 x H100 SXM 80GB (TP 1) · KV FP8 E4M3 · context 4K · no shared prefix ·
 //  figures per GPU ·
-//  2026-05-01 · KV Ledger": the line under every exported chart.
-QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, const QDate& date);
+//  2026-05-01 · KV Ledger": the line under every exported chart; the scope words are the
+// chart's own (chartScopeText of its registry entry).
+QString exportCaption(const LedgerSnapshot& snap, FigureScope scope, ChartScope chart,
+                      const QDate& date);
 // The comment lines ("# ...") a CSV export starts with: the caption, then the scenario's
 // levers and engine settings, then what the byte columns mean.
-QStringList csvComments(const LedgerSnapshot& snap, FigureScope scope, const QDate& date);
+QStringList csvComments(const LedgerSnapshot& snap, FigureScope scope, ChartScope chart,
+                        const QDate& date);
 // `csv` with the comment lines in front.
 QString withCsvComments(const QString& csv, const QStringList& comments);
 
