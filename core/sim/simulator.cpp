@@ -34,12 +34,21 @@ std::uint64_t packKey(std::uint64_t owner, std::int64_t index, int group) {
 
 class BlockPool {
 public:
-    BlockPool(std::int32_t blocks, int groups)
-        : m_n(blocks), m_ref(static_cast<std::size_t>(blocks), 0),
-          m_prev(static_cast<std::size_t>(blocks) + 1),
-          m_next(static_cast<std::size_t>(blocks) + 1), m_key(static_cast<std::size_t>(blocks), 0),
-          m_group(static_cast<std::size_t>(blocks), 0),
-          m_inUse(static_cast<std::size_t>(groups), 0) {
+    // `identities`: keep each block's number, reference count, place in the free queue and
+    // hash, as vLLM does. Without the prefix cache none of that changes what the scheduler
+    // sees (it reads free and in-use counts only), so the pool then keeps the counts alone:
+    // no per-block arrays to build for every run and no free-queue walk per block, the same
+    // results.
+    BlockPool(std::int32_t blocks, int groups, bool identities)
+        : m_n(blocks), m_ids(identities), m_inUse(static_cast<std::size_t>(groups), 0) {
+        m_free = m_n;
+        if (!m_ids)
+            return;
+        m_ref.assign(static_cast<std::size_t>(blocks), 0);
+        m_prev.resize(static_cast<std::size_t>(blocks) + 1);
+        m_next.resize(static_cast<std::size_t>(blocks) + 1);
+        m_key.assign(static_cast<std::size_t>(blocks), 0);
+        m_group.assign(static_cast<std::size_t>(blocks), 0);
         // The free queue starts as every block in order; index m_n is its sentinel.
         for (std::int32_t i = 0; i <= m_n; ++i) {
             m_prev[static_cast<std::size_t>(i)] = i == 0 ? m_n : i - 1;
@@ -47,12 +56,22 @@ public:
         }
         if (m_n == 0)
             m_next[0] = m_prev[0] = 0;
-        m_free = m_n;
     }
 
+    bool identities() const { return m_ids; }
     std::int64_t freeBlocks() const { return m_free; } // get_num_free_blocks (cached ones count)
     std::int64_t inUse(int g) const { return m_inUse[static_cast<std::size_t>(g)]; }
     std::int32_t ref(std::int32_t b) const { return m_ref[static_cast<std::size_t>(b)]; }
+
+    // Without identities: n blocks of group g taken from, or given back to, the free count.
+    void take(int group, std::int64_t n) {
+        m_free -= n;
+        m_inUse[static_cast<std::size_t>(group)] += n;
+    }
+    void give(int group, std::int64_t n) {
+        m_free += n;
+        m_inUse[static_cast<std::size_t>(group)] -= n;
+    }
 
     // get_new_blocks: pops the free queue's head, evicting its cached hash if it has one.
     std::int32_t allocate(int group) {
@@ -107,6 +126,7 @@ private:
         --m_free;
     }
     std::int32_t m_n;
+    bool m_ids = true;
     std::vector<std::int32_t> m_ref, m_prev, m_next;
     std::vector<std::uint64_t> m_key;
     std::vector<std::uint8_t> m_group;
@@ -133,9 +153,13 @@ struct Req {
     std::int64_t prompt = 0, output = 0, prefixId = -1, prefixTokens = 0;
     std::int64_t generated = 0, computed = 0;
     double firstScheduled = -1, firstToken = -1, lastToken = -1;
-    std::vector<std::vector<std::int32_t>> blocks; // per group, -1 = freed (outside a window)
-    std::vector<std::int64_t> firstLive;           // per group: blocks before it are freed
-    std::vector<std::int64_t> cachedUpTo;          // per group: blocks hashed so far
+    // Per group: the block numbers (only where the pool keeps identities), -1 = freed (outside
+    // a window); how many blocks the request has had (blocks.size() where it keeps numbers);
+    // the first not freed (every block from it to `held` is live).
+    std::vector<std::vector<std::int32_t>> blocks;
+    std::vector<std::int64_t> held;
+    std::vector<std::int64_t> firstLive;
+    std::vector<std::int64_t> cachedUpTo; // per group: blocks hashed so far
     std::int64_t numTokens() const { return prompt + generated; }
 };
 
@@ -162,12 +186,22 @@ public:
         p.count = m_count;
         if (m_count == 0)
             return p;
-        std::sort(m_values.begin(), m_values.end());
-        // Nearest rank: the smallest value with at least q of the values at or below it.
+        // Nearest rank: the smallest value with at least q of the values at or below it. Each
+        // rank by nth_element on what lies above the previous one: the values a sort would
+        // give, in linear time (ITL keeps one value per token).
+        const auto n = m_values.size();
+        auto rank = [&](double q) {
+            const auto i =
+                static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(n)) - 1));
+            return std::min(i, n - 1);
+        };
+        std::size_t from = 0;
         auto at = [&](double q) {
-            const auto n = static_cast<double>(m_values.size());
-            const auto i = static_cast<std::size_t>(std::max(0.0, std::ceil(q * n) - 1));
-            return m_values[std::min(i, m_values.size() - 1)];
+            const std::size_t i = std::max(rank(q), from);
+            std::nth_element(m_values.begin() + static_cast<std::ptrdiff_t>(from),
+                             m_values.begin() + static_cast<std::ptrdiff_t>(i), m_values.end());
+            from = i;
+            return m_values[i];
         };
         p.mean = m_sum / static_cast<double>(m_count);
         p.p50 = at(0.50);
@@ -233,6 +267,15 @@ private:
     void finish(int idx);
     void sample(bool force);
     bool pull();
+    // SimOptions::stopBelowAttainment: even were every request not yet completed to meet the
+    // SLO, good / completed would stay below it (it is largest when all `m_expected` complete).
+    bool sloOutOfReach() const {
+        if (!(m_o.stopBelowAttainment > 0) || m_expected <= 0)
+            return false;
+        const std::int64_t missed = m_r.completed - m_good;
+        return static_cast<double>(m_expected - missed) / static_cast<double>(m_expected) <
+               m_o.stopBelowAttainment;
+    }
 
     Scenario m_s;
     RequestSource& m_src;
@@ -364,7 +407,7 @@ bool Engine::setUp() {
         return false;
     }
     m_pool = std::make_unique<BlockPool>(static_cast<std::int32_t>(m_r.numBlocks),
-                                         static_cast<int>(m_groups.size()));
+                                         static_cast<int>(m_groups.size()), m_caching);
     m_maxSeqs = m_contiguous ? slots : effectiveMaxNumSeqs(m_s);
     m_budget = effectiveMaxNumBatchedTokens(m_s);
     m_r.maxNumSeqs = m_maxSeqs;
@@ -387,24 +430,37 @@ void Engine::removeSkipped(Req& r, std::size_t g) {
         firstUseful = (r.computed / gr.window * gr.window) / gr.blockSize;
     else
         return;
-    auto& blocks = r.blocks[g];
-    const auto end = std::min<std::int64_t>(firstUseful, static_cast<std::int64_t>(blocks.size()));
-    // Freed last block first, as remove_skipped_blocks collects them.
-    for (std::int64_t i = end - 1; i >= r.firstLive[g]; --i) {
-        auto& b = blocks[static_cast<std::size_t>(i)];
-        if (b >= 0)
-            m_pool->release(b);
-        b = -1;
+    const auto end = std::min<std::int64_t>(firstUseful, r.held[g]);
+    if (end <= r.firstLive[g])
+        return;
+    if (m_pool->identities()) {
+        auto& blocks = r.blocks[g];
+        // Freed last block first, as remove_skipped_blocks collects them.
+        for (std::int64_t i = end - 1; i >= r.firstLive[g]; --i) {
+            auto& b = blocks[static_cast<std::size_t>(i)];
+            if (b >= 0)
+                m_pool->release(b);
+            b = -1;
+        }
+    } else {
+        m_pool->give(static_cast<int>(g), end - r.firstLive[g]);
     }
-    r.firstLive[g] = std::max(r.firstLive[g], end);
+    r.firstLive[g] = end;
 }
 
 void Engine::allocateUpTo(Req& r, std::int64_t tokens) {
     for (std::size_t g = 0; g < m_groups.size(); ++g) {
         const std::int64_t want = blocksFor(g, tokens);
-        auto& blocks = r.blocks[g];
-        while (static_cast<std::int64_t>(blocks.size()) < want)
-            blocks.push_back(m_pool->allocate(static_cast<int>(g)));
+        if (r.held[g] < want) {
+            if (m_pool->identities()) {
+                auto& blocks = r.blocks[g];
+                while (static_cast<std::int64_t>(blocks.size()) < want)
+                    blocks.push_back(m_pool->allocate(static_cast<int>(g)));
+            } else {
+                m_pool->take(static_cast<int>(g), want - r.held[g]);
+            }
+            r.held[g] = want;
+        }
         if (m_pool->inUse(static_cast<int>(g)) > m_r.peakBlocksInUse[g])
             m_r.peakBlocksInUse[g] = m_pool->inUse(static_cast<int>(g));
     }
@@ -439,8 +495,7 @@ bool Engine::allocateRunning(Req& r, std::int64_t numNew) {
     const std::int64_t tokens = r.computed + numNew;
     std::int64_t need = 0;
     for (std::size_t g = 0; g < m_groups.size(); ++g)
-        need += std::max<std::int64_t>(0, blocksFor(g, tokens) -
-                                              static_cast<std::int64_t>(r.blocks[g].size()));
+        need += std::max<std::int64_t>(0, blocksFor(g, tokens) - r.held[g]);
     if (need > m_pool->freeBlocks())
         return false;
     allocateUpTo(r, tokens);
@@ -502,6 +557,7 @@ bool Engine::admit(Req& r, std::int64_t& numNew, std::int64_t budget) {
             const std::int32_t b = m_pool->lookup(keyOf(r, g, i));
             m_pool->touch(b);
             r.blocks[g].push_back(b);
+            ++r.held[g];
         }
     r.computed = hit;
     r.cachedUpTo.assign(groups, 0);
@@ -517,11 +573,16 @@ bool Engine::admit(Req& r, std::int64_t& numNew, std::int64_t budget) {
 
 void Engine::freeBlocks(Req& r) {
     for (std::size_t g = 0; g < m_groups.size(); ++g) {
-        auto& blocks = r.blocks[g];
-        for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-            if (*it >= 0)
-                m_pool->release(*it);
-        blocks.clear();
+        if (m_pool->identities()) {
+            auto& blocks = r.blocks[g];
+            for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+                if (*it >= 0)
+                    m_pool->release(*it);
+            blocks.clear();
+        } else {
+            m_pool->give(static_cast<int>(g), r.held[g] - r.firstLive[g]);
+        }
+        r.held[g] = 0;
         r.firstLive[g] = 0;
         r.cachedUpTo[g] = 0;
     }
@@ -554,9 +615,10 @@ int Engine::newReq(const ArrivingRequest& a) {
     r.prefixTokens = a.prefixId >= 0 ? std::min(a.prefixTokens, a.promptTokens) : 0;
     r.generated = r.computed = 0;
     r.firstScheduled = r.firstToken = r.lastToken = -1;
-    r.blocks.resize(m_groups.size());
+    r.blocks.resize(m_pool->identities() ? m_groups.size() : 0);
     for (auto& b : r.blocks)
         b.clear();
+    r.held.assign(m_groups.size(), 0);
     r.firstLive.assign(m_groups.size(), 0);
     r.cachedUpTo.assign(m_groups.size(), 0);
     return idx;
@@ -817,7 +879,7 @@ SimResult Engine::run() {
             ++r.generated;
             if (r.firstToken < 0)
                 r.firstToken = m_t;
-            else
+            else if (m_o.interTokenLatency)
                 m_itl.add((m_t - r.lastToken) * 1e3);
             r.lastToken = m_t;
             if (r.generated >= r.output) {
@@ -842,6 +904,16 @@ SimResult Engine::run() {
                 if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull()) {
                     admitArrival(m_pending);
                 }
+            }
+            if (sloOutOfReach()) {
+                m_r.sloOutOfReach = true;
+                char share[32];
+                std::snprintf(share, sizeof share, "%g%%", m_o.stopBelowAttainment * 100);
+                m_r.capped = withThousands(m_r.completed - m_good) + " of " +
+                             withThousands(m_expected) + " requests had missed the SLO at " +
+                             seconds(m_t) + ", so it can no longer hold for " + share +
+                             " of them; stopped there";
+                break;
             }
         }
         sample(false);
@@ -932,6 +1004,9 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
     // only shrinks), so the fraction never goes back.
     SimOptions one = o;
     one.progress = nullptr;
+    // Each run settles only whether the rate meets the SLO: one past the knee stops at its
+    // first misses beyond what the attainment allows (the same answer, sooner).
+    one.stopBelowAttainment = attainment;
     double reported = 0;
     auto tell = [&](double lo, double hi) {
         if (!o.progress)

@@ -69,7 +69,16 @@ struct SimOptions {
     int seriesPoints = kDefaultSeriesPoints;
     std::size_t maxSamples = kDefaultMaxSamples;
     bool prefixCaching = true; // vLLM's --enable-prefix-caching (on by default)
-    int traceSteps = 0;        // record what the first N steps schedule (tests)
+    // Inter-token latencies are one sample per generated token (SimResult::itlMs); a caller
+    // that shows none of them (the Traffic tab) turns them off.
+    bool interTokenLatency = true;
+    // Above 0: the run stops as soon as its SLO attainment can no longer reach this share
+    // (more requests have missed the SLO than the rest could make up, were every one of them
+    // to meet it), with `sloOutOfReach` set and `capped` saying so. A rate search asks only
+    // whether a rate meets the SLO, and a rate past the knee is settled by its first few
+    // misses rather than by serving its whole queue.
+    double stopBelowAttainment = 0;
+    int traceSteps = 0; // record what the first N steps schedule (tests)
     // A caller on another thread (the window's Traffic tab) stops a run by setting this; the
     // simulation looks at it every kCancelCheckSteps engine steps and between the runs of a rate
     // search, and returns with `cancelled` set and an error saying so.
@@ -100,7 +109,8 @@ struct TimeSeries {
 struct SimResult {
     std::string error;  // the simulation could not run (no paging, nothing fits, a bad trace line)
     std::string capped; // non-empty when it stopped at a bound: which one, and when
-    bool cancelled = false; // SimOptions::cancel stopped it (error says so too)
+    bool cancelled = false;     // SimOptions::cancel stopped it (error says so too)
+    bool sloOutOfReach = false; // SimOptions::stopBelowAttainment stopped it (capped says so)
     std::vector<std::string> notes;
 
     // The pool and its groups, from the ledger.

@@ -93,6 +93,10 @@ private slots:
     void cancelAndProgress_data();
     void cancelAndProgress();
     void contiguousReservation();
+    void countingPoolMatchesNumberedPool_data();
+    void countingPoolMatchesNumberedPool();
+    void stopWhenSloOutOfReach_data();
+    void stopWhenSloOutOfReach();
 };
 
 // At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
@@ -909,6 +913,108 @@ void TestSimulate::contiguousReservation() {
     const SimResult paged = simulate(s, w);
     QVERIFY(paged.peakRunning > reservations);
     QVERIFY(paged.ttftMs.p99 < r.ttftMs.p99);
+}
+
+// Without the prefix cache the pool keeps counts only (no block numbers, reference counts or
+// free queue: nothing the scheduler reads depends on them then). With it on, where the cache
+// can find nothing (no shared prefix, no preemption to recompute), the numbered pool must give
+// the same run to the step: a block counted wrong anywhere (a window's freed blocks, a Mamba
+// group's fixed ones, a finished request's) shows in the step times, the peaks and the series.
+void TestSimulate::countingPoolMatchesNumberedPool_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("gpu");
+    QTest::addColumn<qint64>("prompt");
+    QTest::addColumn<double>("rate");
+    QTest::newRow("full attention") << "llama-3.1-8b"
+                                    << "h100-80gb" << qint64(3000) << 6.0;
+    QTest::newRow("sliding 128 + full") << "gpt-oss-120b"
+                                        << "h200" << qint64(6000) << 3.0;
+    QTest::newRow("gated delta net + full") << "qwen3.5-27b"
+                                            << "h200" << qint64(5000) << 3.0;
+}
+
+void TestSimulate::countingPoolMatchesNumberedPool() {
+    QFETCH(QString, model);
+    QFETCH(QString, gpu);
+    QFETCH(qint64, prompt);
+    QFETCH(double, rate);
+    Scenario s;
+    const ModelSpec* m = kvl::io::findModel(model.toStdString());
+    const GpuSpec* g = kvl::io::findGpu(gpu.toStdString());
+    QVERIFY(m && g);
+    s.model = *m;
+    s.hardware.gpu = *g;
+    s.workload.maxModelLen = 16384;
+    const WorkloadSpec w = poisson(rate, 300, prompt, 300);
+    SimOptions counting, numbered;
+    counting.prefixCaching = false;
+    numbered.prefixCaching = true;
+    const SimResult a = simulate(s, w, counting), b = simulate(s, w, numbered);
+    QVERIFY2(a.error.empty() && b.error.empty(), (a.error + b.error).c_str());
+    QCOMPARE(a.completed, 300);
+    QCOMPARE(b.completed, 300);
+    QCOMPARE(b.prefixHitTokens, 0);
+    QCOMPARE(a.preemptions, 0);
+    QCOMPARE(b.preemptions, 0);
+    QVERIFY(a.peakRunning > 1); // requests overlap: blocks come and go among several
+    QCOMPARE(a.steps, b.steps);
+    QCOMPARE(a.endS, b.endS);
+    QCOMPARE(a.peakBlocksInUse, b.peakBlocksInUse);
+    QCOMPARE(a.peakBlocksTotal, b.peakBlocksTotal);
+    QCOMPARE(a.series.blocksInUse, b.series.blocksInUse);
+    QCOMPARE(a.ttftMs.p99, b.ttftMs.p99);
+    QCOMPARE(a.tpotMs.p50, b.tpotMs.p50);
+    QCOMPARE(a.itlMs.p90, b.itlMs.p90);
+    // And every block comes back: the last sample, after the last request, holds none.
+    for (const auto& series : a.series.blocksInUse)
+        QCOMPARE(series.back(), 0);
+}
+
+// SimOptions::stopBelowAttainment (what the rate search runs with): a rate past the knee stops
+// once more requests have missed the SLO than the attainment allows, and says so; whether the
+// rate meets the SLO is the whole run's answer. A rate that meets it runs whole, the same run
+// as without the option.
+void TestSimulate::stopWhenSloOutOfReach_data() {
+    QTest::addColumn<double>("rate");
+    QTest::addColumn<bool>("meets");
+    QTest::newRow("below the knee") << 2.0 << true;
+    QTest::newRow("past the knee") << 60.0 << false;
+    QTest::newRow("far past it") << 400.0 << false;
+}
+
+void TestSimulate::stopWhenSloOutOfReach() {
+    QFETCH(double, rate);
+    QFETCH(bool, meets);
+    const Scenario s = scenario();
+    const WorkloadSpec w = poisson(rate, 600, 1000, 200);
+    SimOptions o;
+    o.sloTtftMs = 500;
+    o.sloTpotMs = 50;
+    const double attainment = 0.99;
+    const SimResult whole = simulate(s, w, o);
+    QVERIFY2(whole.error.empty() && whole.capped.empty(), (whole.error + whole.capped).c_str());
+    QCOMPARE(whole.completed, 600);
+    QCOMPARE(whole.sloAttainment >= attainment, meets);
+    o.stopBelowAttainment = attainment;
+    const SimResult early = simulate(s, w, o);
+    QVERIFY2(early.error.empty(), early.error.c_str());
+    QCOMPARE(early.sloOutOfReach, !meets);
+    if (meets) {
+        QVERIFY(early.capped.empty());
+        QCOMPARE(early.steps, whole.steps);
+        QCOMPARE(early.ttftMs.p99, whole.ttftMs.p99);
+        QCOMPARE(early.sloAttainment, whole.sloAttainment);
+        return;
+    }
+    QVERIFY(!early.capped.empty());
+    QVERIFY(early.steps < whole.steps);
+    QVERIFY(early.completed < whole.completed);
+    QVERIFY(early.sloAttainment < attainment);
+    // It stopped at the first step whose completions made the SLO unreachable: 1% of 600 is 6,
+    // so 7 misses or a few more (one step may finish several requests).
+    const auto missed = std::llround((1 - early.sloAttainment) * double(early.completed));
+    QVERIFY2(missed >= 7, std::to_string(missed).c_str());
+    QVERIFY(double(600 - missed) / 600 < attainment);
 }
 
 QTEST_APPLESS_MAIN(TestSimulate)
