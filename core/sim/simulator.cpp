@@ -152,6 +152,9 @@ struct Req {
     double arrival = 0;
     std::int64_t prompt = 0, output = 0, prefixId = -1, prefixTokens = 0;
     std::int64_t generated = 0, computed = 0;
+    // Async scheduling: tokens scheduled whose sampled token has not come back yet
+    // (Request.num_output_placeholders); always 0 without it.
+    std::int64_t placeholders = 0;
     double firstScheduled = -1, firstToken = -1, lastToken = -1;
     // Per group: the block numbers (only where the pool keeps identities), -1 = freed (outside
     // a window); how many blocks the request has had (blocks.size() where it keeps numbers);
@@ -297,6 +300,15 @@ private:
     std::deque<int> m_waiting;
     std::vector<int> m_running;
     std::vector<std::pair<int, std::int64_t>> m_scheduled;
+    // Async scheduling: the step on the GPU while the next one is scheduled, and when it ends.
+    struct InFlight {
+        int idx = 0;
+        std::int64_t uid = 0;
+        bool token = false; // the step samples a token for it (not a prefill chunk)
+    };
+    bool m_async = false;
+    std::vector<InFlight> m_inFlight, m_next;
+    double m_inFlightEnd = 0;
     std::int64_t m_nextUid = 1;
     double m_t = 0;
     ArrivingRequest m_pending;
@@ -613,7 +625,7 @@ int Engine::newReq(const ArrivingRequest& a) {
     r.output = std::max<std::int64_t>(1, std::min(a.outputTokens, m_maxModelLen - a.promptTokens));
     r.prefixId = a.prefixId;
     r.prefixTokens = a.prefixId >= 0 ? std::min(a.prefixTokens, a.promptTokens) : 0;
-    r.generated = r.computed = 0;
+    r.generated = r.computed = r.placeholders = 0;
     r.firstScheduled = r.firstToken = r.lastToken = -1;
     r.blocks.resize(m_pool->identities() ? m_groups.size() : 0);
     for (auto& b : r.blocks)
@@ -692,6 +704,7 @@ bool Engine::pull() {
 SimResult Engine::run() {
     if (!setUp())
         return std::move(m_r);
+    m_async = m_o.asyncScheduling.value_or(m_s.engine.asyncScheduling);
     m_closed = m_src.closedLoop();
     m_closedUntil = m_src.closedLoopUntilS();
     std::int64_t toStart = m_closed ? m_src.concurrency() : 0;
@@ -708,6 +721,58 @@ SimResult Engine::run() {
         ++inSystem;
         m_integral += m_t - a.arrivalS; // it was in the system since it arrived
         m_lastArrival = a.arrivalS;
+    };
+    // Async scheduling (vllm/v1/engine/core.py, step_with_batch_queue, with a batch queue of
+    // two): step k+1 is scheduled while step k runs, right after step k-1's output was
+    // processed, so at step k's start; step k's tokens come back, and the requests it finished
+    // free their blocks and slots, after that (AsyncScheduler._update_request_with_output).
+    // What that changes here: an arrival waits for the step after the one it could have joined
+    // and a finished request's blocks come back a step later; the decode tokens of a running
+    // request follow one another with no gap, as without it.
+    auto landInFlight = [&] {
+        const double dt = m_inFlightEnd - m_t;
+        m_integral += dt * static_cast<double>(inSystem);
+        m_runningIntegral += dt * static_cast<double>(m_running.size());
+        m_t = m_inFlightEnd;
+        bool anyDone = false;
+        for (const InFlight& f : m_inFlight) {
+            Req& r = m_slab[static_cast<std::size_t>(f.idx)];
+            if (!f.token || r.uid != f.uid || r.output < 0)
+                continue;
+            // Also for a request preempted since: its sampled token is delivered (upstream
+            // keeps the placeholders of a preempted request).
+            ++r.generated;
+            r.placeholders = std::max<std::int64_t>(0, r.placeholders - 1);
+            if (r.firstToken < 0)
+                r.firstToken = m_t;
+            else if (m_o.interTokenLatency)
+                m_itl.add((m_t - r.lastToken) * 1e3);
+            r.lastToken = m_t;
+            if (r.generated >= r.output) {
+                r.output = -1;
+                anyDone = true;
+            }
+        }
+        m_inFlight.clear();
+        if (!anyDone)
+            return;
+        std::vector<int> done;
+        auto isDone = [&](int idx) {
+            if (m_slab[static_cast<std::size_t>(idx)].output >= 0)
+                return false;
+            done.push_back(idx);
+            return true;
+        };
+        m_running.erase(std::remove_if(m_running.begin(), m_running.end(), isDone),
+                        m_running.end());
+        m_waiting.erase(std::remove_if(m_waiting.begin(), m_waiting.end(), isDone),
+                        m_waiting.end());
+        for (const int idx : done) {
+            finish(idx);
+            --inSystem;
+            if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull())
+                admitArrival(m_pending);
+        }
     };
     // A closed loop starts its clients at 0.
     for (; toStart > 0; --toStart) {
@@ -739,6 +804,11 @@ SimResult Engine::run() {
             m_windowRunning = m_runningIntegral - back * static_cast<double>(m_running.size());
         }
         if (m_running.empty() && m_waiting.empty()) {
+            if (!m_inFlight.empty()) {
+                landInFlight();
+                sample(false);
+                continue;
+            }
             if (!m_hasPending)
                 break;
             m_t = m_pending.arrivalS;
@@ -778,7 +848,14 @@ SimResult Engine::run() {
         while (i < m_running.size() && budget > 0) {
             const int idx = m_running[i];
             Req& r = m_slab[static_cast<std::size_t>(idx)];
-            std::int64_t numNew = std::min(r.numTokens() - r.computed, budget);
+            // Async scheduling (vllm/v1/core/sched/scheduler.py, schedule()): a request whose
+            // last token is already in flight is not scheduled again, and one with a token in
+            // flight decodes the next before that token is back (num_output_placeholders).
+            if (r.placeholders > 0 && r.computed + 2 - r.placeholders >= r.prompt + r.output) {
+                ++i;
+                continue;
+            }
+            std::int64_t numNew = std::min(r.numTokens() + r.placeholders - r.computed, budget);
             numNew = std::min(numNew, m_maxModelLen - 1 - r.computed);
             if (numNew <= 0) {
                 ++i;
@@ -824,6 +901,15 @@ SimResult Engine::run() {
                 budget -= numNew;
             }
         }
+        if (m_scheduled.empty() && !m_inFlight.empty()) {
+            // Async: every running request waits for its token in flight; the engine waits
+            // for that step's output, then schedules again.
+            landInFlight();
+            sample(false);
+            if (sloOutOfReach())
+                break;
+            continue;
+        }
         if (m_scheduled.empty()) {
             // Nothing can run: the head of the queue needs more blocks than the pool has.
             if (m_running.empty() && !m_waiting.empty()) {
@@ -846,6 +932,47 @@ SimResult Engine::run() {
             auto& rec = m_r.stepTrace.emplace_back();
             for (const auto& [idx, k] : m_scheduled)
                 rec.emplace_back(m_slab[static_cast<std::size_t>(idx)].uid, k);
+        }
+        if (m_async) {
+            // ---- the step, scheduled while the one in flight runs ----
+            std::int64_t decode = 0, prefill = 0;
+            m_next.clear();
+            for (const auto& [idx, k] : m_scheduled) {
+                Req& r = m_slab[static_cast<std::size_t>(idx)];
+                if (k == 1 && r.computed >= r.prompt)
+                    ++decode;
+                else
+                    prefill += k;
+                // AsyncScheduler._update_after_schedule: the tokens count as computed now,
+                // and a step that reaches the end of the known tokens and those in flight
+                // samples one more (a placeholder until it comes back).
+                r.computed += k;
+                const bool token = r.computed >= r.numTokens() + r.placeholders;
+                if (token)
+                    ++r.placeholders;
+                m_next.push_back({idx, r.uid, token});
+            }
+            double kv = 0, state = 0;
+            for (std::size_t g = 0; g < m_groups.size(); ++g) {
+                const double bytes = static_cast<double>(m_pool->inUse(static_cast<int>(g))) *
+                                     m_groups[g].bytesPerBlock;
+                (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
+            }
+            const double dt = m_cost.stepMs(decode, prefill, kv, state) / 1e3;
+            const double start = m_inFlight.empty() ? m_t : m_inFlightEnd;
+            ++m_r.steps;
+            m_r.peakRunning =
+                std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
+            m_r.peakWaiting =
+                std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
+            if (!m_inFlight.empty())
+                landInFlight(); // the previous step ends as this one starts
+            std::swap(m_inFlight, m_next);
+            m_inFlightEnd = start + dt;
+            sample(false);
+            if (sloOutOfReach())
+                break;
+            continue;
         }
         // ---- the step ----
         std::int64_t decode = 0, prefill = 0;
@@ -905,18 +1032,18 @@ SimResult Engine::run() {
                     admitArrival(m_pending);
                 }
             }
-            if (sloOutOfReach()) {
-                m_r.sloOutOfReach = true;
-                char share[32];
-                std::snprintf(share, sizeof share, "%g%%", m_o.stopBelowAttainment * 100);
-                m_r.capped = withThousands(m_r.completed - m_good) + " of " +
-                             withThousands(m_expected) + " requests had missed the SLO at " +
-                             seconds(m_t) + ", so it can no longer hold for " + share +
-                             " of them; stopped there";
+            if (sloOutOfReach())
                 break;
-            }
         }
         sample(false);
+    }
+    if (m_r.capped.empty() && sloOutOfReach()) {
+        m_r.sloOutOfReach = true;
+        char share[32];
+        std::snprintf(share, sizeof share, "%g%%", m_o.stopBelowAttainment * 100);
+        m_r.capped = withThousands(m_r.completed - m_good) + " of " + withThousands(m_expected) +
+                     " requests had missed the SLO at " + seconds(m_t) +
+                     ", so it can no longer hold for " + share + " of them; stopped there";
     }
     sample(true);
     if (m_windowIntegral < 0) {
