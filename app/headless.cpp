@@ -27,7 +27,12 @@
 #include <QTabWidget>
 #include <QWindow>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <optional>
+#include <string>
+#include <tuple>
 
 namespace kvl::app {
 
@@ -171,6 +176,39 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
                         ": nothing to draw in the " +
                         widgets::chartTitle(*chart).toLower().toStdString() + ": " + why);
         }
+    }
+    // The Traffic tab's workload and SLO (its charts, the report's Traffic page, --tab traffic),
+    // in simulate's options; the rate is the deployment's, as `simulate --rate` takes it, and
+    // the tab's is per replica.
+    if (o.has("rate") || o.has("prompt-tokens") || o.has("output-tokens") || o.has("slo-ttft-ms") ||
+        o.has("slo-tpot-ms")) {
+        widgets::TrafficPanel* traffic = w.trafficPanel();
+        widgets::TrafficInputs in = traffic->inputs();
+        if (o.has("rate"))
+            in.rate = std::stod(o.value("rate")) / std::max(1, w.scenario().hardware.dataParallel);
+        if (o.has("prompt-tokens"))
+            in.prompt = o.value("prompt-tokens");
+        if (o.has("output-tokens"))
+            in.output = o.value("output-tokens");
+        if (o.has("slo-ttft-ms"))
+            in.sloTtftMs = std::stod(o.value("slo-ttft-ms"));
+        if (o.has("slo-tpot-ms"))
+            in.sloTpotMs = std::stod(o.value("slo-tpot-ms"));
+        traffic->setInputs(in);
+        // The tab's fields hold what they can; a value one of them cannot hold is refused, not
+        // changed.
+        const widgets::TrafficInputs got = traffic->inputs();
+        for (const auto& [option, asked, held] :
+             {std::tuple{"rate", in.rate, got.rate},
+              std::tuple{"slo-ttft-ms", in.sloTtftMs, got.sloTtftMs},
+              std::tuple{"slo-tpot-ms", in.sloTpotMs, got.sloTpotMs}})
+            if (o.has(option) && std::abs(asked - held) > 1e-6 * std::max(1.0, std::abs(asked))) {
+                char b[64];
+                std::snprintf(b, sizeof b, "%g", held);
+                return fail(std::string("--") + option + " " + o.value(option) +
+                            ": the Traffic tab's field holds " + b +
+                            " (its range and decimals); give a value it can hold");
+            }
     }
     if (o.value("tab") == "measured")
         w.showMeasuredTab();

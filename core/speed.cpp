@@ -276,11 +276,25 @@ double StepCost::stepMs(std::int64_t decodeTokens, std::int64_t prefillTokens, d
     const double tokens = static_cast<double>(std::max<std::int64_t>(0, decodeTokens) +
                                               std::max<std::int64_t>(0, prefillTokens));
     // The fraction of the experts the step's tokens touch (every DP replica's with EP).
-    const double touched =
-        m_experts > 0
-            ? std::min(1.0, expectedExpertsTouched(m_experts, m_topK, tokens * m_routedScale) /
-                                static_cast<double>(m_experts))
-            : 1.0;
+    auto fraction = [&] {
+        return std::min(1.0, expectedExpertsTouched(m_experts, m_topK, tokens * m_routedScale) /
+                                 static_cast<double>(m_experts));
+    };
+    double touched = 1.0;
+    if (m_experts > 0) {
+        constexpr std::int64_t kRemembered = std::int64_t{1} << 16;
+        const auto n = static_cast<std::int64_t>(tokens);
+        if (n < kRemembered) {
+            if (static_cast<std::int64_t>(m_touched.size()) <= n)
+                m_touched.resize(static_cast<std::size_t>(n) + 1, -1.0);
+            double& t = m_touched[static_cast<std::size_t>(n)];
+            if (t < 0)
+                t = fraction();
+            touched = t;
+        } else {
+            touched = fraction();
+        }
+    }
     double ms = 0;
     for (const Stage& g : m_stages) {
         const double memoryS = (g.dense + g.experts * touched + stateBytes * g.share) / m_memBw +

@@ -107,6 +107,9 @@ public:
     explicit StepCost(const Scenario& s, const SpeedAssumptions& a = {});
     // kvBytes, stateBytes: per GPU over the whole model's layers at the replica's TP (the
     // stages' shares are taken here).
+    // Not for concurrent calls on one instance: it remembers the experts a step of each token
+    // count touches (a pow per step otherwise; the simulation asks for the same few counts
+    // millions of times).
     double stepMs(std::int64_t decodeTokens, std::int64_t prefillTokens, double kvBytes,
                   double stateBytes) const;
     bool valid() const { return m_valid; }
@@ -124,6 +127,7 @@ private:
     int m_experts = 0, m_topK = 0, m_routedScale = 1;
     double m_fixedMs = 0;
     bool m_valid = false;
+    mutable std::vector<double> m_touched; // [tokens]: the fraction touched; < 0 = not yet
 };
 
 // The peak tensor-core rate the weights' dtype runs at on the GPU, TFLOP/s (FP8 weights use

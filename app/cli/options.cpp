@@ -290,13 +290,14 @@ const std::vector<CommandSpec>& commands() {
         {"export",
          {"export --chart NAME --out FILE [options]", "export --report FILE.pdf [options]"},
          "a chart, a table or the review report, written without a window",
-         {"chart", "out", "report", "scale", "size", "units", "reference", "probe-results",
-          "theme"},
+         {"chart", "out", "report", "scale", "size", "units", "reference", "probe-results", "theme",
+          "rate", "prompt-tokens", "output-tokens", "slo-ttft-ms", "slo-tpot-ms"},
          true},
         {"--screenshot",
          {"--screenshot FILE.png [options]"},
          "a PNG of the whole window, without a display",
-         {"screenshot", "size", "units", "reference", "probe-results", "tab", "theme"},
+         {"screenshot", "size", "units", "reference", "probe-results", "tab", "theme", "rate",
+          "prompt-tokens", "output-tokens", "slo-ttft-ms", "slo-tpot-ms"},
          true},
     };
     return table;

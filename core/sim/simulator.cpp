@@ -34,12 +34,21 @@ std::uint64_t packKey(std::uint64_t owner, std::int64_t index, int group) {
 
 class BlockPool {
 public:
-    BlockPool(std::int32_t blocks, int groups)
-        : m_n(blocks), m_ref(static_cast<std::size_t>(blocks), 0),
-          m_prev(static_cast<std::size_t>(blocks) + 1),
-          m_next(static_cast<std::size_t>(blocks) + 1), m_key(static_cast<std::size_t>(blocks), 0),
-          m_group(static_cast<std::size_t>(blocks), 0),
-          m_inUse(static_cast<std::size_t>(groups), 0) {
+    // `identities`: keep each block's number, reference count, place in the free queue and
+    // hash, as vLLM does. Without the prefix cache none of that changes what the scheduler
+    // sees (it reads free and in-use counts only), so the pool then keeps the counts alone:
+    // no per-block arrays to build for every run and no free-queue walk per block, the same
+    // results.
+    BlockPool(std::int32_t blocks, int groups, bool identities)
+        : m_n(blocks), m_ids(identities), m_inUse(static_cast<std::size_t>(groups), 0) {
+        m_free = m_n;
+        if (!m_ids)
+            return;
+        m_ref.assign(static_cast<std::size_t>(blocks), 0);
+        m_prev.resize(static_cast<std::size_t>(blocks) + 1);
+        m_next.resize(static_cast<std::size_t>(blocks) + 1);
+        m_key.assign(static_cast<std::size_t>(blocks), 0);
+        m_group.assign(static_cast<std::size_t>(blocks), 0);
         // The free queue starts as every block in order; index m_n is its sentinel.
         for (std::int32_t i = 0; i <= m_n; ++i) {
             m_prev[static_cast<std::size_t>(i)] = i == 0 ? m_n : i - 1;
@@ -47,12 +56,22 @@ public:
         }
         if (m_n == 0)
             m_next[0] = m_prev[0] = 0;
-        m_free = m_n;
     }
 
+    bool identities() const { return m_ids; }
     std::int64_t freeBlocks() const { return m_free; } // get_num_free_blocks (cached ones count)
     std::int64_t inUse(int g) const { return m_inUse[static_cast<std::size_t>(g)]; }
     std::int32_t ref(std::int32_t b) const { return m_ref[static_cast<std::size_t>(b)]; }
+
+    // Without identities: n blocks of group g taken from, or given back to, the free count.
+    void take(int group, std::int64_t n) {
+        m_free -= n;
+        m_inUse[static_cast<std::size_t>(group)] += n;
+    }
+    void give(int group, std::int64_t n) {
+        m_free += n;
+        m_inUse[static_cast<std::size_t>(group)] -= n;
+    }
 
     // get_new_blocks: pops the free queue's head, evicting its cached hash if it has one.
     std::int32_t allocate(int group) {
@@ -107,6 +126,7 @@ private:
         --m_free;
     }
     std::int32_t m_n;
+    bool m_ids = true;
     std::vector<std::int32_t> m_ref, m_prev, m_next;
     std::vector<std::uint64_t> m_key;
     std::vector<std::uint8_t> m_group;
@@ -132,10 +152,17 @@ struct Req {
     double arrival = 0;
     std::int64_t prompt = 0, output = 0, prefixId = -1, prefixTokens = 0;
     std::int64_t generated = 0, computed = 0;
+    // Async scheduling: tokens scheduled whose sampled token has not come back yet
+    // (Request.num_output_placeholders); always 0 without it.
+    std::int64_t placeholders = 0;
     double firstScheduled = -1, firstToken = -1, lastToken = -1;
-    std::vector<std::vector<std::int32_t>> blocks; // per group, -1 = freed (outside a window)
-    std::vector<std::int64_t> firstLive;           // per group: blocks before it are freed
-    std::vector<std::int64_t> cachedUpTo;          // per group: blocks hashed so far
+    // Per group: the block numbers (only where the pool keeps identities), -1 = freed (outside
+    // a window); how many blocks the request has had (blocks.size() where it keeps numbers);
+    // the first not freed (every block from it to `held` is live).
+    std::vector<std::vector<std::int32_t>> blocks;
+    std::vector<std::int64_t> held;
+    std::vector<std::int64_t> firstLive;
+    std::vector<std::int64_t> cachedUpTo; // per group: blocks hashed so far
     std::int64_t numTokens() const { return prompt + generated; }
 };
 
@@ -162,12 +189,22 @@ public:
         p.count = m_count;
         if (m_count == 0)
             return p;
-        std::sort(m_values.begin(), m_values.end());
-        // Nearest rank: the smallest value with at least q of the values at or below it.
+        // Nearest rank: the smallest value with at least q of the values at or below it. Each
+        // rank by nth_element on what lies above the previous one: the values a sort would
+        // give, in linear time (ITL keeps one value per token).
+        const auto n = m_values.size();
+        auto rank = [&](double q) {
+            const auto i =
+                static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(n)) - 1));
+            return std::min(i, n - 1);
+        };
+        std::size_t from = 0;
         auto at = [&](double q) {
-            const auto n = static_cast<double>(m_values.size());
-            const auto i = static_cast<std::size_t>(std::max(0.0, std::ceil(q * n) - 1));
-            return m_values[std::min(i, m_values.size() - 1)];
+            const std::size_t i = std::max(rank(q), from);
+            std::nth_element(m_values.begin() + static_cast<std::ptrdiff_t>(from),
+                             m_values.begin() + static_cast<std::ptrdiff_t>(i), m_values.end());
+            from = i;
+            return m_values[i];
         };
         p.mean = m_sum / static_cast<double>(m_count);
         p.p50 = at(0.50);
@@ -233,6 +270,15 @@ private:
     void finish(int idx);
     void sample(bool force);
     bool pull();
+    // SimOptions::stopBelowAttainment: even were every request not yet completed to meet the
+    // SLO, good / completed would stay below it (it is largest when all `m_expected` complete).
+    bool sloOutOfReach() const {
+        if (!(m_o.stopBelowAttainment > 0) || m_expected <= 0)
+            return false;
+        const std::int64_t missed = m_r.completed - m_good;
+        return static_cast<double>(m_expected - missed) / static_cast<double>(m_expected) <
+               m_o.stopBelowAttainment;
+    }
 
     Scenario m_s;
     RequestSource& m_src;
@@ -254,6 +300,15 @@ private:
     std::deque<int> m_waiting;
     std::vector<int> m_running;
     std::vector<std::pair<int, std::int64_t>> m_scheduled;
+    // Async scheduling: the step on the GPU while the next one is scheduled, and when it ends.
+    struct InFlight {
+        int idx = 0;
+        std::int64_t uid = 0;
+        bool token = false; // the step samples a token for it (not a prefill chunk)
+    };
+    bool m_async = false;
+    std::vector<InFlight> m_inFlight, m_next;
+    double m_inFlightEnd = 0;
     std::int64_t m_nextUid = 1;
     double m_t = 0;
     ArrivingRequest m_pending;
@@ -364,7 +419,7 @@ bool Engine::setUp() {
         return false;
     }
     m_pool = std::make_unique<BlockPool>(static_cast<std::int32_t>(m_r.numBlocks),
-                                         static_cast<int>(m_groups.size()));
+                                         static_cast<int>(m_groups.size()), m_caching);
     m_maxSeqs = m_contiguous ? slots : effectiveMaxNumSeqs(m_s);
     m_budget = effectiveMaxNumBatchedTokens(m_s);
     m_r.maxNumSeqs = m_maxSeqs;
@@ -387,24 +442,37 @@ void Engine::removeSkipped(Req& r, std::size_t g) {
         firstUseful = (r.computed / gr.window * gr.window) / gr.blockSize;
     else
         return;
-    auto& blocks = r.blocks[g];
-    const auto end = std::min<std::int64_t>(firstUseful, static_cast<std::int64_t>(blocks.size()));
-    // Freed last block first, as remove_skipped_blocks collects them.
-    for (std::int64_t i = end - 1; i >= r.firstLive[g]; --i) {
-        auto& b = blocks[static_cast<std::size_t>(i)];
-        if (b >= 0)
-            m_pool->release(b);
-        b = -1;
+    const auto end = std::min<std::int64_t>(firstUseful, r.held[g]);
+    if (end <= r.firstLive[g])
+        return;
+    if (m_pool->identities()) {
+        auto& blocks = r.blocks[g];
+        // Freed last block first, as remove_skipped_blocks collects them.
+        for (std::int64_t i = end - 1; i >= r.firstLive[g]; --i) {
+            auto& b = blocks[static_cast<std::size_t>(i)];
+            if (b >= 0)
+                m_pool->release(b);
+            b = -1;
+        }
+    } else {
+        m_pool->give(static_cast<int>(g), end - r.firstLive[g]);
     }
-    r.firstLive[g] = std::max(r.firstLive[g], end);
+    r.firstLive[g] = end;
 }
 
 void Engine::allocateUpTo(Req& r, std::int64_t tokens) {
     for (std::size_t g = 0; g < m_groups.size(); ++g) {
         const std::int64_t want = blocksFor(g, tokens);
-        auto& blocks = r.blocks[g];
-        while (static_cast<std::int64_t>(blocks.size()) < want)
-            blocks.push_back(m_pool->allocate(static_cast<int>(g)));
+        if (r.held[g] < want) {
+            if (m_pool->identities()) {
+                auto& blocks = r.blocks[g];
+                while (static_cast<std::int64_t>(blocks.size()) < want)
+                    blocks.push_back(m_pool->allocate(static_cast<int>(g)));
+            } else {
+                m_pool->take(static_cast<int>(g), want - r.held[g]);
+            }
+            r.held[g] = want;
+        }
         if (m_pool->inUse(static_cast<int>(g)) > m_r.peakBlocksInUse[g])
             m_r.peakBlocksInUse[g] = m_pool->inUse(static_cast<int>(g));
     }
@@ -439,8 +507,7 @@ bool Engine::allocateRunning(Req& r, std::int64_t numNew) {
     const std::int64_t tokens = r.computed + numNew;
     std::int64_t need = 0;
     for (std::size_t g = 0; g < m_groups.size(); ++g)
-        need += std::max<std::int64_t>(0, blocksFor(g, tokens) -
-                                              static_cast<std::int64_t>(r.blocks[g].size()));
+        need += std::max<std::int64_t>(0, blocksFor(g, tokens) - r.held[g]);
     if (need > m_pool->freeBlocks())
         return false;
     allocateUpTo(r, tokens);
@@ -502,6 +569,7 @@ bool Engine::admit(Req& r, std::int64_t& numNew, std::int64_t budget) {
             const std::int32_t b = m_pool->lookup(keyOf(r, g, i));
             m_pool->touch(b);
             r.blocks[g].push_back(b);
+            ++r.held[g];
         }
     r.computed = hit;
     r.cachedUpTo.assign(groups, 0);
@@ -517,11 +585,16 @@ bool Engine::admit(Req& r, std::int64_t& numNew, std::int64_t budget) {
 
 void Engine::freeBlocks(Req& r) {
     for (std::size_t g = 0; g < m_groups.size(); ++g) {
-        auto& blocks = r.blocks[g];
-        for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-            if (*it >= 0)
-                m_pool->release(*it);
-        blocks.clear();
+        if (m_pool->identities()) {
+            auto& blocks = r.blocks[g];
+            for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+                if (*it >= 0)
+                    m_pool->release(*it);
+            blocks.clear();
+        } else {
+            m_pool->give(static_cast<int>(g), r.held[g] - r.firstLive[g]);
+        }
+        r.held[g] = 0;
         r.firstLive[g] = 0;
         r.cachedUpTo[g] = 0;
     }
@@ -552,11 +625,12 @@ int Engine::newReq(const ArrivingRequest& a) {
     r.output = std::max<std::int64_t>(1, std::min(a.outputTokens, m_maxModelLen - a.promptTokens));
     r.prefixId = a.prefixId;
     r.prefixTokens = a.prefixId >= 0 ? std::min(a.prefixTokens, a.promptTokens) : 0;
-    r.generated = r.computed = 0;
+    r.generated = r.computed = r.placeholders = 0;
     r.firstScheduled = r.firstToken = r.lastToken = -1;
-    r.blocks.resize(m_groups.size());
+    r.blocks.resize(m_pool->identities() ? m_groups.size() : 0);
     for (auto& b : r.blocks)
         b.clear();
+    r.held.assign(m_groups.size(), 0);
     r.firstLive.assign(m_groups.size(), 0);
     r.cachedUpTo.assign(m_groups.size(), 0);
     return idx;
@@ -630,6 +704,7 @@ bool Engine::pull() {
 SimResult Engine::run() {
     if (!setUp())
         return std::move(m_r);
+    m_async = m_o.asyncScheduling.value_or(m_s.engine.asyncScheduling);
     m_closed = m_src.closedLoop();
     m_closedUntil = m_src.closedLoopUntilS();
     std::int64_t toStart = m_closed ? m_src.concurrency() : 0;
@@ -646,6 +721,58 @@ SimResult Engine::run() {
         ++inSystem;
         m_integral += m_t - a.arrivalS; // it was in the system since it arrived
         m_lastArrival = a.arrivalS;
+    };
+    // Async scheduling (vllm/v1/engine/core.py, step_with_batch_queue, with a batch queue of
+    // two): step k+1 is scheduled while step k runs, right after step k-1's output was
+    // processed, so at step k's start; step k's tokens come back, and the requests it finished
+    // free their blocks and slots, after that (AsyncScheduler._update_request_with_output).
+    // What that changes here: an arrival waits for the step after the one it could have joined
+    // and a finished request's blocks come back a step later; the decode tokens of a running
+    // request follow one another with no gap, as without it.
+    auto landInFlight = [&] {
+        const double dt = m_inFlightEnd - m_t;
+        m_integral += dt * static_cast<double>(inSystem);
+        m_runningIntegral += dt * static_cast<double>(m_running.size());
+        m_t = m_inFlightEnd;
+        bool anyDone = false;
+        for (const InFlight& f : m_inFlight) {
+            Req& r = m_slab[static_cast<std::size_t>(f.idx)];
+            if (!f.token || r.uid != f.uid || r.output < 0)
+                continue;
+            // Also for a request preempted since: its sampled token is delivered (upstream
+            // keeps the placeholders of a preempted request).
+            ++r.generated;
+            r.placeholders = std::max<std::int64_t>(0, r.placeholders - 1);
+            if (r.firstToken < 0)
+                r.firstToken = m_t;
+            else if (m_o.interTokenLatency)
+                m_itl.add((m_t - r.lastToken) * 1e3);
+            r.lastToken = m_t;
+            if (r.generated >= r.output) {
+                r.output = -1;
+                anyDone = true;
+            }
+        }
+        m_inFlight.clear();
+        if (!anyDone)
+            return;
+        std::vector<int> done;
+        auto isDone = [&](int idx) {
+            if (m_slab[static_cast<std::size_t>(idx)].output >= 0)
+                return false;
+            done.push_back(idx);
+            return true;
+        };
+        m_running.erase(std::remove_if(m_running.begin(), m_running.end(), isDone),
+                        m_running.end());
+        m_waiting.erase(std::remove_if(m_waiting.begin(), m_waiting.end(), isDone),
+                        m_waiting.end());
+        for (const int idx : done) {
+            finish(idx);
+            --inSystem;
+            if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull())
+                admitArrival(m_pending);
+        }
     };
     // A closed loop starts its clients at 0.
     for (; toStart > 0; --toStart) {
@@ -677,6 +804,11 @@ SimResult Engine::run() {
             m_windowRunning = m_runningIntegral - back * static_cast<double>(m_running.size());
         }
         if (m_running.empty() && m_waiting.empty()) {
+            if (!m_inFlight.empty()) {
+                landInFlight();
+                sample(false);
+                continue;
+            }
             if (!m_hasPending)
                 break;
             m_t = m_pending.arrivalS;
@@ -716,7 +848,14 @@ SimResult Engine::run() {
         while (i < m_running.size() && budget > 0) {
             const int idx = m_running[i];
             Req& r = m_slab[static_cast<std::size_t>(idx)];
-            std::int64_t numNew = std::min(r.numTokens() - r.computed, budget);
+            // Async scheduling (vllm/v1/core/sched/scheduler.py, schedule()): a request whose
+            // last token is already in flight is not scheduled again, and one with a token in
+            // flight decodes the next before that token is back (num_output_placeholders).
+            if (r.placeholders > 0 && r.computed + 2 - r.placeholders >= r.prompt + r.output) {
+                ++i;
+                continue;
+            }
+            std::int64_t numNew = std::min(r.numTokens() + r.placeholders - r.computed, budget);
             numNew = std::min(numNew, m_maxModelLen - 1 - r.computed);
             if (numNew <= 0) {
                 ++i;
@@ -762,6 +901,15 @@ SimResult Engine::run() {
                 budget -= numNew;
             }
         }
+        if (m_scheduled.empty() && !m_inFlight.empty()) {
+            // Async: every running request waits for its token in flight; the engine waits
+            // for that step's output, then schedules again.
+            landInFlight();
+            sample(false);
+            if (sloOutOfReach())
+                break;
+            continue;
+        }
         if (m_scheduled.empty()) {
             // Nothing can run: the head of the queue needs more blocks than the pool has.
             if (m_running.empty() && !m_waiting.empty()) {
@@ -784,6 +932,47 @@ SimResult Engine::run() {
             auto& rec = m_r.stepTrace.emplace_back();
             for (const auto& [idx, k] : m_scheduled)
                 rec.emplace_back(m_slab[static_cast<std::size_t>(idx)].uid, k);
+        }
+        if (m_async) {
+            // ---- the step, scheduled while the one in flight runs ----
+            std::int64_t decode = 0, prefill = 0;
+            m_next.clear();
+            for (const auto& [idx, k] : m_scheduled) {
+                Req& r = m_slab[static_cast<std::size_t>(idx)];
+                if (k == 1 && r.computed >= r.prompt)
+                    ++decode;
+                else
+                    prefill += k;
+                // AsyncScheduler._update_after_schedule: the tokens count as computed now,
+                // and a step that reaches the end of the known tokens and those in flight
+                // samples one more (a placeholder until it comes back).
+                r.computed += k;
+                const bool token = r.computed >= r.numTokens() + r.placeholders;
+                if (token)
+                    ++r.placeholders;
+                m_next.push_back({idx, r.uid, token});
+            }
+            double kv = 0, state = 0;
+            for (std::size_t g = 0; g < m_groups.size(); ++g) {
+                const double bytes = static_cast<double>(m_pool->inUse(static_cast<int>(g))) *
+                                     m_groups[g].bytesPerBlock;
+                (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
+            }
+            const double dt = m_cost.stepMs(decode, prefill, kv, state) / 1e3;
+            const double start = m_inFlight.empty() ? m_t : m_inFlightEnd;
+            ++m_r.steps;
+            m_r.peakRunning =
+                std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
+            m_r.peakWaiting =
+                std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
+            if (!m_inFlight.empty())
+                landInFlight(); // the previous step ends as this one starts
+            std::swap(m_inFlight, m_next);
+            m_inFlightEnd = start + dt;
+            sample(false);
+            if (sloOutOfReach())
+                break;
+            continue;
         }
         // ---- the step ----
         std::int64_t decode = 0, prefill = 0;
@@ -817,7 +1006,7 @@ SimResult Engine::run() {
             ++r.generated;
             if (r.firstToken < 0)
                 r.firstToken = m_t;
-            else
+            else if (m_o.interTokenLatency)
                 m_itl.add((m_t - r.lastToken) * 1e3);
             r.lastToken = m_t;
             if (r.generated >= r.output) {
@@ -843,8 +1032,18 @@ SimResult Engine::run() {
                     admitArrival(m_pending);
                 }
             }
+            if (sloOutOfReach())
+                break;
         }
         sample(false);
+    }
+    if (m_r.capped.empty() && sloOutOfReach()) {
+        m_r.sloOutOfReach = true;
+        char share[32];
+        std::snprintf(share, sizeof share, "%g%%", m_o.stopBelowAttainment * 100);
+        m_r.capped = withThousands(m_r.completed - m_good) + " of " + withThousands(m_expected) +
+                     " requests had missed the SLO at " + seconds(m_t) +
+                     ", so it can no longer hold for " + share + " of them; stopped there";
     }
     sample(true);
     if (m_windowIntegral < 0) {
@@ -932,6 +1131,9 @@ RateSearch sustainableRate(const Scenario& s, WorkloadSpec w, const SimOptions& 
     // only shrinks), so the fraction never goes back.
     SimOptions one = o;
     one.progress = nullptr;
+    // Each run settles only whether the rate meets the SLO: one past the knee stops at its
+    // first misses beyond what the attainment allows (the same answer, sooner).
+    one.stopBelowAttainment = attainment;
     double reported = 0;
     auto tell = [&](double lo, double hi) {
         if (!o.progress)

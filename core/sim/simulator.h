@@ -33,9 +33,17 @@
 // The step time is core::StepCost (core/speed.h) of the step's decode tokens, prefill tokens and
 // the blocks in use.
 //
-// What it leaves out, said plainly: async scheduling's overlap of steps (its in-flight tokens
-// still size sliding windows through the ledger's admission blocks), speculative decoding, the
-// KV connector, priorities, the watermark (0 by default), encoder inputs; prefix hits are
+// Async scheduling (on by default, as in vLLM; EngineOptions::asyncScheduling or
+// SimOptions::asyncScheduling) follows vllm/v1/core/sched/async_scheduler.py and
+// vllm/v1/engine/core.py (step_with_batch_queue, two batches): step k+1 is scheduled at step
+// k's start, its running requests' tokens in flight as placeholders (num_output_placeholders),
+// a request whose last token is in flight not scheduled again; step k's tokens come back, and
+// its finished requests free their blocks and slots, after that. Its time saving (the host's
+// scheduling hidden behind the GPU) is not modelled: the step cost has no host time
+// (SpeedAssumptions::fixedStepMs 0 by default).
+//
+// What it leaves out, said plainly: speculative decoding, the KV connector, priorities, the
+// watermark (0 by default), encoder inputs; prefix hits are
 // found group by group as one consecutive run of cached blocks, and Mamba groups never shorten
 // a hit (their state is assumed cached at the boundary, as mamba_cache_mode "align" aims to).
 
@@ -48,6 +56,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,7 +78,20 @@ struct SimOptions {
     int seriesPoints = kDefaultSeriesPoints;
     std::size_t maxSamples = kDefaultMaxSamples;
     bool prefixCaching = true; // vLLM's --enable-prefix-caching (on by default)
-    int traceSteps = 0;        // record what the first N steps schedule (tests)
+    // vLLM's async scheduling (vllm/v1/core/sched/async_scheduler.py): the next step is
+    // scheduled while one runs, with the running requests' tokens in flight as placeholders.
+    // Empty: the scenario's (EngineOptions::asyncScheduling, --no-async-scheduling).
+    std::optional<bool> asyncScheduling;
+    // Inter-token latencies are one sample per generated token (SimResult::itlMs); a caller
+    // that shows none of them (the Traffic tab) turns them off.
+    bool interTokenLatency = true;
+    // Above 0: the run stops as soon as its SLO attainment can no longer reach this share
+    // (more requests have missed the SLO than the rest could make up, were every one of them
+    // to meet it), with `sloOutOfReach` set and `capped` saying so. A rate search asks only
+    // whether a rate meets the SLO, and a rate past the knee is settled by its first few
+    // misses rather than by serving its whole queue.
+    double stopBelowAttainment = 0;
+    int traceSteps = 0; // record what the first N steps schedule (tests)
     // A caller on another thread (the window's Traffic tab) stops a run by setting this; the
     // simulation looks at it every kCancelCheckSteps engine steps and between the runs of a rate
     // search, and returns with `cancelled` set and an error saying so.
@@ -100,7 +122,8 @@ struct TimeSeries {
 struct SimResult {
     std::string error;  // the simulation could not run (no paging, nothing fits, a bad trace line)
     std::string capped; // non-empty when it stopped at a bound: which one, and when
-    bool cancelled = false; // SimOptions::cancel stopped it (error says so too)
+    bool cancelled = false;     // SimOptions::cancel stopped it (error says so too)
+    bool sloOutOfReach = false; // SimOptions::stopBelowAttainment stopped it (capped says so)
     std::vector<std::string> notes;
 
     // The pool and its groups, from the ledger.

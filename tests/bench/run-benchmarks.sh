@@ -4,6 +4,8 @@
 #   bench_ledger   full recompute (ledger + ladder + every curve) vs the 1 ms budget
 #   bench_replot   the window's change-to-finished-replot latency, offscreen, 240 changes
 #   bench_traffic  the Traffic tab's recompute (every ladder step's curve) vs its 1 s budget
+#   bench_traffic_stall  the GUI thread's timer lateness and change time while the Traffic
+#                  tab's worker recomputes, against the same without it
 #   bench_probe    the CPU probe at batch 8 x 8K, one Llama-3-8B layer, against its targets:
 #                  FP16 / INT8 paged decode >= 60% of a read stream, store >= 40% of copy,
 #                  paged / contiguous <= 1.10x, INT8 / FP16 decode time <= 0.6x (medians of
@@ -16,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 only="${1:-all}"
-targets="bench_ledger bench_replot bench_traffic bench_probe bench_probe_stall"
+targets="bench_ledger bench_replot bench_traffic bench_traffic_stall bench_probe bench_probe_stall"
 [ "$only" = probe ] && targets="bench_probe"
 [ -f build/release/build.ninja ] || cmake --preset release >/dev/null
 # shellcheck disable=SC2086
@@ -28,6 +30,7 @@ if [ "$only" != probe ]; then
   echo; build/release/tests/core/bench_ledger --json "$out/ledger.json"
   echo; QT_QPA_PLATFORM=offscreen build/release/tests/bench/bench_replot --json "$out/replot.json" 2>/dev/null
   echo; build/release/tests/bench/bench_traffic
+  echo; QT_QPA_PLATFORM=offscreen build/release/tests/bench/bench_traffic_stall 2>/dev/null
 fi
 echo; build/release/tests/bench/bench_probe --json "$out/probe.json"
 if [ "$only" != probe ]; then

@@ -93,6 +93,12 @@ private slots:
     void cancelAndProgress_data();
     void cancelAndProgress();
     void contiguousReservation();
+    void asyncSchedulingInFlight_data();
+    void asyncSchedulingInFlight();
+    void countingPoolMatchesNumberedPool_data();
+    void countingPoolMatchesNumberedPool();
+    void stopWhenSloOutOfReach_data();
+    void stopWhenSloOutOfReach();
 };
 
 // At a rate so low that requests never meet, TTFT is the prefill of one prompt (chunked by
@@ -287,6 +293,7 @@ void TestSimulate::vllmBudgetStopsWaitingQueue() {
     w.arrival = ArrivalKind::ClosedLoop;
     w.concurrency = 2;
     SimOptions o;
+    o.asyncScheduling = false; // test_scheduler.py steps the scheduler: schedule, update
     o.traceSteps = 2;
     const SimResult r = simulate(s, w, o);
     QCOMPARE(r.stepTrace.size(), std::size_t(2));
@@ -308,6 +315,7 @@ void TestSimulate::vllmChunkedPrefillBudget() {
     w.arrival = ArrivalKind::ClosedLoop;
     w.concurrency = 3;
     SimOptions o;
+    o.asyncScheduling = false; // test_scheduler.py steps the scheduler: schedule, update
     o.traceSteps = 3;
     const SimResult r = simulate(s, w, o);
     using P = std::pair<std::int64_t, std::int64_t>;
@@ -337,6 +345,7 @@ void TestSimulate::vllmDecodeBeforeChunk() {
         }
     } src;
     SimOptions o;
+    o.asyncScheduling = false; // test_scheduler.py steps the scheduler: schedule, update
     o.traceSteps = 3;
     const SimResult r = simulate(s, src, o);
     using P = std::pair<std::int64_t, std::int64_t>;
@@ -360,6 +369,7 @@ void TestSimulate::vllmPreemptsTheLastRunning() {
     w.arrival = ArrivalKind::ClosedLoop;
     w.concurrency = 2;
     SimOptions o;
+    o.asyncScheduling = false; // test_scheduler.py steps the scheduler: schedule, update
     o.prefixCaching = false;
     o.traceSteps = 3;
     const SimResult r = simulate(s, w, o);
@@ -680,6 +690,9 @@ void TestSimulate::publishedMeasurements_data() {
     QTest::addColumn<double>("published");
     QTest::addColumn<double>("lo"); // simulated / published must lie in [lo, hi]
     QTest::addColumn<double>("hi");
+    // vLLM's async scheduling: the default since vllm PR #27614 (vllm issue #27679, "Async
+    // Scheduling Plan"); in 0.11.x it was opt-in (--async-scheduling), off in these runs.
+    QTest::addColumn<bool>("asyncScheduling");
 
     // John Musgrave, "vLLM throughput-latency sweep on NVIDIA A100" (johnmusgrave.com/p/
     // vllm-throughput-latency-sweep-on): meta-llama/Llama-3.1-8B-Instruct BF16 on one A100
@@ -690,11 +703,11 @@ void TestSimulate::publishedMeasurements_data() {
     QTest::newRow("A100-40GB Llama-3.1-8B v0.23.0 C=1: decode 75 tok/s")
         << "llama-3.1-8b"
         << "a100-40gb" << qint64(0) << 0.0 << qint64(1) << qint64(1024) << qint64(128) << qint64(20)
-        << int(Figure::DecodeTokPerS) << 75.0 << 0.95 << 1.1;
+        << int(Figure::DecodeTokPerS) << 75.0 << 0.95 << 1.1 << true;
     QTest::newRow("A100-40GB Llama-3.1-8B v0.23.0 C=8: 6.6x C=1's throughput")
         << "llama-3.1-8b"
         << "a100-40gb" << qint64(0) << 0.0 << qint64(8) << qint64(1024) << qint64(128)
-        << qint64(160) << int(Figure::GainOverC1) << 6.6 << 0.85 << 0.95;
+        << qint64(160) << int(Figure::GainOverC1) << 6.6 << 0.85 << 0.95 << true;
 
     // GPUStack performance lab, "Optimizing Qwen3-8B Latency on NVIDIA H100 GPUs"
     // (github.com/gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md, its vLLM
@@ -715,7 +728,8 @@ void TestSimulate::publishedMeasurements_data() {
                      0.33, 0.47}})
         QTest::newRow(name) << "qwen3-8b"
                             << "h100-80gb" << qint64(0) << 0.0 << qint64(4) << qint64(233)
-                            << qint64(221) << qint64(100) << int(figure) << published << lo << hi;
+                            << qint64(221) << qint64(100) << int(figure) << published << lo << hi
+                            << false;
 
     // GPUStack performance lab, "Optimizing Qwen3-14B Throughput on NVIDIA H100 GPUs"
     // (github.com/gpustack/gpustack docs/performance-lab/qwen3-14b/h100.md, "Baseline benchmark
@@ -734,7 +748,7 @@ void TestSimulate::publishedMeasurements_data() {
                      qint64(200), qint64(500), 500 / 227.57, 1.5, 1.75}})
         QTest::newRow(name) << "qwen3-14b"
                             << "h100-80gb" << qint64(0) << 0.0 << qint64(0) << prompt << output
-                            << requests << int(Figure::ReqPerS) << published << lo << hi;
+                            << requests << int(Figure::ReqPerS) << published << lo << hi << false;
 
     // vLLM PR #38479 (github.com/vllm-project/vllm/pull/38479), its baseline run: Qwen/Qwen3-4B
     // on one H100, TP 1, --max-model-len 8192 --gpu-memory-utilization 0.85; `vllm bench serve`
@@ -742,17 +756,18 @@ void TestSimulate::publishedMeasurements_data() {
     // 10.17 ms, mean TTFT 596.97 ms (vLLM main at the PR's time; the figures as quoted in the
     // brief for this work, the thread itself not being in our search index to re-read).
     for (const auto& [name, figure, published, lo, hi] :
-         // Misses, kept as measured: its TTFT is 0.19x (the speed model has no per-step CPU
+         // Misses, kept as measured: its TTFT is 0.33x (the speed model has no per-step CPU
          // cost and no API server, tokenizer or streaming time, which the published TTFT
-         // holds), and so, clients over end-to-end latency, it serves 1.54x the requests.
-         // TPOT is within 20%.
+         // holds; 0.19x before async scheduling's step of waiting was modelled), and so,
+         // clients over end-to-end latency, it serves 1.53x the requests. TPOT is within 20%.
          {std::tuple{"H100 Qwen3-4B C=80: 41.75 req/s (miss)", Figure::ReqPerS, 41.75, 1.45, 1.65},
           std::tuple{"H100 Qwen3-4B C=80: mean TPOT 10.17 ms", Figure::TpotMs, 10.17, 0.8, 0.95},
-          std::tuple{"H100 Qwen3-4B C=80: mean TTFT 596.97 ms (miss)", Figure::TtftMs, 596.97, 0.15,
-                     0.25}})
+          std::tuple{"H100 Qwen3-4B C=80: mean TTFT 596.97 ms (miss)", Figure::TtftMs, 596.97, 0.27,
+                     0.4}})
         QTest::newRow(name) << "qwen3-4b"
                             << "h100-80gb" << qint64(8192) << 0.85 << qint64(80) << qint64(512)
-                            << qint64(128) << qint64(1500) << int(figure) << published << lo << hi;
+                            << qint64(128) << qint64(1500) << int(figure) << published << lo << hi
+                            << true;
 }
 
 void TestSimulate::publishedMeasurements() {
@@ -768,8 +783,10 @@ void TestSimulate::publishedMeasurements() {
     QFETCH(double, published);
     QFETCH(double, lo);
     QFETCH(double, hi);
+    QFETCH(bool, asyncScheduling);
 
     Scenario s;
+    s.engine.asyncScheduling = asyncScheduling;
     if (model == "qwen3-4b") {
         auto m = kvl::io::parseHfConfig(kQwen3_4bConfig, "Qwen/Qwen3-4B config.json");
         QVERIFY(m.ok());
@@ -909,6 +926,178 @@ void TestSimulate::contiguousReservation() {
     const SimResult paged = simulate(s, w);
     QVERIFY(paged.peakRunning > reservations);
     QVERIFY(paged.ttftMs.p99 < r.ttftMs.p99);
+}
+
+// vLLM's async scheduling (vllm/v1/core/sched/async_scheduler.py; vllm/v1/engine/core.py,
+// step_with_batch_queue): step k+1 is scheduled while step k runs, its running requests'
+// tokens in flight as placeholders (num_output_placeholders). Three requests at 0 with
+// max_num_seqs 2: A (4 + 2 tokens), B (4 + 10), C (4 + 2).
+//   - Synchronous: A's second token ends step 2, so C is admitted in step 3.
+//   - Async: step 2 is scheduled before step 1's tokens are back, A and B decoding on
+//     placeholders; step 3 is scheduled while step 2 (A's last token) runs: A is not
+//     scheduled again (schedule(): "avoid scheduling an extra step" when the tokens in flight
+//     reach max_tokens) but still holds its slot, so C waits for step 4.
+// A request alone takes as many steps as it has tokens either way (no extra step).
+void TestSimulate::asyncSchedulingInFlight_data() {
+    QTest::addColumn<int>("scenarioAsync"); // EngineOptions::asyncScheduling
+    QTest::addColumn<int>("optionAsync");   // SimOptions::asyncScheduling: -1 = the scenario's
+    QTest::addColumn<bool>("async");
+    QTest::newRow("the scenario's default (vLLM's: on)") << 1 << -1 << true;
+    QTest::newRow("--no-async-scheduling") << 0 << -1 << false;
+    QTest::newRow("forced on by the options") << 0 << 1 << true;
+    QTest::newRow("forced off by the options") << 1 << 0 << false;
+}
+
+void TestSimulate::asyncSchedulingInFlight() {
+    QFETCH(int, scenarioAsync);
+    QFETCH(int, optionAsync);
+    QFETCH(bool, async);
+    Scenario s = scenario();
+    s.engine.maxNumSeqs = 2;
+    s.engine.asyncScheduling = scenarioAsync != 0;
+    struct Three : RequestSource {
+        int n = 0;
+        bool next(ArrivingRequest& a) override {
+            if (n == 3)
+                return false;
+            a = ArrivingRequest{};
+            a.promptTokens = 4;
+            a.outputTokens = n == 1 ? 10 : 2;
+            ++n;
+            return true;
+        }
+    } src;
+    SimOptions o;
+    if (optionAsync >= 0)
+        o.asyncScheduling = optionAsync != 0;
+    o.traceSteps = 4;
+    const SimResult r = simulate(s, src, o);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.completed, 3);
+    QCOMPARE(r.outputTokens, 14);
+    using P = std::pair<std::int64_t, std::int64_t>;
+    QCOMPARE(r.stepTrace[0], (std::vector<P>{{1, 4}, {2, 4}}));
+    QCOMPARE(r.stepTrace[1], (std::vector<P>{{1, 1}, {2, 1}}));
+    if (async) {
+        QCOMPARE(r.stepTrace[2], (std::vector<P>{{2, 1}}));
+        QCOMPARE(r.stepTrace[3], (std::vector<P>{{2, 1}, {3, 4}}));
+    } else {
+        QCOMPARE(r.stepTrace[2], (std::vector<P>{{2, 1}, {3, 4}}));
+        QCOMPARE(r.stepTrace[3], (std::vector<P>{{2, 1}, {3, 1}}));
+    }
+    // B's 10 tokens are 10 steps either way, one after another (C's wait costs B nothing).
+    QCOMPARE(r.steps, 10);
+
+    // One request alone: a step per token, TTFT one prefill step, no step past its last token.
+    WorkloadSpec one = poisson(0.001, 1, 1000, 64);
+    const SimResult alone = simulate(s, one, o);
+    QCOMPARE(alone.steps, 64);
+    QCOMPARE(alone.outputTokens, 64);
+    const StepCost cost(s);
+    const double prefillMs = cost.stepMs(0, 1000, 0, 0);
+    QVERIFY(std::abs(alone.ttftMs.p50 - prefillMs) < 0.2 * prefillMs);
+}
+
+// Without the prefix cache the pool keeps counts only (no block numbers, reference counts or
+// free queue: nothing the scheduler reads depends on them then). With it on, where the cache
+// can find nothing (no shared prefix, no preemption to recompute), the numbered pool must give
+// the same run to the step: a block counted wrong anywhere (a window's freed blocks, a Mamba
+// group's fixed ones, a finished request's) shows in the step times, the peaks and the series.
+void TestSimulate::countingPoolMatchesNumberedPool_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("gpu");
+    QTest::addColumn<qint64>("prompt");
+    QTest::addColumn<double>("rate");
+    QTest::newRow("full attention") << "llama-3.1-8b"
+                                    << "h100-80gb" << qint64(3000) << 6.0;
+    QTest::newRow("sliding 128 + full") << "gpt-oss-120b"
+                                        << "h200" << qint64(6000) << 3.0;
+    QTest::newRow("gated delta net + full") << "qwen3.5-27b"
+                                            << "h200" << qint64(5000) << 3.0;
+}
+
+void TestSimulate::countingPoolMatchesNumberedPool() {
+    QFETCH(QString, model);
+    QFETCH(QString, gpu);
+    QFETCH(qint64, prompt);
+    QFETCH(double, rate);
+    Scenario s;
+    const ModelSpec* m = kvl::io::findModel(model.toStdString());
+    const GpuSpec* g = kvl::io::findGpu(gpu.toStdString());
+    QVERIFY(m && g);
+    s.model = *m;
+    s.hardware.gpu = *g;
+    s.workload.maxModelLen = 16384;
+    const WorkloadSpec w = poisson(rate, 300, prompt, 300);
+    SimOptions counting, numbered;
+    counting.prefixCaching = false;
+    numbered.prefixCaching = true;
+    const SimResult a = simulate(s, w, counting), b = simulate(s, w, numbered);
+    QVERIFY2(a.error.empty() && b.error.empty(), (a.error + b.error).c_str());
+    QCOMPARE(a.completed, 300);
+    QCOMPARE(b.completed, 300);
+    QCOMPARE(b.prefixHitTokens, 0);
+    QCOMPARE(a.preemptions, 0);
+    QCOMPARE(b.preemptions, 0);
+    QVERIFY(a.peakRunning > 1); // requests overlap: blocks come and go among several
+    QCOMPARE(a.steps, b.steps);
+    QCOMPARE(a.endS, b.endS);
+    QCOMPARE(a.peakBlocksInUse, b.peakBlocksInUse);
+    QCOMPARE(a.peakBlocksTotal, b.peakBlocksTotal);
+    QCOMPARE(a.series.blocksInUse, b.series.blocksInUse);
+    QCOMPARE(a.ttftMs.p99, b.ttftMs.p99);
+    QCOMPARE(a.tpotMs.p50, b.tpotMs.p50);
+    QCOMPARE(a.itlMs.p90, b.itlMs.p90);
+    // And every block comes back: the last sample, after the last request, holds none.
+    for (const auto& series : a.series.blocksInUse)
+        QCOMPARE(series.back(), 0);
+}
+
+// SimOptions::stopBelowAttainment (what the rate search runs with): a rate past the knee stops
+// once more requests have missed the SLO than the attainment allows, and says so; whether the
+// rate meets the SLO is the whole run's answer. A rate that meets it runs whole, the same run
+// as without the option.
+void TestSimulate::stopWhenSloOutOfReach_data() {
+    QTest::addColumn<double>("rate");
+    QTest::addColumn<bool>("meets");
+    QTest::newRow("below the knee") << 2.0 << true;
+    QTest::newRow("past the knee") << 60.0 << false;
+    QTest::newRow("far past it") << 400.0 << false;
+}
+
+void TestSimulate::stopWhenSloOutOfReach() {
+    QFETCH(double, rate);
+    QFETCH(bool, meets);
+    const Scenario s = scenario();
+    const WorkloadSpec w = poisson(rate, 600, 1000, 200);
+    SimOptions o;
+    o.sloTtftMs = 500;
+    o.sloTpotMs = 50;
+    const double attainment = 0.99;
+    const SimResult whole = simulate(s, w, o);
+    QVERIFY2(whole.error.empty() && whole.capped.empty(), (whole.error + whole.capped).c_str());
+    QCOMPARE(whole.completed, 600);
+    QCOMPARE(whole.sloAttainment >= attainment, meets);
+    o.stopBelowAttainment = attainment;
+    const SimResult early = simulate(s, w, o);
+    QVERIFY2(early.error.empty(), early.error.c_str());
+    QCOMPARE(early.sloOutOfReach, !meets);
+    if (meets) {
+        QVERIFY(early.capped.empty());
+        QCOMPARE(early.steps, whole.steps);
+        QCOMPARE(early.ttftMs.p99, whole.ttftMs.p99);
+        QCOMPARE(early.sloAttainment, whole.sloAttainment);
+        return;
+    }
+    QVERIFY(!early.capped.empty());
+    QVERIFY(early.steps < whole.steps);
+    QVERIFY(early.completed < whole.completed);
+    QVERIFY(early.sloAttainment < attainment);
+    // It stopped at the first step whose completions made the SLO unreachable: 1% of 600 is 6,
+    // so 7 misses or a few more (one step may finish several requests).
+    const auto missed = std::llround((1 - early.sloAttainment) * double(early.completed));
+    QVERIFY2(missed >= 7, std::to_string(missed).c_str());
+    QVERIFY(double(600 - missed) / 600 < attainment);
 }
 
 QTEST_APPLESS_MAIN(TestSimulate)

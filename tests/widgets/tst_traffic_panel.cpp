@@ -21,6 +21,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace kvl;
@@ -83,6 +84,8 @@ private slots:
     void ladderRaisesSustainableRate();
     void exportWritesPngOfSize_data();
     void exportWritesPngOfSize();
+    void exportTakesTrafficInputs_data();
+    void exportTakesTrafficInputs();
 };
 
 void TestTrafficPanel::computesOffThreadAndMatchesCore_data() {
@@ -285,6 +288,102 @@ void TestTrafficPanel::exportWritesPngOfSize() {
         for (int x = 0; x < img.width(); x += 4)
             inked += qGray(img.pixel(x, y)) < 128 ? 1 : 0;
     QVERIFY2(inked > 200, qPrintable(QString::number(inked)));
+}
+
+// kvledger export / --screenshot take the Traffic tab's workload and SLO in simulate's options
+// (--rate, --prompt-tokens, --output-tokens, --slo-ttft-ms, --slo-tpot-ms): the CSV of the
+// chart shows what was simulated, against the same export with the tab's defaults.
+void TestTrafficPanel::exportTakesTrafficInputs_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<QStringList>("options");
+    QTest::addColumn<QString>("expect");
+    QTest::addRow("short prompts: smaller TTFT")
+        << QStringLiteral("traffic-ttft")
+        << QStringList{"--prompt-tokens", "100", "--output-tokens", "20"} << QStringLiteral("ttft");
+    QTest::addRow("an SLO no rate meets")
+        << QStringLiteral("traffic-ttft") << QStringList{"--slo-ttft-ms", "1"}
+        << QStringLiteral("none");
+    QTest::addRow("a slow timeline rate: a longer run")
+        << QStringLiteral("traffic-timeline") << QStringList{"--rate", "0.5"}
+        << QStringLiteral("long");
+    QTest::addRow("the deployment's rate over its DP replicas")
+        << QStringLiteral("traffic-timeline") << QStringList{"--rate", "1", "--dp", "2"}
+        << QStringLiteral("long");
+    QTest::addRow("a rate the tab cannot hold")
+        << QStringLiteral("traffic-timeline") << QStringList{"--rate", "0.001"}
+        << QStringLiteral("refused");
+}
+
+void TestTrafficPanel::exportTakesTrafficInputs() {
+    QFETCH(QString, chart);
+    QFETCH(QStringList, options);
+    QFETCH(QString, expect);
+    QTemporaryDir dir;
+    // The CSV rows after its '#' lines and header, split into cells (this scenario's series
+    // labels hold no comma).
+    auto exported = [&](const QStringList& extra, int* rc, std::string* error) {
+        const QString path = dir.filePath(QStringLiteral("%1.csv").arg(extra.size()));
+        std::vector<std::string> argv{
+            "export",  "--chart",      chart.toStdString(), "--out", path.toStdString(),
+            "--model", "llama-3.1-8b", "--max-model-len",   "8192",  "--max-num-seqs",
+            "32"};
+        for (const QString& a : extra)
+            argv.push_back(a.toStdString());
+        std::ostringstream out, err;
+        *rc = app::runHeadlessGuiCommand(argv, out, err);
+        *error = err.str();
+        QFile f(path);
+        std::vector<QStringList> rows;
+        if (!f.open(QIODevice::ReadOnly))
+            return rows;
+        const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'));
+        for (const QString& line : lines)
+            if (!line.isEmpty() && !line.startsWith(QLatin1Char('#')) &&
+                !line.startsWith(QLatin1String("series,")) &&
+                !line.startsWith(QLatin1String("time_s,")))
+                rows.push_back(line.split(QLatin1Char(',')));
+        return rows;
+    };
+    int rc = 0;
+    std::string error;
+    const auto base = exported({}, &rc, &error);
+    QVERIFY2(rc == 0, error.c_str());
+    const auto got = exported(options, &rc, &error);
+    if (expect == "refused") {
+        QCOMPARE(rc, 2);
+        QVERIFY2(error.find("--rate 0.001: the Traffic tab's field holds 0") != std::string::npos,
+                 error.c_str());
+        return;
+    }
+    QVERIFY2(rc == 0, error.c_str());
+    QVERIFY(!base.empty() && !got.empty());
+    if (expect == "ttft") {
+        // series,rate,ttft_p50,...: the smallest p50 TTFT (a low rate: about one prefill) of
+        // 100-token prompts against the default ones (the context less 256 tokens).
+        auto least = [](const std::vector<QStringList>& rows) {
+            double m = 1e300;
+            for (const QStringList& r : rows)
+                m = std::min(m, r[2].toDouble());
+            return m;
+        };
+        QVERIFY2(least(got) < 0.2 * least(base),
+                 qPrintable(QString::number(least(got)) + QLatin1String(" vs ") +
+                            QString::number(least(base))));
+    } else if (expect == "none") {
+        // Not one point meets a 1 ms TTFT; the defaults (2 s) meet it at low rates.
+        for (const QStringList& row : got) {
+            QCOMPARE(row[7], QStringLiteral("no"));
+            QVERIFY(row[8].isEmpty()); // no sustainable rate
+        }
+        QVERIFY(std::any_of(base.begin(), base.end(),
+                            [](const QStringList& r) { return r[7] == QLatin1String("yes"); }));
+    } else {
+        // 0.5 req/s per replica: at least 400 requests arrive over about 800 s; the tab's own
+        // rate (80% of the sustainable one, several req/s) ends far sooner.
+        const double end = got.back()[0].toDouble(), baseEnd = base.back()[0].toDouble();
+        QVERIFY2(end > 640, qPrintable(QString::number(end)));
+        QVERIFY2(baseEnd < 300, qPrintable(QString::number(baseEnd)));
+    }
 }
 
 QTEST_MAIN(TestTrafficPanel)

@@ -18,6 +18,7 @@
 #include "widgets/traffic/traffic_sim.h"
 
 #include <QFutureWatcher>
+#include <QThreadPool>
 #include <QWidget>
 
 #include <atomic>
@@ -77,6 +78,11 @@ public:
     QString statusText() const;
     // Debounce before a change starts a job, in ms (tests shorten it).
     void setDebounceMs(int ms);
+    // How much lower than the GUI thread the worker runs (a nice increment, Linux; 0 by
+    // default; raised only, as an unprivileged thread cannot take it back, so set it before the
+    // first job). bench_traffic_stall compares 0 and +10.
+    void setWorkerNice(int nice) { m_workerNice = nice; }
+    int workerNice() const { return m_workerNice; }
 
 signals:
     void resultShown();  // a new result is on the charts
@@ -132,6 +138,10 @@ private:
     TrafficTimelineChart* m_timeline = nullptr;
     QTimer* m_debounce = nullptr;
     QTimer* m_poll = nullptr;
+    int m_workerNice = 0;
+    // The workers' own threads (their priority is lowered, which no other pool's task should
+    // inherit); declared last, so it waits for a cancelled job before the rest goes.
+    QThreadPool m_pool;
 };
 
 } // namespace kvl::widgets

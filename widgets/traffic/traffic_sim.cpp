@@ -1,6 +1,7 @@
 #include "widgets/traffic/traffic_sim.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -66,6 +67,7 @@ core::sim::SimOptions trafficOptions(const TrafficInputs& in, const core::Scenar
     // figures without sharing, so their simulations run without the cache too.
     o.prefixCaching = step.levers.prefix.enabled && step.levers.paging.enabled;
     o.seriesPoints = 400;
+    o.interTokenLatency = false; // the tab shows TTFT and TPOT, not the per-token gaps
     return o;
 }
 
@@ -92,6 +94,10 @@ namespace {
 
 // Progress over the whole job: each run is one unit; a rate search counts as kSearchUnits.
 constexpr double kSearchUnits = 8;
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 class Progress {
 public:
@@ -165,8 +171,10 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
         const sim::WorkloadSpec w = trafficWorkload(in, 1, st.requestsPerPoint);
         st.staticBound = sim::staticRateBound(st.scenario, w, in.speed);
         o.progress = prog.part(kSearchUnits);
+        auto t0 = std::chrono::steady_clock::now();
         const sim::RateSearch search =
             sim::sustainableRate(st.scenario, w, o, in.attainment, in.relTolerance);
+        out.searchS += secondsSince(t0);
         ++out.runs;
         if (search.cancelled)
             break;
@@ -180,6 +188,7 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
         if (!(top > 0) || !std::isfinite(top))
             top = 1;
         top = std::clamp(top * 1.3, sim::kMinRate * points, sim::kMaxRate);
+        t0 = std::chrono::steady_clock::now();
         for (int k = 1; k <= points && !stopped(); ++k) {
             const double rate = top * k / points;
             o.progress = prog.part(1);
@@ -197,6 +206,7 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
             p.meets = p.problem.empty() && r.sloAttainment >= in.attainment;
             st.points.push_back(p);
         }
+        out.gridS += secondsSince(t0);
         if (stopped())
             break;
         out.steps.push_back(std::move(st));
@@ -214,8 +224,10 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
         sim::SimOptions o = trafficOptions(in, cur->scenario);
         o.cancel = cancel;
         o.progress = prog.part(1);
+        const auto t0 = std::chrono::steady_clock::now();
         out.current = sim::simulate(cur->scenario,
                                     trafficWorkload(in, out.currentRate, cur->requestsPerPoint), o);
+        out.timelineS = secondsSince(t0);
         ++out.runs;
         if (out.current.cancelled) {
             out.cancelled = true;

@@ -88,6 +88,9 @@ struct TrafficResult {
     bool cancelled = false;
     std::string error; // nothing was simulated: bad inputs, or the scenario does not run
     int runs = 0;
+    // Wall seconds of each phase (bench_traffic prints them): the sustainable-rate searches,
+    // the rate grids, the timeline run.
+    double searchS = 0, gridS = 0, timelineS = 0;
     const TrafficStep* currentStep() const;
 };
 
