@@ -75,6 +75,8 @@ const TrafficStep* stepOf(const TrafficResult& r, core::LadderStepId id) {
 class TestTrafficPanel : public QObject {
     Q_OBJECT
 private slots:
+    void rateText_data();
+    void rateText();
     void computesOffThreadAndMatchesCore_data();
     void computesOffThreadAndMatchesCore();
     void cancelPublishesNothing();
@@ -384,6 +386,26 @@ void TestTrafficPanel::exportTakesTrafficInputs() {
         QVERIFY2(end > 640, qPrintable(QString::number(end)));
         QVERIFY2(baseEnd < 300, qPrintable(QString::number(baseEnd)));
     }
+}
+
+// Rates as the tab prints them: a long-prompt workload's few thousandths of a request per
+// second keep their digits instead of reading 0.00.
+void TestTrafficPanel::rateText_data() {
+    QTest::addColumn<double>("rate");
+    QTest::addColumn<QString>("text");
+    QTest::addRow("none") << 0.0 << "0";
+    QTest::addRow("70B at 32K") << 0.00521 << "0.0052";
+    QTest::addRow("hundredths") << 0.0123 << "0.012";
+    QTest::addRow("below one") << 0.45 << "0.45";
+    QTest::addRow("units") << 1.234 << "1.23";
+    QTest::addRow("tens") << 12.34 << "12.3";
+    QTest::addRow("hundreds") << 123.4 << "123";
+}
+
+void TestTrafficPanel::rateText() {
+    QFETCH(double, rate);
+    QFETCH(QString, text);
+    QCOMPARE(QString::fromStdString(widgets::trafficRateText(rate)), text);
 }
 
 QTEST_MAIN(TestTrafficPanel)

@@ -17,7 +17,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString rateText(double r) {
-    return QString::number(r, 'f', r < 10 ? 2 : r < 100 ? 1 : 0);
+    return QString::fromStdString(trafficRateText(r));
 }
 
 QString msText(double ms) {
@@ -235,6 +235,14 @@ void TrafficLatencyChart::rebuild() {
         p->yAxis->setRange(ymin / 1.6, ymax * 2.5);
     else
         p->yAxis->setRange(1, 1000);
+    if (show && !std::isnan(rateX)) {
+        // The label reads away from the nearer edge: right of the line in the axis's left half
+        // (a sustainable rate at the lowest rates had its label cut off at the left).
+        const QCPRange r = p->xAxis->range();
+        const bool leftHalf = std::log(rateX) < 0.5 * (std::log(r.lower) + std::log(r.upper));
+        m_rateText->setPositionAlignment((leftHalf ? Qt::AlignLeft : Qt::AlignRight) |
+                                         Qt::AlignTop);
+    }
     QString empty = m_status;
     if (empty.isEmpty() && m_result && !m_result->error.empty())
         empty = tr("Not simulated: %1").arg(qs(m_result->error));

@@ -61,8 +61,9 @@ void lowerThisThread(int nice) {
 }
 
 QString rateText(double r) {
-    return QString::number(r, 'f', r < 10 ? 2 : r < 100 ? 1 : 0);
+    return QString::fromStdString(trafficRateText(r));
 }
+
 } // namespace
 
 TrafficPanel::TrafficPanel(QWidget* parent) : QWidget(parent) {

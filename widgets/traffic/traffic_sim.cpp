@@ -238,4 +238,15 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
     return out;
 }
 
+std::string trafficRateText(double r) {
+    if (!(r > 0))
+        return "0";
+    char buf[32];
+    if (r < 1)
+        std::snprintf(buf, sizeof buf, "%.2g", r);
+    else
+        std::snprintf(buf, sizeof buf, "%.*f", r < 10 ? 2 : r < 100 ? 1 : 0, r);
+    return buf;
+}
+
 } // namespace kvl::widgets

@@ -94,6 +94,11 @@ struct TrafficResult {
     const TrafficStep* currentStep() const;
 };
 
+// A rate in requests per second as the tab prints it: two significant digits below 1 (a
+// 32K-token prompt on a 70B model sustains about 0.005 req/s, which two decimals showed as
+// 0.00), two decimals below 10, one below 100, none above.
+std::string trafficRateText(double requestsPerSecond);
+
 // The assumptions line every view prints beside the figures.
 std::string trafficAssumptions(const TrafficInputs& in);
 
