@@ -454,8 +454,25 @@ void ProbePanel::applyDefaults(bool force) {
     fit.model = m_runModel;
     fit.blockSize = m_block->value();
     fit.batches = {m_batch->value()};
-    const std::int64_t ctx = probeContextFor(s.workload.context, fit, m_hostBudgetBytes);
-    if (!m_editedContexts)
+    // Worked out again only when what it depends on changed: on the CPU it reads the host's free
+    // memory (/proc, cgroup files), and applyDefaults runs at every scenario change (a tenth of
+    // a slider step's GUI time in perf).
+    const QString key = QStringLiteral("%1|%2|%3|%4x%5x%6x%7|%8|%9|%10")
+                            .arg(s.workload.context)
+                            .arg(qs(fit.backend), qs(m_runModel.name))
+                            .arg(m_runModel.layers.size())
+                            .arg(m_runModel.qHeads)
+                            .arg(m_runModel.kvHeads)
+                            .arg(m_runModel.headDim)
+                            .arg(fit.blockSize)
+                            .arg(m_batch->value())
+                            .arg(m_hostBudgetBytes);
+    if (force || key != m_contextKey) { // Reset reads the free memory again
+        m_contextKey = key;
+        m_contextForKey = probeContextFor(s.workload.context, fit, m_hostBudgetBytes);
+    }
+    const std::int64_t ctx = m_contextForKey;
+    if (!m_editedContexts && m_contexts->text() != formatTokensQ(ctx))
         m_contexts->setText(formatTokensQ(ctx));
     if (!m_editedBlock) {
         QSignalBlocker b(m_block);

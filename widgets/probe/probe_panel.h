@@ -149,6 +149,8 @@ private:
     double m_lastCancelLatencyMs = -1;
     core::ModelSpec m_runModel;
     std::int64_t m_hostBudgetBytes = 0;
+    QString m_contextKey;             // what the default context was worked out from
+    std::int64_t m_contextForKey = 0; // and that context
 };
 
 // The context the probe defaults to for a scenario at `wanted` tokens: the scenario's, within
