@@ -729,6 +729,20 @@ SimResult Engine::run() {
     // What that changes here: an arrival waits for the step after the one it could have joined
     // and a finished request's blocks come back a step later; the decode tokens of a running
     // request follow one another with no gap, as without it.
+    // A sampled token reaches its request at m_t: its first token or one more gap, and whether
+    // it was the last one (the request is then marked done, output -1, for the sweeps below).
+    auto deliverToken = [&](Req& r) {
+        ++r.generated;
+        if (r.firstToken < 0)
+            r.firstToken = m_t;
+        else if (m_o.interTokenLatency)
+            m_itl.add((m_t - r.lastToken) * 1e3);
+        r.lastToken = m_t;
+        if (r.generated < r.output)
+            return false;
+        r.output = -1;
+        return true;
+    };
     auto landInFlight = [&] {
         const double dt = m_inFlightEnd - m_t;
         m_integral += dt * static_cast<double>(inSystem);
@@ -741,17 +755,8 @@ SimResult Engine::run() {
                 continue;
             // Also for a request preempted since: its sampled token is delivered (upstream
             // keeps the placeholders of a preempted request).
-            ++r.generated;
             r.placeholders = std::max<std::int64_t>(0, r.placeholders - 1);
-            if (r.firstToken < 0)
-                r.firstToken = m_t;
-            else if (m_o.interTokenLatency)
-                m_itl.add((m_t - r.lastToken) * 1e3);
-            r.lastToken = m_t;
-            if (r.generated >= r.output) {
-                r.output = -1;
-                anyDone = true;
-            }
+            anyDone = deliverToken(r) || anyDone;
         }
         m_inFlight.clear();
         if (!anyDone)
@@ -1003,16 +1008,7 @@ SimResult Engine::run() {
             r.computed += k;
             if (r.computed < r.numTokens())
                 continue; // a prefill chunk: no token yet
-            ++r.generated;
-            if (r.firstToken < 0)
-                r.firstToken = m_t;
-            else if (m_o.interTokenLatency)
-                m_itl.add((m_t - r.lastToken) * 1e3);
-            r.lastToken = m_t;
-            if (r.generated >= r.output) {
-                r.output = -1; // marks it done for the sweep below
-                anyDone = true;
-            }
+            anyDone = deliverToken(r) || anyDone;
         }
         if (anyDone) {
             std::vector<int> done;
