@@ -98,6 +98,8 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
         return 2;
     };
     const core::Scenario& s = inv.scenario;
+    if (s.engine.kind != core::Engine::Vllm)
+        return badOption("engine", core::sim::engineNotSimulated(s.engine.kind));
     const bool trace = inv.has("trace");
     const bool rate = inv.has("rate");
     const bool closed = s.workload.concurrency > 0;

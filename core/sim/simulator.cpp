@@ -1260,4 +1260,10 @@ void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptio
     }
 }
 
+std::string engineNotSimulated(core::Engine engine) {
+    return "the traffic simulation follows vLLM v1's scheduler and block pool; " +
+           std::string(engineDisplayName(engine)) +
+           "'s are not simulated (vLLM only; ledger and plan size every engine's pool)";
+}
+
 } // namespace kvl::core::sim

@@ -188,4 +188,9 @@ double staticRateBound(const Scenario& s, const WorkloadSpec& w, const SpeedAssu
 void rankPlanBySlo(PlanResult& plan, double rate, WorkloadSpec w, const SimOptions& o,
                    double attainment = 0.99, int layoutsPerGpu = 8);
 
+// Why a scenario for another engine than vLLM is not simulated: the scheduler and the block
+// pool simulated are vLLM v1's, and SGLang's, TensorRT-LLM's or llama.cpp's would give other
+// numbers (one line, no final period; the window and the command line both show it).
+std::string engineNotSimulated(core::Engine engine);
+
 } // namespace kvl::core::sim

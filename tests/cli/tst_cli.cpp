@@ -1167,6 +1167,11 @@ void TestCli::simulateBadInput_data() {
                                      << "--concurrency: 5 clients do not split evenly over 2";
     QTest::addRow("missing trace")
         << QStringList{"--trace", "/nonexistent/t.csv"} << "--trace: /nonexistent/t.csv";
+    // The scheduler simulated is vLLM's: another engine is refused, not silently ignored.
+    QTest::addRow("engine sglang") << QStringList{"--engine", "sglang", "--rate", "1"}
+                                   << "--engine: the traffic simulation follows vLLM v1's";
+    QTest::addRow("engine llama.cpp")
+        << QStringList{"--engine", "llamacpp", "--rate", "1"} << "llama.cpp's are not simulated";
 }
 
 void TestCli::simulateBadInput() {

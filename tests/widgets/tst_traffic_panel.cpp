@@ -77,6 +77,8 @@ class TestTrafficPanel : public QObject {
 private slots:
     void rateText_data();
     void rateText();
+    void otherEnginesNotSimulated_data();
+    void otherEnginesNotSimulated();
     void computesOffThreadAndMatchesCore_data();
     void computesOffThreadAndMatchesCore();
     void cancelPublishesNothing();
@@ -406,6 +408,30 @@ void TestTrafficPanel::rateText() {
     QFETCH(double, rate);
     QFETCH(QString, text);
     QCOMPARE(QString::fromStdString(widgets::trafficRateText(rate)), text);
+}
+
+// The Traffic tab simulates vLLM's scheduler over vLLM's pool: for another engine it shows why
+// there is nothing, instead of vLLM's numbers under that engine's name.
+void TestTrafficPanel::otherEnginesNotSimulated_data() {
+    QTest::addColumn<QString>("engine");
+    QTest::addColumn<bool>("simulated");
+    QTest::addRow("vLLM") << "vllm" << true;
+    QTest::addRow("SGLang") << "sglang" << false;
+    QTest::addRow("TensorRT-LLM") << "trtllm" << false;
+    QTest::addRow("llama.cpp") << "llamacpp" << false;
+}
+
+void TestTrafficPanel::otherEnginesNotSimulated() {
+    QFETCH(QString, engine);
+    QFETCH(bool, simulated);
+    core::Scenario s = llama8bH100();
+    s.engine.kind = *core::parseEngine(engine.toStdString());
+    const widgets::TrafficResult r = widgets::computeTraffic(s, tinyInputs());
+    QCOMPARE(r.error.empty(), simulated);
+    if (!simulated) {
+        QVERIFY2(r.error.find("follows vLLM v1's scheduler") != std::string::npos, r.error.c_str());
+        QVERIFY(r.steps.empty());
+    }
 }
 
 QTEST_MAIN(TestTrafficPanel)

@@ -250,7 +250,9 @@ void TrafficLatencyChart::rebuild() {
         empty = tr("Not simulated yet");
     else if (empty.isEmpty() && p->graphCount() == 0)
         empty = tr("No ladder step runs this workload (the table says why)");
-    m_emptyLabel->setText(wrapToWidth(empty, font(), std::max(160, width() - 80)));
+    // Inside the plot, clear of the axes' labels (the axis rect of the last layout).
+    m_emptyLabel->setText(wrapToWidth(
+        empty, font(), std::max(120, std::min(plotAreaRect().width(), width() - 110) - 16)));
     m_emptyLabel->setVisible(!empty.isEmpty());
     p->legend->setVisible(p->legend->itemCount() > 0);
     const int w = std::max(160, width() - 24);
@@ -395,7 +397,9 @@ void TrafficTimelineChart::rebuild() {
         empty = tr("Not simulated: %1").arg(qs(m_result->error));
     else if (empty.isEmpty() && !m_result->current.error.empty())
         empty = tr("Not simulated: %1").arg(qs(m_result->current.error));
-    m_emptyLabel->setText(wrapToWidth(empty, font(), std::max(160, width() - 80)));
+    // Inside the plot, clear of the axes' labels (the axis rect of the last layout).
+    m_emptyLabel->setText(wrapToWidth(
+        empty, font(), std::max(120, std::min(plotAreaRect().width(), width() - 110) - 16)));
     m_emptyLabel->setVisible(!empty.isEmpty());
     p->legend->setVisible(p->legend->itemCount() > 0);
     const int w = std::max(160, width() - 24);

@@ -142,6 +142,12 @@ TrafficResult computeTraffic(const core::Scenario& s, const TrafficInputs& in,
                     "meets it";
         return out;
     }
+    if (s.engine.kind != core::Engine::Vllm) {
+        // The scheduler simulated is vLLM v1's over vLLM's own block pool: another engine's
+        // pool and scheduler would give other numbers, so none are shown for it.
+        out.error = core::sim::engineNotSimulated(s.engine.kind);
+        return out;
+    }
     const auto ladder = core::computeLadder(s);
     std::size_t lastApplied = 0;
     for (std::size_t i = 0; i < ladder.size(); ++i)
