@@ -53,6 +53,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -225,7 +226,13 @@ void MainWindow::buildUi() {
     // headerDataChanged), so the headers' new text is already there at dataChanged.
     connect(m_ladderModel, &widgets::LadderModel::cellsUpdated, this,
             [this] { fitLadderColumns(); });
-    m_ladderView->installEventFilter(this); // the step column follows the ladder's width
+    // The columns follow the ladder's width: its viewport's resize, which comes after the
+    // view has laid it out (the view's own Resize reaches a filter before that, with the old
+    // width).
+    m_ladderView->viewport()->installEventFilter(this);
+    m_ladderView->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_ladderView->horizontalHeader(), &QWidget::customContextMenuRequested, this,
+            [this](const QPoint& pos) { showLadderColumnMenu(pos); });
     fitLadderColumns();
     auto* ladderBox = new QWidget;
     auto* ladderLayout = new QVBoxLayout(ladderBox);
@@ -240,6 +247,11 @@ void MainWindow::buildUi() {
     m_commandTitle = cmdTitle;
     ladderTitle->setObjectName(QStringLiteral("ladderTitle"));
     m_ladderTitle = ladderTitle;
+    m_ladderTitleBase = ladderTitle->text();
+    // Its width never sets the window's: it wraps (the engine's name and the note on hidden
+    // columns make it longer than a 1366 px window's ladder).
+    ladderTitle->setWordWrap(true);
+    ladderTitle->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     ladderLayout->addWidget(cmdTitle);
     m_vllmView = new QPlainTextEdit;
     m_vllmView->setObjectName(QStringLiteral("vllmView"));
@@ -629,13 +641,14 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     if (const auto& e = view.snapshot->engine) {
         const QString name = qs(core::engineDisplayName(e->engine));
         m_commandTitle->setText(tr("<b>%1 launch command</b> and what it logs:").arg(name));
-        m_ladderTitle->setText(tr("<b>Lever ladder</b> by vLLM's rules (%1 per step: "
-                                  "Engines tab)")
-                                   .arg(name));
+        m_ladderTitleBase =
+            tr("<b>Lever ladder</b> by vLLM's rules (%1 per step: Engines tab)").arg(name);
+        updateLadderTitle();
     } else {
         m_commandTitle->setText(
             tr("<b>vLLM command</b> and what it logs (Edit > Copy vLLM Command):"));
-        m_ladderTitle->setText(tr("<b>Lever ladder</b>: each step adds one lever of the scenario"));
+        m_ladderTitleBase = tr("<b>Lever ladder</b>: each step adds one lever of the scenario");
+        updateLadderTitle();
     }
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
     // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
@@ -769,6 +782,7 @@ void MainWindow::fitLadderColumns() {
         2 * (st->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_ladderView) + 1) + 6;
     const int headPad = 2 * st->pixelMetric(QStyle::PM_HeaderMargin, nullptr, h) + 6;
     const int columns = m_ladderModel->columnCount();
+    std::vector<int> want(static_cast<std::size_t>(std::max(columns, 1)), 0);
     for (int c = 1; c < columns; ++c) {
         int w = 0;
         const QString head = m_ladderModel->headerData(c, Qt::Horizontal).toString();
@@ -779,37 +793,106 @@ void MainWindow::fitLadderColumns() {
                                 r + 1 == m_ladderModel->rowCount() ? bold : m_ladderView->font(),
                                 m_ladderModel->index(r, c).data().toString()) +
                                 cellPad);
+        want[static_cast<std::size_t>(c)] = w;
         if (h->sectionResizeMode(c) != QHeaderView::Fixed)
             h->setSectionResizeMode(c, QHeaderView::Fixed);
-        if (h->sectionSize(c) != w)
+        if (h->sectionSize(c) != w && !m_ladderView->isColumnHidden(c))
             h->resizeSection(c, w);
     }
-    // The step column takes what the numbers leave, but never less than about 18 characters
-    // of its name: on a narrow ladder (1366 x 768) the table scrolls sideways instead of
-    // cutting the names to nothing.
-    if (columns > 0) {
-        int numbers = 0;
-        for (int c = 1; c < columns; ++c)
-            if (!m_ladderView->isColumnHidden(c))
-                numbers += h->sectionSize(c);
-        const int step =
-            std::max(18 * cellFm.averageCharWidth(), m_ladderView->viewport()->width() - numbers);
-        if (h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Fixed)
-            h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Fixed);
-        if (h->sectionSize(widgets::LadderModel::StepColumn) != step)
-            h->resizeSection(widgets::LadderModel::StepColumn, step);
+    if (columns <= 0)
+        return;
+    // Narrow (a 1366 x 768 window), the least needed columns step aside so that every column
+    // left is whole and the step names keep about 18 characters: "vs baseline" (the ratio of
+    // the per-token bytes beside it), then "vLLM conc." (a figure vLLM's log prints). The speed
+    // columns stay at every width (the ladder lost what each step does to speed when they
+    // went). Right-clicking a column title brings a hidden one back; the table then scrolls.
+    const int stepMin = 18 * cellFm.averageCharWidth();
+    int numbers = 0;
+    for (int c = 1; c < columns; ++c)
+        numbers += want[static_cast<std::size_t>(c)];
+    const int room = m_ladderView->viewport()->width();
+    QList<int> fitHidden;
+    for (int c : ladderFitOrder()) {
+        if (numbers + stepMin <= room)
+            break;
+        if (c >= columns || m_ladderShownByUser.contains(c))
+            continue;
+        fitHidden << c;
+        numbers -= want[static_cast<std::size_t>(c)];
     }
-    // The speed columns stay at every width (at 1366 x 768 they were hidden, and the ladder
-    // lost what each step does to speed): the step names give way instead, elided with the
-    // full name in the tooltip.
-    for (int c :
-         {int(widgets::LadderModel::StepMsColumn), int(widgets::LadderModel::TokensPerUserColumn)})
-        if (m_ladderView->isColumnHidden(c))
-            m_ladderView->setColumnHidden(c, false);
+    for (int c = 1; c < columns; ++c) {
+        const bool hide = fitHidden.contains(c);
+        if (m_ladderView->isColumnHidden(c) != hide) {
+            m_ladderView->setColumnHidden(c, hide);
+            if (!hide)
+                h->resizeSection(c, want[static_cast<std::size_t>(c)]);
+        }
+    }
+    if (fitHidden != m_ladderFitHidden) {
+        m_ladderFitHidden = fitHidden;
+        updateLadderTitle();
+    }
+    // The step column takes what the numbers leave, but never less than about 18 characters of
+    // its name (elided, the full name in the tooltip); where that is too little even so, the
+    // table scrolls sideways.
+    const int step = std::max(stepMin, room - numbers);
+    if (h->sectionResizeMode(widgets::LadderModel::StepColumn) != QHeaderView::Fixed)
+        h->setSectionResizeMode(widgets::LadderModel::StepColumn, QHeaderView::Fixed);
+    if (h->sectionSize(widgets::LadderModel::StepColumn) != step)
+        h->resizeSection(widgets::LadderModel::StepColumn, step);
+}
+
+QList<int> MainWindow::ladderFitOrder() {
+    return {int(widgets::LadderModel::SavingColumn),
+            int(widgets::LadderModel::VllmConcurrencyColumn)};
+}
+
+void MainWindow::updateLadderTitle() {
+    QString title = m_ladderTitleBase;
+    if (!m_ladderFitHidden.isEmpty()) {
+        QStringList names;
+        for (int c : m_ladderFitHidden)
+            names << m_ladderModel->headerData(c, Qt::Horizontal)
+                         .toString()
+                         .replace(QLatin1Char('\n'), QLatin1Char(' '));
+        title += tr(" <small>(%n column(s) hidden to fit)</small>", nullptr,
+                    int(m_ladderFitHidden.size()));
+        m_ladderTitle->setToolTip(tr("Hidden to fit the width: %1. Right-click a column title "
+                                     "to show them (the table then scrolls sideways)")
+                                      .arg(names.join(QStringLiteral(", "))));
+    } else {
+        m_ladderTitle->setToolTip({});
+    }
+    if (m_ladderTitle->text() != title)
+        m_ladderTitle->setText(title);
+}
+
+void MainWindow::setLadderColumnShown(int column, bool shown) {
+    if (shown)
+        m_ladderShownByUser.insert(column);
+    else
+        m_ladderShownByUser.remove(column);
+    fitLadderColumns();
+}
+
+void MainWindow::showLadderColumnMenu(const QPoint& pos) {
+    QMenu menu(this);
+    for (int c : ladderFitOrder()) {
+        const QString name = m_ladderModel->headerData(c, Qt::Horizontal)
+                                 .toString()
+                                 .replace(QLatin1Char('\n'), QLatin1Char(' '));
+        QAction* a = menu.addAction(name);
+        a->setCheckable(true);
+        a->setChecked(!m_ladderView->isColumnHidden(c));
+        connect(a, &QAction::toggled, this, [this, c](bool on) { setLadderColumnShown(c, on); });
+    }
+    menu.exec(m_ladderView->horizontalHeader()->mapToGlobal(pos));
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-    if (watched == m_ladderView && event->type() == QEvent::Resize)
+    if (watched == m_ladderView->viewport() && event->type() == QEvent::Resize &&
+        static_cast<QResizeEvent*>(event)->oldSize().width() !=
+            static_cast<QResizeEvent*>(event)->size().width())
         fitLadderColumns();
     return QMainWindow::eventFilter(watched, event);
 }

@@ -14,6 +14,7 @@
 #include <QList>
 #include <QMainWindow>
 #include <QPair>
+#include <QSet>
 
 #include <string>
 
@@ -75,6 +76,10 @@ public:
     widgets::BreakdownChart* breakdownChart() const { return m_breakdownChart; }
     widgets::LadderModel* ladderModel() const { return m_ladderModel; }
     QTableView* ladderView() const { return m_ladderView; }
+    QLabel* ladderTitle() const { return m_ladderTitle; }
+    // A ladder column the width hides (vs baseline, vLLM conc.) asked back, or left to the fit
+    // again (the ladder's column-title menu).
+    void setLadderColumnShown(int column, bool shown);
     widgets::ProbePanel* probePanel() const { return m_probePanel; }
     // the Speed and Deployment tabs.
     widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
@@ -179,6 +184,9 @@ private:
     void copyVllmCommand();
     void notify(const QString& message); // a transient status-bar message
     void fitLadderColumns();
+    static QList<int> ladderFitOrder(); // the ladder's columns that step aside when narrow
+    void updateLadderTitle();           // its title, naming the columns hidden to fit
+    void showLadderColumnMenu(const QPoint& pos);
     void syncSpeedPanel();   // the Speed tab takes the current view if it has missed one
     void syncEnginesPanel(); // likewise the Engines tab
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -196,6 +204,9 @@ private:
     QPlainTextEdit* m_vllmView = nullptr;
     QLabel* m_commandTitle = nullptr; // names the engine whose command the box shows
     QLabel* m_ladderTitle = nullptr;
+    QString m_ladderTitleBase;     // the title before the note on hidden columns
+    QList<int> m_ladderFitHidden;  // columns hidden to fit the width
+    QSet<int> m_ladderShownByUser; // of those, the ones the user asked back
     QSplitter* m_mainSplitter = nullptr;
     QSplitter* m_rightSplitter = nullptr;
     QSplitter* m_topSplitter = nullptr;
