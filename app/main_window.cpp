@@ -855,8 +855,10 @@ void MainWindow::updateLadderTitle() {
             names << m_ladderModel->headerData(c, Qt::Horizontal)
                          .toString()
                          .replace(QLatin1Char('\n'), QLatin1Char(' '));
-        title += tr(" <small>(%n column(s) hidden to fit)</small>", nullptr,
-                    int(m_ladderFitHidden.size()));
+        title +=
+            m_ladderFitHidden.size() == 1
+                ? tr(" <small>(1 column hidden to fit)</small>")
+                : tr(" <small>(%1 columns hidden to fit)</small>").arg(m_ladderFitHidden.size());
         m_ladderTitle->setToolTip(tr("Hidden to fit the width: %1. Right-click a column title "
                                      "to show them (the table then scrolls sideways)")
                                       .arg(names.join(QStringLiteral(", "))));
