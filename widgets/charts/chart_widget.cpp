@@ -41,7 +41,9 @@ ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_plot);
-    m_plot->setMinimumSize(320, 220);
+    // 180 px high at the least: a 1366 x 768 window with a four-line banner (a refusal that
+    // quotes vLLM's message, and a note) still fits its panels; at 220 it needed 782 px.
+    m_plot->setMinimumSize(320, 180);
     m_plot->setAntialiasedElements(QCP::aePlottables | QCP::aeItems);
     m_plot->setNotAntialiasedElements(QCP::aeGrid | QCP::aeSubGrid | QCP::aeAxes);
     m_plot->setPlottingHints(QCP::phCacheLabels | QCP::phFastPolylines);
