@@ -79,7 +79,9 @@ std::vector<BreakdownSegment> breakdownSegments(const LedgerSnapshot& snap) {
     const std::int64_t padding = std::min(parts.padding, kvFit - state);
     std::vector<BreakdownSegment> out;
     out.push_back({QObject::tr("Weights"), r.weightsBytesPerGpu});
-    out.push_back({QObject::tr("KV cache (%1 requests)").arg(thousandsQ(snap.requests)),
+    out.push_back({snap.requests == 1
+                       ? QObject::tr("KV cache (1 request)")
+                       : QObject::tr("KV cache (%1 requests)").arg(thousandsQ(snap.requests)),
                    kvFit - state - padding});
     out.push_back({QObject::tr("Mamba / linear-attention state"), state});
     out.push_back({QObject::tr("Block padding"), padding});
@@ -296,7 +298,9 @@ void BreakdownChart::rebuild() {
         m_bars[i]->setData(keys, values, true);
         QString name = cur[i].name;
         if (i == kKv)
-            name = tr("KV cache (%1 requests)").arg(thousandsQ(m_snapshot->requests));
+            name = m_snapshot->requests == 1
+                       ? tr("KV cache (1 request)")
+                       : tr("KV cache (%1 requests)").arg(thousandsQ(m_snapshot->requests));
         else if (i == kNotRequested)
             name = tr("Not requested"); // the tooltip says: 1 - utilization
         m_bars[i]->setName(name);
@@ -325,16 +329,18 @@ void BreakdownChart::rebuild() {
     const core::LedgerResult& r = m_snapshot->ledger;
     const std::int64_t kv = core::kvBytesForRequests(m_snapshot->scenario, m_snapshot->requests);
     const std::int64_t w = r.weightsBytesPerGpu;
+    const QString requests = m_snapshot->requests == 1
+                                 ? tr("1 request")
+                                 : tr("%1 requests").arg(thousandsQ(m_snapshot->requests));
     QString verdict;
     if (kv > w)
-        verdict = tr("KV cache for %1 requests (%2) is %3x the weights (%4)")
-                      .arg(thousandsQ(m_snapshot->requests), formatBytesQ(kv, units()))
+        verdict = tr("KV cache for %1 (%2) is %3x the weights (%4)")
+                      .arg(requests, formatBytesQ(kv, units()))
                       .arg(w > 0 ? double(kv) / double(w) : 0.0, 0, 'f', 1)
                       .arg(formatBytesQ(w, units()));
     else
-        verdict = tr("Weights (%1) outweigh the KV cache for %2 requests (%3)")
-                      .arg(formatBytesQ(w, units()), thousandsQ(m_snapshot->requests),
-                           formatBytesQ(kv, units()));
+        verdict = tr("Weights (%1) outweigh the KV cache for %2 (%3)")
+                      .arg(formatBytesQ(w, units()), requests, formatBytesQ(kv, units()));
     if (cur[kOverBudget].bytes > 0) {
         verdict +=
             QLatin1Char('\n') +

@@ -548,7 +548,8 @@ void CurveChart::updateCursor() {
     } else {
         const std::int64_t fit = scopeRequests(r.maxRequestsAtContext, scen, m_scope);
         y = double(fit);
-        lines << tr("current: %1 requests").arg(thousandsQ(fit));
+        lines << (fit == 1 ? tr("current: 1 request")
+                           : tr("current: %1 requests").arg(thousandsQ(fit)));
         if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1 requests")
                          .arg(thousandsQ(scopeRequests(m_reference->ledger.maxRequestsAtContext,
