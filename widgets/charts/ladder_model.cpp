@@ -32,8 +32,11 @@ void LadderModel::setView(const LedgerView& view) {
     m_scope = view.scope;
     if (speed)
         recomputeSpeed();
-    if (shape)
+    if (shape) {
+        m_shownTexts.clear(); // another shape: data() formats afresh until publishChanges
+        m_shownApplied.clear();
         endResetModel();
+    }
     if (cells)
         publishChanges(shape);
 }
@@ -280,8 +283,16 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
     const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
     const bool isCurrent = row + 1 == rowCount();
     switch (role) {
-    case Qt::DisplayRole:
+    case Qt::DisplayRole: {
+        // The texts publishChanges formatted for this update: the view's paint and the column
+        // fit read them at each change, and formatting them again was work done twice.
+        const auto i = static_cast<std::size_t>(row) * static_cast<std::size_t>(columnCount()) +
+                       static_cast<std::size_t>(col);
+        if (m_shownTexts.size() ==
+            static_cast<std::size_t>(rowCount()) * static_cast<std::size_t>(columnCount()))
+            return m_shownTexts[i];
         return text(row, col);
+    }
     case Qt::TextAlignmentRole:
         return col == StepColumn ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                                  : QVariant(Qt::AlignRight | Qt::AlignVCenter);

@@ -16,10 +16,6 @@ namespace kvl::widgets {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-QString rateText(double r) {
-    return QString::fromStdString(trafficRateText(r));
-}
-
 QString msText(double ms) {
     return ms >= 100 ? thousandsQ(std::llround(ms)) : QString::number(ms, 'f', 1);
 }
@@ -222,7 +218,7 @@ void TrafficLatencyChart::rebuild() {
         m_rateLine->point1->setCoords(rateX, 1);
         m_rateLine->point2->setCoords(rateX, 2);
         m_rateText->position->setCoords(rateX, 0.03);
-        m_rateText->setText(tr("sustainable: %1 req/s").arg(rateText(rateX)));
+        m_rateText->setText(tr("sustainable: %1 req/s").arg(trafficRateQ(rateX)));
         xmin = std::min(xmin, rateX);
         xmax = std::max(xmax, rateX);
     }
@@ -274,7 +270,7 @@ QString TrafficLatencyChart::describePoint(const QCPGraph* graph, int index) con
             if (pt.rate == key && name.contains(qs(st.label)))
                 return tr("%1\n%2 req/s per replica\nTTFT p50 %3 ms, p99 %4 ms\nTPOT p50 %5 ms, "
                           "p99 %6 ms\n%7% of requests within the SLO")
-                    .arg(qs(st.label), rateText(pt.rate), msText(pt.ttftMs.p50),
+                    .arg(qs(st.label), trafficRateQ(pt.rate), msText(pt.ttftMs.p50),
                          msText(pt.ttftMs.p99), msText(pt.tpotMs.p50), msText(pt.tpotMs.p99))
                     .arg(pt.attainment * 100, 0, 'f', 1);
     return ChartWidget::describePoint(graph, index);
@@ -339,7 +335,7 @@ void TrafficTimelineChart::rebuild() {
                       m_result->current.error.empty() && !m_result->current.series.t.empty();
     setTitle(m_result && m_result->currentRate > 0
                  ? tr("KV occupancy and queue at %1 req/s per replica (simulated)")
-                       .arg(rateText(m_result->currentRate))
+                       .arg(trafficRateQ(m_result->currentRate))
                  : tr("KV occupancy and queue over time, per replica (simulated)"));
     p->xAxis->setLabel(tr("Simulated time, s"));
     p->yAxis->setLabel(tr("KV blocks in use, % of pool"));

@@ -17,6 +17,11 @@ class QCPTextElement;
 
 namespace kvl::widgets {
 
+// trafficRateText as a QString: the tab's one rate format.
+inline QString trafficRateQ(double requestsPerSecond) {
+    return QString::fromStdString(trafficRateText(requestsPerSecond));
+}
+
 enum class TrafficMetric : std::uint8_t { Ttft, Tpot };
 
 class TrafficLatencyChart : public ChartWidget {

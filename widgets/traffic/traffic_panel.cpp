@@ -60,10 +60,6 @@ void lowerThisThread(int nice) {
 #endif
 }
 
-QString rateText(double r) {
-    return QString::fromStdString(trafficRateText(r));
-}
-
 } // namespace
 
 TrafficPanel::TrafficPanel(QWidget* parent) : QWidget(parent) {
@@ -481,8 +477,8 @@ void TrafficPanel::showResult(TrafficResult result) {
         text = cur->found
                    ? tr("<b>%1 req/s per replica</b> at the SLO (%2). At %3 req/s: p99 TTFT %4 ms, "
                         "p99 TPOT %5 ms.")
-                         .arg(rateText(cur->sustainableRate), qs(cur->label).toHtmlEscaped(),
-                              rateText(r.currentRate))
+                         .arg(trafficRateQ(cur->sustainableRate), qs(cur->label).toHtmlEscaped(),
+                              trafficRateQ(r.currentRate))
                          .arg(r.current.ttftMs.p99, 0, 'f', 0)
                          .arg(r.current.tpotMs.p99, 0, 'f', 1)
                    : tr("No rate meets the SLO for %1: %2")
@@ -523,7 +519,8 @@ void TrafficPanel::fillTable() {
             name->setFont(f);
         }
         m_table->setItem(i, 0, name);
-        m_table->setItem(i, 1, item(st.found ? rateText(st.sustainableRate) : tr("none"), true));
+        m_table->setItem(i, 1,
+                         item(st.found ? trafficRateQ(st.sustainableRate) : tr("none"), true));
         m_table->setItem(
             i, 2,
             item(baseline > 0 && st.found
