@@ -7,6 +7,7 @@
 #include "widgets/scenario/scenario_panel.h"
 #include "widgets/scenario/token_spin_box.h"
 #include "widgets/scenario/warnings_banner.h"
+#include "widgets/scenario/wrap_label.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
@@ -26,6 +27,8 @@ using namespace kvl;
 class TestScenarioPanel : public QObject {
     Q_OBJECT
 private slots:
+    void wrapLabelAnswersAsQLabel_data();
+    void wrapLabelAnswersAsQLabel();
     void sliderEndsAtMaxModelLen_data();
     void sliderEndsAtMaxModelLen();
     void sweepEndsAtMaxModelLen_data();
@@ -285,6 +288,61 @@ void TestScenarioPanel::bannerHoldsHeight() {
     }
     if (shrinking) // after the pause, the rows' own height
         QTRY_VERIFY_WITH_TIMEOUT(banner.minimumHeight() < first, 5000);
+}
+
+void TestScenarioPanel::wrapLabelAnswersAsQLabel_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("change"); // what changes between the two sets of answers
+    const QString plain = QStringLiteral(
+        "FP8 (E4M3): 8 bits a value, a scale per tensor; vLLM's --kv-cache-dtype fp8 halves the "
+        "KV cache's bytes against BF16");
+    const QString rich = QStringLiteral(
+        "<b>Refused:</b> vLLM will not start: 131,072 tokens need 5.24 GiB of KV cache per "
+        "request and the GPU has 3.1 GiB left after the weights");
+    for (const char* change : {"text", "font", "margin", "indent", "format", "contents"}) {
+        QTest::addRow("plain, %s", change) << plain << QString::fromLatin1(change);
+        QTest::addRow("rich, %s", change) << rich << QString::fromLatin1(change);
+    }
+}
+
+void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
+    // WrapLabel remembers heightForWidth; whatever changes the layout of its text, it must
+    // answer exactly what QLabel would, never a height remembered from before the change.
+    QFETCH(QString, text);
+    QFETCH(QString, change);
+    widgets::WrapLabel cached(text);
+    QLabel plainLabel(text);
+    plainLabel.setWordWrap(true);
+    const std::vector<int> widths{90, 160, 240, 160, 90, 400, 90};
+    auto compare = [&] {
+        for (int w : widths) {
+            QCOMPARE(cached.heightForWidth(w), plainLabel.heightForWidth(w));
+            QCOMPARE(cached.heightForWidth(w), plainLabel.heightForWidth(w)); // from the cache
+        }
+    };
+    compare();
+    const int before = cached.heightForWidth(160);
+    auto apply = [&](QLabel& l) {
+        if (change == QLatin1String("text"))
+            l.setText(text + QStringLiteral(" and one more clause to wrap over another line"));
+        else if (change == QLatin1String("font")) {
+            QFont f = l.font();
+            f.setPointSizeF(f.pointSizeF() * 1.6);
+            l.setFont(f);
+        } else if (change == QLatin1String("margin"))
+            l.setMargin(14);
+        else if (change == QLatin1String("indent"))
+            l.setIndent(60);
+        else if (change == QLatin1String("format"))
+            l.setTextFormat(Qt::PlainText); // the rich text's tags become text to lay out
+        else
+            l.setContentsMargins(30, 8, 30, 8);
+    };
+    apply(cached);
+    apply(plainLabel);
+    compare();
+    if (change != QLatin1String("format")) // (the tags shown as text may wrap the same)
+        QVERIFY2(cached.heightForWidth(160) != before, qPrintable(change)); // a real change
 }
 
 QTEST_MAIN(TestScenarioPanel)

@@ -1,4 +1,5 @@
 #include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/wrap_label.h"
 
 #include "core/deployment.h"
 #include "core/engine.h"
@@ -202,7 +203,7 @@ QWidget* ScenarioPanel::buildModelGroup() {
     row->addWidget(m_geometryToggle);
     row->addWidget(m_resetModel);
     v->addLayout(row);
-    m_modelInfo = new QLabel(box);
+    m_modelInfo = new WrapLabel(box);
     m_modelInfo->setObjectName(QStringLiteral("modelInfo"));
     m_modelInfo->setWordWrap(true);
     v->addWidget(m_modelInfo);
@@ -474,7 +475,7 @@ QWidget* ScenarioPanel::buildEngineGroup() {
         tr("The vLLM release you run (--vllm-version): its defaults, its CUDA-graph reserve and "
            "the startup lines it prints. Type any release from %1 on, e.g. 0.20.1")
             .arg(qs(core::oldestKnownVllm().series())));
-    m_versionInfo = new QLabel(box);
+    m_versionInfo = new WrapLabel(box);
     m_versionInfo->setObjectName(QStringLiteral("vllmVersionInfo"));
     m_versionInfo->setWordWrap(true);
     m_maxNumSeqs = new QSpinBox(box);
@@ -602,7 +603,7 @@ QWidget* ScenarioPanel::buildQuantGroup() {
     m_scaleType->addItem(tr("fp16 scales"), static_cast<int>(core::ScaleType::Fp16));
     m_zeroPoint = new QCheckBox(tr("zero point (asymmetric)"), m_quantGroup);
     m_zeroPoint->setObjectName(QStringLiteral("zeroPointCheck"));
-    m_formatInfo = new QLabel(m_quantGroup);
+    m_formatInfo = new WrapLabel(m_quantGroup);
     m_formatInfo->setObjectName(QStringLiteral("formatInfo"));
     m_formatInfo->setWordWrap(true);
     auto* scales = new QHBoxLayout;
@@ -656,7 +657,7 @@ QWidget* ScenarioPanel::buildPrefixGroup() {
     m_prefixRequests->setSpecialValueText(tr("all requests"));
     m_prefixRequests->setKeyboardTracking(false);
     m_prefixRequests->setToolTip(tr("N: requests that share one copy of the prefix"));
-    m_prefixInfo = new QLabel(m_prefixGroup);
+    m_prefixInfo = new WrapLabel(m_prefixGroup);
     m_prefixInfo->setObjectName(QStringLiteral("prefixInfo"));
     m_prefixInfo->setWordWrap(true);
     auto* shared = new QHBoxLayout;

@@ -1,4 +1,5 @@
 #include "widgets/scenario/warnings_banner.h"
+#include "widgets/scenario/wrap_label.h"
 
 #include "widgets/state/status_text.h"
 
@@ -173,7 +174,7 @@ WarningsBanner::WarningsBanner(QWidget* parent) : QFrame(parent) {
         h->setSpacing(6);
         r.icon = new QLabel(r.row);
         r.icon->setFixedSize(16, 16);
-        r.text = new QLabel(r.row);
+        r.text = new WrapLabel(r.row);
         r.text->setObjectName(QStringLiteral("bannerItem%1").arg(i));
         r.text->setWordWrap(true);
         r.text->setTextFormat(Qt::RichText);
