@@ -16,7 +16,9 @@
 #include <QPair>
 #include <QSet>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 class QAction;
 class QDialog;
@@ -80,11 +82,11 @@ public:
     // A ladder column the width hides (vs baseline, vLLM conc.) asked back, or left to the fit
     // again (the ladder's column-title menu).
     void setLadderColumnShown(int column, bool shown);
-    widgets::ProbePanel* probePanel() const { return m_probePanel; }
+    widgets::ProbePanel* probePanel() const; // brought up to date, in front or not
     // the Speed and Deployment tabs.
     widgets::SpeedPanel* speedPanel() const { return m_speedPanel; }
-    widgets::DeploymentPanel* deploymentPanel() const { return m_deploymentPanel; }
-    widgets::TrafficPanel* trafficPanel() const { return m_trafficPanel; }
+    widgets::DeploymentPanel* deploymentPanel() const; // brought up to date, in front or not
+    widgets::TrafficPanel* trafficPanel() const;       // brought up to date, in front or not
     // The Engines tab: requests per engine per ladder step (computed when shown or exported).
     widgets::EnginesPanel* enginesPanel() const { return m_enginesPanel; }
     QTabWidget* tabs() const { return m_tabs; }
@@ -187,8 +189,12 @@ private:
     static QList<int> ladderFitOrder(); // the ladder's columns that step aside when narrow
     void updateLadderTitle();           // its title, naming the columns hidden to fit
     void showLadderColumnMenu(const QPoint& pos);
-    void syncSpeedPanel();   // the Speed tab takes the current view if it has missed one
-    void syncEnginesPanel(); // likewise the Engines tab
+    // A tab behind another takes no view: it is marked stale and takes the current one when it
+    // comes to the front, or when something reads it (an export, the report, a test).
+    void followWhenInFront(QWidget* tab, std::function<void(const widgets::LedgerView&)> apply);
+    void syncTab(QWidget* tab) const; // the tab takes the current view if it has missed one
+    void syncSpeedPanel();
+    void syncEnginesPanel();
     bool eventFilter(QObject* watched, QEvent* event) override;
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();
@@ -214,11 +220,15 @@ private:
     QTabWidget* m_tabs = nullptr;
     widgets::ProbePanel* m_probePanel = nullptr;
     widgets::SpeedPanel* m_speedPanel = nullptr;
-    bool m_speedStale = true; // the Speed tab has not seen the current view
     widgets::DeploymentPanel* m_deploymentPanel = nullptr;
     widgets::TrafficPanel* m_trafficPanel = nullptr;
     widgets::EnginesPanel* m_enginesPanel = nullptr;
-    bool m_enginesStale = true; // the Engines tab has not seen the current view
+    struct TabFeed {
+        QWidget* tab = nullptr;
+        std::function<void(const widgets::LedgerView&)> apply;
+        bool stale = true; // the tab has not seen the current view
+    };
+    mutable std::vector<TabFeed> m_tabFeeds;
     QLabel* m_summary = nullptr;
     widgets::WarningsBanner* m_banner = nullptr;
     QLabel* m_referenceLabel = nullptr;
