@@ -147,14 +147,18 @@ int main(int argc, char** argv) {
     TimingApplication app(argc, argv);
     int changes = 240;
     QString jsonPath;
+    QString only; // --only KIND: that kind of change alone, to profile one (e.g. "engine")
     const QStringList args = app.arguments();
     for (int i = 1; i < args.size(); ++i) {
         if (args[i] == QLatin1String("--json") && i + 1 < args.size())
             jsonPath = args[++i];
         else if (args[i] == QLatin1String("--changes") && i + 1 < args.size())
             changes = std::max(200, args[++i].toInt());
+        else if (args[i] == QLatin1String("--only") && i + 1 < args.size())
+            only = args[++i];
         else {
-            std::fprintf(stderr, "usage: bench_replot [--changes N (>= 200)] [--json FILE]\n");
+            std::fprintf(stderr, "usage: bench_replot [--changes N (>= 200)] [--json FILE] "
+                                 "[--only KIND]\n");
             return 2;
         }
     }
@@ -194,7 +198,7 @@ int main(int argc, char** argv) {
         const char* kind;
         std::function<void(int)> run;
     };
-    const std::vector<Op> ops = {
+    std::vector<Op> ops = {
         {"slider",
          [&](int i) {
              slider->setValue((slider->value() + (i % 7) + 1) % (slider->maximum() + 1));
@@ -232,6 +236,13 @@ int main(int argc, char** argv) {
              Q_EMIT version->activated(next);
          }},
     };
+    if (!only.isEmpty()) {
+        std::erase_if(ops, [&](const Op& op) { return only != QLatin1String(op.kind); });
+        if (ops.empty()) {
+            std::fprintf(stderr, "bench_replot: no change of kind %s\n", qPrintable(only));
+            return 2;
+        }
+    }
 
     // Each chart's own replot, from QCustomPlot's beforeReplot to its afterReplot.
     struct ChartSpan {
