@@ -3,10 +3,12 @@
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cpu/cpu_ops.h"
 #include "gpu_probe/cpu/cpu_simd.h"
+#include "gpu_probe/cpu/read_stream.h"
 #include "gpu_probe/host_allocations.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -132,6 +134,13 @@ public:
                         std::min(chunk, n - offset));
         });
     }
+    Status readStream(const void* src, std::size_t n) override {
+        auto sum = readStreamPass(src, n, m_threads, m_cancel);
+        if (!sum)
+            return sum.error();
+        m_readSink.store(*sum, std::memory_order_relaxed); // kept: the loads cannot be dropped
+        return {};
+    }
     Status store(const StoreArgs& args) override { return cpuStore(args, m_threads, m_cancel); }
     Status attention(const AttentionArgs& args) override {
         return cpuAttention(args, m_threads, m_cancel);
@@ -156,6 +165,7 @@ public:
 
 private:
     HostAllocations m_allocations;
+    std::atomic<std::uint64_t> m_readSink{0};
 };
 
 } // namespace
