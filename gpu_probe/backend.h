@@ -56,6 +56,14 @@ public:
     virtual Status fill(void* dst, std::uint8_t byte, std::size_t n) = 0;
     // Device-to-device copy: the bandwidth yardstick measured in the same run.
     virtual Status copy(void* dst, const void* src, std::size_t n) = 0;
+    // One pass that reads n bytes at src and writes nothing back (cpu/read_stream.h): decode
+    // attention's yardstick, as decode reads the pool and writes almost nothing. Unsupported
+    // where a backend has none (CUDA, the emulator): the run then leaves its read GB/s at 0.
+    virtual Status readStream(const void* src, std::size_t n) {
+        (void)src;
+        (void)n;
+        return Error{ErrorCode::Unsupported, name() + ": no read stream"};
+    }
     virtual Status store(const StoreArgs& args) = 0;
     virtual Status attention(const AttentionArgs& args) = 0;
     virtual Status synchronize() = 0;

@@ -333,6 +333,8 @@ void printResultText(const ProbeResult& result) {
     if (result.speedMeasured) {
         std::printf("speed (median):\n");
         std::printf("  copy       %.1f GB/s (read + write)\n", result.copyGBs);
+        if (result.readGBs > 0) // 0: this backend has no read stream
+            std::printf("  read       %.1f GB/s (read stream)\n", result.readGBs);
         std::printf("  store      %.3f ms, %.1f GB/s, %.0f%% of copy\n", result.storeMs,
                     result.storeGBs, result.storePctOfCopy);
         std::printf("  attention  %.3f ms/step, %.0f tokens/s, %.1f GB/s, %.0f%% of copy\n",
@@ -424,8 +426,11 @@ void printBenchRow(std::FILE* out, const ProbeResult& row) {
 }
 
 void printBenchText(const ProbeReport& report) {
-    std::printf("kvprobe bench on %s (%s); copy %.1f GB/s (read + write, median)\n",
+    std::printf("kvprobe bench on %s (%s); copy %.1f GB/s (read + write, median)",
                 report.backend.c_str(), report.device.c_str(), report.copyGBs);
+    if (report.readGBs > 0)
+        std::printf(", read stream %.1f GB/s (median)", report.readGBs);
+    std::printf("\n");
     printBenchHeader(stdout);
     for (const auto& row : report.rows)
         printBenchRow(stdout, row);

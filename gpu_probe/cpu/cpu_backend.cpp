@@ -3,17 +3,18 @@
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cpu/cpu_ops.h"
 #include "gpu_probe/cpu/cpu_simd.h"
+#include "gpu_probe/cpu/read_stream.h"
+#include "gpu_probe/host_allocations.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -101,21 +102,15 @@ public:
         // table then costs one TLB entry per 2 MiB instead of a page walk per block, as a GPU's
         // large pages do for its KV pool.
         madvise(memory, rounded, MADV_HUGEPAGE);
-        const std::lock_guard<std::mutex> lock(m_mutex);
-        m_sizes[memory] = rounded;
+        m_allocations.add(memory, rounded);
         return memory;
     }
     void release(void* memory) override {
-        const std::lock_guard<std::mutex> lock(m_mutex);
-        auto it = m_sizes.find(memory);
-        if (it == m_sizes.end())
-            return;
-        munmap(memory, it->second);
-        m_sizes.erase(it);
+        if (const auto bytes = m_allocations.take(memory))
+            munmap(memory, *bytes);
     }
     ~CpuBackend() override {
-        for (auto& [memory, bytes] : m_sizes)
-            munmap(memory, bytes);
+        m_allocations.releaseAll([](void* memory, std::size_t bytes) { munmap(memory, bytes); });
     }
     Status upload(void* dst, const void* src, std::size_t n) override {
         std::memcpy(dst, src, n);
@@ -138,6 +133,13 @@ public:
             std::memcpy(static_cast<char*>(dst) + offset, static_cast<const char*>(src) + offset,
                         std::min(chunk, n - offset));
         });
+    }
+    Status readStream(const void* src, std::size_t n) override {
+        auto sum = readStreamPass(src, n, m_threads, m_cancel);
+        if (!sum)
+            return sum.error();
+        m_readSink.store(*sum, std::memory_order_relaxed); // kept: the loads cannot be dropped
+        return {};
     }
     Status store(const StoreArgs& args) override { return cpuStore(args, m_threads, m_cancel); }
     Status attention(const AttentionArgs& args) override {
@@ -162,8 +164,8 @@ public:
     }
 
 private:
-    std::mutex m_mutex;
-    std::map<void*, std::size_t> m_sizes;
+    HostAllocations m_allocations;
+    std::atomic<std::uint64_t> m_readSink{0};
 };
 
 } // namespace

@@ -146,6 +146,9 @@ struct SimdKernels {
     SimdStoreGroups storeIntGroups = nullptr;   // asymmetric INT4 / INT2 in element groups
     SimdDecodeGroups decodeIntGroups = nullptr; // their rows, and KIVI keys, into a float tile
     SimdStoreKiviKeys storeKiviKeys = nullptr;  // KIVI keys, a run of one token group at a time
+    // The sum of `count` 64-byte blocks (64-byte aligned) as 64-bit lanes: the read stream's pass
+    // (read_stream.h), at the widest loads of this level.
+    std::uint64_t (*sumBlocks)(const void* blocks, std::size_t count) = nullptr;
 };
 
 // Every instruction set this build has kernels for and this CPU runs, best first (at least the

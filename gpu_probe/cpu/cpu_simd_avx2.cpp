@@ -534,6 +534,7 @@ extern const SimdKernels kSimdAvx2 = {"avx2",
                                       storeFp8<kE5M2Code>,
                                       storeIntGroups,
                                       decodeIntGroups,
-                                      storeKiviKeys};
+                                      storeKiviKeys,
+                                      sumReadBlocks};
 
 } // namespace kvl::probe

@@ -680,6 +680,7 @@ extern const SimdKernels kSimdAvx512 = {"avx512",
                                         storeFp8<kE5M2Code>,
                                         storeIntGroups,
                                         decodeIntGroups,
-                                        storeKiviKeys};
+                                        storeKiviKeys,
+                                        sumReadBlocks};
 
 } // namespace kvl::probe

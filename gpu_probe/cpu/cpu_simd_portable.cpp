@@ -174,10 +174,12 @@ namespace {
 extern const SimdKernels kSimdPortable = {.name = "portable",
                                           .width = 8,
                                           .workspaceFloats = portable8::workspaceFloats,
-                                          .attendItem = portable8::attendItem};
+                                          .attendItem = portable8::attendItem,
+                                          .sumBlocks = portable8::sumReadBlocks};
 extern const SimdKernels kSimdPortable1 = {.name = "portable",
                                            .width = 1,
                                            .workspaceFloats = portable1::workspaceFloats,
-                                           .attendItem = portable1::attendItem};
+                                           .attendItem = portable1::attendItem,
+                                           .sumBlocks = portable1::sumReadBlocks};
 
 } // namespace kvl::probe

@@ -5,14 +5,13 @@
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cuda/launchers.h"
 #include "gpu_probe/emu/simt.h"
+#include "gpu_probe/host_allocations.h"
 #include "gpu_probe/ops.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <new>
 
 namespace kvl::probe {
@@ -40,21 +39,15 @@ std::uint64_t mixSeed(std::uint64_t a, std::uint64_t b) {
 class EmulatedCudaBackend final : public Backend {
 public:
     ~EmulatedCudaBackend() override {
-        for (auto& [memory, bytes] : m_sizes) {
+        m_allocations.releaseAll([](void* memory, std::size_t) {
             emu::unregisterAllocation(memory);
             std::free(memory);
-        }
+        });
     }
     std::string name() const override { return "emulated-cuda"; }
     std::string deviceName() const override { return "SIMT emulator (CUDA kernels on the CPU)"; }
     std::int64_t granularity() const override { return kGranularity; }
-    std::int64_t deviceUsedBytes() override {
-        const std::lock_guard<std::mutex> lock(m_mutex);
-        std::int64_t used = 0;
-        for (const auto& [memory, bytes] : m_sizes)
-            used += (std::int64_t(bytes) + kGranularity - 1) / kGranularity * kGranularity;
-        return used;
-    }
+    std::int64_t deviceUsedBytes() override { return m_allocations.roundedBytes(kGranularity); }
     std::string deviceAccountKind() const override {
         return "emulated allocations, 2 MiB pages as cudaMalloc";
     }
@@ -70,18 +63,14 @@ public:
                                                      std::to_string(bytes) + " bytes"};
         // The exact size is registered: the bytes up to the alignment are out of bounds.
         emu::registerAllocation(memory, bytes);
-        const std::lock_guard<std::mutex> lock(m_mutex);
-        m_sizes[memory] = bytes;
+        m_allocations.add(memory, bytes);
         return memory;
     }
     void release(void* memory) override {
-        const std::lock_guard<std::mutex> lock(m_mutex);
-        auto it = m_sizes.find(memory);
-        if (it == m_sizes.end())
+        if (!m_allocations.take(memory))
             return;
         emu::unregisterAllocation(memory);
         std::free(memory);
-        m_sizes.erase(it);
     }
     Status upload(void* dst, const void* src, std::size_t n) override {
         if (Status inside = within(dst, n, "upload"); !inside)
@@ -158,8 +147,7 @@ private:
                                               " bytes outside a device allocation"};
     }
 
-    mutable std::mutex m_mutex;
-    std::map<void*, std::size_t> m_sizes;
+    HostAllocations m_allocations;
     std::uint64_t m_operations = 0;
 };
 

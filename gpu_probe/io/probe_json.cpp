@@ -352,6 +352,7 @@ std::string runJson(const ProbeResult& result) {
     rep.date = utcNow();
     rep.host = hostName();
     rep.copyGBs = result.copyGBs;
+    rep.readGBs = result.readGBs;
     // The document is this one run: its status is the run's at both levels (a failed run once
     // said "status": "ok" at the top and "failed" in its row).
     if (!result.ok()) {

@@ -189,8 +189,9 @@ ProbeReport readReport(const Field& doc, const std::string& source) {
     if (rep.command != "run" && rep.command != "bench")
         command.failOneOf({"run", "bench"});
     readFields(doc, rep, kReportFields);
-    if (std::isnan(rep.copyGBs))
-        rep.copyGBs = 0;
+    for (double* gbs : {&rep.copyGBs, &rep.readGBs})
+        if (std::isnan(*gbs))
+            *gbs = 0;
 
     const Field rows = doc[kResults];
     const std::size_t n = checkedSize(rows);

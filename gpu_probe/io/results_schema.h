@@ -94,8 +94,10 @@ inline const auto kResultFields = std::to_array<Field<R>>({
     {"memory_error_pct", &R::memoryErrorPct, Need::Optional, Group::Always, -1e9, 1e9},
     {"pages_used", &R::pagesUsed, Need::WhenOk, Group::Always, 0, kMaxCount},
     {"pages_saved", &R::pagesSaved, Need::WhenOk, Group::Always, 0, kMaxCount},
-    // Speed (the device copy bandwidth of the same run first).
+    // Speed (the yardsticks of the same run first: the device copy, and the read stream where
+    // the backend has one; absent from files of an older kvprobe, read as 0).
     {"copy_gbs", &R::copyGBs, Need::Optional, Group::Speed},
+    {"read_gbs", &R::readGBs, Need::Optional, Group::Speed},
     {"store_ms", &R::storeMs, Need::Optional, Group::Speed},
     {"store_bytes", &R::storeBytes, Need::Optional, Group::Speed, 0, kMaxBytes},
     {"store_gbs", &R::storeGBs, Need::Optional, Group::Speed},
@@ -145,6 +147,7 @@ inline const auto kReportFields = std::to_array<Field<P>>({
     {"date", &P::date}, // ISO 8601 UTC
     {"host", &P::host},
     {"copy_bandwidth_gbs", &P::copyGBs},
+    {"read_bandwidth_gbs", &P::readGBs}, // 0 (or absent: an older kvprobe) when not measured
     {"status", &P::status},
     {"error", &P::error},
 });

@@ -103,6 +103,9 @@ struct ProbeResult {
     // Speed.
     bool speedMeasured = false;
     double copyGBs = 0; // device copy, read + write bytes, same run
+    // A read stream over the pool, same run (cpu/read_stream.h): decode's yardstick. 0 when not
+    // measured: a backend without one (CUDA, the emulator), a file from an older kvprobe.
+    double readGBs = 0;
     double storeMs = 0, storeGBs = 0, storePctOfCopy = 0;
     std::int64_t storeBytes = 0;
     double attentionMs = 0, tokensPerS = 0, attentionGBs = 0, attentionPctOfCopy = 0;
@@ -131,6 +134,7 @@ struct ProbeReport {
     std::string date; // ISO 8601 UTC, "2026-11-29T10:21:22Z"
     std::string host;
     double copyGBs = 0;
+    double readGBs = 0; // the median of the rows' read streams; 0 when none was measured
     // The sweep as a whole (rows carry their own status): Failed when it could not run at all
     // (unknown backend, no device), Cancelled when it stopped early (rows may still hold data).
     ProbeStatus status = ProbeStatus::Ok;
@@ -205,7 +209,8 @@ struct SweepPlan {
 // kvprobe bench's axes. GPU: the target sizes (batch 8 and 32, 8K-32K, 8 formats); CPU: sizes
 // that finish in about a minute on two cores while the pools still exceed a last-level cache.
 SweepPlan benchSweepPlan(const std::string& backend, bool quick, std::uint64_t seed);
-// The report's command is "bench"; copyGBs is the median of the rows' copy measurements.
+// The report's command is "bench"; copyGBs and readGBs are the medians of the rows' copy and
+// read stream measurements.
 // `onRow` sees each row as soon as it is measured (kvprobe bench --jsonl writes it out, so a
 // run cut short by a timeout keeps the rows it finished).
 using RowFn = std::function<void(const ProbeResult& row, std::size_t index, std::size_t total)>;

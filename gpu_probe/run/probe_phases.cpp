@@ -1,6 +1,7 @@
 // The phases of one probe run (probe_run.h), in the order runProbe calls them.
 #include "gpu_probe/run/probe_run.h"
 
+#include "gpu_probe/cpu/read_stream.h"
 #include "gpu_probe/io/npy.h"
 #include "gpu_probe/ops.h"
 #include "gpu_probe/reference.h"
@@ -584,6 +585,15 @@ Status timeStoreRun(ProbeRun& run) {
             return copyMs.error();
         run.copyMs = *copyMs;
     }
+    // Decode's own yardstick where the backend has one (the CPU): a read-only pass over the
+    // pool itself, the bytes decode reads, as they lie in memory.
+    run.report(24, "timing a read stream over the pool");
+    auto readGBs = readStreamGBs(backend, run.device.pool.get(), std::size_t(run.poolBytes()),
+                                 run.plan.warmup, run.plan.repeats);
+    if (readGBs)
+        run.readGBs = *readGBs;
+    else if (readGBs.error().code != ErrorCode::Unsupported)
+        return readGBs.error();
     run.report(28, "timing the store");
     auto storeMs = backend.time([&] { return storeOnce(run); }, run.plan.warmup, run.plan.repeats);
     if (!storeMs)

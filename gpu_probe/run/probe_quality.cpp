@@ -177,6 +177,7 @@ Status accountRun(ProbeRun& run) {
         (run.layout.keyBytesPerToken + run.layout.valueBytesPerToken);
     const std::int64_t uniqueTokens = run.stream.uniqueTokens;
     result.copyGBs = 2.0 * double(result.poolBytes) / (run.copyMs * 1e6); // read + write
+    result.readGBs = run.readGBs;
     result.storeMs = run.storeMs;
     // The store reads K and V input rows and writes their pages.
     result.storeBytes = uniqueTokens * rowBytes * 2 + uniqueTokens * bytesPerToken;

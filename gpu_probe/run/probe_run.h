@@ -88,6 +88,7 @@ struct ProbeRun {
     std::vector<std::uint8_t> hostPool; // check mode: the pool after the store
     std::vector<float> attentionOutput; // [batch, q_heads, head_dim]
     double copyMs = 0, storeMs = 0, attentionMs = 0;
+    double readGBs = 0; // the read stream over the pool; 0 where the backend has none
 
     void report(double percent, const std::string& stage) const;
     bool cancelled() const;

@@ -101,7 +101,7 @@ ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress,
     }
     const std::size_t total = formats->size() * plan.contexts.size() * plan.batches.size();
     std::size_t done = 0;
-    std::vector<double> copies;
+    std::vector<double> copies, reads;
     for (const ProbeFormat& format : *formats) {
         bool firstOfFormat = true;
         for (std::int64_t context : plan.contexts)
@@ -138,12 +138,15 @@ ProbeReport runSweep(const SweepPlan& plan, const ProgressFn& progress,
                 firstOfFormat = false;
                 if (result.ok() && result.copyGBs > 0)
                     copies.push_back(result.copyGBs);
+                if (result.ok() && result.readGBs > 0)
+                    reads.push_back(result.readGBs);
                 if (onRow)
                     onRow(result, done - 1, total);
                 report.rows.push_back(std::move(result));
             }
     }
     report.copyGBs = median(std::move(copies));
+    report.readGBs = median(std::move(reads));
     if (progress)
         progress(100, "done");
     return report;

@@ -22,130 +22,63 @@
 #include "core/units.h"
 #include "gpu_probe/backend.h"
 #include "gpu_probe/cpu/cpu_simd.h"
+#include "gpu_probe/cpu/read_stream.h"
 #include "gpu_probe/ops.h"
 #include "gpu_probe/run/probe.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace kvl;
 
 namespace {
 
-// 64 bytes of a read stream as eight 64-bit lanes (GCC's vector extension: one AVX-512 add, two
-// AVX2 or four SSE2 ones).
-typedef std::uint64_t Lanes __attribute__((vector_size(64)));
+// A buffer of `bytes` from the CPU backend's own allocator (page-aligned, as the KV pool), filled
+// so every page is mapped (an untouched anonymous page reads as the shared zero page, from the
+// cache), for the probe's read stream (gpu_probe/cpu/read_stream.h) over the same threads.
+struct ReadBuffer {
+    std::unique_ptr<probe::Backend> backend;
+    probe::DeviceBuffer buffer;
+    std::string error;
 
-// The sum of `count` 64-byte blocks, four independent accumulators so the adds never limit it,
-// compiled for AVX-512, AVX2 and baseline x86-64 and chosen at load time (GCC's target_clones),
-// as the kernels are. A scalar 8-byte-load loop read 30-40% less than this on an Intel Xeon VM
-// (two threads, 256 MiB and 1 GiB: 13-18 vs 19-27 GB/s), so it would have flattered every decode
-// ratio.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KVL_READ_STREAM_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
-#else
-#define KVL_READ_STREAM_CLONES
-#endif
-KVL_READ_STREAM_CLONES std::uint64_t sumBlocks(const Lanes* blocks, std::size_t count) {
-    Lanes s[4] = {};
-    std::size_t i = 0;
-    for (; i + 4 <= count; i += 4)
-        for (int k = 0; k < 4; ++k)
-            s[k] += blocks[i + std::size_t(k)];
-    for (; i < count; ++i)
-        s[0] += blocks[i];
-    const Lanes all = s[0] + s[1] + s[2] + s[3];
-    std::uint64_t total = 0;
-    for (int k = 0; k < 8; ++k)
-        total += all[k];
-    return total;
-}
-
-// A multi-threaded vector sum over a buffer of `bytes` (a read stream, as decode does): each
-// thread a run of whole 64-byte blocks. The buffer comes from the CPU backend's own allocator
-// (page-aligned), so the yardstick reads memory mapped exactly as the KV pool is.
-class ReadStream {
-public:
-    ReadStream(std::size_t bytes, int threads) : m_threads(threads) {
-        auto backend = probe::makeBackend("cpu");
-        if (!backend) {
-            m_error = backend.error().message;
+    ReadBuffer(std::size_t bytes, int threads) {
+        auto cpu = probe::makeBackend("cpu");
+        if (!cpu) {
+            error = cpu.error().message;
             return;
         }
-        m_backend = std::move(*backend);
-        m_blocks = std::max<std::size_t>(1, (bytes + 63) / 64);
-        auto memory = m_backend->allocate(m_blocks * 64);
-        if (!memory) {
-            m_error = memory.error().message;
-            return;
-        }
-        m_buf = static_cast<Lanes*>(*memory);
-        auto* words = reinterpret_cast<std::uint64_t*>(m_buf);
-        std::iota(words, words + m_blocks * 8, std::uint64_t{1});
-        pass(); // the first pass warms the pages
+        backend = std::move(*cpu);
+        backend->setThreads(threads);
+        if (Status allocated = buffer.allocate(*backend, bytes); !allocated)
+            error = allocated.error().message;
+        else if (Status filled = backend->fill(buffer.get(), 0x5a, bytes); !filled)
+            error = filled.error().message;
     }
-    ReadStream(const ReadStream&) = delete;
-    ReadStream& operator=(const ReadStream&) = delete;
-    ~ReadStream() {
-        if (m_buf)
-            m_backend->release(m_buf);
+    bool ok() const { return error.empty(); }
+    double bytes() const { return double(buffer.bytes()); }
+    // One pass over the buffer, in ms.
+    Result<double> passMs() {
+        return backend->time([&] { return backend->readStream(buffer.get(), buffer.bytes()); }, 0,
+                             1);
     }
-    bool ok() const { return m_buf != nullptr; }
-    const std::string& error() const { return m_error; }
-    double bytes() const { return double(m_blocks * 64); }
-
-    // One pass over the buffer, in seconds.
-    double pass() {
-        std::vector<std::uint64_t> partial(static_cast<std::size_t>(m_threads), 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        std::vector<std::thread> pool;
-        const std::size_t per = (m_blocks + std::size_t(m_threads) - 1) / std::size_t(m_threads);
-        for (int t = 0; t < m_threads; ++t)
-            pool.emplace_back([&, t] {
-                const std::size_t lo = std::min(m_blocks, per * static_cast<std::size_t>(t));
-                const std::size_t hi = std::min(m_blocks, lo + per);
-                partial[static_cast<std::size_t>(t)] = sumBlocks(m_buf + lo, hi - lo);
-            });
-        for (auto& th : pool)
-            th.join();
-        const auto t1 = std::chrono::steady_clock::now();
-        m_sink = m_sink + std::accumulate(partial.begin(), partial.end(), std::uint64_t{0});
-        return std::chrono::duration<double>(t1 - t0).count();
-    }
-
-    // The median GB/s of `repeats` passes.
-    double medianGBs(int repeats) {
-        std::vector<double> secs;
-        for (int r = 0; r < repeats; ++r)
-            secs.push_back(pass());
-        std::sort(secs.begin(), secs.end());
-        return bytes() / secs[secs.size() / 2] / 1e9;
-    }
-
-private:
-    int m_threads;
-    std::unique_ptr<probe::Backend> m_backend;
-    std::size_t m_blocks = 0;
-    Lanes* m_buf = nullptr;
-    std::string m_error;
-    volatile std::uint64_t m_sink = 0;
 };
 
+// The median GB/s of `repeats` read passes over a buffer of `bytes`, after one warm pass.
 double readStreamGBs(std::size_t bytes, int threads, int repeats) {
-    ReadStream stream(bytes, threads);
-    if (!stream.ok()) {
-        std::fprintf(stderr, "bench_probe: read stream: %s\n", stream.error().c_str());
+    ReadBuffer stream(bytes, threads);
+    auto gbs = stream.ok()
+                   ? probe::readStreamGBs(*stream.backend, stream.buffer.get(), bytes, 1, repeats)
+                   : Result<double>(Error{ErrorCode::Internal, stream.error});
+    if (!gbs) {
+        std::fprintf(stderr, "bench_probe: read stream: %s\n", gbs.error().message.c_str());
         return 0.0;
     }
-    return stream.medianGBs(repeats);
+    return *gbs;
 }
 
 probe::ProbePlan plan(const std::string& format, int block, int batch, std::int64_t context,
@@ -358,14 +291,14 @@ int main(int argc, char** argv) {
                                         {"int8", contiguousBlock}})
         turnPlans.push_back(plan(format, block, batch, context, repeats));
     // and a pass of the read stream before them in each round, over a buffer of its own
-    ReadStream stream(static_cast<std::size_t>(fp16.attentionBytes), threads);
+    ReadBuffer stream(static_cast<std::size_t>(fp16.attentionBytes), threads);
     if (!stream.ok()) {
-        std::fprintf(stderr, "bench_probe: read stream: %s\n", stream.error().c_str());
+        std::fprintf(stderr, "bench_probe: read stream: %s\n", stream.error.c_str());
         return 1;
     }
     const CpuTimes turnsStart = cpuTimes();
     auto turns = probe::timeDecodeInTurn(turnPlans, turnRounds, nullptr,
-                                         [&]() -> Result<double> { return stream.pass() * 1e3; });
+                                         [&]() -> Result<double> { return stream.passMs(); });
     const double turnsSteal = stealPercent(turnsStart, cpuTimes());
     if (!turns) {
         std::fprintf(stderr, "bench_probe: decode steps in turn: %s\n",

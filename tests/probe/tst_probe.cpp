@@ -4,6 +4,7 @@
 #include "core/ledger.h"
 #include "gpu_probe/cpu/cpu_ops.h"
 #include "gpu_probe/cpu/cpu_simd.h"
+#include "gpu_probe/cpu/read_stream.h"
 #include "gpu_probe/io/npy.h"
 #include "gpu_probe/io/probe_json.h"
 #include "gpu_probe/kv_quant.h"
@@ -430,6 +431,94 @@ private slots:
         QCOMPARE(seen.back(), 100.0);
         QVERIFY(r.speedMeasured && r.copyGBs > 0 && r.attentionMs > 0 && r.storeGBs > 0);
         QVERIFY(r.attentionPctOfCopy > 0);
+    }
+    // The read stream (cpu/read_stream.h) is decode's yardstick in every CPU run: measured over
+    // the pool beside the copy, a positive, finite rate that the run's JSON carries. (A rate, not
+    // a ratio to anything: timings on a shared machine prove nothing.)
+    void cpuRunMeasuresTheReadStream() {
+        ProbePlan p = quickPlan("int8");
+        p.measureSpeed = true;
+        p.repeats = 1;
+        const ProbeResult r = runProbe(p);
+        QVERIFY2(r.ok(), r.error.message.c_str());
+        QVERIFY(r.speedMeasured);
+        QVERIFY2(r.readGBs > 0 && std::isfinite(r.readGBs), qPrintable(QString::number(r.readGBs)));
+        QVERIFY(r.copyGBs > 0 && std::isfinite(r.copyGBs));
+        const nlohmann::json j = io::parseJson(runJson(r), "run.json").value();
+        QCOMPARE(j.at("results").at(0).at("read_gbs").get<double>(), r.readGBs);
+        QCOMPARE(j.at("read_bandwidth_gbs").get<double>(), r.readGBs);
+    }
+    // One pass reads every byte once: the sum of the 64-bit words of the 64-byte blocks, plus the
+    // bytes before the first block boundary and after the last one, whatever the alignment, the
+    // length (across 1 MiB chunks) and the thread count, at every vector level this CPU runs. A
+    // block skipped or read twice changes the sum (the words are distinct).
+    void readStreamReadsEveryByteOnce_data() {
+        QTest::addColumn<int>("offset"); // from a 64-byte boundary
+        QTest::addColumn<qint64>("bytes");
+        QTest::addColumn<int>("threads");
+        QTest::addRow("empty") << 0 << qint64(0) << 2;
+        QTest::addRow("fewer bytes than the first boundary") << 5 << qint64(40) << 2;
+        QTest::addRow("one block") << 0 << qint64(64) << 1;
+        QTest::addRow("unaligned head and tail") << 7 << qint64(64 * 9 + 13) << 2;
+        QTest::addRow("3 MiB + 5 blocks, aligned, 2 threads") << 0 << qint64((3 << 20) + 320) << 2;
+        QTest::addRow("1 MiB + 100, offset 63, 3 threads") << 63 << qint64((1 << 20) + 100) << 3;
+    }
+    void readStreamReadsEveryByteOnce() {
+        QFETCH(int, offset);
+        QFETCH(qint64, bytes);
+        QFETCH(int, threads);
+        std::vector<std::uint64_t> words(std::size_t(bytes + offset) / 8 + 16);
+        for (std::size_t i = 0; i < words.size(); ++i)
+            words[i] = 0x9e3779b97f4a7c15ull * (i + 1); // distinct, all bits in play
+        // 64-byte aligned start, then the row's offset.
+        auto* base = reinterpret_cast<unsigned char*>(words.data());
+        base += (64 - reinterpret_cast<std::uintptr_t>(base) % 64) % 64;
+        if (std::size_t(base - reinterpret_cast<unsigned char*>(words.data())) +
+                std::size_t(offset) + std::size_t(bytes) >
+            words.size() * 8)
+            QFAIL("test buffer too small");
+        const unsigned char* data = base + offset;
+        const std::size_t n = std::size_t(bytes);
+        const std::size_t head = std::min<std::size_t>(n, (64 - std::size_t(offset) % 64) % 64);
+        const std::size_t blocks = (n - head) / 64;
+        std::uint64_t expected = 0;
+        for (std::size_t i = 0; i < head; ++i)
+            expected += data[i];
+        for (std::size_t w = 0; w < blocks * 8; ++w) {
+            std::uint64_t word;
+            std::memcpy(&word, data + head + w * 8, 8);
+            expected += word;
+        }
+        for (std::size_t i = head + blocks * 64; i < n; ++i)
+            expected += data[i];
+        for (int level = 0; level < simdLevelCount(); ++level) {
+            QVERIFY(testing::setSimdOverride(simdLevel(level).name));
+            const auto sum = readStreamPass(data, n, threads);
+            QVERIFY2(sum, sum ? "" : sum.error().message.c_str());
+            QCOMPARE(*sum, expected);
+        }
+        QVERIFY(testing::setSimdOverride(""));
+    }
+    // The backends without a read stream say so (the run then leaves read_gbs at 0).
+    void readStreamIsTheCpusOnly_data() {
+        QTest::addColumn<QString>("backend");
+        QTest::addColumn<bool>("supported");
+        QTest::addRow("cpu") << "cpu" << true;
+        QTest::addRow("emulated-cuda") << "emulated-cuda" << false;
+    }
+    void readStreamIsTheCpusOnly() {
+        QFETCH(QString, backend);
+        QFETCH(bool, supported);
+        auto b = makeBackend(backend.toStdString());
+        if (!b)
+            QSKIP(qPrintable(QString::fromStdString(b.error().message)));
+        DeviceBuffer buffer;
+        QVERIFY(buffer.allocate(**b, 4096));
+        QVERIFY((*b)->fill(buffer.get(), 1, 4096));
+        const Status pass = (*b)->readStream(buffer.get(), 4096);
+        QCOMPARE(bool(pass), supported);
+        if (!supported)
+            QCOMPARE(pass.error().code, ErrorCode::Unsupported);
     }
     // The CUDA backend's launches per event pair: a span of at least 1 ms, at most 64 launches.
     void launchesPerTimingSpansAMillisecond_data() {
@@ -1072,6 +1161,7 @@ private slots:
             [](const std::string& n) { return n.find("block size raised from 48 to 64") == 0; }));
         QCOMPARE(rep.okRows(), 2);
         QVERIFY(rep.copyGBs > 0);
+        QVERIFY(rep.readGBs > 0 && std::isfinite(rep.readGBs)); // the rows' median
         QCOMPARE(seen.back(), 100.0);
         // kvprobe bench's CPU plan asks for vLLM's 16: KIVI rows run at 32, as before.
         const SweepPlan bench = benchSweepPlan("cpu", true, 1);

@@ -104,6 +104,7 @@ void compareRows(const ProbeResult& a, const ProbeResult& b) {
     QCOMPARE(b.pagesSaved, a.pagesSaved);
     QCOMPARE(b.speedMeasured, a.speedMeasured);
     QCOMPARE(b.copyGBs, a.copyGBs);
+    QCOMPARE(b.readGBs, a.readGBs);
     QCOMPARE(b.storeMs, a.storeMs);
     QCOMPARE(b.storeBytes, a.storeBytes);
     QCOMPARE(b.storeGBs, a.storeGBs);
@@ -244,6 +245,8 @@ private slots:
     void writerDoubles_data();
     void writerDoubles();
     void benchRoundTrip();
+    void readStreamRoundTrip_data();
+    void readStreamRoundTrip();
     void realRunRoundTrip();
     void runStatusAtEveryLevel_data();
     void runStatusAtEveryLevel();
@@ -475,6 +478,44 @@ void TestResultsIo::benchRoundTrip() {
         compareRows(r.rows[i], r2.rows[i]);
 }
 
+// The read stream (read_gbs in a row, read_bandwidth_gbs in the envelope) reads back as written;
+// 0 is "not measured" (CUDA, the emulator); a file from a kvprobe before it, without the keys,
+// still loads, its read stream 0 and its copy intact.
+void TestResultsIo::readStreamRoundTrip_data() {
+    QTest::addColumn<double>("readGBs");
+    QTest::addColumn<bool>("olderFile"); // the keys removed, as an older kvprobe wrote it
+    QTest::addColumn<double>("expected");
+    QTest::addRow("CPU run: measured") << 23.75 << false << 23.75;
+    QTest::addRow("CUDA or emulator: not measured") << 0.0 << false << 0.0;
+    QTest::addRow("older kvprobe: no keys, read as 0") << 23.75 << true << 0.0;
+}
+
+void TestResultsIo::readStreamRoundTrip() {
+    QFETCH(double, readGBs);
+    QFETCH(bool, olderFile);
+    QFETCH(double, expected);
+    ProbeResult row = sampleRow("int8", "INT8", 8, 4096, true, false);
+    row.backend = "cpu";
+    row.device = "AMD EPYC (2 threads)";
+    row.copyGBs = 29.5;
+    row.readGBs = readGBs;
+    nlohmann::json j = io::parseJson(runJson(row), "run.json").value();
+    QCOMPARE(j.at("read_bandwidth_gbs").get<double>(), readGBs);
+    QCOMPARE(j.at("results").at(0).at("read_gbs").get<double>(), readGBs);
+    if (olderFile) {
+        j.erase("read_bandwidth_gbs");
+        j.at("results").at(0).erase("read_gbs");
+    }
+    const auto back = parseProbeReport(j.dump(2), "run.json");
+    QVERIFY2(back, back ? "" : back.error().message.c_str());
+    QCOMPARE(back->readGBs, expected);
+    QCOMPARE(back->rows.size(), std::size_t(1));
+    QCOMPARE(back->rows[0].readGBs, expected);
+    QVERIFY(back->rows[0].speedMeasured);
+    QCOMPARE(back->rows[0].copyGBs, 29.5);
+    QCOMPARE(back->copyGBs, 29.5);
+}
+
 void TestResultsIo::realRunRoundTrip() {
     ProbePlan p;
     p.model = defaultModel();
@@ -634,6 +675,12 @@ void TestResultsIo::corpusLoads() {
     const nlohmann::json& first = doc.at("results").at(0);
     QCOMPARE(rep.rows[0].poolBytes, first.at("pool_bytes").get<std::int64_t>());
     QCOMPARE(rep.rows[0].relL2, first.at("rel_l2_error").get<double>());
+    // The corpus predates the read stream: not measured, the copy as written.
+    QVERIFY(!first.contains("read_gbs") && !doc.contains("read_bandwidth_gbs"));
+    QCOMPARE(rep.readGBs, 0.0);
+    for (const ProbeResult& row : rep.rows)
+        QCOMPARE(row.readGBs, 0.0);
+    QCOMPARE(rep.rows[0].copyGBs, first.at("copy_gbs").get<double>());
     // The info file is recognised and refused.
     auto info = loadProbeReport(kCorpus + "info.json");
     QVERIFY(!info);

@@ -983,31 +983,45 @@ void TestProbePanel::predictedSpeedBesideMeasured_data() {
     QTest::addColumn<QString>("device");
     QTest::addColumn<QString>("format");
     QTest::addColumn<double>("copyGBs");
+    QTest::addColumn<double>("readGBs");     // the read stream; 0: not measured
     QTest::addColumn<double>("predictedMs"); // 0: no prediction
+    QTest::addColumn<QString>("basis");      // what the tooltip names as the bandwidth's source
     // 1 GiB of KV read in 0.4 ms. H200: 4,800 GB/s datasheet x eta 0.8 = 3,840 GB/s ->
     // 1,073,741,824 B / 3.84e12 B/s = 0.279620 ms; FP8 has no measured efficiency: the same.
     QTest::addRow("CUDA H200, FP16: datasheet x eta_mem")
         << "cuda"
         << "NVIDIA H200"
-        << "fp16" << 0.0 << 1073741824.0 / 3.84e12 * 1e3;
+        << "fp16" << 0.0 << 0.0 << 1073741824.0 / 3.84e12 * 1e3 << "datasheet 4,800 GB/s";
     QTest::addRow("CUDA H200, FP8: the same bytes, the same time")
         << "cuda"
         << "NVIDIA H200"
-        << "fp8" << 0.0 << 1073741824.0 / 3.84e12 * 1e3;
+        << "fp8" << 0.0 << 0.0 << 1073741824.0 / 3.84e12 * 1e3 << "datasheet 4,800 GB/s";
     // H100 SXM: 3,350 GB/s x 0.8 = 2,680 GB/s.
-    QTest::addRow("CUDA H100 SXM") << "cuda"
-                                   << "NVIDIA H100 80GB HBM3"
-                                   << "int8" << 0.0 << 1073741824.0 / 2.68e12 * 1e3;
-    // The CPU: the copy measured in the same run, at efficiency 1 (already an achieved rate).
-    QTest::addRow("CPU: the run's copy") << "cpu"
-                                         << "Intel Xeon (2 threads)"
-                                         << "fp16" << 2.5 << 1073741824.0 / 2.5e9 * 1e3;
-    QTest::addRow("CUDA device not in the catalog") << "cuda"
-                                                    << "NVIDIA Quadro 9000"
-                                                    << "fp16" << 0.0 << 0.0;
-    QTest::addRow("emulator: no speed") << "emulated-cuda"
-                                        << "emulated"
-                                        << "fp16" << 1.0 << 0.0;
+    QTest::addRow("CUDA H100 SXM")
+        << "cuda"
+        << "NVIDIA H100 80GB HBM3"
+        << "int8" << 0.0 << 0.0 << 1073741824.0 / 2.68e12 * 1e3 << "datasheet 3,350 GB/s";
+    // The CPU: the read stream measured in the same run (decode reads, writes almost nothing),
+    // at efficiency 1 (already an achieved rate), not the copy beside it.
+    QTest::addRow("CPU: the run's read stream")
+        << "cpu"
+        << "Intel Xeon (2 threads)"
+        << "fp16" << 2.5 << 4.0 << 1073741824.0 / 4.0e9 * 1e3
+        << "read stream measured in the same run, 4.00 GB/s";
+    // A file from a kvprobe before the read stream: the copy, and the tooltip says why.
+    QTest::addRow("CPU, older file: the run's copy")
+        << "cpu"
+        << "Intel Xeon (2 threads)"
+        << "fp16" << 2.5 << 0.0 << 1073741824.0 / 2.5e9 * 1e3
+        << "copy measured in the same run, 2.50 GB/s (read + write; no read stream measured";
+    QTest::addRow("CUDA device not in the catalog")
+        << "cuda"
+        << "NVIDIA Quadro 9000"
+        << "fp16" << 0.0 << 0.0 << 0.0 << "matches no GPU of the catalog";
+    QTest::addRow("emulator: no speed")
+        << "emulated-cuda"
+        << "emulated"
+        << "fp16" << 1.0 << 0.0 << 0.0 << "proves indexing, not speed";
 }
 
 void TestProbePanel::predictedSpeedBesideMeasured() {
@@ -1015,14 +1029,20 @@ void TestProbePanel::predictedSpeedBesideMeasured() {
     QFETCH(QString, device);
     QFETCH(QString, format);
     QFETCH(double, copyGBs);
+    QFETCH(double, readGBs);
     QFETCH(double, predictedMs);
+    QFETCH(QString, basis);
     const double measuredMs = 0.4;
-    panel()->showReport(
-        reportOf({speedRow(backend.toStdString(), device.toStdString(), format.toStdString(), 8192,
-                           std::int64_t(1) << 30, measuredMs, copyGBs)}),
-        QStringLiteral("test"));
+    probe::ProbeResult row =
+        speedRow(backend.toStdString(), device.toStdString(), format.toStdString(), 8192,
+                 std::int64_t(1) << 30, measuredMs, copyGBs);
+    row.readGBs = readGBs;
+    panel()->showReport(reportOf({row}), QStringLiteral("test"));
     ProbeResultsModel* m = panel()->model();
     QCOMPARE(m->rowCount(), 1);
+    const QString tip =
+        m->index(0, ProbeResultsModel::PredictedMsColumn).data(Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(basis), qPrintable(tip));
     const QVariant predicted =
         m->index(0, ProbeResultsModel::PredictedMsColumn).data(ProbeResultsModel::ExactValueRole);
     const QVariant ratio =
@@ -1056,11 +1076,17 @@ void TestProbePanel::predictedSpeedBesideMeasured() {
     QVERIFY(std::abs(csvCell("measured_over_predicted").toDouble() - measuredMs / predictedMs) <
             1e-6);
     // The same figure the speed model gives a replica's KV term (one source of truth).
+    const double cpuGBs = readGBs > 0 ? readGBs : copyGBs;
     const auto est = core::kvReadEstimate(double(std::int64_t(1) << 30),
-                                          backend == QLatin1String("cpu")          ? copyGBs
+                                          backend == QLatin1String("cpu")          ? cpuGBs
                                           : device.contains(QLatin1String("H200")) ? 4800.0
                                                                                    : 3350.0,
                                           backend == QLatin1String("cpu") ? 1.0 : 0.8);
+    // The attention cells' tooltip names the read stream beside the copy when it was measured.
+    const QString attentionTip =
+        m->index(0, ProbeResultsModel::AttentionMsColumn).data(Qt::ToolTipRole).toString();
+    QCOMPARE(attentionTip.contains(QStringLiteral("read stream over the pool in the same run")),
+             readGBs > 0);
     QCOMPARE(predicted.toDouble(), est.ms);
 }
 

@@ -44,8 +44,9 @@ SpeedCalibration defaultCalibration();
 // What core's speed model predicts for one measured decode-attention step (a probe row), on the
 // backend that ran it: the row's KV bytes read at that backend's bandwidth figure
 // (core::kvReadEstimate). CUDA: the datasheet bandwidth of the catalog GPU the device matches,
-// at the KV efficiency `assumptions` give that GPU and format. CPU: the copy measured in the same
-// run (read + write bytes over time), an achieved rate already, so at efficiency 1. The emulator
+// at the KV efficiency `assumptions` give that GPU and format. CPU: the read stream measured in
+// the same run (decode reads and writes almost nothing), or in a file without one the copy (read
+// + write bytes over time); an achieved rate already, so at efficiency 1. The emulator
 // proves indexing, not speed: no prediction. Pass the defaults, not a calibration taken from the
 // same rows, or the prediction agrees with them by construction.
 struct PredictedAttention {

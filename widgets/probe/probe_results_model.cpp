@@ -199,13 +199,19 @@ QString ProbeResultsModel::tooltip(const probe::ProbeResult& r, int column) cons
     case TokensPerSColumn:
     case AttentionGBsColumn:
     case PctOfCopyColumn:
-        if (r.speedMeasured)
+        if (r.speedMeasured) {
             lines << tr("one decode step of %1 requests: %2 ms; %3 unique pool bytes read; copy "
                         "in the same run %4 GB/s (read + write)")
                          .arg(r.batch)
                          .arg(r.attentionMs, 0, 'f', 3)
                          .arg(thousandsQ(r.attentionBytes))
                          .arg(r.copyGBs, 0, 'f', 1);
+            if (r.readGBs > 0)
+                lines << tr("read stream over the pool in the same run %1 GB/s: decode at %2% of "
+                            "it")
+                             .arg(r.readGBs, 0, 'f', 1)
+                             .arg(100.0 * r.attentionGBs / r.readGBs, 0, 'f', 0);
+        }
         break;
     case PredictedMsColumn:
     case RatioColumn: {
@@ -293,8 +299,8 @@ QVariant ProbeResultsModel::headerData(int section, Qt::Orientation orientation,
         QT_TR_NOOP("Store (quantize into pages) bandwidth"),
         QT_TR_NOOP("Paged decode attention time for one step of the whole batch (median)"),
         QT_TR_NOOP("core's speed model for the same step on the backend that ran: the bytes "
-                   "read at the GPU's datasheet bandwidth x eta_kv, or at the CPU's copy "
-                   "measured in the same run"),
+                   "read at the GPU's datasheet bandwidth x eta_kv, or at the CPU's read stream "
+                   "measured in the same run (its copy, in files from an older kvprobe)"),
         QT_TR_NOOP("Measured step time / predicted: above 1 is slower than predicted"),
         QT_TR_NOOP("Decode tokens per second for this layer (batch / step time)"),
         QT_TR_NOOP("Unique pool bytes read per step / step time"),
