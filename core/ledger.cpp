@@ -776,25 +776,10 @@ PointResult computePoint(const Scenario& s, std::int64_t context) {
     return r;
 }
 
-LedgerResult computeLedger(const Scenario& s) {
-    LedgerResult r;
-    if (auto e = s.validate()) {
-        r.error = *e;
-        return r;
-    }
-    const Plan p = buildPlan(s);
-    const StagePlan& st = limitingStage(p);
-    r.kv = effectiveKv(s);
-    r.contextTokens = s.workload.context;
-    r.maxModelLen = p.maxModelLen;
-    r.blockSize = p.blockSize;
-    r.pipelineStages = p.pp;
-    r.limitingStage = p.limiting;
-    r.inFlightTokens = p.admission.inFlightTokens;
-    r.hybridKvCacheManagerDisabled = p.groups.hybridDisabled;
-    r.notes = p.blockNotes;
-    for (const auto& n : p.groups.notes)
-        r.notes.push_back(n);
+namespace {
+
+// The model's layers by the kind the KV cache holds for them.
+void countLayerMix(const Scenario& s, LedgerResult& r) {
     for (const auto& layer : s.model.layers) {
         switch (heldLayer(layer).kind) {
         case LayerKind::Full:
@@ -817,6 +802,71 @@ LedgerResult computeLedger(const Scenario& s) {
             break;
         }
     }
+}
+
+// Whether vLLM refuses to start with this pool, and why: the KV cache groups, no memory
+// left, not enough for one request at max_model_len, the Mamba blocks, the cache dtype.
+void checkRefusal(const Scenario& s, const Plan& p, const StagePlan& st, LedgerResult& r) {
+    if (!p.groupError.empty()) {
+        r.refused = true;
+        r.error = p.groupError;
+    } else if (!s.hardware.kvMemoryBytes && st.availableKvBytes == 0) {
+        r.refused = true;
+        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) + " per GPU) plus reserves " +
+                  "exceed the " + formatBytes(r.requestedBytes) + " requested on " +
+                  s.hardware.gpu.name + ": no memory is left for the KV cache";
+    } else if (p.blockSize > 0) {
+        const Refusal refusal = checkEnoughMemory(p, true);
+        r.refused = refusal.refused;
+        r.estimatedMaxModelLen = refusal.estimatedMaxModelLen;
+        r.error = refusal.message;
+    }
+    // compilation.py's check (vLLM PR #38270): one Mamba block per decode sequence.
+    if (!r.refused && p.blockSize > 0 && s.model.countLayers(LayerKind::State) > 0 &&
+        p.rules.mambaSeqsRefused) {
+        const std::int64_t seqs = effectiveMaxNumSeqs(s);
+        if (seqs > r.numGpuBlocks) {
+            r.refused = true;
+            r.error = "vLLM refuses to start: max_num_seqs (" + std::to_string(seqs) +
+                      ") exceeds available Mamba cache blocks (" + std::to_string(r.numGpuBlocks) +
+                      "). Each decode sequence requires one Mamba cache block, so CUDA graph "
+                      "capture cannot proceed. Please lower max_num_seqs to at most " +
+                      std::to_string(r.numGpuBlocks) + " or increase gpu_memory_utilization.";
+            r.warnings.push_back("clamp: --max-num-seqs " + std::to_string(r.numGpuBlocks) +
+                                 " starts it (the pool's blocks; vLLM #49064)");
+        }
+    }
+    if (!r.refused)
+        if (const auto dtype = vllmCacheDtype(s))
+            if (auto why =
+                    vllmCacheDtypeRefusal(p.rules, *dtype, s.hardware.gpu.computeCapability)) {
+                r.refused = true;
+                r.error = *why;
+            }
+}
+
+} // namespace
+
+LedgerResult computeLedger(const Scenario& s) {
+    LedgerResult r;
+    if (auto e = s.validate()) {
+        r.error = *e;
+        return r;
+    }
+    const Plan p = buildPlan(s);
+    const StagePlan& st = limitingStage(p);
+    r.kv = effectiveKv(s);
+    r.contextTokens = s.workload.context;
+    r.maxModelLen = p.maxModelLen;
+    r.blockSize = p.blockSize;
+    r.pipelineStages = p.pp;
+    r.limitingStage = p.limiting;
+    r.inFlightTokens = p.admission.inFlightTokens;
+    r.hybridKvCacheManagerDisabled = p.groups.hybridDisabled;
+    r.notes = p.blockNotes;
+    for (const auto& n : p.groups.notes)
+        r.notes.push_back(n);
+    countLayerMix(s, r);
     for (const auto& b : p.layers)
         r.kvBytesPerToken = satAdd(r.kvBytesPerToken, b.perTokenModel);
     for (int i = st.firstLayer; i < st.lastLayer; ++i)
@@ -863,42 +913,7 @@ LedgerResult computeLedger(const Scenario& s) {
         if (auto w = vllmVersionWarning(*s.engine.vllmVersion))
             r.warnings.push_back(*w);
 
-    if (!p.groupError.empty()) {
-        r.refused = true;
-        r.error = p.groupError;
-    } else if (!s.hardware.kvMemoryBytes && st.availableKvBytes == 0) {
-        r.refused = true;
-        r.error = "weights (" + formatBytes(r.weightsBytesPerGpu) + " per GPU) plus reserves " +
-                  "exceed the " + formatBytes(r.requestedBytes) + " requested on " +
-                  s.hardware.gpu.name + ": no memory is left for the KV cache";
-    } else if (p.blockSize > 0) {
-        const Refusal refusal = checkEnoughMemory(p, true);
-        r.refused = refusal.refused;
-        r.estimatedMaxModelLen = refusal.estimatedMaxModelLen;
-        r.error = refusal.message;
-    }
-    // compilation.py's check (vLLM PR #38270): one Mamba block per decode sequence.
-    if (!r.refused && p.blockSize > 0 && s.model.countLayers(LayerKind::State) > 0 &&
-        p.rules.mambaSeqsRefused) {
-        const std::int64_t seqs = effectiveMaxNumSeqs(s);
-        if (seqs > r.numGpuBlocks) {
-            r.refused = true;
-            r.error = "vLLM refuses to start: max_num_seqs (" + std::to_string(seqs) +
-                      ") exceeds available Mamba cache blocks (" + std::to_string(r.numGpuBlocks) +
-                      "). Each decode sequence requires one Mamba cache block, so CUDA graph "
-                      "capture cannot proceed. Please lower max_num_seqs to at most " +
-                      std::to_string(r.numGpuBlocks) + " or increase gpu_memory_utilization.";
-            r.warnings.push_back("clamp: --max-num-seqs " + std::to_string(r.numGpuBlocks) +
-                                 " starts it (the pool's blocks; vLLM #49064)");
-        }
-    }
-    if (!r.refused)
-        if (const auto dtype = vllmCacheDtype(s))
-            if (auto why =
-                    vllmCacheDtypeRefusal(p.rules, *dtype, s.hardware.gpu.computeCapability)) {
-                r.refused = true;
-                r.error = *why;
-            }
+    checkRefusal(s, p, st, r);
     if (r.error.empty() && r.maxRequestsAtContext == 0)
         r.error = "one request of " + withThousands(s.workload.context) + " tokens needs " +
                   formatBytes(r.kvBytesPerRequestPerGpu) + " per GPU but only " +

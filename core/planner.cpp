@@ -95,9 +95,14 @@ bool better(const Deployment& a, const Deployment& b, PlanRank rank) {
     return a.layout.tp < b.layout.tp;
 }
 
-GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
-    GpuPlan gp;
-    gp.gpu = gpu;
+// The search of one GPU kind's layouts (planGpu): TP over the heads' divisors, DCP, PP and
+// EP, then DP as the users need; what it finds and, should nothing fit, why.
+struct GpuSearch {
+    GpuSearch(const PlanRequest& r, const GpuSpec& g, GpuPlan& p) : req(r), gpu(g), gp(p) {}
+
+    const PlanRequest& req;
+    const GpuSpec& gpu;
+    GpuPlan& gp;
     const ModelSpec& m = req.base.model;
     const int maxGpus = std::max(1, req.maxGpus);
     const std::int64_t users = std::max<std::int64_t>(1, req.users);
@@ -119,8 +124,9 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
     const WeightModel weights = weightModel(plain);
     const std::int64_t requested = static_cast<std::int64_t>(static_cast<double>(gpu.memoryBytes) *
                                                              gpuMemoryUtilization(plain));
+
     // Returns the largest stage's weights when hopeless, 0 otherwise.
-    auto hopeless = [&](const Layout& l) -> std::int64_t {
+    std::int64_t hopeless(const Layout& l) const {
         const Reserves r = estimateReserves(plain, l);
         const std::int64_t reserves =
             plain.hardware.activationBytes.value_or(r.activation) +
@@ -133,105 +139,120 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
                 std::max(most, weightsPerGpu(weights, l, stages[i].first, stages[i].second,
                                              static_cast<int>(i), static_cast<int>(stages.size())));
         return satAdd(most, reserves) >= requested ? most : 0;
-    };
+    }
 
-    for (const int tp : divisors(m.qHeads, maxGpus)) {
-        if (!checkLayout(m, Layout{tp, 1, 1, false, 1}))
-            continue;
-        for (const int dcp : divisors(tp, tp)) {
-            if (!checkLayout(m, Layout{tp, 1, 1, false, dcp}))
+    void search() {
+        for (const int tp : divisors(m.qHeads, maxGpus)) {
+            if (!checkLayout(m, Layout{tp, 1, 1, false, 1}))
                 continue;
-            CapacityModel model(
-                planScenario(req.base, gpu, Layout{tp, 1, 1, false, dcp}, req.context));
-            for (int pp = 1; pp <= m.numLayers() && tp * pp <= std::min(maxGpus, best); ++pp) {
-                for (const bool ep : {false, true}) {
-                    if (ep && !m.isMoe())
-                        continue;
-                    Layout l{tp, pp, 1, ep, dcp};
-                    if (!checkLayout(m, l))
-                        continue;
-                    // Without EP the weights are the same for any DP: one evaluation sets the
-                    // replica's capacity and DP follows. With EP the experts spread over DP,
-                    // so more replicas also mean more room on each.
-                    for (int dp = 1; tp * pp * dp <= std::min(maxGpus, best); ++dp) {
-                        const Layout tried{tp, pp, ep ? dp : 1, ep, dcp};
-                        if (const std::int64_t heavy = hopeless(tried)) {
-                            if (tried.gpus() >= widestGpus) {
-                                widest = ReplicaCapacity{};
-                                widest.weightsBytesPerGpu = heavy;
-                                widestGpus = tried.gpus();
-                                widestLayout = tried;
-                            }
-                            if (!ep)
-                                break;
+            for (const int dcp : divisors(tp, tp)) {
+                if (!checkLayout(m, Layout{tp, 1, 1, false, dcp}))
+                    continue;
+                CapacityModel model(
+                    planScenario(req.base, gpu, Layout{tp, 1, 1, false, dcp}, req.context));
+                for (int pp = 1; pp <= m.numLayers() && tp * pp <= std::min(maxGpus, best); ++pp) {
+                    for (const bool ep : {false, true}) {
+                        if (ep && !m.isMoe())
                             continue;
-                        }
-                        const ReplicaCapacity c = model.evaluate(pp, ep ? dp : 1, ep);
-                        if (!c.ok) {
-                            if (tp * pp * dp >= widestGpus) {
-                                widest = c;
-                                widestGpus = tp * pp * dp;
-                                widestLayout = Layout{tp, pp, dp, ep, dcp};
-                            }
-                            if (!ep)
-                                break;
-                            continue;
-                        }
-                        const std::int64_t perReplica = std::min(c.requests, maxNumSeqs);
-                        // The most users this TP x PP (x EP) holds within maxGpus, should no
-                        // layout hold them all: the nearest feasible answer the reason gives.
-                        if (perReplica > 0) {
-                            const int mostDp = ep ? dp : maxGpus / (tp * pp);
-                            const std::int64_t held = satMul(perReplica, mostDp);
-                            const Layout at{tp, pp, mostDp, ep, dcp};
-                            if (mostDp >= 1 &&
-                                (held > gp.nearestUsers || (held == gp.nearestUsers &&
-                                                            at.gpus() < gp.nearestLayout.gpus()))) {
-                                gp.nearestUsers = held;
-                                gp.nearestPerReplica = perReplica;
-                                gp.nearestLayout = at;
-                            }
-                        }
-                        int needDp = dp;
-                        if (!ep)
-                            needDp = static_cast<int>(
-                                std::min<std::int64_t>(ceilDiv(users, perReplica), maxGpus + 1));
-                        else if (perReplica * dp < users)
-                            continue;
-                        l.dp = needDp;
-                        if (tp * pp * needDp > std::min(maxGpus, best))
-                            break;
-                        Deployment d;
-                        d.layout = l;
-                        d.scenario = planScenario(req.base, gpu, l, req.context);
-                        const ReplicaCapacity at = ep ? c : model.evaluate(pp, needDp, false);
-                        fillDeployment(d, at, model, users, req.gpusPerNode);
-                        if (d.fits) {
-                            d.flag = planFlag(d, req);
-                            int& bound = d.flag.empty() ? best : bestFlagged;
-                            bound = std::min(bound, l.gpus());
-                            found.push_back(std::move(d));
-                        }
-                        break;
+                        const Layout l{tp, pp, 1, ep, dcp};
+                        if (checkLayout(m, l))
+                            tryDataParallel(model, l);
                     }
                 }
             }
         }
     }
+
+    // Without EP the weights are the same for any DP: one evaluation sets the replica's
+    // capacity and DP follows. With EP the experts spread over DP, so more replicas also mean
+    // more room on each.
+    void tryDataParallel(CapacityModel& model, Layout l) {
+        const int tp = l.tp, pp = l.pp, dcp = l.dcp;
+        const bool ep = l.ep;
+        for (int dp = 1; tp * pp * dp <= std::min(maxGpus, best); ++dp) {
+            const Layout tried{tp, pp, ep ? dp : 1, ep, dcp};
+            if (const std::int64_t heavy = hopeless(tried)) {
+                if (tried.gpus() >= widestGpus) {
+                    widest = ReplicaCapacity{};
+                    widest.weightsBytesPerGpu = heavy;
+                    widestGpus = tried.gpus();
+                    widestLayout = tried;
+                }
+                if (!ep)
+                    break;
+                continue;
+            }
+            const ReplicaCapacity c = model.evaluate(pp, ep ? dp : 1, ep);
+            if (!c.ok) {
+                if (tp * pp * dp >= widestGpus) {
+                    widest = c;
+                    widestGpus = tp * pp * dp;
+                    widestLayout = Layout{tp, pp, dp, ep, dcp};
+                }
+                if (!ep)
+                    break;
+                continue;
+            }
+            const std::int64_t perReplica = std::min(c.requests, maxNumSeqs);
+            noteNearest(perReplica, Layout{tp, pp, dp, ep, dcp});
+            int needDp = dp;
+            if (!ep)
+                needDp = static_cast<int>(
+                    std::min<std::int64_t>(ceilDiv(users, perReplica), maxGpus + 1));
+            else if (perReplica * dp < users)
+                continue;
+            l.dp = needDp;
+            if (tp * pp * needDp > std::min(maxGpus, best))
+                break;
+            Deployment d;
+            d.layout = l;
+            d.scenario = planScenario(req.base, gpu, l, req.context);
+            const ReplicaCapacity at = ep ? c : model.evaluate(pp, needDp, false);
+            fillDeployment(d, at, model, users, req.gpusPerNode);
+            if (d.fits) {
+                d.flag = planFlag(d, req);
+                int& bound = d.flag.empty() ? best : bestFlagged;
+                bound = std::min(bound, l.gpus());
+                found.push_back(std::move(d));
+            }
+            break;
+        }
+    }
+
+    // The most users this TP x PP (x EP) holds within maxGpus, should no layout hold them all:
+    // the nearest feasible answer the reason gives. `l` is the layout tried, at its DP.
+    void noteNearest(std::int64_t perReplica, const Layout& l) {
+        if (perReplica <= 0)
+            return;
+        const int mostDp = l.ep ? l.dp : maxGpus / (l.tp * l.pp);
+        const std::int64_t held = satMul(perReplica, mostDp);
+        const Layout at{l.tp, l.pp, mostDp, l.ep, l.dcp};
+        if (mostDp >= 1 && (held > gp.nearestUsers ||
+                            (held == gp.nearestUsers && at.gpus() < gp.nearestLayout.gpus()))) {
+            gp.nearestUsers = held;
+            gp.nearestPerReplica = perReplica;
+            gp.nearestLayout = at;
+        }
+    }
+
     // The unflagged plans of the fewest GPUs, then (said, not recommended) the flagged ones of
     // the fewest GPUs where those are fewer still.
-    found.erase(std::remove_if(found.begin(), found.end(),
-                               [&](const Deployment& d) {
-                                   return d.flag.empty() ? d.layout.gpus() != best
-                                                         : d.layout.gpus() != bestFlagged ||
-                                                               bestFlagged >= best;
-                               }),
-                found.end());
-    std::sort(found.begin(), found.end(),
-              [&](const Deployment& a, const Deployment& b) { return better(a, b, req.rank); });
-    gp.layouts = std::move(found);
-    gp.fits = !gp.layouts.empty();
-    if (!gp.fits) {
+    void keepFewest() {
+        found.erase(std::remove_if(found.begin(), found.end(),
+                                   [&](const Deployment& d) {
+                                       return d.flag.empty() ? d.layout.gpus() != best
+                                                             : d.layout.gpus() != bestFlagged ||
+                                                                   bestFlagged >= best;
+                                   }),
+                    found.end());
+        std::sort(found.begin(), found.end(),
+                  [&](const Deployment& a, const Deployment& b) { return better(a, b, req.rank); });
+        gp.layouts = std::move(found);
+        gp.fits = !gp.layouts.empty();
+    }
+
+    // Nothing fits: why.
+    void explainNoFit() {
         if (gp.nearestUsers > 0) {
             // Memory for the users binds, not the heads or the weights: say how many fit at
             // most and on what, and that the rest need more GPUs than allowed.
@@ -248,23 +269,33 @@ GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
                         m.name + " (tensor parallel must divide its heads)";
         } else {
             const Scenario s = planScenario(req.base, gpu, widestLayout, req.context);
-            const std::int64_t requested = static_cast<std::int64_t>(
+            const std::int64_t usable = static_cast<std::int64_t>(
                 static_cast<double>(gpu.memoryBytes) * gpuMemoryUtilization(s));
             const LedgerResult r = computeLedger(s);
             const std::int64_t reserves = r.activationBytes + r.overheadBytes;
-            const std::int64_t weights = widest.weightsBytesPerGpu;
-            const bool weightsDoNotFit = satAdd(weights, reserves) >= requested;
-            gp.memoryNeededBytes =
-                satAdd(satAdd(weights, reserves), weightsDoNotFit ? 0 : r.kvBytesPerRequestPerGpu);
+            const std::int64_t weightBytes = widest.weightsBytesPerGpu;
+            const bool weightsDoNotFit = satAdd(weightBytes, reserves) >= usable;
+            gp.memoryNeededBytes = satAdd(satAdd(weightBytes, reserves),
+                                          weightsDoNotFit ? 0 : r.kvBytesPerRequestPerGpu);
             gp.reason = (weightsDoNotFit ? "the weights do not fit" : "one request does not fit") +
                         std::string(" even as ") + layoutLabel(widestLayout) + ": it needs " +
                         formatBytes(gp.memoryNeededBytes) + " per GPU, " + gpu.name + " gives " +
-                        formatBytes(requested);
+                        formatBytes(usable);
             if (!weightsDoNotFit && !widest.reason.empty() &&
                 widest.reason.find("vLLM refuses") != std::string::npos)
                 gp.reason += " (" + widest.reason + ")";
         }
     }
+};
+
+GpuPlan planGpu(const PlanRequest& req, const GpuSpec& gpu) {
+    GpuPlan gp;
+    gp.gpu = gpu;
+    GpuSearch search(req, gpu, gp);
+    search.search();
+    search.keepFewest();
+    if (!gp.fits)
+        search.explainNoFit();
     return gp;
 }
 

@@ -60,175 +60,195 @@ std::string sizeText(QSize s) {
     return std::to_string(s.width()) + "x" + std::to_string(s.height());
 }
 
+// The output: JSON, units, and what export and --screenshot write.
+std::vector<AppOption> outputOptions() {
+    std::string charts;
+    for (const auto& c : widgets::chartSpecs()) {
+        if (!charts.empty())
+            charts += ", ";
+        charts +=
+            std::string(c.name) + " (" + widgets::formatSuffixes(c.formats).toStdString() + ")";
+    }
+    return {
+        {"json", "", "print JSON instead of a table"},
+        {"units", "U",
+         "gib (GiB, 2^30 bytes) or gb (GB, 10^9 bytes) for the figures shown (default gib)",
+         [](const std::string& v) -> Status {
+             auto u = parseUnits(v);
+             return u ? Status{} : Status{u.error()};
+         }},
+        {"chart", "NAME",
+         "the chart or table to export: " + charts +
+             "; quality, speed and probe show --probe-results",
+         [](const std::string& v) -> Status {
+             if (widgets::findChartSpec(QString::fromStdString(v)))
+                 return {};
+             return bad("expected " + widgets::chartNames().toStdString() + ", got '" + v + "'");
+         }},
+        {"out", "FILE", "the file --chart writes; its suffix picks the format", fileName},
+        {"report", "FILE.pdf",
+         "the review report: scenario, charts, lever ladder and vLLM command (PDF), and a "
+         "measured page with --probe-results",
+         fileName},
+        {"scale", "F",
+         "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
+             fixed(kMaxScale, 0) + ", at most " + fixed(widgets::kMaxPngPixels / 1e6, 0) +
+             " megapixels (default " + fixed(kDefaultScale, 0) + ")",
+         [](const std::string& v) -> Status {
+             auto s = parseScale(v);
+             return s ? Status{} : Status{s.error()};
+         }},
+        {"size", "WxH",
+         "chart size in pixels (default " + sizeText(kDefaultChartSize) + ", so " +
+             sizeText(kDefaultChartSize * kDefaultScale) +
+             " PNG pixels; a table takes the size it needs), or the window's for --screenshot "
+             "(default " +
+             sizeText(kDefaultWindowSize) + "); " + std::to_string(kMinWidth) + "x" +
+             std::to_string(kMinHeight) + " to " + std::to_string(kMaxSide) + "x" +
+             std::to_string(kMaxSide),
+         [](const std::string& v) -> Status {
+             auto s = parseSize(v);
+             return s ? Status{} : Status{s.error()};
+         }},
+        {"reference", "FILE", "pin a saved scenario (.kvl.json) as the dashed reference", fileName},
+        {"probe-results", "FILE", "measured points from kvprobe bench --json or kvprobe run --json",
+         fileName},
+        {"screenshot", "FILE.png", "the PNG of the whole window to write", fileName},
+    };
+}
+
+// The deployment planner's search.
+std::vector<AppOption> planOptions() {
+    return {
+        {"users", "N", "concurrent requests to hold, each of --context tokens",
+         [](const std::string& v) -> Status { return positiveInt(v, core::kMaxRequests); }},
+        {"all-gpus", "",
+         "try every GPU of the catalog (else each --gpu given, or the "
+         "scenario's)"},
+        {"max-gpus", "N", "the most GPUs a plan may use (default 64)",
+         [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+        {"gpus-per-node", "N",
+         "GPUs in one node: a layout whose TP x PP fits in one ranks first (default 8)",
+         [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
+        {"rank", "R",
+         "order the layouts of the fewest GPUs by gpus (capacity) or throughput (default "
+         "gpus)",
+         [](const std::string& v) -> Status {
+             return v == "gpus" || v == "throughput"
+                        ? Status{}
+                        : Status{bad("expected gpus or throughput, got '" + v + "'")};
+         }},
+    };
+}
+
+// simulate's workload, SLO and report.
+std::vector<AppOption> trafficOptions() {
+    return {
+        {"rate", "R",
+         "open loop: requests per second arriving at the deployment (Poisson, or Gamma with "
+         "--burstiness); each of --dp replicas gets 1/DP",
+         [](const std::string& v) {
+             return numberIn(v, core::sim::kMinRate, core::sim::kMaxRate,
+                             "requests per second from 1e-06 to 1,000,000");
+         }},
+        {"burstiness", "CV",
+         "Gamma arrivals whose gaps have this coefficient of variation (1 = Poisson, the "
+         "default; 2 = bursty)",
+         [](const std::string& v) {
+             return numberIn(v, 0.01, 100, "a coefficient of variation from 0.01 to 100");
+         }},
+        {"prompt-tokens", "DIST",
+         "prompt lengths, shared prefix included: N, uniform:MIN:MAX, lognormal:MEAN:SIGMA "
+         "or hist:V:W,V:W,... (default 1024)",
+         lengthDist},
+        {"output-tokens", "DIST", "output lengths, as --prompt-tokens (default 256)", lengthDist},
+        {"prefix-share", "F",
+         "the fraction of requests whose prompt starts with the shared --prefix-tokens "
+         "prefix (default 0: no sharing)",
+         [](const std::string& v) { return numberIn(v, 0, 1, "a fraction from 0 to 1"); }},
+        {"prefix-groups", "N", "distinct shared prefixes, chosen uniformly (default 1)",
+         [](const std::string& v) -> Status { return positiveInt(v, 1'000'000); }},
+        {"trace", "FILE",
+         "requests from a JSONL or CSV file (arrival_s, prompt_tokens, output_tokens, "
+         "optional prefix_id, prefix_tokens), read line by line",
+         fileName},
+        {"duration", "S", "stop arrivals after S seconds",
+         [](const std::string& v) {
+             return numberIn(v, 1e-6, core::sim::kMaxDurationS,
+                             "seconds from 1e-06 to 100,000,000");
+         }},
+        {"requests", "N", "stop after N requests (default 1000 without --duration)",
+         [](const std::string& v) -> Status { return positiveInt(v, core::sim::kMaxSimRequests); }},
+        {"slo-ttft-ms", "A", "the SLO's time to first token, ms: goodput and the sustainable rate",
+         [](const std::string& v) {
+             return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
+         }},
+        {"slo-tpot-ms", "B", "the SLO's time per output token, ms",
+         [](const std::string& v) {
+             return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
+         }},
+        {"slo-attainment", "F",
+         "the fraction of requests that must meet the SLO for a rate to count as sustainable "
+         "(default 0.99)",
+         [](const std::string& v) { return numberIn(v, 0.5, 1, "a fraction from 0.5 to 1"); }},
+        {"seed", "K", "the workload's random seed (default 1)",
+         [](const std::string& v) -> Status {
+             std::uint64_t n = 0;
+             const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+             if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+                 return bad("expected a whole number from 0 to 18446744073709551615, got '" + v +
+                            "'");
+             return {};
+         }},
+        {"series", "", "print the sampled time series (table: every point; JSON always has it)"},
+    };
+}
+
+// The planner's speed floor, then the window's tab and theme (last, as the table always
+// listed them).
+std::vector<AppOption> viewOptions() {
+    return {
+        {"min-tokens-per-s-per-user", "F",
+         "the speed floor: a plan slower per user (decode tokens/s) is flagged and not "
+         "recommended while one above it exists; 0 turns it off (default 10)",
+         [](const std::string& v) -> Status {
+             char* end = nullptr;
+             const double f = v.empty() ? -1.0 : std::strtod(v.c_str(), &end);
+             if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f) || f < 0 || f > 1e6)
+                 return bad("expected a number from 0 to 1000000, got '" + v + "'");
+             return {};
+         }},
+        {"tab", "T",
+         "the tab shown: ledger, measured, speed, deployment, traffic or engines (default "
+         "ledger)",
+         [](const std::string& v) -> Status {
+             return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
+                            v == "traffic" || v == "engines"
+                        ? Status{}
+                        : Status{bad("expected ledger, measured, speed, deployment, traffic "
+                                     "or engines, got '" +
+                                     v + "'")};
+         }},
+        {"theme", "T",
+         "light or dark (default light): the window's colours, and an exported chart's or "
+         "table's; the PDF report prints light",
+         [](const std::string& v) -> Status {
+             return v == "light" || v == "dark"
+                        ? Status{}
+                        : Status{bad("expected light or dark, got '" + v + "'")};
+         }},
+    };
+}
+
 } // namespace
 
+// The table of every option, in the order the help lists them.
 const std::vector<AppOption>& appOptions() {
     static const std::vector<AppOption> options = [] {
-        std::string charts;
-        for (const auto& c : widgets::chartSpecs()) {
-            if (!charts.empty())
-                charts += ", ";
-            charts +=
-                std::string(c.name) + " (" + widgets::formatSuffixes(c.formats).toStdString() + ")";
-        }
-        return std::vector<AppOption>{
-            {"json", "", "print JSON instead of a table"},
-            {"units", "U",
-             "gib (GiB, 2^30 bytes) or gb (GB, 10^9 bytes) for the figures shown (default gib)",
-             [](const std::string& v) -> Status {
-                 auto u = parseUnits(v);
-                 return u ? Status{} : Status{u.error()};
-             }},
-            {"chart", "NAME",
-             "the chart or table to export: " + charts +
-                 "; quality, speed and probe show --probe-results",
-             [](const std::string& v) -> Status {
-                 if (widgets::findChartSpec(QString::fromStdString(v)))
-                     return {};
-                 return bad("expected " + widgets::chartNames().toStdString() + ", got '" + v +
-                            "'");
-             }},
-            {"out", "FILE", "the file --chart writes; its suffix picks the format", fileName},
-            {"report", "FILE.pdf",
-             "the review report: scenario, charts, lever ladder and vLLM command (PDF), and a "
-             "measured page with --probe-results",
-             fileName},
-            {"scale", "F",
-             "multiplies PNG pixels (2 for high-DPI slides), " + fixed(kMinScale, 2) + " to " +
-                 fixed(kMaxScale, 0) + ", at most " + fixed(widgets::kMaxPngPixels / 1e6, 0) +
-                 " megapixels (default " + fixed(kDefaultScale, 0) + ")",
-             [](const std::string& v) -> Status {
-                 auto s = parseScale(v);
-                 return s ? Status{} : Status{s.error()};
-             }},
-            {"size", "WxH",
-             "chart size in pixels (default " + sizeText(kDefaultChartSize) + ", so " +
-                 sizeText(kDefaultChartSize * kDefaultScale) +
-                 " PNG pixels; a table takes the size it needs), or the window's for --screenshot "
-                 "(default " +
-                 sizeText(kDefaultWindowSize) + "); " + std::to_string(kMinWidth) + "x" +
-                 std::to_string(kMinHeight) + " to " + std::to_string(kMaxSide) + "x" +
-                 std::to_string(kMaxSide),
-             [](const std::string& v) -> Status {
-                 auto s = parseSize(v);
-                 return s ? Status{} : Status{s.error()};
-             }},
-            {"reference", "FILE", "pin a saved scenario (.kvl.json) as the dashed reference",
-             fileName},
-            {"probe-results", "FILE",
-             "measured points from kvprobe bench --json or kvprobe run --json", fileName},
-            {"screenshot", "FILE.png", "the PNG of the whole window to write", fileName},
-            {"users", "N", "concurrent requests to hold, each of --context tokens",
-             [](const std::string& v) -> Status { return positiveInt(v, core::kMaxRequests); }},
-            {"all-gpus", "",
-             "try every GPU of the catalog (else each --gpu given, or the "
-             "scenario's)"},
-            {"max-gpus", "N", "the most GPUs a plan may use (default 64)",
-             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
-            {"gpus-per-node", "N",
-             "GPUs in one node: a layout whose TP x PP fits in one ranks first (default 8)",
-             [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
-            {"rank", "R",
-             "order the layouts of the fewest GPUs by gpus (capacity) or throughput (default "
-             "gpus)",
-             [](const std::string& v) -> Status {
-                 return v == "gpus" || v == "throughput"
-                            ? Status{}
-                            : Status{bad("expected gpus or throughput, got '" + v + "'")};
-             }},
-            {"rate", "R",
-             "open loop: requests per second arriving at the deployment (Poisson, or Gamma with "
-             "--burstiness); each of --dp replicas gets 1/DP",
-             [](const std::string& v) {
-                 return numberIn(v, core::sim::kMinRate, core::sim::kMaxRate,
-                                 "requests per second from 1e-06 to 1,000,000");
-             }},
-            {"burstiness", "CV",
-             "Gamma arrivals whose gaps have this coefficient of variation (1 = Poisson, the "
-             "default; 2 = bursty)",
-             [](const std::string& v) {
-                 return numberIn(v, 0.01, 100, "a coefficient of variation from 0.01 to 100");
-             }},
-            {"prompt-tokens", "DIST",
-             "prompt lengths, shared prefix included: N, uniform:MIN:MAX, lognormal:MEAN:SIGMA "
-             "or hist:V:W,V:W,... (default 1024)",
-             lengthDist},
-            {"output-tokens", "DIST", "output lengths, as --prompt-tokens (default 256)",
-             lengthDist},
-            {"prefix-share", "F",
-             "the fraction of requests whose prompt starts with the shared --prefix-tokens "
-             "prefix (default 0: no sharing)",
-             [](const std::string& v) { return numberIn(v, 0, 1, "a fraction from 0 to 1"); }},
-            {"prefix-groups", "N", "distinct shared prefixes, chosen uniformly (default 1)",
-             [](const std::string& v) -> Status { return positiveInt(v, 1'000'000); }},
-            {"trace", "FILE",
-             "requests from a JSONL or CSV file (arrival_s, prompt_tokens, output_tokens, "
-             "optional prefix_id, prefix_tokens), read line by line",
-             fileName},
-            {"duration", "S", "stop arrivals after S seconds",
-             [](const std::string& v) {
-                 return numberIn(v, 1e-6, core::sim::kMaxDurationS,
-                                 "seconds from 1e-06 to 100,000,000");
-             }},
-            {"requests", "N", "stop after N requests (default 1000 without --duration)",
-             [](const std::string& v) -> Status {
-                 return positiveInt(v, core::sim::kMaxSimRequests);
-             }},
-            {"slo-ttft-ms", "A",
-             "the SLO's time to first token, ms: goodput and the sustainable rate",
-             [](const std::string& v) {
-                 return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
-             }},
-            {"slo-tpot-ms", "B", "the SLO's time per output token, ms",
-             [](const std::string& v) {
-                 return numberIn(v, 1e-3, 1e9, "milliseconds from 0.001 to 1e9");
-             }},
-            {"slo-attainment", "F",
-             "the fraction of requests that must meet the SLO for a rate to count as sustainable "
-             "(default 0.99)",
-             [](const std::string& v) { return numberIn(v, 0.5, 1, "a fraction from 0.5 to 1"); }},
-            {"seed", "K", "the workload's random seed (default 1)",
-             [](const std::string& v) -> Status {
-                 std::uint64_t n = 0;
-                 const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-                 if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
-                     return bad("expected a whole number from 0 to 18446744073709551615, got '" +
-                                v + "'");
-                 return {};
-             }},
-            {"series", "",
-             "print the sampled time series (table: every point; JSON always has it)"},
-            {"min-tokens-per-s-per-user", "F",
-             "the speed floor: a plan slower per user (decode tokens/s) is flagged and not "
-             "recommended while one above it exists; 0 turns it off (default 10)",
-             [](const std::string& v) -> Status {
-                 char* end = nullptr;
-                 const double f = v.empty() ? -1.0 : std::strtod(v.c_str(), &end);
-                 if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(f) || f < 0 ||
-                     f > 1e6)
-                     return bad("expected a number from 0 to 1000000, got '" + v + "'");
-                 return {};
-             }},
-            {"tab", "T",
-             "the tab shown: ledger, measured, speed, deployment, traffic or engines (default "
-             "ledger)",
-             [](const std::string& v) -> Status {
-                 return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
-                                v == "traffic" || v == "engines"
-                            ? Status{}
-                            : Status{bad("expected ledger, measured, speed, deployment, traffic "
-                                         "or engines, got '" +
-                                         v + "'")};
-             }},
-            {"theme", "T",
-             "light or dark (default light): the window's colours, and an exported chart's or "
-             "table's; the PDF report prints light",
-             [](const std::string& v) -> Status {
-                 return v == "light" || v == "dark"
-                            ? Status{}
-                            : Status{bad("expected light or dark, got '" + v + "'")};
-             }},
-        };
+        std::vector<AppOption> all;
+        for (auto&& group : {outputOptions(), planOptions(), trafficOptions(), viewOptions()})
+            all.insert(all.end(), group.begin(), group.end());
+        return all;
     }();
     return options;
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -89,52 +90,55 @@ std::string arrivalText(const sim::WorkloadSpec& w, bool trace) {
     return t;
 }
 
-} // namespace
+// A refused option: its name (without the dashes) and why.
+struct OptionError {
+    std::string option, message;
+};
 
-int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
-    const std::string me = "kvledger simulate: ";
-    auto badOption = [&](const std::string& option, const std::string& message) {
-        err << me << "--" << option << ": " << printable(message) << "\n";
-        return 2;
-    };
+// The options that exclude or need one another, before any is read.
+std::optional<OptionError> optionConflict(const Invocation& inv) {
     const core::Scenario& s = inv.scenario;
     if (s.engine.kind != core::Engine::Vllm)
-        return badOption("engine", core::sim::engineNotSimulated(s.engine.kind));
+        return OptionError{"engine", core::sim::engineNotSimulated(s.engine.kind)};
     const bool trace = inv.has("trace");
     const bool rate = inv.has("rate");
     const bool closed = s.workload.concurrency > 0;
     if (rate && closed)
-        return badOption("rate", "--rate (open loop) and --concurrency (closed loop) exclude "
-                                 "each other");
+        return OptionError{"rate", "--rate (open loop) and --concurrency (closed loop) exclude "
+                                   "each other"};
     if (trace && (rate || closed))
-        return badOption("trace", "a trace brings its own arrivals: drop --" +
-                                      std::string(rate ? "rate" : "concurrency"));
+        return OptionError{"trace", "a trace brings its own arrivals: drop --" +
+                                        std::string(rate ? "rate" : "concurrency")};
     if (!trace && !rate && !closed)
-        return badOption("rate", "missing: give --rate R, --concurrency C or --trace FILE");
+        return OptionError{"rate", "missing: give --rate R, --concurrency C or --trace FILE"};
     if (trace)
         for (const char* o : {"prompt-tokens", "output-tokens", "burstiness", "prefix-share",
                               "prefix-groups", "seed"})
             if (inv.has(o))
-                return badOption(o, "a trace brings its own requests: drop it with --trace");
+                return OptionError{o, "a trace brings its own requests: drop it with --trace"};
     if (inv.has("burstiness") && !rate)
-        return badOption("burstiness", "bursty arrivals need --rate");
+        return OptionError{"burstiness", "bursty arrivals need --rate"};
     if (inv.has("prefix-share") && !s.levers.prefix.enabled)
-        return badOption("prefix-share", "needs --prefix-tokens P (the shared prefix's length)");
+        return OptionError{"prefix-share", "needs --prefix-tokens P (the shared prefix's length)"};
+    return std::nullopt;
+}
 
-    // --rate, --concurrency and a trace are what reaches the whole deployment; each of the DP
-    // replicas (independent engines) serves 1/DP of it, and one of them is simulated.
-    const int dp = std::max(1, s.hardware.dataParallel);
-    sim::WorkloadSpec w;
-    if (rate) {
+// The workload of one replica from the options. --rate, --concurrency and a trace are what
+// reaches the whole deployment; each of the DP replicas (independent engines) serves 1/DP of
+// it, and one of them is simulated.
+std::optional<OptionError> replicaWorkload(const Invocation& inv, int dp, sim::WorkloadSpec& w) {
+    const core::Scenario& s = inv.scenario;
+    const bool trace = inv.has("trace");
+    if (inv.has("rate")) {
         w.rate = std::stod(inv.value("rate")) / dp;
         w.cv = inv.has("burstiness") ? std::stod(inv.value("burstiness")) : 1.0;
         w.arrival = w.cv == 1.0 ? sim::ArrivalKind::Poisson : sim::ArrivalKind::Gamma;
-    } else if (closed) {
+    } else if (s.workload.concurrency > 0) {
         w.arrival = sim::ArrivalKind::ClosedLoop;
         if (s.workload.concurrency % dp != 0)
-            return badOption("concurrency", std::to_string(s.workload.concurrency) +
-                                                " clients do not split evenly over " +
-                                                std::to_string(dp) + " DP replicas");
+            return OptionError{"concurrency", std::to_string(s.workload.concurrency) +
+                                                  " clients do not split evenly over " +
+                                                  std::to_string(dp) + " DP replicas"};
         w.concurrency = s.workload.concurrency / dp;
     }
     w.prompt = inv.has("prompt-tokens") ? *sim::parseLengthDist(inv.value("prompt-tokens"))
@@ -154,154 +158,163 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     if (inv.has("seed"))
         std::from_chars(inv.value("seed").data(),
                         inv.value("seed").data() + inv.value("seed").size(), w.seed);
+    if (trace)
+        return std::nullopt;
     // A prompt that cannot run at this max_model_len is refused here, by its option.
     const std::int64_t maxLen = s.effectiveMaxModelLen();
     // A lognormal's tail is refused request by request (counted as refused), not as a whole.
     const bool tail = w.prompt.kind == sim::LengthDist::Kind::LogNormal;
-    if (!trace &&
-        (tail ? w.prompt.expected() >= static_cast<double>(maxLen) : w.prompt.largest() >= maxLen))
-        return badOption("prompt-tokens", "prompts up to " +
-                                              withThousands(tail ? std::llround(w.prompt.expected())
-                                                                 : w.prompt.largest()) +
-                                              " tokens reach the max model length (" +
-                                              withThousands(maxLen) + "); vLLM refuses them");
-    if (!trace)
-        if (const auto p = sim::workloadProblem(w))
-            return badOption(p->option, p->message);
+    if (tail ? w.prompt.expected() >= static_cast<double>(maxLen) : w.prompt.largest() >= maxLen)
+        return OptionError{
+            "prompt-tokens",
+            "prompts up to " +
+                withThousands(tail ? std::llround(w.prompt.expected()) : w.prompt.largest()) +
+                " tokens reach the max model length (" + withThousands(maxLen) +
+                "); vLLM refuses them"};
+    if (const auto p = sim::workloadProblem(w))
+        return OptionError{p->option, p->message};
+    return std::nullopt;
+}
 
-    sim::SimOptions o;
-    o.sloTtftMs = inv.has("slo-ttft-ms") ? std::stod(inv.value("slo-ttft-ms")) : 0;
-    o.sloTpotMs = inv.has("slo-tpot-ms") ? std::stod(inv.value("slo-tpot-ms")) : 0;
-    const double attainment =
-        inv.has("slo-attainment") ? std::stod(inv.value("slo-attainment")) : 0.99;
-    const bool slo = o.sloTtftMs > 0 || o.sloTpotMs > 0;
-    if (inv.has("slo-attainment") && !slo)
-        return badOption("slo-attainment", "needs --slo-ttft-ms or --slo-tpot-ms");
+// What one run of `kvledger simulate` used and found, for its report.
+struct SimReport {
+    const Invocation& inv;
+    const core::Scenario& s;
+    const sim::WorkloadSpec& w;
+    const sim::SimOptions& o;
+    const sim::SimResult& r;
+    const sim::RateSearch& search;
+    int dp;
+    bool trace, slo, searched;
+    double attainment;
+};
 
-    sim::SimResult r;
-    if (trace) {
-        // A line's prefix_id shares the scenario's --prefix-tokens unless it gives its own.
-        auto src = io::TraceSource::open(
-            inv.value("trace"), s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0);
-        if (!src)
-            return badOption("trace", src.error().message);
-        Limited limited(**src, w.requests > 0 ? w.requests : -1, w.durationS, dp);
-        r = sim::simulate(s, limited, o);
-        if (!(*src)->error().empty())
-            return badOption("trace", (*src)->error());
-    } else {
-        r = sim::simulate(s, w, o);
-    }
-    if (!r.error.empty()) {
-        err << me << printable(r.error) << "\n";
-        return 1;
-    }
-    sim::RateSearch search;
-    const bool searched = slo && !trace;
-    if (searched)
-        search = sim::sustainableRate(s, w, o, attainment);
-
-    if (inv.has("json")) {
-        Json j;
-        j["kind"] = "simulation";
-        j["assumptions"] =
-            "one replica of vLLM v1's scheduler (core/sim): step time from KV Ledger's speed "
-            "model, a roofline estimate; not a measurement";
-        j["model"] = s.model.name;
-        j["gpu"] = s.hardware.gpu.name;
-        j["layout"] = {
-            {"tp", s.hardware.gpuCount}, {"pp", s.hardware.pipelineParallel}, {"dp", dp}};
-        Json wl;
-        wl["arrivals"] = trace                                       ? "trace"
-                         : w.arrival == sim::ArrivalKind::ClosedLoop ? "closed"
-                         : w.arrival == sim::ArrivalKind::Poisson    ? "poisson"
-                                                                     : "gamma";
-        if (trace)
-            wl["trace"] = inv.value("trace");
-        else {
-            if (w.arrival == sim::ArrivalKind::ClosedLoop) {
-                wl["concurrency"] = w.concurrency * dp;
-                wl["concurrency_per_replica"] = w.concurrency;
-            } else {
-                wl["rate"] = w.rate * dp;
-                wl["rate_per_replica"] = w.rate;
-            }
-            if (w.arrival == sim::ArrivalKind::Gamma)
-                wl["cv"] = w.cv;
-            wl["prompt_tokens"] = w.prompt.text();
-            wl["output_tokens"] = w.output.text();
-            wl["prefix_share"] = w.prefixShare;
-            wl["prefix_tokens"] = w.prefixTokens;
-            wl["prefix_groups"] = w.prefixGroups;
-            wl["seed"] = w.seed;
+Json workloadJson(const SimReport& p) {
+    const sim::WorkloadSpec& w = p.w;
+    Json wl;
+    wl["arrivals"] = p.trace                                     ? "trace"
+                     : w.arrival == sim::ArrivalKind::ClosedLoop ? "closed"
+                     : w.arrival == sim::ArrivalKind::Poisson    ? "poisson"
+                                                                 : "gamma";
+    if (p.trace)
+        wl["trace"] = p.inv.value("trace");
+    else {
+        if (w.arrival == sim::ArrivalKind::ClosedLoop) {
+            wl["concurrency"] = w.concurrency * p.dp;
+            wl["concurrency_per_replica"] = w.concurrency;
+        } else {
+            wl["rate"] = w.rate * p.dp;
+            wl["rate_per_replica"] = w.rate;
         }
-        wl["requests"] = w.requests;
-        wl["duration_s"] = w.durationS;
-        j["workload"] = wl;
-        j["pool"] = {{"blocks", r.numBlocks},
-                     {"groups", r.groupLabels},
-                     {"max_num_seqs", r.maxNumSeqs},
-                     {"max_num_batched_tokens", r.maxNumBatchedTokens}};
-        j["per_replica"] = {
-            {"arrived", r.arrived},
-            {"completed", r.completed},
-            {"refused", r.rejected},
-            {"preemptions", r.preemptions},
-            {"steps", r.steps},
-            {"prompt_tokens", r.promptTokens},
-            {"output_tokens", r.outputTokens},
-            {"prefix_hit_tokens", r.prefixHitTokens},
-            {"end_s", r.endS},
-            {"throughput_rps", r.throughputRps},
-            {"output_tokens_per_s", r.outputTokensPerS},
-            {"mean_in_system", r.meanInSystem},
-            {"mean_running", r.meanRunning},
-            {"peak_running", r.peakRunning},
-            {"peak_waiting", r.peakWaiting},
-            {"peak_blocks_in_use", r.peakBlocksTotal},
-            {"peak_blocks_in_use_per_group", r.peakBlocksInUse},
-        };
-        j["cluster"] = {{"replicas", dp},
-                        {"throughput_rps", r.throughputRps * dp},
-                        {"output_tokens_per_s", r.outputTokensPerS * dp}};
-        j["latency_ms"] = {{"ttft", percentilesJson(r.ttftMs)},
-                           {"tpot", percentilesJson(r.tpotMs)},
-                           {"itl", percentilesJson(r.itlMs)},
-                           {"e2e", percentilesJson(r.e2eMs)}};
-        if (slo) {
-            Json g{{"slo_ttft_ms", o.sloTtftMs},
-                   {"slo_tpot_ms", o.sloTpotMs},
-                   {"attainment", r.sloAttainment},
-                   {"goodput_rps", r.goodputRps}};
-            if (searched) {
-                g["sustainable_rate_rps"] = search.found ? Json(search.rate) : Json(nullptr);
-                g["sustainable_rate_cluster_rps"] =
-                    search.found ? Json(search.rate * dp) : Json(nullptr);
-                g["search_attainment"] = attainment;
-                g["search_runs"] = search.runs;
-                g["search_note"] = search.note;
-            }
-            j["slo"] = g;
-        }
-        Json series;
-        series["t_s"] = r.series.t;
-        series["running"] = r.series.running;
-        series["waiting"] = r.series.waiting;
-        series["preempted"] = r.series.preempted;
-        Json blocks = Json::object();
-        for (std::size_t g = 0; g < r.groupLabels.size(); ++g)
-            blocks[std::to_string(g) + " " + r.groupLabels[g]] = r.series.blocksInUse[g];
-        series["blocks_in_use"] = blocks;
-        j["series"] = series;
-        j["capped"] = r.capped.empty() ? Json(nullptr) : Json(r.capped);
-        j["notes"] = r.notes;
-        out << io::dumpJson(j) << "\n";
-        return 0;
+        if (w.arrival == sim::ArrivalKind::Gamma)
+            wl["cv"] = w.cv;
+        wl["prompt_tokens"] = w.prompt.text();
+        wl["output_tokens"] = w.output.text();
+        wl["prefix_share"] = w.prefixShare;
+        wl["prefix_tokens"] = w.prefixTokens;
+        wl["prefix_groups"] = w.prefixGroups;
+        wl["seed"] = w.seed;
     }
+    wl["requests"] = w.requests;
+    wl["duration_s"] = w.durationS;
+    return wl;
+}
 
-    auto row = [&](const std::string& label, const std::string& text) {
-        out << "  " << std::left << std::setw(24) << label << text << "\n";
+Json perReplicaJson(const sim::SimResult& r) {
+    return {
+        {"arrived", r.arrived},
+        {"completed", r.completed},
+        {"refused", r.rejected},
+        {"preemptions", r.preemptions},
+        {"steps", r.steps},
+        {"prompt_tokens", r.promptTokens},
+        {"output_tokens", r.outputTokens},
+        {"prefix_hit_tokens", r.prefixHitTokens},
+        {"end_s", r.endS},
+        {"throughput_rps", r.throughputRps},
+        {"output_tokens_per_s", r.outputTokensPerS},
+        {"mean_in_system", r.meanInSystem},
+        {"mean_running", r.meanRunning},
+        {"peak_running", r.peakRunning},
+        {"peak_waiting", r.peakWaiting},
+        {"peak_blocks_in_use", r.peakBlocksTotal},
+        {"peak_blocks_in_use_per_group", r.peakBlocksInUse},
     };
+}
+
+Json sloJson(const SimReport& p) {
+    const sim::SimResult& r = p.r;
+    Json g{{"slo_ttft_ms", p.o.sloTtftMs},
+           {"slo_tpot_ms", p.o.sloTpotMs},
+           {"attainment", r.sloAttainment},
+           {"goodput_rps", r.goodputRps}};
+    if (p.searched) {
+        g["sustainable_rate_rps"] = p.search.found ? Json(p.search.rate) : Json(nullptr);
+        g["sustainable_rate_cluster_rps"] =
+            p.search.found ? Json(p.search.rate * p.dp) : Json(nullptr);
+        g["search_attainment"] = p.attainment;
+        g["search_runs"] = p.search.runs;
+        g["search_note"] = p.search.note;
+    }
+    return g;
+}
+
+Json seriesJson(const sim::SimResult& r) {
+    Json series;
+    series["t_s"] = r.series.t;
+    series["running"] = r.series.running;
+    series["waiting"] = r.series.waiting;
+    series["preempted"] = r.series.preempted;
+    Json blocks = Json::object();
+    for (std::size_t g = 0; g < r.groupLabels.size(); ++g)
+        blocks[std::to_string(g) + " " + r.groupLabels[g]] = r.series.blocksInUse[g];
+    series["blocks_in_use"] = blocks;
+    return series;
+}
+
+// --json: the whole report as one object.
+Json simulationJson(const SimReport& p) {
+    const core::Scenario& s = p.s;
+    const sim::SimResult& r = p.r;
+    Json j;
+    j["kind"] = "simulation";
+    j["assumptions"] =
+        "one replica of vLLM v1's scheduler (core/sim): step time from KV Ledger's speed "
+        "model, a roofline estimate; not a measurement";
+    j["model"] = s.model.name;
+    j["gpu"] = s.hardware.gpu.name;
+    j["layout"] = {{"tp", s.hardware.gpuCount}, {"pp", s.hardware.pipelineParallel}, {"dp", p.dp}};
+    j["workload"] = workloadJson(p);
+    j["pool"] = {{"blocks", r.numBlocks},
+                 {"groups", r.groupLabels},
+                 {"max_num_seqs", r.maxNumSeqs},
+                 {"max_num_batched_tokens", r.maxNumBatchedTokens}};
+    j["per_replica"] = perReplicaJson(r);
+    j["cluster"] = {{"replicas", p.dp},
+                    {"throughput_rps", r.throughputRps * p.dp},
+                    {"output_tokens_per_s", r.outputTokensPerS * p.dp}};
+    j["latency_ms"] = {{"ttft", percentilesJson(r.ttftMs)},
+                       {"tpot", percentilesJson(r.tpotMs)},
+                       {"itl", percentilesJson(r.itlMs)},
+                       {"e2e", percentilesJson(r.e2eMs)}};
+    if (p.slo)
+        j["slo"] = sloJson(p);
+    j["series"] = seriesJson(r);
+    j["capped"] = r.capped.empty() ? Json(nullptr) : Json(r.capped);
+    j["notes"] = r.notes;
+    return j;
+}
+
+void printRow(std::ostream& out, const std::string& label, const std::string& text) {
+    out << "  " << std::left << std::setw(24) << label << text << "\n";
+}
+
+// The text report's heading and its rows up to the throughput.
+void printSummary(const SimReport& p, std::ostream& out) {
+    const core::Scenario& s = p.s;
+    const sim::WorkloadSpec& w = p.w;
+    const sim::SimResult& r = p.r;
+    const int dp = p.dp;
     out << "Simulation (vLLM v1 scheduler, one replica; step times from the speed model, a "
            "roofline estimate)\n";
     out << printable(s.model.name) << " on " << s.hardware.gpuCount << " x "
@@ -312,35 +325,42 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
         out << ", DP " << dp << " (one replica simulated at 1/" << dp
             << " of the arrivals; cluster = x " << dp << ")";
     out << "\n";
-    std::string load = arrivalText(w, trace);
+    std::string load = arrivalText(w, p.trace);
     if (dp > 1)
         load += " per replica";
-    if (trace)
-        load += " " + printable(inv.value("trace"));
+    if (p.trace)
+        load += " " + printable(p.inv.value("trace"));
     else
         load += ", prompt " + w.prompt.text() + ", output " + w.output.text() + " tokens";
-    row("Workload", load);
-    if (!trace && w.prefixShare > 0)
-        row("Shared prefix", withThousands(w.prefixTokens) + " tokens, " +
-                                 number(100 * w.prefixShare, 0) + "% of requests, " +
-                                 withThousands(w.prefixGroups) + " group(s)");
-    if (!trace)
-        row("Seed", std::to_string(w.seed));
+    printRow(out, "Workload", load);
+    if (!p.trace && w.prefixShare > 0)
+        printRow(out, "Shared prefix",
+                 withThousands(w.prefixTokens) + " tokens, " + number(100 * w.prefixShare, 0) +
+                     "% of requests, " + withThousands(w.prefixGroups) + " group(s)");
+    if (!p.trace)
+        printRow(out, "Seed", std::to_string(w.seed));
     std::string groups;
     for (const auto& g : r.groupLabels)
         groups += (groups.empty() ? "" : ", ") + g;
-    row("KV pool (per replica)", withThousands(r.numBlocks) + " blocks; groups: " + groups);
-    row("Scheduler", "max_num_seqs " + withThousands(r.maxNumSeqs) + ", max_num_batched_tokens " +
-                         withThousands(r.maxNumBatchedTokens));
-    row("Requests (per replica)", withThousands(r.completed) + " served of " +
-                                      withThousands(r.arrived + r.rejected) + " in " +
-                                      number(r.endS, 1) + " s; " + withThousands(r.rejected) +
-                                      " refused; " + withThousands(r.preemptions) + " preemptions");
-    row("Throughput (replica)", number(r.throughputRps, 2) + " req/s, " +
-                                    number(r.outputTokensPerS, 0) + " output tokens/s");
+    printRow(out, "KV pool (per replica)",
+             withThousands(r.numBlocks) + " blocks; groups: " + groups);
+    printRow(out, "Scheduler",
+             "max_num_seqs " + withThousands(r.maxNumSeqs) + ", max_num_batched_tokens " +
+                 withThousands(r.maxNumBatchedTokens));
+    printRow(out, "Requests (per replica)",
+             withThousands(r.completed) + " served of " + withThousands(r.arrived + r.rejected) +
+                 " in " + number(r.endS, 1) + " s; " + withThousands(r.rejected) + " refused; " +
+                 withThousands(r.preemptions) + " preemptions");
+    printRow(out, "Throughput (replica)",
+             number(r.throughputRps, 2) + " req/s, " + number(r.outputTokensPerS, 0) +
+                 " output tokens/s");
     if (dp > 1)
-        row("Throughput (cluster)", number(r.throughputRps * dp, 2) + " req/s, " +
-                                        number(r.outputTokensPerS * dp, 0) + " output tokens/s");
+        printRow(out, "Throughput (cluster)",
+                 number(r.throughputRps * dp, 2) + " req/s, " + number(r.outputTokensPerS * dp, 0) +
+                     " output tokens/s");
+}
+
+void printLatency(const sim::SimResult& r, std::ostream& out) {
     out << "\n  " << std::left << std::setw(24) << "Latency (ms)";
     for (const char* h : {"mean", "p50", "p90", "p99", "max"})
         out << std::right << std::setw(11) << h;
@@ -356,56 +376,138 @@ int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
     latency("ITL (token to token)", r.itlMs);
     latency("End to end", r.e2eMs);
     out << "\n";
-    if (slo) {
-        std::string sloText;
-        if (o.sloTtftMs > 0)
-            sloText = "TTFT <= " + ms(o.sloTtftMs) + " ms";
-        if (o.sloTpotMs > 0)
-            sloText += (sloText.empty() ? "" : " and ") + std::string("TPOT <= ") +
-                       ms(o.sloTpotMs) + " ms";
-        row("Goodput (replica)", number(r.goodputRps, 2) + " req/s at " + sloText + " (" +
-                                     number(100 * r.sloAttainment, 1) + "% of requests)");
-        if (searched) {
-            if (search.found)
-                row("Sustainable rate",
-                    number(search.rate, 2) + " req/s per replica" +
-                        (dp > 1 ? ", " + number(search.rate * dp, 2) + " per cluster" : "") + " (" +
-                        number(100 * attainment, 1) + "% within the SLO; " +
-                        std::to_string(search.runs) + " runs)");
-            else
-                row("Sustainable rate", "none: " + search.note);
-        }
-    }
-    row("Peak", "running " + withThousands(r.peakRunning) + ", waiting " +
-                    withThousands(r.peakWaiting) + ", KV blocks " +
-                    withThousands(r.peakBlocksTotal) + " of " + withThousands(r.numBlocks) + " (" +
-                    number(100.0 * static_cast<double>(r.peakBlocksTotal) /
-                               static_cast<double>(std::max<std::int64_t>(1, r.numBlocks)),
-                           1) +
-                    "%)");
-    if (r.prefixHitTokens > 0)
-        row("Prefix cache hits", withThousands(r.prefixHitTokens) + " tokens");
-    if (inv.has("series")) {
-        out << "\n  " << std::right << std::setw(10) << "t (s)" << std::setw(10) << "running"
-            << std::setw(10) << "waiting" << std::setw(12) << "preempted";
-        for (const auto& g : r.groupLabels)
-            out << "  " << g;
+}
+
+void printGoodput(const SimReport& p, std::ostream& out) {
+    const sim::SimOptions& o = p.o;
+    std::string sloText;
+    if (o.sloTtftMs > 0)
+        sloText = "TTFT <= " + ms(o.sloTtftMs) + " ms";
+    if (o.sloTpotMs > 0)
+        sloText +=
+            (sloText.empty() ? "" : " and ") + std::string("TPOT <= ") + ms(o.sloTpotMs) + " ms";
+    printRow(out, "Goodput (replica)",
+             number(p.r.goodputRps, 2) + " req/s at " + sloText + " (" +
+                 number(100 * p.r.sloAttainment, 1) + "% of requests)");
+    if (!p.searched)
+        return;
+    if (p.search.found)
+        printRow(out, "Sustainable rate",
+                 number(p.search.rate, 2) + " req/s per replica" +
+                     (p.dp > 1 ? ", " + number(p.search.rate * p.dp, 2) + " per cluster" : "") +
+                     " (" + number(100 * p.attainment, 1) + "% within the SLO; " +
+                     std::to_string(p.search.runs) + " runs)");
+    else
+        printRow(out, "Sustainable rate", "none: " + p.search.note);
+}
+
+// --series: the sampled queues and blocks over time.
+void printSeries(const sim::SimResult& r, std::ostream& out) {
+    out << "\n  " << std::right << std::setw(10) << "t (s)" << std::setw(10) << "running"
+        << std::setw(10) << "waiting" << std::setw(12) << "preempted";
+    for (const auto& g : r.groupLabels)
+        out << "  " << g;
+    out << "\n";
+    for (std::size_t i = 0; i < r.series.t.size(); ++i) {
+        out << "  " << std::setw(10) << number(r.series.t[i], 2) << std::setw(10)
+            << withThousands(r.series.running[i]) << std::setw(10)
+            << withThousands(r.series.waiting[i]) << std::setw(12)
+            << withThousands(r.series.preempted[i]);
+        for (std::size_t g = 0; g < r.groupLabels.size(); ++g)
+            out << "  " << std::setw(static_cast<int>(r.groupLabels[g].size()))
+                << withThousands(r.series.blocksInUse[g][i]);
         out << "\n";
-        for (std::size_t i = 0; i < r.series.t.size(); ++i) {
-            out << "  " << std::setw(10) << number(r.series.t[i], 2) << std::setw(10)
-                << withThousands(r.series.running[i]) << std::setw(10)
-                << withThousands(r.series.waiting[i]) << std::setw(12)
-                << withThousands(r.series.preempted[i]);
-            for (std::size_t g = 0; g < r.groupLabels.size(); ++g)
-                out << "  " << std::setw(static_cast<int>(r.groupLabels[g].size()))
-                    << withThousands(r.series.blocksInUse[g][i]);
-            out << "\n";
-        }
     }
+}
+
+// The text report.
+void printSimulation(const SimReport& p, std::ostream& out) {
+    const sim::SimResult& r = p.r;
+    printSummary(p, out);
+    printLatency(r, out);
+    if (p.slo)
+        printGoodput(p, out);
+    printRow(out, "Peak",
+             "running " + withThousands(r.peakRunning) + ", waiting " +
+                 withThousands(r.peakWaiting) + ", KV blocks " + withThousands(r.peakBlocksTotal) +
+                 " of " + withThousands(r.numBlocks) + " (" +
+                 number(100.0 * static_cast<double>(r.peakBlocksTotal) /
+                            static_cast<double>(std::max<std::int64_t>(1, r.numBlocks)),
+                        1) +
+                 "%)");
+    if (r.prefixHitTokens > 0)
+        printRow(out, "Prefix cache hits", withThousands(r.prefixHitTokens) + " tokens");
+    if (p.inv.has("series"))
+        printSeries(r, out);
     if (!r.capped.empty())
         out << "Capped: " << r.capped << "\n";
     for (const auto& n : r.notes)
         out << "Note: " << n << "\n";
+}
+
+// Runs the replica on the trace or on the workload; an error of the trace is --trace's.
+std::optional<OptionError> simulateReplica(const Invocation& inv, const sim::WorkloadSpec& w,
+                                           const sim::SimOptions& o, int dp, sim::SimResult& r) {
+    const core::Scenario& s = inv.scenario;
+    if (!inv.has("trace")) {
+        r = sim::simulate(s, w, o);
+        return std::nullopt;
+    }
+    // A line's prefix_id shares the scenario's --prefix-tokens unless it gives its own.
+    auto src = io::TraceSource::open(inv.value("trace"),
+                                     s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0);
+    if (!src)
+        return OptionError{"trace", src.error().message};
+    Limited limited(**src, w.requests > 0 ? w.requests : -1, w.durationS, dp);
+    r = sim::simulate(s, limited, o);
+    if (!(*src)->error().empty())
+        return OptionError{"trace", (*src)->error()};
+    return std::nullopt;
+}
+
+} // namespace
+
+int runSimulate(const Invocation& inv, std::ostream& out, std::ostream& err) {
+    const std::string me = "kvledger simulate: ";
+    auto badOption = [&](const OptionError& e) {
+        err << me << "--" << e.option << ": " << printable(e.message) << "\n";
+        return 2;
+    };
+    if (const auto e = optionConflict(inv))
+        return badOption(*e);
+    const core::Scenario& s = inv.scenario;
+    const bool trace = inv.has("trace");
+    const int dp = std::max(1, s.hardware.dataParallel);
+    sim::WorkloadSpec w;
+    if (const auto e = replicaWorkload(inv, dp, w))
+        return badOption(*e);
+
+    sim::SimOptions o;
+    o.sloTtftMs = inv.has("slo-ttft-ms") ? std::stod(inv.value("slo-ttft-ms")) : 0;
+    o.sloTpotMs = inv.has("slo-tpot-ms") ? std::stod(inv.value("slo-tpot-ms")) : 0;
+    const double attainment =
+        inv.has("slo-attainment") ? std::stod(inv.value("slo-attainment")) : 0.99;
+    const bool slo = o.sloTtftMs > 0 || o.sloTpotMs > 0;
+    if (inv.has("slo-attainment") && !slo)
+        return badOption({"slo-attainment", "needs --slo-ttft-ms or --slo-tpot-ms"});
+
+    sim::SimResult r;
+    if (const auto e = simulateReplica(inv, w, o, dp, r))
+        return badOption(*e);
+    if (!r.error.empty()) {
+        err << me << printable(r.error) << "\n";
+        return 1;
+    }
+    sim::RateSearch search;
+    const bool searched = slo && !trace;
+    if (searched)
+        search = sim::sustainableRate(s, w, o, attainment);
+
+    const SimReport report{inv, s, w, o, r, search, dp, trace, slo, searched, attainment};
+    if (inv.has("json"))
+        out << io::dumpJson(simulationJson(report)) << "\n";
+    else
+        printSimulation(report, out);
     return 0;
 }
 

@@ -136,6 +136,184 @@ bool endsWith(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The magic, the version and the two counts; the counts checked against the file's size.
+void readPreamble(Reader& r, std::int64_t size, GgufInfo& g, std::uint64_t& nTensors,
+                  std::uint64_t& nKv) {
+    char magic[4] = {};
+    if (size < 4)
+        throw Fail{"not a GGUF file (" + std::to_string(size) + " bytes, no magic)"};
+    r.bytes(magic, 4, "the magic");
+    if (std::memcmp(magic, "GGUF", 4) != 0)
+        throw Fail{"not a GGUF file (it does not start with \"GGUF\")"};
+    g.version = r.num<std::uint32_t>("the version");
+    if (g.version != 2 && g.version != 3)
+        throw Fail{"GGUF version " + std::to_string(g.version) +
+                   " is not one KV Ledger reads (2 or 3)"};
+    nTensors = r.num<std::uint64_t>("the tensor count");
+    nKv = r.num<std::uint64_t>("the metadata count");
+    // A key/value takes at least 8 + 4 + 1 bytes and a tensor info 8 + 4 + 8 + 4 + 8.
+    if (nKv > std::uint64_t(r.left() / 13) || nTensors > std::uint64_t(r.left() / 32))
+        throw Fail{"truncated or lying about its sizes: " + std::to_string(nTensors) +
+                   " tensors and " + std::to_string(nKv) + " metadata keys cannot fit in " +
+                   std::to_string(size) + " bytes"};
+    g.tensorCount = std::int64_t(nTensors);
+}
+
+// An array value: skipped, except the per-layer KV head counts.
+void readArray(Reader& r, const std::string& key, GgufInfo& g) {
+    const std::uint32_t et = r.num<std::uint32_t>("an array type");
+    const std::uint64_t n = r.num<std::uint64_t>("an array length");
+    const bool kvHeads = endsWith(key, ".attention.head_count_kv");
+    if (et == kString) {
+        for (std::uint64_t k = 0; k < n; ++k) {
+            const std::uint64_t len = r.num<std::uint64_t>("an array string");
+            r.skip(std::int64_t(std::min<std::uint64_t>(len, INT64_MAX)), "an array string");
+        }
+        return;
+    }
+    const std::int64_t es = scalarSize(et);
+    if (es == 0)
+        throw Fail{"metadata '" + core::shownName(key) + "' is an array of type " +
+                   std::to_string(et) + ", which GGUF does not define"};
+    if (n > std::uint64_t(r.left() / es))
+        throw Fail{"truncated or lying about its sizes: metadata '" + core::shownName(key) +
+                   "' claims " + std::to_string(n) + " elements, the file has " +
+                   std::to_string(r.left()) + " bytes left"};
+    if (kvHeads) {
+        for (std::uint64_t k = 0; k < n; ++k)
+            g.headCountKv.push_back(readInt(r, et).value_or(0));
+    } else {
+        r.skip(std::int64_t(n) * es, "an array");
+    }
+}
+
+// A scalar value of `size` bytes: the integers KV Ledger reads (`prefix` is "{arch}.").
+void readScalar(Reader& r, const std::string& key, std::uint32_t type, std::int64_t size,
+                const std::string& prefix, GgufInfo& g) {
+    if (type == kF32 || type == kF64 || type == kBool) {
+        r.skip(size, "a value");
+        return;
+    }
+    const std::optional<std::int64_t> v = readInt(r, type);
+    if (!v)
+        throw Fail{"metadata '" + core::shownName(key) + "' is larger than 2^63"};
+    const std::string k =
+        !prefix.empty() && key.rfind(prefix, 0) == 0 ? key.substr(prefix.size()) : std::string();
+    if (key == "general.alignment")
+        g.alignment = *v;
+    else if (key == "general.file_type")
+        g.fileType = std::string(core::llamacpp::llamaFtypeName(*v));
+    else if (k == "block_count")
+        g.blockCount = *v;
+    else if (k == "context_length")
+        g.contextLength = *v;
+    else if (k == "embedding_length")
+        g.embeddingLength = *v;
+    else if (k == "attention.head_count")
+        g.headCount = *v;
+    else if (k == "attention.head_count_kv")
+        g.headCountKv = {*v};
+    else if (k == "attention.key_length")
+        g.keyLength = *v;
+    else if (k == "attention.value_length")
+        g.valueLength = *v;
+    else if (k == "attention.sliding_window")
+        g.slidingWindow = *v;
+    else if (k == "expert_count")
+        g.expertCount = *v;
+}
+
+// The `nKv` metadata key/values, then the alignment they set.
+void readMetadata(Reader& r, std::uint64_t nKv, GgufInfo& g) {
+    std::string prefix; // "{arch}."
+    for (std::uint64_t i = 0; i < nKv; ++i) {
+        const std::string key = r.str("a metadata key");
+        const std::uint32_t type = r.num<std::uint32_t>("a metadata type");
+        if (type == kString) {
+            const std::string v = r.str("a metadata string");
+            if (key == "general.architecture") {
+                g.architecture = v;
+                prefix = v + ".";
+            } else if (key == "general.name") {
+                g.name = v;
+            }
+        } else if (type == kArray) {
+            readArray(r, key, g);
+        } else if (const std::int64_t ss = scalarSize(type); ss > 0) {
+            readScalar(r, key, type, ss, prefix, g);
+        } else {
+            throw Fail{"metadata '" + core::shownName(key) + "' has type " + std::to_string(type) +
+                       ", which GGUF does not define"};
+        }
+    }
+    if (g.alignment <= 0 || (g.alignment & (g.alignment - 1)) != 0)
+        throw Fail{"general.alignment " + std::to_string(g.alignment) + " is not a power of two"};
+}
+
+struct TensorInfo {
+    std::string name;
+    const core::llamacpp::GgmlTypeInfo* type;
+    std::int64_t elements;
+    std::int64_t bytes;
+    std::uint64_t offset;
+};
+
+TensorInfo readTensorInfo(Reader& r) {
+    TensorInfo t;
+    t.name = r.str("a tensor name");
+    const std::uint32_t dims = r.num<std::uint32_t>("a tensor's dimensions");
+    if (dims == 0 || dims > 4)
+        throw Fail{"tensor '" + core::shownName(t.name) + "' has " + std::to_string(dims) +
+                   " dimensions (ggml has 1 to 4)"};
+    t.elements = 1;
+    std::int64_t rowValues = 0;
+    for (std::uint32_t d = 0; d < dims; ++d) {
+        const std::uint64_t n = r.num<std::uint64_t>("a tensor dimension");
+        if (n == 0 || n > (std::uint64_t(1) << 40))
+            throw Fail{"lying about its sizes: tensor '" + core::shownName(t.name) +
+                       "' has a dimension of " + std::to_string(n)};
+        if (d == 0)
+            rowValues = std::int64_t(n);
+        t.elements = core::satMul(t.elements, std::int64_t(n));
+    }
+    const std::uint32_t type = r.num<std::uint32_t>("a tensor type");
+    t.type = core::llamacpp::ggmlType(int(type));
+    if (!t.type)
+        throw Fail{"tensor '" + core::shownName(t.name) + "' has ggml type " +
+                   std::to_string(type) + ", which KV Ledger does not know"};
+    if (rowValues % t.type->blockSize != 0)
+        throw Fail{"tensor '" + core::shownName(t.name) + "' rows of " + std::to_string(rowValues) +
+                   " values are not whole " + std::string(t.type->name) + " blocks"};
+    t.bytes = core::satMul(t.elements / t.type->blockSize, t.type->typeSize);
+    t.offset = r.num<std::uint64_t>("a tensor offset");
+    return t;
+}
+
+// Each tensor checked to lie within the data section, and the weights summed by type.
+void sumTensors(const std::vector<TensorInfo>& infos, std::int64_t size, GgufInfo& g) {
+    const std::int64_t data = std::max<std::int64_t>(0, size - g.dataOffset);
+    std::map<std::string, GgufTensorType> byType;
+    for (const auto& t : infos) {
+        if (t.offset > std::uint64_t(data) ||
+            std::uint64_t(t.bytes) > std::uint64_t(data) - t.offset)
+            throw Fail{"truncated or lying about its sizes: tensor '" + core::shownName(t.name) +
+                       "' (" + std::string(t.type->name) + ", " + std::to_string(t.bytes) +
+                       " bytes at data offset " + std::to_string(t.offset) +
+                       ") ends past the file's " + std::to_string(data) + " bytes of data"};
+        auto& e = byType[std::string(t.type->name)];
+        e.type = t.type->name;
+        ++e.tensors;
+        e.elements = core::satAdd(e.elements, t.elements);
+        e.bytes = core::satAdd(e.bytes, t.bytes);
+        g.weightBytes = core::satAdd(g.weightBytes, t.bytes);
+        g.weightElements = core::satAdd(g.weightElements, t.elements);
+    }
+    for (auto& [name, e] : byType)
+        g.types.push_back(e);
+    std::sort(g.types.begin(), g.types.end(),
+              [](const GgufTensorType& a, const GgufTensorType& b) { return a.bytes > b.bytes; });
+}
+
 } // namespace
 
 Result<GgufInfo> readGgufHeader(const std::string& path) {
@@ -154,169 +332,14 @@ Result<GgufInfo> readGgufHeader(const std::string& path) {
     g.path = path;
     try {
         Reader r(in, size);
-        char magic[4] = {};
-        if (size < 4)
-            throw Fail{"not a GGUF file (" + std::to_string(size) + " bytes, no magic)"};
-        r.bytes(magic, 4, "the magic");
-        if (std::memcmp(magic, "GGUF", 4) != 0)
-            throw Fail{"not a GGUF file (it does not start with \"GGUF\")"};
-        g.version = r.num<std::uint32_t>("the version");
-        if (g.version != 2 && g.version != 3)
-            throw Fail{"GGUF version " + std::to_string(g.version) +
-                       " is not one KV Ledger reads (2 or 3)"};
-        const std::uint64_t nTensors = r.num<std::uint64_t>("the tensor count");
-        const std::uint64_t nKv = r.num<std::uint64_t>("the metadata count");
-        // A key/value takes at least 8 + 4 + 1 bytes and a tensor info 8 + 4 + 8 + 4 + 8.
-        if (nKv > std::uint64_t(r.left() / 13) || nTensors > std::uint64_t(r.left() / 32))
-            throw Fail{"truncated or lying about its sizes: " + std::to_string(nTensors) +
-                       " tensors and " + std::to_string(nKv) + " metadata keys cannot fit in " +
-                       std::to_string(size) + " bytes"};
-        g.tensorCount = std::int64_t(nTensors);
-
-        std::string prefix; // "{arch}."
-        for (std::uint64_t i = 0; i < nKv; ++i) {
-            const std::string key = r.str("a metadata key");
-            const std::uint32_t type = r.num<std::uint32_t>("a metadata type");
-            if (type == kString) {
-                const std::string v = r.str("a metadata string");
-                if (key == "general.architecture") {
-                    g.architecture = v;
-                    prefix = v + ".";
-                } else if (key == "general.name") {
-                    g.name = v;
-                }
-            } else if (type == kArray) {
-                const std::uint32_t et = r.num<std::uint32_t>("an array type");
-                const std::uint64_t n = r.num<std::uint64_t>("an array length");
-                const bool kvHeads = endsWith(key, ".attention.head_count_kv");
-                if (et == kString) {
-                    for (std::uint64_t k = 0; k < n; ++k) {
-                        const std::uint64_t len = r.num<std::uint64_t>("an array string");
-                        r.skip(std::int64_t(std::min<std::uint64_t>(len, INT64_MAX)),
-                               "an array string");
-                    }
-                } else {
-                    const std::int64_t es = scalarSize(et);
-                    if (es == 0)
-                        throw Fail{"metadata '" + core::shownName(key) + "' is an array of type " +
-                                   std::to_string(et) + ", which GGUF does not define"};
-                    if (n > std::uint64_t(r.left() / es))
-                        throw Fail{"truncated or lying about its sizes: metadata '" +
-                                   core::shownName(key) + "' claims " + std::to_string(n) +
-                                   " elements, the file has " + std::to_string(r.left()) +
-                                   " bytes left"};
-                    if (kvHeads) {
-                        for (std::uint64_t k = 0; k < n; ++k)
-                            g.headCountKv.push_back(readInt(r, et).value_or(0));
-                    } else {
-                        r.skip(std::int64_t(n) * es, "an array");
-                    }
-                }
-            } else if (const std::int64_t ss = scalarSize(type); ss > 0) {
-                if (type == kF32 || type == kF64 || type == kBool) {
-                    r.skip(ss, "a value");
-                    continue;
-                }
-                const std::optional<std::int64_t> v = readInt(r, type);
-                if (!v)
-                    throw Fail{"metadata '" + core::shownName(key) + "' is larger than 2^63"};
-                const std::string k = !prefix.empty() && key.rfind(prefix, 0) == 0
-                                          ? key.substr(prefix.size())
-                                          : std::string();
-                if (key == "general.alignment")
-                    g.alignment = *v;
-                else if (key == "general.file_type")
-                    g.fileType = std::string(core::llamacpp::llamaFtypeName(*v));
-                else if (k == "block_count")
-                    g.blockCount = *v;
-                else if (k == "context_length")
-                    g.contextLength = *v;
-                else if (k == "embedding_length")
-                    g.embeddingLength = *v;
-                else if (k == "attention.head_count")
-                    g.headCount = *v;
-                else if (k == "attention.head_count_kv")
-                    g.headCountKv = {*v};
-                else if (k == "attention.key_length")
-                    g.keyLength = *v;
-                else if (k == "attention.value_length")
-                    g.valueLength = *v;
-                else if (k == "attention.sliding_window")
-                    g.slidingWindow = *v;
-                else if (k == "expert_count")
-                    g.expertCount = *v;
-            } else {
-                throw Fail{"metadata '" + core::shownName(key) + "' has type " +
-                           std::to_string(type) + ", which GGUF does not define"};
-            }
-        }
-        if (g.alignment <= 0 || (g.alignment & (g.alignment - 1)) != 0)
-            throw Fail{"general.alignment " + std::to_string(g.alignment) +
-                       " is not a power of two"};
-
-        struct Info {
-            std::string name;
-            const core::llamacpp::GgmlTypeInfo* type;
-            std::int64_t elements;
-            std::int64_t bytes;
-            std::uint64_t offset;
-        };
-        std::vector<Info> infos;
-        for (std::uint64_t i = 0; i < nTensors; ++i) {
-            Info t;
-            t.name = r.str("a tensor name");
-            const std::uint32_t dims = r.num<std::uint32_t>("a tensor's dimensions");
-            if (dims == 0 || dims > 4)
-                throw Fail{"tensor '" + core::shownName(t.name) + "' has " + std::to_string(dims) +
-                           " dimensions (ggml has 1 to 4)"};
-            t.elements = 1;
-            std::int64_t rowValues = 0;
-            for (std::uint32_t d = 0; d < dims; ++d) {
-                const std::uint64_t n = r.num<std::uint64_t>("a tensor dimension");
-                if (n == 0 || n > (std::uint64_t(1) << 40))
-                    throw Fail{"lying about its sizes: tensor '" + core::shownName(t.name) +
-                               "' has a dimension of " + std::to_string(n)};
-                if (d == 0)
-                    rowValues = std::int64_t(n);
-                t.elements = core::satMul(t.elements, std::int64_t(n));
-            }
-            const std::uint32_t type = r.num<std::uint32_t>("a tensor type");
-            t.type = core::llamacpp::ggmlType(int(type));
-            if (!t.type)
-                throw Fail{"tensor '" + core::shownName(t.name) + "' has ggml type " +
-                           std::to_string(type) + ", which KV Ledger does not know"};
-            if (rowValues % t.type->blockSize != 0)
-                throw Fail{"tensor '" + core::shownName(t.name) + "' rows of " +
-                           std::to_string(rowValues) + " values are not whole " +
-                           std::string(t.type->name) + " blocks"};
-            t.bytes = core::satMul(t.elements / t.type->blockSize, t.type->typeSize);
-            t.offset = r.num<std::uint64_t>("a tensor offset");
-            infos.push_back(t);
-        }
+        std::uint64_t nTensors = 0, nKv = 0;
+        readPreamble(r, size, g, nTensors, nKv);
+        readMetadata(r, nKv, g);
+        std::vector<TensorInfo> infos;
+        for (std::uint64_t i = 0; i < nTensors; ++i)
+            infos.push_back(readTensorInfo(r));
         g.dataOffset = (r.pos() + g.alignment - 1) / g.alignment * g.alignment;
-        const std::int64_t data = std::max<std::int64_t>(0, size - g.dataOffset);
-        std::map<std::string, GgufTensorType> byType;
-        for (const auto& t : infos) {
-            if (t.offset > std::uint64_t(data) ||
-                std::uint64_t(t.bytes) > std::uint64_t(data) - t.offset)
-                throw Fail{"truncated or lying about its sizes: tensor '" +
-                           core::shownName(t.name) + "' (" + std::string(t.type->name) + ", " +
-                           std::to_string(t.bytes) + " bytes at data offset " +
-                           std::to_string(t.offset) + ") ends past the file's " +
-                           std::to_string(data) + " bytes of data"};
-            auto& e = byType[std::string(t.type->name)];
-            e.type = t.type->name;
-            ++e.tensors;
-            e.elements = core::satAdd(e.elements, t.elements);
-            e.bytes = core::satAdd(e.bytes, t.bytes);
-            g.weightBytes = core::satAdd(g.weightBytes, t.bytes);
-            g.weightElements = core::satAdd(g.weightElements, t.elements);
-        }
-        for (auto& [name, e] : byType)
-            g.types.push_back(e);
-        std::sort(
-            g.types.begin(), g.types.end(),
-            [](const GgufTensorType& a, const GgufTensorType& b) { return a.bytes > b.bytes; });
+        sumTensors(infos, size, g);
     } catch (const Fail& f) {
         return makeError(ErrorCode::BadFile, path + ": " + f.message);
     }

@@ -84,6 +84,62 @@ std::string formatCacheLine(const Cache& c, int modelLayers) {
     return buf;
 }
 
+namespace {
+
+// The caches llama.cpp creates, in its order, each with the line it logs: the non-SWA and
+// SWA caches of an iSWA model or the one KV cache, then the recurrent memory.
+void addCaches(Result& r, const ModelSpec& m, const Cache& base, const Cache& swa, bool hasSwa,
+               int stateLayers) {
+    const bool hasAttention = base.layers > 0 || swa.layers > 0;
+    if (hasSwa) {
+        r.logLines.push_back("llama_kv_cache_iswa: creating non-SWA KV cache, size = " +
+                             std::to_string(base.cells) + " cells");
+        r.caches.push_back(base);
+        r.logLines.push_back(formatCacheLine(base, m.numLayers()));
+        r.logLines.push_back("llama_kv_cache_iswa: creating     SWA KV cache, size = " +
+                             std::to_string(swa.cells) + " cells");
+        r.caches.push_back(swa);
+        r.logLines.push_back(formatCacheLine(swa, m.numLayers()));
+    } else if (hasAttention) {
+        r.caches.push_back(base);
+        r.logLines.push_back(formatCacheLine(base, m.numLayers()));
+    }
+    if (stateLayers > 0 && m.state) {
+        // llama_model::create_memory gives recurrent memory f32 R and S rows (type_r, type_s),
+        // one cell per sequence.
+        Cache rec{Cache::Kind::Recurrent, r.nSeqMax, stateLayers, r.nSeqMax, 1, "f32", "f32", 0, 0};
+        rec.kBytes = satMul(satMul(convValues(*m.state) * 4, r.nSeqMax), stateLayers);
+        rec.vBytes = satMul(satMul(stateValues(*m.state) * 4, r.nSeqMax), stateLayers);
+        r.caches.push_back(rec);
+        r.logLines.push_back(formatCacheLine(rec, m.numLayers()));
+    }
+}
+
+// The llama-server command line for these options.
+std::string serverCommand(const LlamaCppOptions& o, const ModelSpec& m, int nSeqMax,
+                          const GgmlTypeInfo& tv) {
+    // llama-server's flags (tools/server/README.md): quantized V needs flash attention.
+    std::string cmd = "llama-server -m " + (m.id.empty() ? std::string("model") : m.id) +
+                      ".gguf -c " + std::to_string(o.nCtx > 0 ? o.nCtx : 0) + " -np " +
+                      std::to_string(nSeqMax);
+    if (o.kvUnified)
+        cmd += " --kv-unified";
+    if (o.typeK != GgmlKvType::F16)
+        cmd += " -ctk " + typeFlagName(o.typeK);
+    if (o.typeV != GgmlKvType::F16)
+        cmd += " -ctv " + typeFlagName(o.typeV);
+    if (tv.blockSize > 1)
+        cmd += " -fa on";
+    if (o.swaFull)
+        cmd += " --swa-full";
+    if (o.nUbatch != 512)
+        cmd += " -ub " + std::to_string(o.nUbatch);
+    cmd += " -ngl 999";
+    return cmd;
+}
+
+} // namespace
+
 Result compute(const Scenario& s) {
     Result r;
     const auto& o = s.engine.llamacpp;
@@ -164,50 +220,11 @@ Result compute(const Scenario& s) {
         c->vBytes = satMul(satMul(c->vBytes, c->cells), streams);
     }
 
-    const bool hasAttention = base.layers > 0 || swa.layers > 0;
-    if (hasSwa) {
-        r.logLines.push_back("llama_kv_cache_iswa: creating non-SWA KV cache, size = " +
-                             std::to_string(base.cells) + " cells");
-        r.caches.push_back(base);
-        r.logLines.push_back(formatCacheLine(base, m.numLayers()));
-        r.logLines.push_back("llama_kv_cache_iswa: creating     SWA KV cache, size = " +
-                             std::to_string(swa.cells) + " cells");
-        r.caches.push_back(swa);
-        r.logLines.push_back(formatCacheLine(swa, m.numLayers()));
-    } else if (hasAttention) {
-        r.caches.push_back(base);
-        r.logLines.push_back(formatCacheLine(base, m.numLayers()));
-    }
-    if (stateLayers > 0 && m.state) {
-        // llama_model::create_memory gives recurrent memory f32 R and S rows (type_r, type_s),
-        // one cell per sequence.
-        Cache rec{Cache::Kind::Recurrent, r.nSeqMax, stateLayers, r.nSeqMax, 1, "f32", "f32", 0, 0};
-        rec.kBytes = satMul(satMul(convValues(*m.state) * 4, r.nSeqMax), stateLayers);
-        rec.vBytes = satMul(satMul(stateValues(*m.state) * 4, r.nSeqMax), stateLayers);
-        r.caches.push_back(rec);
-        r.logLines.push_back(formatCacheLine(rec, m.numLayers()));
-    }
+    addCaches(r, m, base, swa, hasSwa, stateLayers);
     for (const auto& c : r.caches)
         r.totalBytes = satAdd(r.totalBytes, satAdd(c.kBytes, c.vBytes));
 
-    // llama-server's flags (tools/server/README.md): quantized V needs flash attention.
-    std::string cmd = "llama-server -m " + (m.id.empty() ? std::string("model") : m.id) +
-                      ".gguf -c " + std::to_string(o.nCtx > 0 ? o.nCtx : 0) + " -np " +
-                      std::to_string(r.nSeqMax);
-    if (o.kvUnified)
-        cmd += " --kv-unified";
-    if (o.typeK != GgmlKvType::F16)
-        cmd += " -ctk " + typeFlagName(o.typeK);
-    if (o.typeV != GgmlKvType::F16)
-        cmd += " -ctv " + typeFlagName(o.typeV);
-    if (tv.blockSize > 1)
-        cmd += " -fa on";
-    if (o.swaFull)
-        cmd += " --swa-full";
-    if (o.nUbatch != 512)
-        cmd += " -ub " + std::to_string(o.nUbatch);
-    cmd += " -ngl 999";
-    r.command = cmd;
+    r.command = serverCommand(o, m, r.nSeqMax, tv);
     return r;
 }
 

@@ -270,6 +270,29 @@ private:
     void finish(int idx);
     void sample(bool force);
     bool pull();
+    // Engine::run's parts (see there).
+    enum class Flow { Proceed, Next, Stop, Abort };
+    void start();
+    void admitArrival(const ArrivingRequest& a);
+    bool deliverToken(Req& r);
+    template <typename Queue> void takeDone(Queue& queue, std::vector<int>& done);
+    void retire(const std::vector<int>& done);
+    void landInFlight();
+    Flow step();
+    bool admitDueArrivals();
+    Flow idle();
+    Flow checkLimits();
+    void schedule();
+    bool scheduleRunning(std::int64_t& budget);
+    int preemptLast(std::int64_t& budget);
+    void scheduleWaiting(std::int64_t& budget);
+    Flow nothingScheduled();
+    double stepSeconds(std::int64_t decode, std::int64_t prefill) const;
+    void countStep();
+    Flow runAsyncStep();
+    Flow runStep();
+    void wrapUp();
+    void summarise();
     // SimOptions::stopBelowAttainment: even were every request not yet completed to meet the
     // SLO, good / completed would stay below it (it is largest when all `m_expected` complete).
     bool sloOutOfReach() const {
@@ -315,6 +338,7 @@ private:
     bool m_hasPending = false;
     bool m_closed = false;
     double m_closedUntil = 0;
+    std::int64_t m_inSystem = 0; // requests arrived and not yet finished or dropped
     double m_lastArrival = -1;
 
     double m_integral = 0, m_runningIntegral = 0; // of in-system and running over time
@@ -701,84 +725,31 @@ bool Engine::pull() {
     return true;
 }
 
+// The engine loop follows vLLM's EngineCore.step() around Scheduler.schedule()
+// (vllm/v1/engine/core.py, vllm/v1/core/sched/scheduler.py): the arrivals due join the waiting
+// queue, the running requests are scheduled and then the waiting ones, the step runs, and the
+// requests it finished give their blocks back (update_from_output).
 SimResult Engine::run() {
     if (!setUp())
         return std::move(m_r);
+    start();
+    while (true) {
+        const Flow f = step();
+        if (f == Flow::Abort)
+            return std::move(m_r);
+        if (f == Flow::Stop)
+            break;
+    }
+    wrapUp();
+    return std::move(m_r);
+}
+
+void Engine::start() {
     m_async = m_o.asyncScheduling.value_or(m_s.engine.asyncScheduling);
     m_closed = m_src.closedLoop();
     m_closedUntil = m_src.closedLoopUntilS();
     std::int64_t toStart = m_closed ? m_src.concurrency() : 0;
     m_hasPending = m_closed ? false : pull();
-    std::int64_t inSystem = 0;
-    auto admitArrival = [&](const ArrivingRequest& a) {
-        if (a.promptTokens + 1 > m_maxModelLen) {
-            ++m_r.rejected; // vLLM refuses a prompt of max_model_len or more
-            return;
-        }
-        const int idx = newReq(a);
-        m_waiting.push_back(idx);
-        ++m_r.arrived;
-        ++inSystem;
-        m_integral += m_t - a.arrivalS; // it was in the system since it arrived
-        m_lastArrival = a.arrivalS;
-    };
-    // Async scheduling (vllm/v1/engine/core.py, step_with_batch_queue, with a batch queue of
-    // two): step k+1 is scheduled while step k runs, right after step k-1's output was
-    // processed, so at step k's start; step k's tokens come back, and the requests it finished
-    // free their blocks and slots, after that (AsyncScheduler._update_request_with_output).
-    // What that changes here: an arrival waits for the step after the one it could have joined
-    // and a finished request's blocks come back a step later; the decode tokens of a running
-    // request follow one another with no gap, as without it.
-    // A sampled token reaches its request at m_t: its first token or one more gap, and whether
-    // it was the last one (the request is then marked done, output -1, for the sweeps below).
-    auto deliverToken = [&](Req& r) {
-        ++r.generated;
-        if (r.firstToken < 0)
-            r.firstToken = m_t;
-        else if (m_o.interTokenLatency)
-            m_itl.add((m_t - r.lastToken) * 1e3);
-        r.lastToken = m_t;
-        if (r.generated < r.output)
-            return false;
-        r.output = -1;
-        return true;
-    };
-    auto landInFlight = [&] {
-        const double dt = m_inFlightEnd - m_t;
-        m_integral += dt * static_cast<double>(inSystem);
-        m_runningIntegral += dt * static_cast<double>(m_running.size());
-        m_t = m_inFlightEnd;
-        bool anyDone = false;
-        for (const InFlight& f : m_inFlight) {
-            Req& r = m_slab[static_cast<std::size_t>(f.idx)];
-            if (!f.token || r.uid != f.uid || r.output < 0)
-                continue;
-            // Also for a request preempted since: its sampled token is delivered (upstream
-            // keeps the placeholders of a preempted request).
-            r.placeholders = std::max<std::int64_t>(0, r.placeholders - 1);
-            anyDone = deliverToken(r) || anyDone;
-        }
-        m_inFlight.clear();
-        if (!anyDone)
-            return;
-        std::vector<int> done;
-        auto isDone = [&](int idx) {
-            if (m_slab[static_cast<std::size_t>(idx)].output >= 0)
-                return false;
-            done.push_back(idx);
-            return true;
-        };
-        m_running.erase(std::remove_if(m_running.begin(), m_running.end(), isDone),
-                        m_running.end());
-        m_waiting.erase(std::remove_if(m_waiting.begin(), m_waiting.end(), isDone),
-                        m_waiting.end());
-        for (const int idx : done) {
-            finish(idx);
-            --inSystem;
-            if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull())
-                admitArrival(m_pending);
-        }
-    };
     // A closed loop starts its clients at 0.
     for (; toStart > 0; --toStart) {
         if (!pull())
@@ -786,253 +757,368 @@ SimResult Engine::run() {
         admitArrival(m_pending);
     }
     sample(true);
-    while (true) {
-        while (m_hasPending && m_pending.arrivalS <= m_t) {
-            if (m_pending.arrivalS < m_lastArrival) {
-                m_r.error = "arrivals out of order: " + std::to_string(m_pending.arrivalS) +
-                            " s after " + std::to_string(m_lastArrival) + " s";
-                return std::move(m_r);
-            }
-            admitArrival(m_pending);
-            m_hasPending = pull();
-            if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting)
-                break;
-        }
-        if (!m_src.error().empty()) {
-            m_r.error = m_src.error();
-            return std::move(m_r);
-        }
-        if (!m_closed && !m_hasPending && m_windowIntegral < 0) {
-            // The arrivals are over: the time-averages are taken over [0, last arrival].
-            const double back = std::max(0.0, m_t - m_lastArrival);
-            m_windowIntegral = m_integral - back * static_cast<double>(inSystem);
-            m_windowRunning = m_runningIntegral - back * static_cast<double>(m_running.size());
-        }
-        if (m_running.empty() && m_waiting.empty()) {
-            if (!m_inFlight.empty()) {
-                landInFlight();
-                sample(false);
-                continue;
-            }
-            if (!m_hasPending)
-                break;
-            m_t = m_pending.arrivalS;
-            continue;
-        }
-        if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting) {
-            m_r.capped = "the waiting queue passed " + withThousands(m_o.maxWaiting) +
-                         " requests at " + seconds(m_t) +
-                         ": the arrivals outrun the replica; stopped there";
-            break;
-        }
-        if (m_o.cancel && m_r.steps % kCancelCheckSteps == 0 &&
-            m_o.cancel->load(std::memory_order_relaxed)) {
-            m_r.cancelled = true;
-            m_r.error = "cancelled at " + seconds(m_t) + " of simulated time";
-            return std::move(m_r);
-        }
-        if (m_o.progress && m_expected > 0 && m_r.steps % kProgressEverySteps == 0) {
-            const double f = std::min(0.999, static_cast<double>(m_r.completed + m_r.rejected) /
-                                                 static_cast<double>(m_expected));
-            if (f > m_reported) {
-                m_reported = f;
-                m_o.progress(f);
-            }
-        }
-        if (m_r.steps >= m_o.maxSteps) {
-            m_r.capped = "the simulation reached its limit of " + withThousands(m_o.maxSteps) +
-                         " engine steps at " + seconds(m_t) + "; stopped there";
-            break;
-        }
+}
 
-        // ---- Scheduler.schedule() ----
-        m_scheduled.clear();
-        std::int64_t budget = m_budget;
-        bool preempted = false;
-        std::size_t i = 0;
-        while (i < m_running.size() && budget > 0) {
-            const int idx = m_running[i];
-            Req& r = m_slab[static_cast<std::size_t>(idx)];
-            // Async scheduling (vllm/v1/core/sched/scheduler.py, schedule()): a request whose
-            // last token is already in flight is not scheduled again, and one with a token in
-            // flight decodes the next before that token is back (num_output_placeholders).
-            if (r.placeholders > 0 && r.computed + 2 - r.placeholders >= r.prompt + r.output) {
-                ++i;
-                continue;
-            }
-            std::int64_t numNew = std::min(r.numTokens() + r.placeholders - r.computed, budget);
-            numNew = std::min(numNew, m_maxModelLen - 1 - r.computed);
-            if (numNew <= 0) {
-                ++i;
-                continue;
-            }
-            bool fits = true;
-            while (!allocateRunning(r, numNew)) {
-                // _preempt_request: the last of the running queue (FCFS) gives its blocks.
-                const int victim = m_running.back();
-                m_running.pop_back();
-                if (auto it = std::find_if(m_scheduled.begin(), m_scheduled.end(),
-                                           [&](const auto& p) { return p.first == victim; });
-                    it != m_scheduled.end()) {
-                    budget += it->second;
-                    m_scheduled.erase(it);
-                }
-                preempt(victim);
-                preempted = true;
-                if (victim == idx) {
-                    fits = false;
-                    break;
-                }
-            }
-            if (!fits)
-                break;
-            m_scheduled.emplace_back(idx, numNew);
-            budget -= numNew;
-            ++i;
-        }
-        if (!preempted) {
-            while (!m_waiting.empty() && budget > 0 &&
-                   static_cast<std::int64_t>(m_running.size()) < m_maxSeqs) {
-                const int idx = m_waiting.front();
-                Req& r = m_slab[static_cast<std::size_t>(idx)];
-                std::int64_t numNew = 0;
-                if (!admit(r, numNew, budget))
-                    break;
-                m_waiting.pop_front();
-                m_running.push_back(idx);
-                if (r.firstScheduled < 0)
-                    r.firstScheduled = m_t;
-                m_scheduled.emplace_back(idx, numNew);
-                budget -= numNew;
-            }
-        }
-        if (m_scheduled.empty() && !m_inFlight.empty()) {
-            // Async: every running request waits for its token in flight; the engine waits
-            // for that step's output, then schedules again.
-            landInFlight();
-            sample(false);
-            if (sloOutOfReach())
-                break;
-            continue;
-        }
-        if (m_scheduled.empty()) {
-            // Nothing can run: the head of the queue needs more blocks than the pool has.
-            if (m_running.empty() && !m_waiting.empty()) {
-                const int idx = m_waiting.front();
-                m_waiting.pop_front();
-                freeBlocks(m_slab[static_cast<std::size_t>(idx)]);
-                recycle(idx);
-                ++m_r.rejected;
-                --inSystem;
-                if (m_r.notes.empty())
-                    m_r.notes.push_back("a request needs more KV blocks than the pool holds; "
-                                        "it was dropped (vLLM would wait forever)");
-                continue;
-            }
-            m_r.error = "the scheduler made no progress (a bug)";
-            return std::move(m_r);
-        }
-
-        if (m_r.steps < m_o.traceSteps) {
-            auto& rec = m_r.stepTrace.emplace_back();
-            for (const auto& [idx, k] : m_scheduled)
-                rec.emplace_back(m_slab[static_cast<std::size_t>(idx)].uid, k);
-        }
-        if (m_async) {
-            // ---- the step, scheduled while the one in flight runs ----
-            std::int64_t decode = 0, prefill = 0;
-            m_next.clear();
-            for (const auto& [idx, k] : m_scheduled) {
-                Req& r = m_slab[static_cast<std::size_t>(idx)];
-                if (k == 1 && r.computed >= r.prompt)
-                    ++decode;
-                else
-                    prefill += k;
-                // AsyncScheduler._update_after_schedule: the tokens count as computed now,
-                // and a step that reaches the end of the known tokens and those in flight
-                // samples one more (a placeholder until it comes back).
-                r.computed += k;
-                const bool token = r.computed >= r.numTokens() + r.placeholders;
-                if (token)
-                    ++r.placeholders;
-                m_next.push_back({idx, r.uid, token});
-            }
-            double kv = 0, state = 0;
-            for (std::size_t g = 0; g < m_groups.size(); ++g) {
-                const double bytes = static_cast<double>(m_pool->inUse(static_cast<int>(g))) *
-                                     m_groups[g].bytesPerBlock;
-                (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
-            }
-            const double dt = m_cost.stepMs(decode, prefill, kv, state) / 1e3;
-            const double start = m_inFlight.empty() ? m_t : m_inFlightEnd;
-            ++m_r.steps;
-            m_r.peakRunning =
-                std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
-            m_r.peakWaiting =
-                std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
-            if (!m_inFlight.empty())
-                landInFlight(); // the previous step ends as this one starts
-            std::swap(m_inFlight, m_next);
-            m_inFlightEnd = start + dt;
-            sample(false);
-            if (sloOutOfReach())
-                break;
-            continue;
-        }
-        // ---- the step ----
-        std::int64_t decode = 0, prefill = 0;
-        for (const auto& [idx, k] : m_scheduled) {
-            const Req& r = m_slab[static_cast<std::size_t>(idx)];
-            if (k == 1 && r.computed >= r.prompt)
-                ++decode;
-            else
-                prefill += k;
-        }
-        double kv = 0, state = 0;
-        for (std::size_t g = 0; g < m_groups.size(); ++g) {
-            const double bytes =
-                static_cast<double>(m_pool->inUse(static_cast<int>(g))) * m_groups[g].bytesPerBlock;
-            (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
-        }
-        const double dt = m_cost.stepMs(decode, prefill, kv, state) / 1e3;
-        m_integral += dt * static_cast<double>(inSystem);
-        m_runningIntegral += dt * static_cast<double>(m_running.size());
-        m_t += dt;
-        ++m_r.steps;
-        m_r.peakRunning = std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
-        m_r.peakWaiting = std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
-
-        bool anyDone = false;
-        for (const auto& [idx, k] : m_scheduled) {
-            Req& r = m_slab[static_cast<std::size_t>(idx)];
-            r.computed += k;
-            if (r.computed < r.numTokens())
-                continue; // a prefill chunk: no token yet
-            anyDone = deliverToken(r) || anyDone;
-        }
-        if (anyDone) {
-            std::vector<int> done;
-            m_running.erase(std::remove_if(m_running.begin(), m_running.end(),
-                                           [&](int idx) {
-                                               if (m_slab[static_cast<std::size_t>(idx)].output >=
-                                                   0)
-                                                   return false;
-                                               done.push_back(idx);
-                                               return true;
-                                           }),
-                            m_running.end());
-            for (const int idx : done) {
-                finish(idx);
-                --inSystem;
-                if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull()) {
-                    admitArrival(m_pending);
-                }
-            }
-            if (sloOutOfReach())
-                break;
-        }
-        sample(false);
+void Engine::admitArrival(const ArrivingRequest& a) {
+    if (a.promptTokens + 1 > m_maxModelLen) {
+        ++m_r.rejected; // vLLM refuses a prompt of max_model_len or more
+        return;
     }
+    const int idx = newReq(a);
+    m_waiting.push_back(idx);
+    ++m_r.arrived;
+    ++m_inSystem;
+    m_integral += m_t - a.arrivalS; // it was in the system since it arrived
+    m_lastArrival = a.arrivalS;
+}
+
+// Async scheduling (vllm/v1/engine/core.py, step_with_batch_queue, with a batch queue of
+// two): step k+1 is scheduled while step k runs, right after step k-1's output was
+// processed, so at step k's start; step k's tokens come back, and the requests it finished
+// free their blocks and slots, after that (AsyncScheduler._update_request_with_output).
+// What that changes here: an arrival waits for the step after the one it could have joined
+// and a finished request's blocks come back a step later; the decode tokens of a running
+// request follow one another with no gap, as without it.
+// A sampled token reaches its request at m_t: its first token or one more gap, and whether
+// it was the last one (the request is then marked done, output -1, for the sweeps below).
+bool Engine::deliverToken(Req& r) {
+    ++r.generated;
+    if (r.firstToken < 0)
+        r.firstToken = m_t;
+    else if (m_o.interTokenLatency)
+        m_itl.add((m_t - r.lastToken) * 1e3);
+    r.lastToken = m_t;
+    if (r.generated < r.output)
+        return false;
+    r.output = -1;
+    return true;
+}
+
+// Moves the requests of `queue` marked done (output -1) to `done`, in queue order.
+template <typename Queue> void Engine::takeDone(Queue& queue, std::vector<int>& done) {
+    queue.erase(std::remove_if(queue.begin(), queue.end(),
+                               [&](int idx) {
+                                   if (m_slab[static_cast<std::size_t>(idx)].output >= 0)
+                                       return false;
+                                   done.push_back(idx);
+                                   return true;
+                               }),
+                queue.end());
+}
+
+// The finished requests leave; in a closed loop each one's client sends its next request.
+void Engine::retire(const std::vector<int>& done) {
+    for (const int idx : done) {
+        finish(idx);
+        --m_inSystem;
+        if (m_closed && (m_closedUntil <= 0 || m_t < m_closedUntil) && pull())
+            admitArrival(m_pending);
+    }
+}
+
+// Async: the step in flight ends; its tokens reach their requests.
+void Engine::landInFlight() {
+    const double dt = m_inFlightEnd - m_t;
+    m_integral += dt * static_cast<double>(m_inSystem);
+    m_runningIntegral += dt * static_cast<double>(m_running.size());
+    m_t = m_inFlightEnd;
+    bool anyDone = false;
+    for (const InFlight& f : m_inFlight) {
+        Req& r = m_slab[static_cast<std::size_t>(f.idx)];
+        if (!f.token || r.uid != f.uid || r.output < 0)
+            continue;
+        // Also for a request preempted since: its sampled token is delivered (upstream
+        // keeps the placeholders of a preempted request).
+        r.placeholders = std::max<std::int64_t>(0, r.placeholders - 1);
+        anyDone = deliverToken(r) || anyDone;
+    }
+    m_inFlight.clear();
+    if (!anyDone)
+        return;
+    std::vector<int> done;
+    takeDone(m_running, done);
+    takeDone(m_waiting, done);
+    retire(done);
+}
+
+// One turn of the engine loop: what the loop does next.
+Engine::Flow Engine::step() {
+    if (!admitDueArrivals())
+        return Flow::Abort;
+    if (!m_closed && !m_hasPending && m_windowIntegral < 0) {
+        // The arrivals are over: the time-averages are taken over [0, last arrival].
+        const double back = std::max(0.0, m_t - m_lastArrival);
+        m_windowIntegral = m_integral - back * static_cast<double>(m_inSystem);
+        m_windowRunning = m_runningIntegral - back * static_cast<double>(m_running.size());
+    }
+    if (m_running.empty() && m_waiting.empty())
+        return idle();
+    if (const Flow f = checkLimits(); f != Flow::Proceed)
+        return f;
+    schedule();
+    if (m_scheduled.empty())
+        return nothingScheduled();
+    if (m_r.steps < m_o.traceSteps) {
+        auto& rec = m_r.stepTrace.emplace_back();
+        for (const auto& [idx, k] : m_scheduled)
+            rec.emplace_back(m_slab[static_cast<std::size_t>(idx)].uid, k);
+    }
+    return m_async ? runAsyncStep() : runStep();
+}
+
+// The arrivals due by now join the waiting queue; false on an error (m_r.error says it).
+bool Engine::admitDueArrivals() {
+    while (m_hasPending && m_pending.arrivalS <= m_t) {
+        if (m_pending.arrivalS < m_lastArrival) {
+            m_r.error = "arrivals out of order: " + std::to_string(m_pending.arrivalS) +
+                        " s after " + std::to_string(m_lastArrival) + " s";
+            return false;
+        }
+        admitArrival(m_pending);
+        m_hasPending = pull();
+        if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting)
+            break;
+    }
+    if (!m_src.error().empty()) {
+        m_r.error = m_src.error();
+        return false;
+    }
+    return true;
+}
+
+// No request is running or waiting: the step in flight lands, or the clock jumps to the next
+// arrival, or the run is over.
+Engine::Flow Engine::idle() {
+    if (!m_inFlight.empty()) {
+        landInFlight();
+        sample(false);
+        return Flow::Next;
+    }
+    if (!m_hasPending)
+        return Flow::Stop;
+    m_t = m_pending.arrivalS;
+    return Flow::Next;
+}
+
+// The run's limits (waiting queue, cancel, steps) and its progress report.
+Engine::Flow Engine::checkLimits() {
+    if (static_cast<std::int64_t>(m_waiting.size()) > m_o.maxWaiting) {
+        m_r.capped = "the waiting queue passed " + withThousands(m_o.maxWaiting) + " requests at " +
+                     seconds(m_t) + ": the arrivals outrun the replica; stopped there";
+        return Flow::Stop;
+    }
+    if (m_o.cancel && m_r.steps % kCancelCheckSteps == 0 &&
+        m_o.cancel->load(std::memory_order_relaxed)) {
+        m_r.cancelled = true;
+        m_r.error = "cancelled at " + seconds(m_t) + " of simulated time";
+        return Flow::Abort;
+    }
+    if (m_o.progress && m_expected > 0 && m_r.steps % kProgressEverySteps == 0) {
+        const double f = std::min(0.999, static_cast<double>(m_r.completed + m_r.rejected) /
+                                             static_cast<double>(m_expected));
+        if (f > m_reported) {
+            m_reported = f;
+            m_o.progress(f);
+        }
+    }
+    if (m_r.steps >= m_o.maxSteps) {
+        m_r.capped = "the simulation reached its limit of " + withThousands(m_o.maxSteps) +
+                     " engine steps at " + seconds(m_t) + "; stopped there";
+        return Flow::Stop;
+    }
+    return Flow::Proceed;
+}
+
+// Scheduler.schedule(): the running requests first, then, unless one was preempted, the
+// waiting ones, within the token budget; fills m_scheduled.
+void Engine::schedule() {
+    m_scheduled.clear();
+    std::int64_t budget = m_budget;
+    if (!scheduleRunning(budget))
+        scheduleWaiting(budget);
+}
+
+// The running requests, in order; true if one was preempted.
+bool Engine::scheduleRunning(std::int64_t& budget) {
+    bool preempted = false;
+    std::size_t i = 0;
+    while (i < m_running.size() && budget > 0) {
+        const int idx = m_running[i];
+        Req& r = m_slab[static_cast<std::size_t>(idx)];
+        // Async scheduling (vllm/v1/core/sched/scheduler.py, schedule()): a request whose
+        // last token is already in flight is not scheduled again, and one with a token in
+        // flight decodes the next before that token is back (num_output_placeholders).
+        if (r.placeholders > 0 && r.computed + 2 - r.placeholders >= r.prompt + r.output) {
+            ++i;
+            continue;
+        }
+        std::int64_t numNew = std::min(r.numTokens() + r.placeholders - r.computed, budget);
+        numNew = std::min(numNew, m_maxModelLen - 1 - r.computed);
+        if (numNew <= 0) {
+            ++i;
+            continue;
+        }
+        bool fits = true;
+        while (!allocateRunning(r, numNew)) {
+            const int victim = preemptLast(budget);
+            preempted = true;
+            if (victim == idx) {
+                fits = false;
+                break;
+            }
+        }
+        if (!fits)
+            break;
+        m_scheduled.emplace_back(idx, numNew);
+        budget -= numNew;
+        ++i;
+    }
+    return preempted;
+}
+
+// _preempt_request: the last of the running queue (FCFS) gives its blocks, and the tokens
+// scheduled for it this step go back to the budget; returns it.
+int Engine::preemptLast(std::int64_t& budget) {
+    const int victim = m_running.back();
+    m_running.pop_back();
+    if (auto it = std::find_if(m_scheduled.begin(), m_scheduled.end(),
+                               [&](const auto& p) { return p.first == victim; });
+        it != m_scheduled.end()) {
+        budget += it->second;
+        m_scheduled.erase(it);
+    }
+    preempt(victim);
+    return victim;
+}
+
+// The waiting requests, in order, while the budget and max_num_seqs allow.
+void Engine::scheduleWaiting(std::int64_t& budget) {
+    while (!m_waiting.empty() && budget > 0 &&
+           static_cast<std::int64_t>(m_running.size()) < m_maxSeqs) {
+        const int idx = m_waiting.front();
+        Req& r = m_slab[static_cast<std::size_t>(idx)];
+        std::int64_t numNew = 0;
+        if (!admit(r, numNew, budget))
+            break;
+        m_waiting.pop_front();
+        m_running.push_back(idx);
+        if (r.firstScheduled < 0)
+            r.firstScheduled = m_t;
+        m_scheduled.emplace_back(idx, numNew);
+        budget -= numNew;
+    }
+}
+
+// The scheduler scheduled nothing.
+Engine::Flow Engine::nothingScheduled() {
+    if (!m_inFlight.empty()) {
+        // Async: every running request waits for its token in flight; the engine waits
+        // for that step's output, then schedules again.
+        landInFlight();
+        sample(false);
+        return sloOutOfReach() ? Flow::Stop : Flow::Next;
+    }
+    // Nothing can run: the head of the queue needs more blocks than the pool has.
+    if (m_running.empty() && !m_waiting.empty()) {
+        const int idx = m_waiting.front();
+        m_waiting.pop_front();
+        freeBlocks(m_slab[static_cast<std::size_t>(idx)]);
+        recycle(idx);
+        ++m_r.rejected;
+        --m_inSystem;
+        if (m_r.notes.empty())
+            m_r.notes.push_back("a request needs more KV blocks than the pool holds; "
+                                "it was dropped (vLLM would wait forever)");
+        return Flow::Next;
+    }
+    m_r.error = "the scheduler made no progress (a bug)";
+    return Flow::Abort;
+}
+
+// The step's time from its decode and prefill tokens and the KV and state bytes it reads.
+double Engine::stepSeconds(std::int64_t decode, std::int64_t prefill) const {
+    double kv = 0, state = 0;
+    for (std::size_t g = 0; g < m_groups.size(); ++g) {
+        const double bytes =
+            static_cast<double>(m_pool->inUse(static_cast<int>(g))) * m_groups[g].bytesPerBlock;
+        (m_groups[g].type == SpecType::Mamba ? state : kv) += bytes;
+    }
+    return m_cost.stepMs(decode, prefill, kv, state) / 1e3;
+}
+
+void Engine::countStep() {
+    ++m_r.steps;
+    m_r.peakRunning = std::max(m_r.peakRunning, static_cast<std::int64_t>(m_running.size()));
+    m_r.peakWaiting = std::max(m_r.peakWaiting, static_cast<std::int64_t>(m_waiting.size()));
+}
+
+// The step, scheduled while the one in flight runs.
+Engine::Flow Engine::runAsyncStep() {
+    std::int64_t decode = 0, prefill = 0;
+    m_next.clear();
+    for (const auto& [idx, k] : m_scheduled) {
+        Req& r = m_slab[static_cast<std::size_t>(idx)];
+        if (k == 1 && r.computed >= r.prompt)
+            ++decode;
+        else
+            prefill += k;
+        // AsyncScheduler._update_after_schedule: the tokens count as computed now,
+        // and a step that reaches the end of the known tokens and those in flight
+        // samples one more (a placeholder until it comes back).
+        r.computed += k;
+        const bool token = r.computed >= r.numTokens() + r.placeholders;
+        if (token)
+            ++r.placeholders;
+        m_next.push_back({idx, r.uid, token});
+    }
+    const double dt = stepSeconds(decode, prefill);
+    const double start = m_inFlight.empty() ? m_t : m_inFlightEnd;
+    countStep();
+    if (!m_inFlight.empty())
+        landInFlight(); // the previous step ends as this one starts
+    std::swap(m_inFlight, m_next);
+    m_inFlightEnd = start + dt;
+    sample(false);
+    return sloOutOfReach() ? Flow::Stop : Flow::Next;
+}
+
+// The step (update_from_output follows it at once).
+Engine::Flow Engine::runStep() {
+    std::int64_t decode = 0, prefill = 0;
+    for (const auto& [idx, k] : m_scheduled) {
+        const Req& r = m_slab[static_cast<std::size_t>(idx)];
+        if (k == 1 && r.computed >= r.prompt)
+            ++decode;
+        else
+            prefill += k;
+    }
+    const double dt = stepSeconds(decode, prefill);
+    m_integral += dt * static_cast<double>(m_inSystem);
+    m_runningIntegral += dt * static_cast<double>(m_running.size());
+    m_t += dt;
+    countStep();
+
+    bool anyDone = false;
+    for (const auto& [idx, k] : m_scheduled) {
+        Req& r = m_slab[static_cast<std::size_t>(idx)];
+        r.computed += k;
+        if (r.computed < r.numTokens())
+            continue; // a prefill chunk: no token yet
+        anyDone = deliverToken(r) || anyDone;
+    }
+    if (anyDone) {
+        std::vector<int> done;
+        takeDone(m_running, done);
+        retire(done);
+        if (sloOutOfReach())
+            return Flow::Stop;
+    }
+    sample(false);
+    return Flow::Next;
+}
+
+// After the loop: why it stopped early, the time-averages, percentiles and rates.
+void Engine::wrapUp() {
     if (m_r.capped.empty() && sloOutOfReach()) {
         m_r.sloOutOfReach = true;
         char share[32];
@@ -1053,6 +1139,13 @@ SimResult Engine::run() {
         m_r.meanInSystem = m_windowIntegral / window;
         m_r.meanRunning = m_windowRunning / window;
     }
+    summarise();
+    if (m_o.progress)
+        m_o.progress(1.0);
+}
+
+// The latency percentiles, means over the requests served and the rates.
+void Engine::summarise() {
     m_r.ttftMs = m_ttft.percentiles();
     m_r.tpotMs = m_tpot.percentiles();
     m_r.e2eMs = m_e2e.percentiles();
@@ -1076,9 +1169,6 @@ SimResult Engine::run() {
     if (m_r.rejected > 0)
         m_r.notes.push_back(withThousands(m_r.rejected) +
                             " requests were refused: longer than max_model_len or the pool");
-    if (m_o.progress)
-        m_o.progress(1.0);
-    return std::move(m_r);
 }
 
 } // namespace
