@@ -187,7 +187,33 @@ void MainWindow::buildUi() {
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     scroll->setMinimumWidth(m_panel->sizeHint().width() + 24);
     scroll->setFrameShape(QFrame::NoFrame);
+    QWidget* ledger = buildLedgerTab();
 
+    // What matters about the scenario, most severe first; it wraps, and a long list opens in a
+    // popup (widgets/scenario/warnings_banner.h).
+    m_banner = new widgets::WarningsBanner;
+    m_banner->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    buildTabs(ledger);
+    auto* right = new QWidget;
+    auto* rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->setSpacing(2);
+    rightLayout->addWidget(m_banner);
+    rightLayout->addWidget(m_tabs, 1);
+
+    m_mainSplitter = new QSplitter(Qt::Horizontal);
+    m_mainSplitter->addWidget(scroll);
+    m_mainSplitter->addWidget(right);
+    m_mainSplitter->setStretchFactor(0, 0);
+    m_mainSplitter->setStretchFactor(1, 1);
+    m_mainSplitter->setCollapsible(1, false);
+    setCentralWidget(m_mainSplitter);
+    buildStatusBar();
+    resize(1600, 1000);
+}
+
+// The Ledger tab: the memory and concurrency charts above, the breakdown and the ladder below.
+QWidget* MainWindow::buildLedgerTab() {
     // The ledger charts of the chart registry; the probe panel makes the measured ones.
     auto make = [](const char* name) {
         return widgets::createChart(*widgets::findChartSpec(QString::fromLatin1(name)));
@@ -196,6 +222,26 @@ void MainWindow::buildUi() {
     m_concurrencyChart = static_cast<widgets::CurveChart*>(make("concurrency"));
     m_breakdownChart = static_cast<widgets::BreakdownChart*>(make("breakdown"));
 
+    m_topSplitter = new QSplitter(Qt::Horizontal);
+    m_topSplitter->addWidget(m_memoryChart);
+    m_topSplitter->addWidget(m_concurrencyChart);
+    m_bottomSplitter = new QSplitter(Qt::Horizontal);
+    m_bottomSplitter->addWidget(m_breakdownChart);
+    m_bottomSplitter->addWidget(buildLadderBox());
+    m_bottomSplitter->setStretchFactor(0, 2);
+    m_bottomSplitter->setStretchFactor(1, 3);
+    m_rightSplitter = new QSplitter(Qt::Vertical);
+    m_rightSplitter->addWidget(m_topSplitter);
+    m_rightSplitter->addWidget(m_bottomSplitter);
+    m_rightSplitter->setStretchFactor(0, 3);
+    m_rightSplitter->setStretchFactor(1, 2);
+    m_rightSplitter->setSizes({600, 380});
+    m_bottomSplitter->setSizes({380, 620});
+    return m_rightSplitter;
+}
+
+// The lever ladder's table, its title and the vLLM command below it.
+QWidget* MainWindow::buildLadderBox() {
     m_ladderModel = new widgets::LadderModel(this);
     m_ladderView = new QTableView;
     m_ladderView->setObjectName(QStringLiteral("ladderView"));
@@ -241,7 +287,6 @@ void MainWindow::buildUi() {
     m_ladderTitleBase = ladderTitle->text();
     // Its width never sets the window's: it wraps (the engine's name and the note on hidden
     // columns make it longer than a 1366 px window's ladder).
-    ladderTitle->setWordWrap(true);
     ladderTitle->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     ladderLayout->addWidget(cmdTitle);
     m_vllmView = new QPlainTextEdit;
@@ -253,27 +298,10 @@ void MainWindow::buildUi() {
         tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
     m_vllmView->setMinimumHeight(2 * m_vllmView->fontMetrics().lineSpacing() + 12);
     ladderLayout->addWidget(m_vllmView, 2);
+    return ladderBox;
+}
 
-    // What matters about the scenario, most severe first; it wraps, and a long list opens in a
-    // popup (widgets/scenario/warnings_banner.h).
-    m_banner = new widgets::WarningsBanner;
-    m_banner->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-
-    m_topSplitter = new QSplitter(Qt::Horizontal);
-    m_topSplitter->addWidget(m_memoryChart);
-    m_topSplitter->addWidget(m_concurrencyChart);
-    m_bottomSplitter = new QSplitter(Qt::Horizontal);
-    m_bottomSplitter->addWidget(m_breakdownChart);
-    m_bottomSplitter->addWidget(ladderBox);
-    m_bottomSplitter->setStretchFactor(0, 2);
-    m_bottomSplitter->setStretchFactor(1, 3);
-    m_rightSplitter = new QSplitter(Qt::Vertical);
-    m_rightSplitter->addWidget(m_topSplitter);
-    m_rightSplitter->addWidget(m_bottomSplitter);
-    m_rightSplitter->setStretchFactor(0, 3);
-    m_rightSplitter->setStretchFactor(1, 2);
-    m_rightSplitter->setSizes({600, 380});
-    m_bottomSplitter->setSizes({380, 620});
+void MainWindow::buildTabs(QWidget* ledger) {
     // The probe gets a tab of its own: its table and charts need the room, and the ledger's
     // charts keep theirs (measured points appear on them as overlays).
     m_probePanel = new widgets::ProbePanel;
@@ -281,7 +309,7 @@ void MainWindow::buildUi() {
     m_tabs = new QTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->setDocumentMode(true);
-    m_tabs->addTab(m_rightSplitter, tr("&Ledger: predicted"));
+    m_tabs->addTab(ledger, tr("&Ledger: predicted"));
     m_tabs->addTab(m_probePanel, tr("&Measured: probe"));
     m_tabs->setTabToolTip(0, tr("Memory, concurrency, breakdown and the lever ladder as core "
                                 "predicts them (measured points overlaid)"));
@@ -310,21 +338,9 @@ void MainWindow::buildUi() {
     m_tabs->setTabToolTip(m_tabs->addTab(m_enginesPanel, tr("&Engines")),
                           tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
                              "per replica for the same model, GPU and workload, per ladder step"));
-    auto* right = new QWidget;
-    auto* rightLayout = new QVBoxLayout(right);
-    rightLayout->setContentsMargins(0, 0, 0, 0);
-    rightLayout->setSpacing(2);
-    rightLayout->addWidget(m_banner);
-    rightLayout->addWidget(m_tabs, 1);
+}
 
-    m_mainSplitter = new QSplitter(Qt::Horizontal);
-    m_mainSplitter->addWidget(scroll);
-    m_mainSplitter->addWidget(right);
-    m_mainSplitter->setStretchFactor(0, 0);
-    m_mainSplitter->setStretchFactor(1, 1);
-    m_mainSplitter->setCollapsible(1, false);
-    setCentralWidget(m_mainSplitter);
-
+void MainWindow::buildStatusBar() {
     m_summary = new QLabel;
     m_summary->setObjectName(QStringLiteral("summaryLabel"));
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -344,13 +360,44 @@ void MainWindow::buildUi() {
     statusBar()->addPermanentWidget(m_referenceLabel);
     statusBar()->addPermanentWidget(m_scopeButton);
     statusBar()->addPermanentWidget(m_unitsButton);
-    resize(1600, 1000);
 }
 
 void MainWindow::buildActions() {
-    auto icon = [](const char* name) {
-        return QIcon(QStringLiteral(":/kvledger/icons/%1.svg").arg(QLatin1String(name)));
-    };
+    const ToolBarActions shown{buildFileMenu(), buildEditMenu(), buildViewMenu()};
+    buildHelpMenu();
+    QToolBar* tb = addToolBar(tr("Main"));
+    tb->setObjectName(QStringLiteral("mainToolBar"));
+    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tb->setIconSize(QSize(18, 18));
+    tb->addAction(shown.file.open);
+    tb->addAction(shown.file.save);
+    tb->addSeparator();
+    tb->addAction(shown.pin);
+    tb->addAction(m_clearReferenceAction);
+    tb->addSeparator();
+    tb->addAction(shown.copyCommand);
+    tb->addAction(shown.file.report);
+
+    // Right-click on a chart: export it.
+    for (const auto& spec : widgets::chartSpecs()) {
+        const QString n = QLatin1String(spec.name);
+        if (widgets::ChartWidget* c = chart(n)) {
+            auto* a = new QAction(tr("Export This Chart..."), c);
+            connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
+            c->addAction(a);
+            c->setContextMenuPolicy(Qt::ActionsContextMenu);
+        }
+    }
+    updateRecentMenu();
+    setUnits(core::UnitSystem::Binary);
+    setScope(widgets::FigureScope::PerGpu);
+}
+
+QIcon MainWindow::actionIcon(const char* name) {
+    return QIcon(QStringLiteral(":/kvledger/icons/%1.svg").arg(QLatin1String(name)));
+}
+
+MainWindow::FileActions MainWindow::buildFileMenu() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* newAct =
         file->addAction(style()->standardIcon(QStyle::SP_FileIcon), tr("&New (default scenario)"),
@@ -391,12 +438,12 @@ void MainWindow::buildActions() {
         exportMenu->addAction(label, this, [this, name] { exportChartInteractive(name); });
     }
     exportMenu->addSeparator();
-    QAction* reportAct = exportMenu->addAction(icon("report"), tr("Review &report (PDF)..."), this,
-                                               &MainWindow::exportReportInteractive);
+    QAction* reportAct = exportMenu->addAction(actionIcon("report"), tr("Review &report (PDF)..."),
+                                               this, &MainWindow::exportReportInteractive);
     reportAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     file->addSeparator();
-    QAction* openProbeAct = file->addAction(icon("report"), tr("Open &Probe Results..."), this,
-                                            &MainWindow::openProbeResultsInteractive);
+    QAction* openProbeAct = file->addAction(actionIcon("report"), tr("Open &Probe Results..."),
+                                            this, &MainWindow::openProbeResultsInteractive);
     openProbeAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
     openProbeAct->setToolTip(tr("Load the JSON of `kvprobe bench --json` or `kvprobe run --json`, "
                                 "e.g. from a GPU machine"));
@@ -410,9 +457,12 @@ void MainWindow::buildActions() {
     QAction* quitAct = file->addAction(tr("&Quit"), this, &QWidget::close);
     quitAct->setShortcut(QKeySequence::Quit);
     quitAct->setMenuRole(QAction::QuitRole);
+    return {openAct, saveAct, reportAct};
+}
 
+QAction* MainWindow::buildEditMenu() {
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-    QAction* copyCmd = edit->addAction(icon("terminal"), tr("Copy &vLLM Command"), this,
+    QAction* copyCmd = edit->addAction(actionIcon("terminal"), tr("Copy &vLLM Command"), this,
                                        &MainWindow::copyVllmCommand);
     copyCmd->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
     copyCmd->setToolTip(tr("Copy the equivalent `vllm serve` flags, with a note for every lever "
@@ -422,10 +472,13 @@ void MainWindow::buildActions() {
         statusBar()->showMessage(tr("Summary copied"), 3000);
     });
     Q_UNUSED(copySummary);
+    return copyCmd;
+}
 
+QAction* MainWindow::buildViewMenu() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    QAction* pinAct =
-        view->addAction(icon("pin"), tr("&Pin as Reference"), this, &MainWindow::pinReference);
+    QAction* pinAct = view->addAction(actionIcon("pin"), tr("&Pin as Reference"), this,
+                                      &MainWindow::pinReference);
     m_pinAction = pinAct;
     pinAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
     pinAct->setToolTip(tr("Keep the current scenario as a dashed reference and show the deltas"));
@@ -480,7 +533,10 @@ void MainWindow::buildActions() {
         });
         m_themeActions << a;
     }
+    return pinAct;
+}
 
+void MainWindow::buildHelpMenu() {
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* formulasAct = help->addAction(tr("&Formulas"), this, [this] { showFormulas(); });
     formulasAct->setShortcut(QKeySequence::HelpContents);
@@ -497,33 +553,6 @@ void MainWindow::buildActions() {
                "element (+ scales). Numbers follow vLLM's accounting.</p>")
                 .arg(QCoreApplication::applicationVersion()));
     });
-
-    QToolBar* tb = addToolBar(tr("Main"));
-    tb->setObjectName(QStringLiteral("mainToolBar"));
-    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    tb->setIconSize(QSize(18, 18));
-    tb->addAction(openAct);
-    tb->addAction(saveAct);
-    tb->addSeparator();
-    tb->addAction(pinAct);
-    tb->addAction(m_clearReferenceAction);
-    tb->addSeparator();
-    tb->addAction(copyCmd);
-    tb->addAction(reportAct);
-
-    // Right-click on a chart: export it.
-    for (const auto& spec : widgets::chartSpecs()) {
-        const QString n = QLatin1String(spec.name);
-        if (widgets::ChartWidget* c = chart(n)) {
-            auto* a = new QAction(tr("Export This Chart..."), c);
-            connect(a, &QAction::triggered, this, [this, n] { exportChartInteractive(n); });
-            c->addAction(a);
-            c->setContextMenuPolicy(Qt::ActionsContextMenu);
-        }
-    }
-    updateRecentMenu();
-    setUnits(core::UnitSystem::Binary);
-    setScope(widgets::FigureScope::PerGpu);
 }
 
 void MainWindow::followWhenInFront(QWidget* tab,

@@ -11,6 +11,7 @@
 
 #include "core/result.h"
 
+#include <QIcon>
 #include <QList>
 #include <QMainWindow>
 #include <QPair>
@@ -160,7 +161,26 @@ protected:
 
 private:
     void buildUi();
+    QWidget* buildLedgerTab();
+    QWidget* buildLadderBox();
+    void buildTabs(QWidget* ledger);
+    void buildStatusBar();
     void buildActions();
+    struct FileActions {
+        QAction* open = nullptr;
+        QAction* save = nullptr;
+        QAction* report = nullptr;
+    };
+    struct ToolBarActions { // the menus' actions the tool bar shows too
+        FileActions file;
+        QAction* copyCommand = nullptr;
+        QAction* pin = nullptr;
+    };
+    static QIcon actionIcon(const char* name); // from resources/icons
+    FileActions buildFileMenu();
+    QAction* buildEditMenu(); // returns Copy vLLM Command
+    QAction* buildViewMenu(); // returns Pin as Reference
+    void buildHelpMenu();
     void recompute(const core::Scenario& s);
     void updateModified();
     void markClean(); // the current scenario is the saved / opened / new one

@@ -52,16 +52,12 @@ struct Allowed {
     const char* function;
 };
 constexpr Allowed kBeingSplit[] = {
-    {"widgets/deployment/deployment_panel.cpp", "DeploymentPanel::buildUi"},    // split elsewhere
-    {"widgets/probe/probe_panel.cpp", "ProbePanel::buildUi"},                   // split elsewhere
-    {"widgets/traffic/traffic_panel.cpp", "TrafficPanel::buildUi"},             // split elsewhere
-    {"widgets/export/report.cpp", "paintReport"},                               // split elsewhere
-    {"widgets/deployment/plan_model.cpp", "PlanTableModel::data"},              // split elsewhere
-    {"widgets/charts/ladder_model.cpp", "LadderModel::data"},                   // split elsewhere
-    {"widgets/scenario/scenario_panel.cpp", "ScenarioPanel::buildEngineGroup"}, // elsewhere
-    {"widgets/scenario/scenario_panel.cpp", "ScenarioPanel::connectEdits"},     // elsewhere
-    {"app/main_window.cpp", "MainWindow::buildActions"},                        // elsewhere
-    {"app/main_window.cpp", "MainWindow::buildUi"},                             // elsewhere
+    {"widgets/deployment/deployment_panel.cpp", "DeploymentPanel::buildUi"}, // split elsewhere
+    {"widgets/probe/probe_panel.cpp", "ProbePanel::buildUi"},                // split elsewhere
+    {"widgets/traffic/traffic_panel.cpp", "TrafficPanel::buildUi"},          // split elsewhere
+    {"widgets/export/report.cpp", "paintReport"},                            // split elsewhere
+    {"widgets/deployment/plan_model.cpp", "PlanTableModel::data"},           // split elsewhere
+    {"widgets/charts/ladder_model.cpp", "LadderModel::data"},                // split elsewhere
 };
 
 struct Body {

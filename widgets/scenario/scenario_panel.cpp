@@ -343,6 +343,47 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
     return box;
 }
 
+namespace {
+
+// A form of its own for one engine's flags, shown only while that engine is picked.
+std::pair<QWidget*, QFormLayout*> engineOptions(QWidget* box, const char* name) {
+    auto* w = new QWidget(box);
+    w->setObjectName(QLatin1String(name));
+    auto* sf = form(w);
+    sf->setContentsMargins(0, 0, 0, 0);
+    return {w, sf};
+}
+
+QSpinBox* intSpin(QWidget* parent, const char* name, int lo, int hi, const QString& tip) {
+    auto* sp = new QSpinBox(parent);
+    sp->setObjectName(QLatin1String(name));
+    sp->setRange(lo, hi);
+    sp->setKeyboardTracking(false);
+    sp->setToolTip(tip);
+    return sp;
+}
+
+QDoubleSpinBox* fractionSpin(QWidget* parent, const char* name, double lo, const QString& tip) {
+    auto* sp = new QDoubleSpinBox(parent);
+    sp->setObjectName(QLatin1String(name));
+    sp->setRange(lo, 1.0);
+    sp->setDecimals(3);
+    sp->setSingleStep(0.01);
+    sp->setKeyboardTracking(false);
+    sp->setToolTip(tip);
+    return sp;
+}
+
+// A field with its button beside it (a reserve and its Estimate).
+QHBoxLayout* withButton(QWidget* w, QWidget* b) {
+    auto* h = new QHBoxLayout;
+    h->addWidget(w, 1);
+    h->addWidget(b);
+    return h;
+}
+
+} // namespace
+
 QWidget* ScenarioPanel::buildEngineGroup() {
     auto* box = new QGroupBox(tr("Engine and reserves"));
     box->setObjectName(QStringLiteral("engineGroup"));
@@ -355,111 +396,113 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     m_engine->setToolTip(tr("The engine whose rules size the KV pool (--engine): vLLM, SGLang's "
                             "max_total_num_tokens, TensorRT-LLM's blocks, llama.cpp's cells for "
                             "-c and -np. Only that engine's flags show below"));
-    auto sub = [box](const char* name) {
-        auto* w = new QWidget(box);
-        w->setObjectName(QLatin1String(name));
-        auto* sf = form(w);
-        sf->setContentsMargins(0, 0, 0, 0);
-        return std::pair{w, sf};
-    };
-    auto intSpin = [](QWidget* parent, const char* name, int lo, int hi, const QString& tip) {
-        auto* sp = new QSpinBox(parent);
-        sp->setObjectName(QLatin1String(name));
-        sp->setRange(lo, hi);
-        sp->setKeyboardTracking(false);
-        sp->setToolTip(tip);
-        return sp;
-    };
-    auto fraction = [](QWidget* parent, const char* name, double lo, const QString& tip) {
-        auto* sp = new QDoubleSpinBox(parent);
-        sp->setObjectName(QLatin1String(name));
-        sp->setRange(lo, 1.0);
-        sp->setDecimals(3);
-        sp->setSingleStep(0.01);
-        sp->setKeyboardTracking(false);
-        sp->setToolTip(tip);
-        return sp;
-    };
-    {
-        auto [w, sf] = sub("sglangOptions");
-        m_sglangOptions = w;
-        m_sgMemFraction = fraction(w, "sglangMemFractionSpin", 0.0,
+    buildSglangOptions(box);
+    buildTrtllmOptions(box);
+    buildLlamacppOptions(box);
+    buildVllmOptions(box);
+    m_mambaLabel = new QLabel(tr("Mamba cache"), box);
+    f->addRow(tr("Engine"), m_engine);
+    f->addRow(m_sglangOptions);
+    f->addRow(m_trtllmOptions);
+    f->addRow(m_llamacppOptions);
+    f->addRow(tr("vLLM version"), m_vllmVersion);
+    f->addRow(m_versionInfo);
+    f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
+    m_activationRow = withButton(m_activationGiB, m_activationEstimate);
+    m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
+    f->addRow(tr("Activations"), m_activationRow);
+    f->addRow(tr("Overhead"), m_overheadRow);
+    f->addRow(m_mambaLabel, m_mambaMode);
+    f->addRow(m_asyncScheduling);
+    f->addRow(m_disableHybrid);
+    return box;
+}
+
+void ScenarioPanel::buildSglangOptions(QWidget* box) {
+    auto [w, sf] = engineOptions(box, "sglangOptions");
+    m_sglangOptions = w;
+    m_sgMemFraction = fractionSpin(w, "sglangMemFractionSpin", 0.0,
                                    tr("SGLang --mem-fraction-static: the share of GPU memory for "
                                       "weights and the KV pool; 0 = SGLang's default for the GPU "
                                       "and TP (server_args.py)"));
-        m_sgMemFraction->setSpecialValueText(tr("SGLang default"));
-        m_sgMaxTotalTokens =
-            intSpin(w, "sglangMaxTotalTokensSpin", 0, static_cast<int>(core::kMaxContext),
-                    tr("SGLang --max-total-tokens: a cap on the token pool"));
-        m_sgMaxTotalTokens->setSpecialValueText(tr("no cap"));
-        m_sgPageSize = intSpin(w, "sglangPageSizeSpin", 1, 1 << 20,
-                               tr("SGLang --page-size: the pool is rounded down to whole pages"));
-        sf->addRow(tr("mem fraction"), m_sgMemFraction);
-        sf->addRow(tr("max total tokens"), m_sgMaxTotalTokens);
-        sf->addRow(tr("page size"), m_sgPageSize);
-    }
-    {
-        auto [w, sf] = sub("trtllmOptions");
-        m_trtllmOptions = w;
-        m_trtFraction = fraction(w, "trtllmFractionSpin", 0.01,
+    m_sgMemFraction->setSpecialValueText(tr("SGLang default"));
+    m_sgMaxTotalTokens =
+        intSpin(w, "sglangMaxTotalTokensSpin", 0, static_cast<int>(core::kMaxContext),
+                tr("SGLang --max-total-tokens: a cap on the token pool"));
+    m_sgMaxTotalTokens->setSpecialValueText(tr("no cap"));
+    m_sgPageSize = intSpin(w, "sglangPageSizeSpin", 1, 1 << 20,
+                           tr("SGLang --page-size: the pool is rounded down to whole pages"));
+    sf->addRow(tr("mem fraction"), m_sgMemFraction);
+    sf->addRow(tr("max total tokens"), m_sgMaxTotalTokens);
+    sf->addRow(tr("page size"), m_sgPageSize);
+}
+
+void ScenarioPanel::buildTrtllmOptions(QWidget* box) {
+    auto [w, sf] = engineOptions(box, "trtllmOptions");
+    m_trtllmOptions = w;
+    m_trtFraction = fractionSpin(w, "trtllmFractionSpin", 0.01,
                                  tr("TensorRT-LLM kv_cache_config.free_gpu_memory_fraction: the "
                                     "share of the memory free after the profiling run"));
-        m_trtMaxTokens =
-            intSpin(w, "trtllmMaxTokensSpin", 0, static_cast<int>(core::kMaxContext),
-                    tr("TensorRT-LLM kv_cache_config.max_tokens: the smaller of it and the "
-                       "fraction's tokens is used"));
-        m_trtMaxTokens->setSpecialValueText(tr("no cap"));
-        m_trtTokensPerBlock =
-            intSpin(w, "trtllmTokensPerBlockSpin", 1, 1 << 20,
-                    tr("TensorRT-LLM kv_cache_config.tokens_per_block (32 by default)"));
-        sf->addRow(tr("free mem fraction"), m_trtFraction);
-        sf->addRow(tr("max tokens"), m_trtMaxTokens);
-        sf->addRow(tr("tokens per block"), m_trtTokensPerBlock);
-    }
-    {
-        auto [w, sf] = sub("llamacppOptions");
-        m_llamacppOptions = w;
-        m_lcCtx = intSpin(w, "llamacppCtxSpin", 0, static_cast<int>(core::kMaxContext),
-                          tr("llama.cpp -c: cells of the cache, shared by the -np sequences; 0 = "
-                             "the model's training context"));
-        m_lcCtx->setSpecialValueText(tr("model's"));
-        m_lcParallel = intSpin(w, "llamacppParallelSpin", 1, 4096,
-                               tr("llama.cpp -np: sequences (slots) the cache holds at once"));
-        m_lcUnified = new QCheckBox(tr("--kv-unified"), w);
-        m_lcUnified->setObjectName(QStringLiteral("llamacppUnifiedCheck"));
-        m_lcUnified->setToolTip(tr("llama.cpp --kv-unified: one stream of -c cells shared by "
-                                   "every sequence, instead of -c / -np each"));
-        m_lcSwaFull = new QCheckBox(tr("--swa-full"), w);
-        m_lcSwaFull->setObjectName(QStringLiteral("llamacppSwaFullCheck"));
-        m_lcSwaFull->setToolTip(
-            tr("llama.cpp --swa-full: sliding-window layers keep the whole context"));
-        auto typeCombo = [w](const char* name, const QString& tip) {
-            auto* c = new QComboBox(w);
-            c->setObjectName(QLatin1String(name));
-            for (auto t : {core::GgmlKvType::F32, core::GgmlKvType::F16, core::GgmlKvType::Bf16,
-                           core::GgmlKvType::Q8_0, core::GgmlKvType::Q4_0, core::GgmlKvType::Q4_1,
-                           core::GgmlKvType::Iq4Nl, core::GgmlKvType::Q5_0, core::GgmlKvType::Q5_1})
-                c->addItem(qs(core::llamacpp::ggmlKvTypeName(t)), static_cast<int>(t));
-            c->setToolTip(tip);
-            return c;
-        };
-        m_lcTypeK = typeCombo("llamacppTypeKCombo", tr("llama.cpp -ctk: the K cache's ggml type"));
-        m_lcTypeV = typeCombo("llamacppTypeVCombo", tr("llama.cpp -ctv: the V cache's ggml type"));
-        auto* types = new QHBoxLayout;
-        types->addWidget(m_lcTypeK, 1);
-        types->addWidget(new QLabel(tr("-ctv"), w));
-        types->addWidget(m_lcTypeV, 1);
-        auto* flags = new QHBoxLayout;
-        flags->addWidget(m_lcUnified);
-        flags->addWidget(m_lcSwaFull);
-        auto* seqs = new QHBoxLayout;
-        seqs->addWidget(m_lcCtx, 1);
-        seqs->addWidget(new QLabel(tr("-np"), w));
-        seqs->addWidget(m_lcParallel, 1);
-        sf->addRow(tr("-c"), seqs);
-        sf->addRow(tr("-ctk"), types);
-        sf->addRow(flags);
-    }
+    m_trtMaxTokens =
+        intSpin(w, "trtllmMaxTokensSpin", 0, static_cast<int>(core::kMaxContext),
+                tr("TensorRT-LLM kv_cache_config.max_tokens: the smaller of it and the "
+                   "fraction's tokens is used"));
+    m_trtMaxTokens->setSpecialValueText(tr("no cap"));
+    m_trtTokensPerBlock =
+        intSpin(w, "trtllmTokensPerBlockSpin", 1, 1 << 20,
+                tr("TensorRT-LLM kv_cache_config.tokens_per_block (32 by default)"));
+    sf->addRow(tr("free mem fraction"), m_trtFraction);
+    sf->addRow(tr("max tokens"), m_trtMaxTokens);
+    sf->addRow(tr("tokens per block"), m_trtTokensPerBlock);
+}
+
+void ScenarioPanel::buildLlamacppOptions(QWidget* box) {
+    auto [w, sf] = engineOptions(box, "llamacppOptions");
+    m_llamacppOptions = w;
+    m_lcCtx = intSpin(w, "llamacppCtxSpin", 0, static_cast<int>(core::kMaxContext),
+                      tr("llama.cpp -c: cells of the cache, shared by the -np sequences; 0 = "
+                         "the model's training context"));
+    m_lcCtx->setSpecialValueText(tr("model's"));
+    m_lcParallel = intSpin(w, "llamacppParallelSpin", 1, 4096,
+                           tr("llama.cpp -np: sequences (slots) the cache holds at once"));
+    m_lcUnified = new QCheckBox(tr("--kv-unified"), w);
+    m_lcUnified->setObjectName(QStringLiteral("llamacppUnifiedCheck"));
+    m_lcUnified->setToolTip(tr("llama.cpp --kv-unified: one stream of -c cells shared by "
+                               "every sequence, instead of -c / -np each"));
+    m_lcSwaFull = new QCheckBox(tr("--swa-full"), w);
+    m_lcSwaFull->setObjectName(QStringLiteral("llamacppSwaFullCheck"));
+    m_lcSwaFull->setToolTip(
+        tr("llama.cpp --swa-full: sliding-window layers keep the whole context"));
+    auto typeCombo = [w](const char* name, const QString& tip) {
+        auto* c = new QComboBox(w);
+        c->setObjectName(QLatin1String(name));
+        for (auto t : {core::GgmlKvType::F32, core::GgmlKvType::F16, core::GgmlKvType::Bf16,
+                       core::GgmlKvType::Q8_0, core::GgmlKvType::Q4_0, core::GgmlKvType::Q4_1,
+                       core::GgmlKvType::Iq4Nl, core::GgmlKvType::Q5_0, core::GgmlKvType::Q5_1})
+            c->addItem(qs(core::llamacpp::ggmlKvTypeName(t)), static_cast<int>(t));
+        c->setToolTip(tip);
+        return c;
+    };
+    m_lcTypeK = typeCombo("llamacppTypeKCombo", tr("llama.cpp -ctk: the K cache's ggml type"));
+    m_lcTypeV = typeCombo("llamacppTypeVCombo", tr("llama.cpp -ctv: the V cache's ggml type"));
+    auto* types = new QHBoxLayout;
+    types->addWidget(m_lcTypeK, 1);
+    types->addWidget(new QLabel(tr("-ctv"), w));
+    types->addWidget(m_lcTypeV, 1);
+    auto* flags = new QHBoxLayout;
+    flags->addWidget(m_lcUnified);
+    flags->addWidget(m_lcSwaFull);
+    auto* seqs = new QHBoxLayout;
+    seqs->addWidget(m_lcCtx, 1);
+    seqs->addWidget(new QLabel(tr("-np"), w));
+    seqs->addWidget(m_lcParallel, 1);
+    sf->addRow(tr("-c"), seqs);
+    sf->addRow(tr("-ctk"), types);
+    sf->addRow(flags);
+}
+
+// vLLM's own flags: the release, max_num_seqs, the reserves and the cache managers' options.
+void ScenarioPanel::buildVllmOptions(QWidget* box) {
     // The release the user runs: its rules (core/vllm_version.h) decide the defaults, the CUDA
     // graph reserve and the lines vLLM prints. Editable, so a pasted "0.20.1" or "v0.11.2rc1"
     // is taken as typed; the list offers each series, newest first.
@@ -528,28 +571,6 @@ QWidget* ScenarioPanel::buildEngineGroup() {
     };
     m_activationEstimate = estimateButton("activationEstimateButton");
     m_overheadEstimate = estimateButton("overheadEstimateButton");
-    auto withButton = [&](QWidget* w, QWidget* b) {
-        auto* h = new QHBoxLayout;
-        h->addWidget(w, 1);
-        h->addWidget(b);
-        return h;
-    };
-    m_mambaLabel = new QLabel(tr("Mamba cache"), box);
-    f->addRow(tr("Engine"), m_engine);
-    f->addRow(m_sglangOptions);
-    f->addRow(m_trtllmOptions);
-    f->addRow(m_llamacppOptions);
-    f->addRow(tr("vLLM version"), m_vllmVersion);
-    f->addRow(m_versionInfo);
-    f->addRow(tr("max_num_seqs"), m_maxNumSeqs);
-    m_activationRow = withButton(m_activationGiB, m_activationEstimate);
-    m_overheadRow = withButton(m_overheadGiB, m_overheadEstimate);
-    f->addRow(tr("Activations"), m_activationRow);
-    f->addRow(tr("Overhead"), m_overheadRow);
-    f->addRow(m_mambaLabel, m_mambaMode);
-    f->addRow(m_asyncScheduling);
-    f->addRow(m_disableHybrid);
-    return box;
 }
 
 QWidget* ScenarioPanel::buildAttentionGroup() {
@@ -718,14 +739,13 @@ void ScenarioPanel::connectEdits() {
     connect(m_paramsB, &QDoubleSpinBox::valueChanged, this, &ScenarioPanel::onModelFieldEdited);
     connect(m_maxContext, &QSpinBox::valueChanged, this, &ScenarioPanel::onModelFieldEdited);
 
-    auto edit = [this](auto fn) {
-        return [this, fn](auto&&...) {
-            if (m_updating)
-                return;
-            fn();
-            commit();
-        };
-    };
+    connectHardwareEdits();
+    connectEngineEdits();
+    connectLeverEdits();
+    connectWorkloadEdits();
+}
+
+void ScenarioPanel::connectHardwareEdits() {
     connect(m_gpu, &QComboBox::currentIndexChanged, this, edit([this] {
                 if (const auto* g = io::findGpu(m_gpu->currentData().toString().toStdString()))
                     m_scenario.hardware.gpu = *g;
@@ -740,6 +760,28 @@ void ScenarioPanel::connectEdits() {
             edit([this] { m_scenario.hardware.decodeContextParallel = m_dcp->value(); }));
     connect(m_ep, &QCheckBox::toggled, this,
             edit([this] { m_scenario.hardware.expertParallel = m_ep->isChecked(); }));
+    connect(m_overheadGiB, &QDoubleSpinBox::valueChanged, this, edit([this] {
+                m_scenario.hardware.overheadBytes = core::gibToBytes(m_overheadGiB->value());
+            }));
+    connect(m_activationEstimate, &QPushButton::clicked, this,
+            edit([this] { m_scenario.hardware.activationBytes.reset(); }));
+    connect(m_overheadEstimate, &QPushButton::clicked, this,
+            edit([this] { m_scenario.hardware.overheadBytes.reset(); }));
+    connect(m_memUtil, &QDoubleSpinBox::valueChanged, this,
+            edit([this] { m_scenario.hardware.memoryUtilization = m_memUtil->value(); }));
+    connect(m_weightDtype, &QComboBox::currentIndexChanged, this, edit([this] {
+                const int d = m_weightDtype->currentData().toInt();
+                if (d < 0)
+                    m_scenario.hardware.weightDtype.reset();
+                else
+                    m_scenario.hardware.weightDtype = static_cast<core::WeightDtype>(d);
+            }));
+    connect(m_activationGiB, &QDoubleSpinBox::valueChanged, this, edit([this] {
+                m_scenario.hardware.activationBytes = core::gibToBytes(m_activationGiB->value());
+            }));
+}
+
+void ScenarioPanel::connectEngineEdits() {
     connect(m_maxNumSeqs, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.engine.maxNumSeqs = m_maxNumSeqs->value(); }));
     connect(m_engine, &QComboBox::currentIndexChanged, this, edit([this] {
@@ -791,26 +833,9 @@ void ScenarioPanel::connectEdits() {
                 m_scenario.engine.mambaCacheMode =
                     static_cast<core::MambaCacheMode>(m_mambaMode->currentData().toInt());
             }));
-    connect(m_overheadGiB, &QDoubleSpinBox::valueChanged, this, edit([this] {
-                m_scenario.hardware.overheadBytes = core::gibToBytes(m_overheadGiB->value());
-            }));
-    connect(m_activationEstimate, &QPushButton::clicked, this,
-            edit([this] { m_scenario.hardware.activationBytes.reset(); }));
-    connect(m_overheadEstimate, &QPushButton::clicked, this,
-            edit([this] { m_scenario.hardware.overheadBytes.reset(); }));
-    connect(m_memUtil, &QDoubleSpinBox::valueChanged, this,
-            edit([this] { m_scenario.hardware.memoryUtilization = m_memUtil->value(); }));
-    connect(m_weightDtype, &QComboBox::currentIndexChanged, this, edit([this] {
-                const int d = m_weightDtype->currentData().toInt();
-                if (d < 0)
-                    m_scenario.hardware.weightDtype.reset();
-                else
-                    m_scenario.hardware.weightDtype = static_cast<core::WeightDtype>(d);
-            }));
-    connect(m_activationGiB, &QDoubleSpinBox::valueChanged, this, edit([this] {
-                m_scenario.hardware.activationBytes = core::gibToBytes(m_activationGiB->value());
-            }));
+}
 
+void ScenarioPanel::connectLeverEdits() {
     connect(m_attentionGroup, &QGroupBox::toggled, this,
             edit([this] { m_scenario.levers.attention.enabled = m_attentionGroup->isChecked(); }));
     connect(m_attentionMode, &QComboBox::currentIndexChanged, this, edit([this] {
@@ -861,7 +886,9 @@ void ScenarioPanel::connectEdits() {
             edit([this] { m_scenario.levers.prefix.sharedTokens = m_prefixTokens->value(); }));
     connect(m_prefixRequests, &QSpinBox::valueChanged, this,
             edit([this] { m_scenario.levers.prefix.sharingRequests = m_prefixRequests->value(); }));
+}
 
+void ScenarioPanel::connectWorkloadEdits() {
     connect(m_contextSlider, &QSlider::valueChanged, this, &ScenarioPanel::onContextSlider);
     // A drag's moves that the event loop delivers together are one change (onContextSlider).
     m_dragCommit = new QTimer(this);

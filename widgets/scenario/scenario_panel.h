@@ -81,7 +81,25 @@ private:
     QWidget* buildPrefixGroup();
     QWidget* buildWorkloadGroup();
     QWidget* buildEngineGroup();
+    void buildSglangOptions(QWidget* box);
+    void buildTrtllmOptions(QWidget* box);
+    void buildLlamacppOptions(QWidget* box);
+    void buildVllmOptions(QWidget* box);
     void connectEdits();
+    void connectHardwareEdits();
+    void connectEngineEdits();
+    void connectLeverEdits();
+    void connectWorkloadEdits();
+    // A slot for an edit of the scenario: `fn` changes m_scenario, then the change is committed
+    // (not while the panel itself is filling its fields).
+    template <class Fn> auto edit(Fn fn) {
+        return [this, fn](auto&&...) {
+            if (m_updating)
+                return;
+            fn();
+            commit();
+        };
+    }
     void showReserves(); // the reserves in use: the user's, or the estimate (labelled)
     void showPrefixInfo();
 
