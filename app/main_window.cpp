@@ -166,8 +166,25 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     connect(m_hubFetcher, &widgets::HfHubFetcher::finished, this, &MainWindow::applyHubResult);
     // Replots are counted over whatever charts the window holds (the probe tab's too).
     m_charts = findChildren<widgets::ChartWidget*>();
-    for (widgets::ChartWidget* c : m_charts)
+    for (widgets::ChartWidget* c : m_charts) {
         connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
+        // Each chart's scope words come from its registry entry.
+        const widgets::ChartSpec* spec =
+            widgets::findChartSpec(c->objectName().chopped(int(qstrlen("Chart"))));
+        const auto scope = spec ? spec->scope : widgets::ChartScope::Selected;
+        c->setCaptionSource({[this, scope] {
+                                 return view().snapshot
+                                            ? widgets::exportCaption(*view().snapshot, view().scope,
+                                                                     scope, QDate::currentDate())
+                                            : QString();
+                             },
+                             [this, scope] {
+                                 return view().snapshot
+                                            ? widgets::csvComments(*view().snapshot, view().scope,
+                                                                   scope, QDate::currentDate())
+                                            : QStringList();
+                             }});
+    }
     if (m_options.useSettings)
         restoreSettings();
     if (!view().snapshot) { // no settings, or a remembered scenario that no longer validates
@@ -707,16 +724,10 @@ void MainWindow::showView(const widgets::LedgerView& view) {
         updateLadderTitle();
     }
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
-    // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs.
-    const QDate today = QDate::currentDate();
-    for (widgets::ChartWidget* c : m_charts) {
-        // Each chart's scope words come from its registry entry.
-        const widgets::ChartSpec* spec =
-            widgets::findChartSpec(c->objectName().chopped(int(qstrlen("Chart"))));
-        const auto scope = spec ? spec->scope : widgets::ChartScope::Selected;
-        c->setCaption(widgets::exportCaption(*view.snapshot, view.scope, scope, today));
-        c->setCsvComments(widgets::csvComments(*view.snapshot, view.scope, scope, today));
-    }
+    // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs,
+    // worked out when an export reads them (setCaptionSource, in the constructor).
+    for (widgets::ChartWidget* c : m_charts)
+        c->invalidateCaption();
     m_pinAction->setEnabled(!view.snapshot->invalid);
     m_clearReferenceAction->setEnabled(view.reference != nullptr);
     if (view.reference) {

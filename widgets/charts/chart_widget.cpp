@@ -185,11 +185,43 @@ QFont ChartWidget::captionFont() const {
     return f;
 }
 
+void ChartWidget::setCaptionSource(CaptionSource source) {
+    m_captionSource = std::move(source);
+    invalidateCaption();
+}
+
+void ChartWidget::setCaption(const QString& caption) {
+    m_caption = caption;
+    m_captionStale = false;
+}
+
+QString ChartWidget::caption() const {
+    if (m_captionStale && m_captionSource.caption) {
+        m_caption = m_captionSource.caption();
+        m_captionStale = false;
+    }
+    return m_caption;
+}
+
+void ChartWidget::setCsvComments(const QStringList& lines) {
+    m_csvComments = lines;
+    m_commentsStale = false;
+}
+
+QStringList ChartWidget::csvComments() const {
+    if (m_commentsStale && m_captionSource.csvComments) {
+        m_csvComments = m_captionSource.csvComments();
+        m_commentsStale = false;
+    }
+    return m_csvComments;
+}
+
 int ChartWidget::captionHeight(int width) const {
-    if (m_caption.isEmpty())
+    const QString caption = this->caption();
+    if (caption.isEmpty())
         return 0;
     const QFontMetrics fm(captionFont());
-    const QString text = wrapToWidth(m_caption, captionFont(), std::max(40, width - 16));
+    const QString text = wrapToWidth(caption, captionFont(), std::max(40, width - 16));
     return static_cast<int>(text.count(QLatin1Char('\n')) + 1) * fm.lineSpacing() + 8;
 }
 
@@ -211,7 +243,7 @@ void ChartWidget::paintExport(QCPPainter* painter, int width, int height) {
         painter->setFont(captionFont());
         painter->drawText(QRect(8, height - ch + 2, width - 16, ch - 4),
                           Qt::AlignLeft | Qt::AlignVCenter,
-                          wrapToWidth(m_caption, captionFont(), std::max(40, width - 16)));
+                          wrapToWidth(caption(), captionFont(), std::max(40, width - 16)));
         painter->restore();
     }
 }
@@ -389,9 +421,10 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
         break;
     }
     case ExportFormat::Csv:
-        buffer.write((m_csvComments.isEmpty()
+        const QStringList comments = csvComments();
+        buffer.write((comments.isEmpty()
                           ? csv()
-                          : m_csvComments.join(QLatin1Char('\n')) + QLatin1Char('\n') + csv())
+                          : comments.join(QLatin1Char('\n')) + QLatin1Char('\n') + csv())
                          .toUtf8());
         break;
     }

@@ -17,6 +17,8 @@
 #include <QVector>
 #include <QWidget>
 
+#include <functional>
+
 class QCustomPlot;
 class QCPPainter;
 class QCPGraph;
@@ -41,11 +43,20 @@ public:
 
     // The line every exported image carries under the chart (model, GPUs x layout, KV format,
     // context, date: status_text.h exportCaption), so it stands alone on a slide; and the
-    // '#' comment lines a CSV export starts with. The window sets both with each snapshot.
-    void setCaption(const QString& caption) { m_caption = caption; }
-    QString caption() const { return m_caption; }
-    void setCsvComments(const QStringList& lines) { m_csvComments = lines; }
-    QStringList csvComments() const { return m_csvComments; }
+    // '#' comment lines a CSV export starts with. The window gives a source for both, worked
+    // out when an export (or anyone) reads them, not at every change; it calls
+    // invalidateCaption with each snapshot. setCaption and setCsvComments set them outright,
+    // until the next invalidateCaption.
+    struct CaptionSource {
+        std::function<QString()> caption;
+        std::function<QStringList()> csvComments;
+    };
+    void setCaptionSource(CaptionSource source);
+    void invalidateCaption() { m_captionStale = m_commentsStale = true; }
+    void setCaption(const QString& caption);
+    QString caption() const;
+    void setCsvComments(const QStringList& lines);
+    QStringList csvComments() const;
     // The title as drawn: wrapped onto more lines when the chart is too narrow for one.
     QString shownTitle() const { return m_shownTitle; }
     QRect titleRect() const; // where the title is drawn, in this widget's coordinates
@@ -125,8 +136,11 @@ private:
     QString m_title;
     QString m_titleNote;
     QString m_shownTitle;
-    QString m_caption;
-    QStringList m_csvComments;
+    CaptionSource m_captionSource;
+    mutable QString m_caption;
+    mutable QStringList m_csvComments;
+    mutable bool m_captionStale = false;
+    mutable bool m_commentsStale = false;
     ChartColors m_colors;
     bool m_forPrint = false;
     core::UnitSystem m_units = core::UnitSystem::Binary;
