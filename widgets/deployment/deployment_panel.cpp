@@ -97,13 +97,29 @@ DeploymentPanel::~DeploymentPanel() {
 void DeploymentPanel::buildUi() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    auto* form = new QGridLayout;
-    form->setHorizontalSpacing(8);
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        return l;
-    };
+    createWorkloadFields();
+    createSearchFields();
+    layout->addLayout(buildInputGrid());
+
+    m_status = new QLabel;
+    m_status->setObjectName(QStringLiteral("planStatusLabel"));
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_status);
+
+    buildTable();
+    buildColumnsMenu();
+    layout->addWidget(buildViews(), 1);
+    layout->addLayout(buildCommandRow());
+    buildCommandView();
+    layout->addWidget(m_command);
+
+    connectControls();
+    m_status->setText(tr("No plan yet"));
+    updateCommand();
+}
+
+void DeploymentPanel::createWorkloadFields() {
     m_users = new QSpinBox;
     m_users->setObjectName(QStringLiteral("planUsersSpin"));
     m_users->setRange(1, 1'000'000);
@@ -124,6 +140,9 @@ void DeploymentPanel::buildUi() {
     m_gpuButton->setObjectName(QStringLiteral("planGpuKindsButton"));
     m_gpuButton->setMenu(new QMenu(m_gpuButton));
     m_gpuButton->setToolTip(tr("The GPU kinds of the catalog to plan for"));
+}
+
+void DeploymentPanel::createSearchFields() {
     m_maxGpus = new QSpinBox;
     m_maxGpus->setObjectName(QStringLiteral("planMaxGpusSpin"));
     m_maxGpus->setRange(1, 512);
@@ -156,7 +175,16 @@ void DeploymentPanel::buildUi() {
     m_cancelButton = new QPushButton(tr("Cancel"));
     m_cancelButton->setObjectName(QStringLiteral("planCancelButton"));
     m_cancelButton->setEnabled(false);
+}
 
+QGridLayout* DeploymentPanel::buildInputGrid() {
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(8);
+    auto label = [](const QString& text, QWidget* buddy) {
+        auto* l = new QLabel(text);
+        l->setBuddy(buddy);
+        return l;
+    };
     form->addWidget(label(tr("&Users:"), m_users), 0, 0);
     form->addWidget(m_users, 0, 1);
     form->addWidget(label(tr("C&ontext:"), m_context), 0, 2);
@@ -179,14 +207,10 @@ void DeploymentPanel::buildUi() {
     floorRow->addStretch(1);
     form->addLayout(floorRow, 2, 0, 1, 4);
     form->setColumnStretch(8, 1);
-    layout->addLayout(form);
+    return form;
+}
 
-    m_status = new QLabel;
-    m_status->setObjectName(QStringLiteral("planStatusLabel"));
-    m_status->setWordWrap(true);
-    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(m_status);
-
+void DeploymentPanel::buildTable() {
     m_model = new PlanTableModel(this);
     m_proxy = new QSortFilterProxyModel(this);
     m_proxy->setSourceModel(m_model);
@@ -209,6 +233,9 @@ void DeploymentPanel::buildUi() {
     m_table->setTextElideMode(Qt::ElideRight);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
+}
+
+void DeploymentPanel::buildColumnsMenu() {
     // Twelve columns do not fit beside the chart on a small screen: the column titles' context
     // menu shows and hides them (the GPU column stays), and the window remembers the choice.
     QHeaderView* header = m_table->horizontalHeader();
@@ -244,6 +271,9 @@ void DeploymentPanel::buildUi() {
     });
     connect(header, &QHeaderView::customContextMenuRequested, this,
             [this, header](QPoint at) { m_columnsMenu->popup(header->mapToGlobal(at)); });
+}
+
+QStackedWidget* DeploymentPanel::buildViews() {
     // At 1366 x 768 the twelve columns need twice the width the table gets beside its chart:
     // the least needed ones step aside (fitColumns) whenever the width or the rows change.
     m_table->installEventFilter(this);
@@ -271,8 +301,10 @@ void DeploymentPanel::buildUi() {
     m_views = new QStackedWidget;
     m_views->addWidget(m_split);
     m_views->addWidget(m_viewTabs);
-    layout->addWidget(m_views, 1);
+    return m_views;
+}
 
+QHBoxLayout* DeploymentPanel::buildCommandRow() {
     auto* cmdRow = new QHBoxLayout;
     m_commandTitle = new QLabel;
     m_commandTitle->setObjectName(QStringLiteral("planCommandTitle"));
@@ -285,7 +317,10 @@ void DeploymentPanel::buildUi() {
     m_copyButton->setObjectName(QStringLiteral("planCopyButton"));
     cmdRow->addWidget(m_applyButton);
     cmdRow->addWidget(m_copyButton);
-    layout->addLayout(cmdRow);
+    return cmdRow;
+}
+
+void DeploymentPanel::buildCommandView() {
     m_command = new QPlainTextEdit;
     m_command->setObjectName(QStringLiteral("planCommandView"));
     m_command->setReadOnly(true);
@@ -295,8 +330,9 @@ void DeploymentPanel::buildUi() {
     m_command->setLineWrapMode(QPlainTextEdit::NoWrap);
     m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12 +
                               m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
-    layout->addWidget(m_command);
+}
 
+void DeploymentPanel::connectControls() {
     updateGpuMenu();
     for (QSpinBox* spin : {static_cast<QSpinBox*>(m_users), static_cast<QSpinBox*>(m_context),
                            static_cast<QSpinBox*>(m_prefix), m_maxGpus, m_perNode})
@@ -310,8 +346,6 @@ void DeploymentPanel::buildUi() {
             [this] { QApplication::clipboard()->setText(commandText()); });
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &DeploymentPanel::updateCommand);
-    m_status->setText(tr("No plan yet"));
-    updateCommand();
 }
 
 const QList<int>& DeploymentPanel::fitOrder() {

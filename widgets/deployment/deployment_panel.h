@@ -22,6 +22,8 @@
 
 class QComboBox;
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
@@ -117,7 +119,18 @@ signals:
     void tableStateChanged(); // the user showed or hid a column
 
 private:
+    // buildUi's parts, called in this order (the order widgets are made and laid out is the
+    // keyboard focus order).
     void buildUi();
+    void createWorkloadFields();
+    void createSearchFields();
+    QGridLayout* buildInputGrid();
+    void buildTable();
+    void buildColumnsMenu();
+    QStackedWidget* buildViews();
+    QHBoxLayout* buildCommandRow();
+    void buildCommandView();
+    void connectControls();
     void onFieldEdited();
     void schedulePlan();
     void onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher);

@@ -25,11 +25,14 @@
 #include <memory>
 
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 class QTimer;
 
@@ -92,7 +95,19 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // buildUi's parts, in the order buildUi calls them.
     void buildUi();
+    void createInputs();
+    // An input field that re-simulates when edited (after the debounce).
+    template <class Spin> Spin* input(Spin* spin, const char* name, const QString& tip);
+    QDoubleSpinBox* inputSpin(const char* name, double lo, double hi, int decimals, double value,
+                              const QString& suffix, const QString& tip);
+    QSpinBox* countSpin(const char* name, int lo, int hi, int value, const QString& tip);
+    QLineEdit* lengthEdit(const char* name, const QString& text);
+    QGridLayout* buildInputGrid();
+    QHBoxLayout* buildRunRow();
+    QTableWidget* buildRateTable();
+    QSplitter* buildResults();
     void onInputsEdited();
     void schedule();
     void onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher);
