@@ -2,7 +2,9 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/deployment/plan_model.h"
+#include "widgets/scenario/buddy_label.h"
 #include "widgets/scenario/token_spin_box.h"
+#include "widgets/state/latest_job.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
@@ -180,29 +182,24 @@ void DeploymentPanel::createSearchFields() {
 QGridLayout* DeploymentPanel::buildInputGrid() {
     auto* form = new QGridLayout;
     form->setHorizontalSpacing(8);
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        return l;
-    };
-    form->addWidget(label(tr("&Users:"), m_users), 0, 0);
+    form->addWidget(buddyLabel(tr("&Users:"), m_users), 0, 0);
     form->addWidget(m_users, 0, 1);
-    form->addWidget(label(tr("C&ontext:"), m_context), 0, 2);
+    form->addWidget(buddyLabel(tr("C&ontext:"), m_context), 0, 2);
     form->addWidget(m_context, 0, 3);
-    form->addWidget(label(tr("Shared pre&fix:"), m_prefix), 0, 4);
+    form->addWidget(buddyLabel(tr("Shared pre&fix:"), m_prefix), 0, 4);
     form->addWidget(m_prefix, 0, 5);
     form->addWidget(m_gpuButton, 0, 6, 1, 2);
-    form->addWidget(label(tr("Max &GPUs:"), m_maxGpus), 1, 0);
+    form->addWidget(buddyLabel(tr("Max &GPUs:"), m_maxGpus), 1, 0);
     form->addWidget(m_maxGpus, 1, 1);
-    form->addWidget(label(tr("GPUs per &node:"), m_perNode), 1, 2);
+    form->addWidget(buddyLabel(tr("GPUs per &node:"), m_perNode), 1, 2);
     form->addWidget(m_perNode, 1, 3);
-    form->addWidget(label(tr("&Rank by:"), m_rank), 1, 4);
+    form->addWidget(buddyLabel(tr("&Rank by:"), m_rank), 1, 4);
     form->addWidget(m_rank, 1, 5);
     form->addWidget(m_planButton, 1, 6);
     form->addWidget(m_cancelButton, 1, 7);
     // Spanning the first four columns, so that its longer label widens none of them.
     auto* floorRow = new QHBoxLayout;
-    floorRow->addWidget(label(tr("Min tokens/s per &user:"), m_minSpeed));
+    floorRow->addWidget(buddyLabel(tr("Min tokens/s per &user:"), m_minSpeed));
     floorRow->addWidget(m_minSpeed);
     floorRow->addStretch(1);
     form->addLayout(floorRow, 2, 0, 1, 4);
@@ -684,22 +681,16 @@ quint64 DeploymentPanel::startPlan() {
     m_status->setText(tr("Planning %n GPU kind(s) for %1 users × %2 tokens…", nullptr,
                          static_cast<int>(req.gpus.size()))
                           .arg(thousandsQ(req.users), formatTokensQ(req.context)));
-    auto* watcher = new QFutureWatcher<PlanOutcome>(this);
-    connect(watcher, &QFutureWatcher<PlanOutcome>::finished, this,
-            [this, gen, watcher] { onFinished(gen, watcher); });
     // The worker gets copies only: the request and the cancel flag.
     const std::shared_ptr<std::atomic<bool>> cancel = m_cancel;
-    watcher->setFuture(QtConcurrent::run([req, cancel] { return runPlan(req, cancel.get()); }));
+    whenLatestFinishes(this,
+                       QtConcurrent::run([req, cancel] { return runPlan(req, cancel.get()); }), gen,
+                       &m_generation, &m_discarded,
+                       [this](PlanOutcome outcome) { onFinished(std::move(outcome)); });
     return gen;
 }
 
-void DeploymentPanel::onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher) {
-    watcher->deleteLater();
-    if (generation != m_generation) {
-        ++m_discarded; // a newer request (or a cancel) made this one stale
-        return;
-    }
-    PlanOutcome outcome = watcher->result();
+void DeploymentPanel::onFinished(PlanOutcome outcome) {
     m_planning = false;
     m_pendingKey.clear();
     m_cancelButton->setEnabled(false);

@@ -13,7 +13,6 @@
 
 #include "core/planner.h"
 
-#include <QFutureWatcher>
 #include <QPointer>
 #include <QWidget>
 
@@ -133,7 +132,7 @@ private:
     void connectControls();
     void onFieldEdited();
     void schedulePlan();
-    void onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher);
+    void onFinished(PlanOutcome outcome); // the latest plan's answer (whenLatestFinishes)
     void showOutcome(PlanOutcome outcome);
     void updateCommand();
     void updateGpuMenu();

@@ -38,14 +38,20 @@ QString attentionText(const core::Scenario& s, const core::LedgerResult& r) {
     return qs(r.kv.attentionLabel);
 }
 
-void drawHtml(QPainter& p, const QString& html, const QRectF& rect, double pointSize = 8.5) {
-    QTextDocument doc;
+// `html` laid out `width` wide in the painter's font at `pointSize`, as the report draws it.
+void layOutHtml(QTextDocument& doc, const QPainter& p, const QString& html, double width,
+                double pointSize) {
     QFont f = p.font();
     f.setPointSizeF(pointSize);
     doc.setDefaultFont(f);
     doc.setDocumentMargin(0);
     doc.setHtml(html);
-    doc.setTextWidth(rect.width());
+    doc.setTextWidth(width);
+}
+
+void drawHtml(QPainter& p, const QString& html, const QRectF& rect, double pointSize = 8.5) {
+    QTextDocument doc;
+    layOutHtml(doc, p, html, rect.width(), pointSize);
     p.save();
     p.translate(rect.topLeft());
     doc.drawContents(&p, QRectF(0, 0, rect.width(), rect.height()));
@@ -62,12 +68,7 @@ QString gpusText(const core::Scenario& s) {
 
 double htmlHeight(const QPainter& p, const QString& html, double width, double pointSize = 8.5) {
     QTextDocument doc;
-    QFont f = p.font();
-    f.setPointSizeF(pointSize);
-    doc.setDefaultFont(f);
-    doc.setDocumentMargin(0);
-    doc.setHtml(html);
-    doc.setTextWidth(width);
+    layOutHtml(doc, p, html, width, pointSize);
     return doc.size().height();
 }
 } // namespace

@@ -2,7 +2,9 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/chart_registry.h"
+#include "widgets/scenario/buddy_label.h"
 #include "widgets/scenario/token_spin_box.h"
+#include "widgets/state/latest_job.h"
 #include "widgets/traffic/traffic_charts.h"
 
 #include "core/io/scenario_file.h"
@@ -172,34 +174,29 @@ void TrafficPanel::createInputs() {
 QGridLayout* TrafficPanel::buildInputGrid() {
     auto* form = new QGridLayout;
     form->setHorizontalSpacing(8);
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        return l;
-    };
     // Three rows of three fields: the window keeps its minimum width at laptop sizes.
     auto* prefix = new QHBoxLayout;
     prefix->setContentsMargins(0, 0, 0, 0);
     prefix->addWidget(m_prefixTokens, 1);
-    prefix->addWidget(label(tr("of"), m_prefixShare));
+    prefix->addWidget(buddyLabel(tr("of"), m_prefixShare));
     prefix->addWidget(m_prefixShare, 1);
-    form->addWidget(label(tr("R&ate:"), m_rate), 0, 0);
+    form->addWidget(buddyLabel(tr("R&ate:"), m_rate), 0, 0);
     form->addWidget(m_rate, 0, 1);
-    form->addWidget(label(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
+    form->addWidget(buddyLabel(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
     form->addWidget(m_prompt, 0, 3);
-    form->addWidget(label(tr("O&utput tokens:"), m_output), 0, 4);
+    form->addWidget(buddyLabel(tr("O&utput tokens:"), m_output), 0, 4);
     form->addWidget(m_output, 0, 5);
-    form->addWidget(label(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
+    form->addWidget(buddyLabel(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
     form->addLayout(prefix, 1, 1);
-    form->addWidget(label(tr("Re&quests:"), m_requests), 1, 2);
+    form->addWidget(buddyLabel(tr("Re&quests:"), m_requests), 1, 2);
     form->addWidget(m_requests, 1, 3);
-    form->addWidget(label(tr("S&eed:"), m_seed), 1, 4);
+    form->addWidget(buddyLabel(tr("S&eed:"), m_seed), 1, 4);
     form->addWidget(m_seed, 1, 5);
-    form->addWidget(label(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
+    form->addWidget(buddyLabel(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
     form->addWidget(m_sloTtft, 2, 1);
-    form->addWidget(label(tr("TP&OT:"), m_sloTpot), 2, 2);
+    form->addWidget(buddyLabel(tr("TP&OT:"), m_sloTpot), 2, 2);
     form->addWidget(m_sloTpot, 2, 3);
-    form->addWidget(label(tr("for"), m_attainment), 2, 4);
+    form->addWidget(buddyLabel(tr("for"), m_attainment), 2, 4);
     form->addWidget(m_attainment, 2, 5);
     form->setColumnStretch(6, 1);
     return form;
@@ -419,27 +416,22 @@ quint64 TrafficPanel::start() {
     // The previous curves answer another question: they go until the new ones come.
     setCharts(tr("Simulating…"));
     m_poll->start();
-    auto* watcher = new QFutureWatcher<TrafficResult>(this);
-    connect(watcher, &QFutureWatcher<TrafficResult>::finished, this,
-            [this, gen, watcher] { onFinished(gen, watcher); });
     // The worker gets copies only: the scenario, the inputs and the job's shared flags.
     const std::shared_ptr<Job> job = m_job;
-    watcher->setFuture(QtConcurrent::run(&m_pool, [s, in, job, nice = m_workerNice] {
-        lowerThisThread(nice);
-        return computeTraffic(s, in, &job->cancel, [job](double f) {
-            job->permille.store(static_cast<int>(std::lround(f * 1000)));
-        });
-    }));
+    whenLatestFinishes(
+        this,
+        QtConcurrent::run(&m_pool,
+                          [s, in, job, nice = m_workerNice] {
+                              lowerThisThread(nice);
+                              return computeTraffic(s, in, &job->cancel, [job](double f) {
+                                  job->permille.store(static_cast<int>(std::lround(f * 1000)));
+                              });
+                          }),
+        gen, &m_generation, &m_discarded, [this](TrafficResult r) { onFinished(std::move(r)); });
     return gen;
 }
 
-void TrafficPanel::onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher) {
-    watcher->deleteLater();
-    if (generation != m_generation) {
-        ++m_discarded; // a newer request (or a cancel) made this one stale
-        return;
-    }
-    TrafficResult r = watcher->result();
+void TrafficPanel::onFinished(TrafficResult r) {
     m_job.reset();
     m_running = false;
     m_poll->stop();

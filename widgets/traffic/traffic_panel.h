@@ -17,7 +17,6 @@
 #include "widgets/state/ledger_view_state.h"
 #include "widgets/traffic/traffic_sim.h"
 
-#include <QFutureWatcher>
 #include <QThreadPool>
 #include <QWidget>
 
@@ -110,7 +109,7 @@ private:
     QSplitter* buildResults();
     void onInputsEdited();
     void schedule();
-    void onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher);
+    void onFinished(TrafficResult r); // the latest run's answer (whenLatestFinishes)
     void showResult(TrafficResult result);
     void setCharts(const QString& status);
     void fillTable();
