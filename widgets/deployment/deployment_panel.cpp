@@ -22,6 +22,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
+#include <QPlainTextDocumentLayout>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalBlocker>
@@ -32,14 +33,24 @@
 #include <QStyle>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTextBlock>
+#include <QTextDocument>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
 
 namespace kvl::widgets {
 
 namespace {
 constexpr int kDebounceMs = 250;
+// The command box's height, in lines: the usual command (the model and five to nine flags, one a
+// line) shows whole at 1366 x 768 without scrolling, and the box keeps that height while no
+// plan is shown; a longer one (many flags and "not in vLLM" notes) scrolls past the most, so
+// that the table and chart above keep their room.
+constexpr int kMinCommandLines = 6;
+constexpr int kMaxCommandLines = 14;
 
 std::int64_t defaultUsers(const LedgerSnapshot& snap) {
     const core::Scenario& s = snap.scenario;
@@ -323,10 +334,38 @@ void DeploymentPanel::buildCommandView() {
     m_command->setReadOnly(true);
     m_command->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     // One flag per line, never wrapped: a narrow window scrolls sideways instead of breaking a
-    // flag over two lines (room is kept for the scroll bar).
+    // flag over two lines. As tall as the command (fitCommandHeight).
     m_command->setLineWrapMode(QPlainTextEdit::NoWrap);
-    m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12 +
-                              m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
+    fitCommandHeight();
+}
+
+void DeploymentPanel::fitCommandHeight() {
+    // The lines' own heights and widths, as the box lays them out (the last block's height
+    // holds the bottom margin), from kMinCommandLines to kMaxCommandLines lines tall. The top
+    // margin and 1 px more: QPlainTextEdit scrolls unless the blocks fit in the viewport's
+    // height less the margin and 1.
+    QTextDocument* doc = m_command->document();
+    auto* layout = qobject_cast<QPlainTextDocumentLayout*>(doc->documentLayout());
+    const qreal margin = doc->documentMargin();
+    const qreal line = m_command->fontMetrics().lineSpacing();
+    qreal height = margin + 1, width = 0;
+    int lines = 0;
+    for (QTextBlock b = doc->begin(); layout && b.isValid(); b = b.next(), ++lines) {
+        const QRectF r = layout->blockBoundingRect(b);
+        if (lines < kMaxCommandLines)
+            height += r.height();
+        width = std::max(width, r.width());
+    }
+    if (lines > kMaxCommandLines)
+        height += margin;
+    height = std::max(height, kMinCommandLines * line + 2 * margin + 1);
+    // A line wider than the box brings the horizontal scroll bar: room for it then only.
+    const int frame = 2 * m_command->frameWidth();
+    const bool sideways = width > m_command->width() - frame;
+    const int bar = sideways ? m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent) : 0;
+    const int fixed = static_cast<int>(std::ceil(height)) + frame + bar;
+    if (m_command->height() != fixed || m_command->minimumHeight() != fixed)
+        m_command->setFixedHeight(fixed);
 }
 
 void DeploymentPanel::connectControls() {
@@ -410,6 +449,7 @@ void DeploymentPanel::updateViewMode() {
 void DeploymentPanel::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     updateViewMode();
+    fitCommandHeight(); // a narrower box may need the horizontal scroll bar
 }
 
 bool DeploymentPanel::eventFilter(QObject* watched, QEvent* event) {
@@ -779,7 +819,7 @@ QString DeploymentPanel::statusText() const {
 }
 
 QString DeploymentPanel::commandText() const {
-    return m_command->toPlainText();
+    return m_commandText;
 }
 
 const core::GpuPlan* DeploymentPanel::selectedPlan() const {
@@ -808,25 +848,26 @@ void DeploymentPanel::updateCommand() {
         if (!g && !order.empty())
             g = order.front();
     }
-    if (!g) {
+    const bool runs = g && g->fits && !g->layouts.empty();
+    if (!g)
         m_commandTitle->setText(tr("<b>vLLM command</b>: no plan yet"));
-        m_command->clear();
-        m_applyButton->setEnabled(false);
-        return;
-    }
-    if (!g->fits || g->layouts.empty()) {
+    else if (!runs)
         m_commandTitle->setText(
             tr("<b>%1</b> does not hold the users: %2").arg(qs(g->gpu.name), qs(g->reason)));
-        m_command->clear();
-        m_applyButton->setEnabled(false);
-        return;
-    }
-    const core::Deployment& d = g->layouts.front();
-    m_commandTitle->setText(tr("<b>vLLM command</b> for %1 × %2 as %3")
-                                .arg(d.layout.gpus())
-                                .arg(qs(g->gpu.name), layoutText(d.layout)));
-    m_command->setPlainText(qs(core::vllmServeCommand(d.scenario).text()));
-    m_applyButton->setEnabled(true);
+    else
+        m_commandTitle->setText(tr("<b>vLLM command</b> for %1 × %2 as %3")
+                                    .arg(g->layouts.front().layout.gpus())
+                                    .arg(qs(g->gpu.name), layoutText(g->layouts.front().layout)));
+    m_commandText =
+        runs ? qs(core::vllmServeCommand(g->layouts.front().scenario).text()) : QString();
+    // Shown without the final newline (an empty last line would take a line of the box);
+    // copied with it, as `kvledger` prints the command.
+    QString shown = m_commandText;
+    if (shown.endsWith(QLatin1Char('\n')))
+        shown.chop(1);
+    m_command->setPlainText(shown);
+    fitCommandHeight();
+    m_applyButton->setEnabled(runs);
 }
 
 bool DeploymentPanel::applySelected() {

@@ -135,6 +135,7 @@ private:
     void onFinished(PlanOutcome outcome); // the latest plan's answer (whenLatestFinishes)
     void showOutcome(PlanOutcome outcome);
     void updateCommand();
+    void fitCommandHeight(); // the command box as tall as its lines (bounded)
     void updateGpuMenu();
     void syncColumnActions();
     void applyColumnVisibility();
@@ -187,6 +188,7 @@ private:
     QSortFilterProxyModel* m_proxy = nullptr;
     GpusNeededChart* m_chart = nullptr;
     QPlainTextEdit* m_command = nullptr;
+    QString m_commandText; // what Copy Command copies: the command and its notes
     QMenu* m_columnsMenu = nullptr;
     QSplitter* m_split = nullptr;
     QTabWidget* m_viewTabs = nullptr;
