@@ -110,6 +110,8 @@ private slots:
     void ladderHidesToFit_data();
     void ladderHidesToFit();
     void tallBannerFits();
+    void commandShowsEveryLine_data();
+    void commandShowsEveryLine();
 
 private:
     void open(QSize size);
@@ -512,6 +514,66 @@ void TestLayout::tallBannerFits() {
     open(QSize(1366, 768)); // fails when the panels need more than the size asked
     QVERIFY(w->banner()->shownCount() >= 2);
     QVERIFY(w->rect().contains(rectIn(w->ladderView(), w)));
+}
+
+void TestLayout::commandShowsEveryLine_data() {
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<QString>("model"); // empty: the window's default scenario
+    QTest::addColumn<int>("tp");
+    for (const QSize size : {QSize(1366, 768), QSize(1600, 1000)}) {
+        const QString at = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+        QTest::addRow("default %s", qPrintable(at)) << size << QString() << 0;
+        QTest::addRow("Llama-3.1-70B TP 4 %s", qPrintable(at))
+            << size << QStringLiteral("llama-3.1-70b") << 4;
+    }
+}
+
+// The Deployment tab's `vllm serve` command, one flag per line, shows whole: every line in the
+// box at once (no vertical scrolling), the box inside the window. The box used to be six lines
+// tall whatever the command: the 70B plan (TP 2 x PP 3 x DP 2, eight lines) scrolled.
+void TestLayout::commandShowsEveryLine() {
+    QFETCH(QSize, size);
+    QFETCH(QString, model);
+    QFETCH(int, tp);
+    MainWindow* w = m_window.get();
+    if (!model.isEmpty()) {
+        core::Scenario s = w->scenario();
+        s.model = *io::findModel(model.toStdString());
+        s.hardware.gpu = *io::findGpu("h100-80gb");
+        s.hardware.gpuCount = tp;
+        s.workload.context = 32768;
+        s.workload.targetRequests = 50;
+        w->setScenario(s);
+    }
+    open(size);
+    widgets::DeploymentPanel* panel = w->deploymentPanel();
+    w->tabs()->setCurrentWidget(panel);
+    panel->planNow();
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    QCoreApplication::processEvents();
+    auto* box = child<QPlainTextEdit>(panel, "planCommandView");
+    const QString text = box->toPlainText();
+    QVERIFY2(text.startsWith(QLatin1String("vllm serve ")), qPrintable(text));
+    const int lines = box->document()->blockCount();
+    QVERIFY2(lines >= 6, qPrintable(text));        // the model, then one flag per line
+    QCOMPARE(box->document()->lineCount(), lines); // no line wraps
+    const int needed = lines * box->fontMetrics().lineSpacing();
+    QVERIFY2(box->viewport()->height() >= needed,
+             qPrintable(QStringLiteral("%1 lines need %2 px, the box shows %3 px")
+                            .arg(lines)
+                            .arg(needed)
+                            .arg(box->viewport()->height())));
+    QCOMPARE(box->verticalScrollBar()->maximum(), 0);
+    QVERIFY(box->isVisible());
+    QVERIFY(w->rect().contains(rectIn(box, w)));
+    // The copied command is the text shown, ending in a newline as the command line prints it.
+    QCOMPARE(panel->commandText(), text + QLatin1Char('\n'));
+    const QString shot = QCoreApplication::applicationDirPath() +
+                         QStringLiteral("/layout-deployment-%1-%2x%3.png")
+                             .arg(model.isEmpty() ? QStringLiteral("default") : model)
+                             .arg(size.width())
+                             .arg(size.height());
+    w->grab().save(shot, "PNG");
 }
 
 QTEST_MAIN(TestLayout)

@@ -9,6 +9,22 @@ QColor mix(const QColor& a, const QColor& b, double t) {
                             static_cast<float>(a.blueF() * (1 - t) + b.blueF() * t));
 }
 
+// The colours a theme sets besides the steps, in the order of Hues::parts.
+constexpr std::array<QColor ChartColors::*, 8> kPartFields{
+    &ChartColors::kvLine, &ChartColors::weights,  &ChartColors::kv,       &ChartColors::activations,
+    &ChartColors::free,   &ChartColors::reserved, &ChartColors::overflow, &ChartColors::cap};
+// A theme's hues (opaque RGB): Okabe-Ito on a light background, each lightened on a dark one.
+struct Hues {
+    std::array<QRgb, 5> steps;
+    std::array<QRgb, 8> parts; // as kPartFields
+};
+constexpr Hues kLightHues{
+    {0xD55E00, 0xE69F00, 0x009E73, 0xCC79A7, 0x0072B2},
+    {0xC01C28, 0x5B6C7D, 0x0072B2, 0xE69F00, 0xC8E6C9, 0xDDDDDD, 0xC01C28, 0x6A3D9A}};
+constexpr Hues kDarkHues{
+    {0xFF8A3D, 0xF5C242, 0x3DD6A6, 0xE89CC8, 0x6CB8F0},
+    {0xFF6B6B, 0x9AA8B6, 0x4FA8E8, 0xF5C242, 0x2E5E3E, 0x4A4A4A, 0xFF6B6B, 0xC39BE8}};
+
 ChartColors build(const QColor& bg, const QColor& fg, bool dark) {
     ChartColors c;
     c.dark = dark;
@@ -21,29 +37,11 @@ ChartColors build(const QColor& bg, const QColor& fg, bool dark) {
     c.legendBackground.setAlpha(225);
     c.current = fg;
     c.cursor = mix(bg, fg, 0.55);
-    if (!dark) {
-        c.steps = {QColor(0xD5, 0x5E, 0x00), QColor(0xE6, 0x9F, 0x00), QColor(0x00, 0x9E, 0x73),
-                   QColor(0xCC, 0x79, 0xA7), QColor(0x00, 0x72, 0xB2)};
-        c.kvLine = QColor(0xC0, 0x1C, 0x28);
-        c.weights = QColor(0x5B, 0x6C, 0x7D);
-        c.kv = QColor(0x00, 0x72, 0xB2);
-        c.activations = QColor(0xE6, 0x9F, 0x00);
-        c.free = QColor(0xC8, 0xE6, 0xC9);
-        c.reserved = QColor(0xDD, 0xDD, 0xDD);
-        c.overflow = QColor(0xC0, 0x1C, 0x28);
-        c.cap = QColor(0x6A, 0x3D, 0x9A);
-    } else {
-        c.steps = {QColor(0xFF, 0x8A, 0x3D), QColor(0xF5, 0xC2, 0x42), QColor(0x3D, 0xD6, 0xA6),
-                   QColor(0xE8, 0x9C, 0xC8), QColor(0x6C, 0xB8, 0xF0)};
-        c.kvLine = QColor(0xFF, 0x6B, 0x6B);
-        c.weights = QColor(0x9A, 0xA8, 0xB6);
-        c.kv = QColor(0x4F, 0xA8, 0xE8);
-        c.activations = QColor(0xF5, 0xC2, 0x42);
-        c.free = QColor(0x2E, 0x5E, 0x3E);
-        c.reserved = QColor(0x4A, 0x4A, 0x4A);
-        c.overflow = QColor(0xFF, 0x6B, 0x6B);
-        c.cap = QColor(0xC3, 0x9B, 0xE8);
-    }
+    const Hues& h = dark ? kDarkHues : kLightHues;
+    for (std::size_t i = 0; i < c.steps.size(); ++i)
+        c.steps[i] = QColor(h.steps[i]);
+    for (std::size_t i = 0; i < kPartFields.size(); ++i)
+        c.*kPartFields[i] = QColor(h.parts[i]);
     return c;
 }
 } // namespace

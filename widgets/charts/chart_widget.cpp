@@ -4,13 +4,12 @@
 
 #include "widgets/charts/text_width.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/export_devices.h"
 
 #include <QBuffer>
 #include <QDir>
 #include <QFileInfo>
 #include <QImage>
-#include <QPageLayout>
-#include <QPageSize>
 #include <QPdfWriter>
 #include <QSvgGenerator>
 #include <QToolTip>
@@ -374,10 +373,7 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
             painter.scale(scale, scale);
             paintExport(&painter, s.width(), s.height());
         }
-        // 96 dpi, as QCustomPlot::savePng writes it.
-        const int dotsPerMeter = static_cast<int>(std::lround(96 / 0.0254));
-        image.setDotsPerMeterX(dotsPerMeter);
-        image.setDotsPerMeterY(dotsPerMeter);
+        setScreenDpi(image);
         image.save(&buffer, "PNG");
         break;
     }
@@ -385,12 +381,7 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
         // One page the size of the chart in points, drawn as QCustomPlot::savePdf draws it
         // (screen resolution, cosmetic pens allowed), but into memory.
         QPdfWriter writer(&buffer);
-        writer.setResolution(96);
-        writer.setCreator(QStringLiteral("KV Ledger"));
-        writer.setTitle(m_title);
-        writer.setPageLayout(
-            QPageLayout(QPageSize(QSizeF(s), QPageSize::Point, QString(), QPageSize::ExactMatch),
-                        QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+        setUpPdfWriter(writer, s, m_title);
         QCPPainter painter;
         if (painter.begin(&writer)) {
             painter.setWindow(QRect(QPoint(0, 0), s));
@@ -403,14 +394,7 @@ Result<QByteArray> ChartWidget::renderFile(ExportFormat format, double scale, QS
     }
     case ExportFormat::Svg: {
         QSvgGenerator generator;
-        generator.setOutputDevice(&buffer);
-        // 96 dpi, the CSS pixel: the width and height (in mm) then give renderers such as
-        // rsvg-convert the viewBox's size in pixels, not 4/3 of it (Qt's default is 72 dpi).
-        generator.setResolution(96);
-        generator.setSize(s);
-        generator.setViewBox(QRect(QPoint(0, 0), s));
-        generator.setTitle(m_title);
-        generator.setDescription(QStringLiteral("KV Ledger chart"));
+        setUpSvgGenerator(generator, &buffer, s, m_title, QStringLiteral("KV Ledger chart"));
         QCPPainter painter;
         if (painter.begin(&generator)) {
             painter.setMode(QCPPainter::pmVectorized);

@@ -307,94 +307,105 @@ QVariant LadderModel::data(const QModelIndex& index, int role) const {
         if (!st.applied)
             return QApplication::palette().color(QPalette::Disabled, QPalette::Text);
         return {};
-    case Qt::ToolTipRole: {
-        // On a hybrid model the byte and concurrency figures carry why they do not read as a
-        // dense model's (core/hybrid_note.h), as kvledger ledger prints under its ladder.
-        QString tip = data(index, kOwnToolTipRole).toString();
-        const bool explains = col == BytesPerRequestColumn || col == RequestsColumn ||
-                              col == VllmConcurrencyColumn ||
-                              (col == StepColumn && st.id == core::LadderStepId::Paging);
-        if (explains)
-            for (const auto& n : core::hybridLadderNotes(m_snapshot->scenario, m_snapshot->ledger,
-                                                         m_snapshot->ladder, m_units))
-                tip += QStringLiteral("\n\n") + qs(n);
-        return tip;
-    }
-    case kOwnToolTipRole: {
-        const core::LedgerResult& r = st.result;
-        switch (col) {
-        case BytesPerTokenColumn:
-            return tr("%1 bytes per token (%2 per GPU)")
-                .arg(thousandsQ(r.kvBytesPerToken), thousandsQ(r.kvBytesPerTokenPerGpu));
-        case BytesPerRequestColumn:
-            return tr("%1 bytes per request (%2 per GPU)")
-                .arg(thousandsQ(r.kvBytesPerRequest), thousandsQ(r.kvBytesPerRequestPerGpu));
-        case RequestsColumn:
-            return tr("%1 requests take %2 of the %3 available per GPU")
-                .arg(thousandsQ(r.maxRequestsAtContext),
-                     formatBytesQ(r.kvBytesAtMaxRequests, m_units),
-                     formatBytesQ(r.availableKvBytes, m_units));
-        case VllmConcurrencyColumn:
-            return tr("%1 GPU blocks, %2 tokens in the KV cache")
-                .arg(thousandsQ(r.numGpuBlocks), thousandsQ(r.gpuKvCacheTokens));
-        case StepMsColumn:
-        case TokensPerUserColumn: {
-            const RowSpeed& sp = m_speed[static_cast<std::size_t>(row)];
-            if (sp.concurrency <= 0)
-                return tr("No request of the context fits");
-            return tr("%1 running requests x %2 tokens: %3 ms per step (%4), %5 tokens/s per "
-                      "user, %6 tokens/s cluster; an estimate%7")
-                .arg(thousandsQ(sp.concurrency), formatTokensQ(r.contextTokens),
-                     QString::number(sp.step.stepMs, 'f', 2), qs(core::regimeName(sp.step.regime)),
-                     QString::number(sp.step.tokensPerSecondPerUser, 'f', 1),
-                     QString::number(sp.step.clusterTokensPerSecond, 'f', 0),
-                     sp.step.calibrated ? tr(", attention calibrated by the probe") : QString());
-        }
-        case StepColumn: {
-            const QString vllm = m_speed[static_cast<std::size_t>(row)].inVllm
-                                     ? QString()
-                                     : tr("\nvLLM has no --kv-cache-dtype for %1: not in vLLM")
-                                           .arg(qs(core::shortLabel(r.kv.format)));
-            const QString label =
-                st.applied ? qs(st.label)
-                           : tr("%1: this lever is off in the scenario, the step repeats the "
-                                "previous one")
-                                 .arg(qs(st.label));
-            return QString(label + vllm);
-        }
-        default:
-            return st.applied ? QVariant()
-                              : tr("This lever is off in the scenario: the step "
-                                   "repeats the previous one");
-        }
-    }
-    case ExactValueRole: {
-        const core::LedgerResult& r = st.result;
-        switch (col) {
-        case BytesPerTokenColumn:
-        case BytesPerRequestColumn:
-            return QVariant::fromValue<qint64>(bytes(row, col));
-        case RequestsColumn:
-            return QVariant::fromValue<qint64>(
-                scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
-        case StepMsColumn:
-            return m_speed[static_cast<std::size_t>(row)].step.stepMs;
-        case TokensPerUserColumn:
-            return m_speed[static_cast<std::size_t>(row)].step.tokensPerSecondPerUser;
-        case VllmConcurrencyColumn:
-            return QVariant::fromValue<qint64>(std::llround(r.maxConcurrency * 100));
-        case DeltaColumn:
-            if (m_reference)
-                return QVariant::fromValue<qint64>(
-                    r.maxRequestsAtContext -
-                    m_reference->ladder[static_cast<std::size_t>(row)].result.maxRequestsAtContext);
-            return {};
-        default:
-            return {};
-        }
-    }
+    case Qt::ToolTipRole:
+        return toolTip(row, col);
+    case kOwnToolTipRole:
+        return ownToolTip(row, col);
+    case ExactValueRole:
+        return exactValue(row, col);
     case AppliedRole:
         return st.applied;
+    default:
+        return {};
+    }
+}
+
+QString LadderModel::toolTip(int row, int col) const {
+    const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
+    // On a hybrid model the byte and concurrency figures carry why they do not read as a
+    // dense model's (core/hybrid_note.h), as kvledger ledger prints under its ladder.
+    QString tip = ownToolTip(row, col).toString();
+    const bool explains = col == BytesPerRequestColumn || col == RequestsColumn ||
+                          col == VllmConcurrencyColumn ||
+                          (col == StepColumn && st.id == core::LadderStepId::Paging);
+    if (explains)
+        for (const auto& n : core::hybridLadderNotes(m_snapshot->scenario, m_snapshot->ledger,
+                                                     m_snapshot->ladder, m_units))
+            tip += QStringLiteral("\n\n") + qs(n);
+    return tip;
+}
+
+QVariant LadderModel::ownToolTip(int row, int col) const {
+    const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
+    const core::LedgerResult& r = st.result;
+    switch (col) {
+    case BytesPerTokenColumn:
+        return tr("%1 bytes per token (%2 per GPU)")
+            .arg(thousandsQ(r.kvBytesPerToken), thousandsQ(r.kvBytesPerTokenPerGpu));
+    case BytesPerRequestColumn:
+        return tr("%1 bytes per request (%2 per GPU)")
+            .arg(thousandsQ(r.kvBytesPerRequest), thousandsQ(r.kvBytesPerRequestPerGpu));
+    case RequestsColumn:
+        return tr("%1 requests take %2 of the %3 available per GPU")
+            .arg(thousandsQ(r.maxRequestsAtContext), formatBytesQ(r.kvBytesAtMaxRequests, m_units),
+                 formatBytesQ(r.availableKvBytes, m_units));
+    case VllmConcurrencyColumn:
+        return tr("%1 GPU blocks, %2 tokens in the KV cache")
+            .arg(thousandsQ(r.numGpuBlocks), thousandsQ(r.gpuKvCacheTokens));
+    case StepMsColumn:
+    case TokensPerUserColumn: {
+        const RowSpeed& sp = m_speed[static_cast<std::size_t>(row)];
+        if (sp.concurrency <= 0)
+            return tr("No request of the context fits");
+        return tr("%1 running requests x %2 tokens: %3 ms per step (%4), %5 tokens/s per "
+                  "user, %6 tokens/s cluster; an estimate%7")
+            .arg(thousandsQ(sp.concurrency), formatTokensQ(r.contextTokens),
+                 QString::number(sp.step.stepMs, 'f', 2), qs(core::regimeName(sp.step.regime)),
+                 QString::number(sp.step.tokensPerSecondPerUser, 'f', 1),
+                 QString::number(sp.step.clusterTokensPerSecond, 'f', 0),
+                 sp.step.calibrated ? tr(", attention calibrated by the probe") : QString());
+    }
+    case StepColumn: {
+        const QString vllm = m_speed[static_cast<std::size_t>(row)].inVllm
+                                 ? QString()
+                                 : tr("\nvLLM has no --kv-cache-dtype for %1: not in vLLM")
+                                       .arg(qs(core::shortLabel(r.kv.format)));
+        const QString label =
+            st.applied ? qs(st.label)
+                       : tr("%1: this lever is off in the scenario, the step repeats the "
+                            "previous one")
+                             .arg(qs(st.label));
+        return QString(label + vllm);
+    }
+    default:
+        return st.applied ? QVariant()
+                          : tr("This lever is off in the scenario: the step "
+                               "repeats the previous one");
+    }
+}
+
+QVariant LadderModel::exactValue(int row, int col) const {
+    const core::LadderStep& st = m_snapshot->ladder[static_cast<std::size_t>(row)];
+    const core::LedgerResult& r = st.result;
+    switch (col) {
+    case BytesPerTokenColumn:
+    case BytesPerRequestColumn:
+        return QVariant::fromValue<qint64>(bytes(row, col));
+    case RequestsColumn:
+        return QVariant::fromValue<qint64>(
+            scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
+    case StepMsColumn:
+        return m_speed[static_cast<std::size_t>(row)].step.stepMs;
+    case TokensPerUserColumn:
+        return m_speed[static_cast<std::size_t>(row)].step.tokensPerSecondPerUser;
+    case VllmConcurrencyColumn:
+        return QVariant::fromValue<qint64>(std::llround(r.maxConcurrency * 100));
+    case DeltaColumn:
+        if (m_reference)
+            return QVariant::fromValue<qint64>(
+                r.maxRequestsAtContext -
+                m_reference->ladder[static_cast<std::size_t>(row)].result.maxRequestsAtContext);
+        return {};
     default:
         return {};
     }

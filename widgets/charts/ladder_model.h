@@ -70,6 +70,11 @@ public:
 
 private:
     QString text(int row, int column) const;
+    // data()'s tooltip (its own plus the hybrid model's notes), its own tooltip and its exact
+    // value, for a row of the current snapshot.
+    QString toolTip(int row, int col) const;
+    QVariant ownToolTip(int row, int col) const;
+    QVariant exactValue(int row, int col) const;
     void publishChanges(bool reset);
     void recomputeSpeed();
     std::int64_t bytes(int row, int column) const; // the scoped bytes of a byte column

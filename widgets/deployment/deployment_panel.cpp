@@ -2,7 +2,9 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/deployment/plan_model.h"
+#include "widgets/scenario/buddy_label.h"
 #include "widgets/scenario/token_spin_box.h"
+#include "widgets/state/latest_job.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
@@ -20,6 +22,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
+#include <QPlainTextDocumentLayout>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalBlocker>
@@ -30,14 +33,24 @@
 #include <QStyle>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTextBlock>
+#include <QTextDocument>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
 
 namespace kvl::widgets {
 
 namespace {
 constexpr int kDebounceMs = 250;
+// The command box's height, in lines: the usual command (the model and five to nine flags, one a
+// line) shows whole at 1366 x 768 without scrolling, and the box keeps that height while no
+// plan is shown; a longer one (many flags and "not in vLLM" notes) scrolls past the most, so
+// that the table and chart above keep their room.
+constexpr int kMinCommandLines = 6;
+constexpr int kMaxCommandLines = 14;
 
 std::int64_t defaultUsers(const LedgerSnapshot& snap) {
     const core::Scenario& s = snap.scenario;
@@ -97,13 +110,29 @@ DeploymentPanel::~DeploymentPanel() {
 void DeploymentPanel::buildUi() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    auto* form = new QGridLayout;
-    form->setHorizontalSpacing(8);
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        return l;
-    };
+    createWorkloadFields();
+    createSearchFields();
+    layout->addLayout(buildInputGrid());
+
+    m_status = new QLabel;
+    m_status->setObjectName(QStringLiteral("planStatusLabel"));
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_status);
+
+    buildTable();
+    buildColumnsMenu();
+    layout->addWidget(buildViews(), 1);
+    layout->addLayout(buildCommandRow());
+    buildCommandView();
+    layout->addWidget(m_command);
+
+    connectControls();
+    m_status->setText(tr("No plan yet"));
+    updateCommand();
+}
+
+void DeploymentPanel::createWorkloadFields() {
     m_users = new QSpinBox;
     m_users->setObjectName(QStringLiteral("planUsersSpin"));
     m_users->setRange(1, 1'000'000);
@@ -124,6 +153,9 @@ void DeploymentPanel::buildUi() {
     m_gpuButton->setObjectName(QStringLiteral("planGpuKindsButton"));
     m_gpuButton->setMenu(new QMenu(m_gpuButton));
     m_gpuButton->setToolTip(tr("The GPU kinds of the catalog to plan for"));
+}
+
+void DeploymentPanel::createSearchFields() {
     m_maxGpus = new QSpinBox;
     m_maxGpus->setObjectName(QStringLiteral("planMaxGpusSpin"));
     m_maxGpus->setRange(1, 512);
@@ -156,37 +188,37 @@ void DeploymentPanel::buildUi() {
     m_cancelButton = new QPushButton(tr("Cancel"));
     m_cancelButton->setObjectName(QStringLiteral("planCancelButton"));
     m_cancelButton->setEnabled(false);
+}
 
-    form->addWidget(label(tr("&Users:"), m_users), 0, 0);
+QGridLayout* DeploymentPanel::buildInputGrid() {
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(8);
+    form->addWidget(buddyLabel(tr("&Users:"), m_users), 0, 0);
     form->addWidget(m_users, 0, 1);
-    form->addWidget(label(tr("C&ontext:"), m_context), 0, 2);
+    form->addWidget(buddyLabel(tr("C&ontext:"), m_context), 0, 2);
     form->addWidget(m_context, 0, 3);
-    form->addWidget(label(tr("Shared pre&fix:"), m_prefix), 0, 4);
+    form->addWidget(buddyLabel(tr("Shared pre&fix:"), m_prefix), 0, 4);
     form->addWidget(m_prefix, 0, 5);
     form->addWidget(m_gpuButton, 0, 6, 1, 2);
-    form->addWidget(label(tr("Max &GPUs:"), m_maxGpus), 1, 0);
+    form->addWidget(buddyLabel(tr("Max &GPUs:"), m_maxGpus), 1, 0);
     form->addWidget(m_maxGpus, 1, 1);
-    form->addWidget(label(tr("GPUs per &node:"), m_perNode), 1, 2);
+    form->addWidget(buddyLabel(tr("GPUs per &node:"), m_perNode), 1, 2);
     form->addWidget(m_perNode, 1, 3);
-    form->addWidget(label(tr("&Rank by:"), m_rank), 1, 4);
+    form->addWidget(buddyLabel(tr("&Rank by:"), m_rank), 1, 4);
     form->addWidget(m_rank, 1, 5);
     form->addWidget(m_planButton, 1, 6);
     form->addWidget(m_cancelButton, 1, 7);
     // Spanning the first four columns, so that its longer label widens none of them.
     auto* floorRow = new QHBoxLayout;
-    floorRow->addWidget(label(tr("Min tokens/s per &user:"), m_minSpeed));
+    floorRow->addWidget(buddyLabel(tr("Min tokens/s per &user:"), m_minSpeed));
     floorRow->addWidget(m_minSpeed);
     floorRow->addStretch(1);
     form->addLayout(floorRow, 2, 0, 1, 4);
     form->setColumnStretch(8, 1);
-    layout->addLayout(form);
+    return form;
+}
 
-    m_status = new QLabel;
-    m_status->setObjectName(QStringLiteral("planStatusLabel"));
-    m_status->setWordWrap(true);
-    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(m_status);
-
+void DeploymentPanel::buildTable() {
     m_model = new PlanTableModel(this);
     m_proxy = new QSortFilterProxyModel(this);
     m_proxy->setSourceModel(m_model);
@@ -209,6 +241,9 @@ void DeploymentPanel::buildUi() {
     m_table->setTextElideMode(Qt::ElideRight);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 8);
+}
+
+void DeploymentPanel::buildColumnsMenu() {
     // Twelve columns do not fit beside the chart on a small screen: the column titles' context
     // menu shows and hides them (the GPU column stays), and the window remembers the choice.
     QHeaderView* header = m_table->horizontalHeader();
@@ -244,6 +279,9 @@ void DeploymentPanel::buildUi() {
     });
     connect(header, &QHeaderView::customContextMenuRequested, this,
             [this, header](QPoint at) { m_columnsMenu->popup(header->mapToGlobal(at)); });
+}
+
+QStackedWidget* DeploymentPanel::buildViews() {
     // At 1366 x 768 the twelve columns need twice the width the table gets beside its chart:
     // the least needed ones step aside (fitColumns) whenever the width or the rows change.
     m_table->installEventFilter(this);
@@ -271,8 +309,10 @@ void DeploymentPanel::buildUi() {
     m_views = new QStackedWidget;
     m_views->addWidget(m_split);
     m_views->addWidget(m_viewTabs);
-    layout->addWidget(m_views, 1);
+    return m_views;
+}
 
+QHBoxLayout* DeploymentPanel::buildCommandRow() {
     auto* cmdRow = new QHBoxLayout;
     m_commandTitle = new QLabel;
     m_commandTitle->setObjectName(QStringLiteral("planCommandTitle"));
@@ -285,18 +325,50 @@ void DeploymentPanel::buildUi() {
     m_copyButton->setObjectName(QStringLiteral("planCopyButton"));
     cmdRow->addWidget(m_applyButton);
     cmdRow->addWidget(m_copyButton);
-    layout->addLayout(cmdRow);
+    return cmdRow;
+}
+
+void DeploymentPanel::buildCommandView() {
     m_command = new QPlainTextEdit;
     m_command->setObjectName(QStringLiteral("planCommandView"));
     m_command->setReadOnly(true);
     m_command->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     // One flag per line, never wrapped: a narrow window scrolls sideways instead of breaking a
-    // flag over two lines (room is kept for the scroll bar).
+    // flag over two lines. As tall as the command (fitCommandHeight).
     m_command->setLineWrapMode(QPlainTextEdit::NoWrap);
-    m_command->setFixedHeight(m_command->fontMetrics().lineSpacing() * 6 + 12 +
-                              m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
-    layout->addWidget(m_command);
+    fitCommandHeight();
+}
 
+void DeploymentPanel::fitCommandHeight() {
+    // The lines' own heights and widths, as the box lays them out (the last block's height
+    // holds the bottom margin), from kMinCommandLines to kMaxCommandLines lines tall. The top
+    // margin and 1 px more: QPlainTextEdit scrolls unless the blocks fit in the viewport's
+    // height less the margin and 1.
+    QTextDocument* doc = m_command->document();
+    auto* layout = qobject_cast<QPlainTextDocumentLayout*>(doc->documentLayout());
+    const qreal margin = doc->documentMargin();
+    const qreal line = m_command->fontMetrics().lineSpacing();
+    qreal height = margin + 1, width = 0;
+    int lines = 0;
+    for (QTextBlock b = doc->begin(); layout && b.isValid(); b = b.next(), ++lines) {
+        const QRectF r = layout->blockBoundingRect(b);
+        if (lines < kMaxCommandLines)
+            height += r.height();
+        width = std::max(width, r.width());
+    }
+    if (lines > kMaxCommandLines)
+        height += margin;
+    height = std::max(height, kMinCommandLines * line + 2 * margin + 1);
+    // A line wider than the box brings the horizontal scroll bar: room for it then only.
+    const int frame = 2 * m_command->frameWidth();
+    const bool sideways = width > m_command->width() - frame;
+    const int bar = sideways ? m_command->style()->pixelMetric(QStyle::PM_ScrollBarExtent) : 0;
+    const int fixed = static_cast<int>(std::ceil(height)) + frame + bar;
+    if (m_command->height() != fixed || m_command->minimumHeight() != fixed)
+        m_command->setFixedHeight(fixed);
+}
+
+void DeploymentPanel::connectControls() {
     updateGpuMenu();
     for (QSpinBox* spin : {static_cast<QSpinBox*>(m_users), static_cast<QSpinBox*>(m_context),
                            static_cast<QSpinBox*>(m_prefix), m_maxGpus, m_perNode})
@@ -310,8 +382,6 @@ void DeploymentPanel::buildUi() {
             [this] { QApplication::clipboard()->setText(commandText()); });
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &DeploymentPanel::updateCommand);
-    m_status->setText(tr("No plan yet"));
-    updateCommand();
 }
 
 const QList<int>& DeploymentPanel::fitOrder() {
@@ -379,6 +449,7 @@ void DeploymentPanel::updateViewMode() {
 void DeploymentPanel::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     updateViewMode();
+    fitCommandHeight(); // a narrower box may need the horizontal scroll bar
 }
 
 bool DeploymentPanel::eventFilter(QObject* watched, QEvent* event) {
@@ -650,22 +721,16 @@ quint64 DeploymentPanel::startPlan() {
     m_status->setText(tr("Planning %n GPU kind(s) for %1 users × %2 tokens…", nullptr,
                          static_cast<int>(req.gpus.size()))
                           .arg(thousandsQ(req.users), formatTokensQ(req.context)));
-    auto* watcher = new QFutureWatcher<PlanOutcome>(this);
-    connect(watcher, &QFutureWatcher<PlanOutcome>::finished, this,
-            [this, gen, watcher] { onFinished(gen, watcher); });
     // The worker gets copies only: the request and the cancel flag.
     const std::shared_ptr<std::atomic<bool>> cancel = m_cancel;
-    watcher->setFuture(QtConcurrent::run([req, cancel] { return runPlan(req, cancel.get()); }));
+    whenLatestFinishes(this,
+                       QtConcurrent::run([req, cancel] { return runPlan(req, cancel.get()); }), gen,
+                       &m_generation, &m_discarded,
+                       [this](PlanOutcome outcome) { onFinished(std::move(outcome)); });
     return gen;
 }
 
-void DeploymentPanel::onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher) {
-    watcher->deleteLater();
-    if (generation != m_generation) {
-        ++m_discarded; // a newer request (or a cancel) made this one stale
-        return;
-    }
-    PlanOutcome outcome = watcher->result();
+void DeploymentPanel::onFinished(PlanOutcome outcome) {
     m_planning = false;
     m_pendingKey.clear();
     m_cancelButton->setEnabled(false);
@@ -754,7 +819,7 @@ QString DeploymentPanel::statusText() const {
 }
 
 QString DeploymentPanel::commandText() const {
-    return m_command->toPlainText();
+    return m_commandText;
 }
 
 const core::GpuPlan* DeploymentPanel::selectedPlan() const {
@@ -783,25 +848,26 @@ void DeploymentPanel::updateCommand() {
         if (!g && !order.empty())
             g = order.front();
     }
-    if (!g) {
+    const bool runs = g && g->fits && !g->layouts.empty();
+    if (!g)
         m_commandTitle->setText(tr("<b>vLLM command</b>: no plan yet"));
-        m_command->clear();
-        m_applyButton->setEnabled(false);
-        return;
-    }
-    if (!g->fits || g->layouts.empty()) {
+    else if (!runs)
         m_commandTitle->setText(
             tr("<b>%1</b> does not hold the users: %2").arg(qs(g->gpu.name), qs(g->reason)));
-        m_command->clear();
-        m_applyButton->setEnabled(false);
-        return;
-    }
-    const core::Deployment& d = g->layouts.front();
-    m_commandTitle->setText(tr("<b>vLLM command</b> for %1 × %2 as %3")
-                                .arg(d.layout.gpus())
-                                .arg(qs(g->gpu.name), layoutText(d.layout)));
-    m_command->setPlainText(qs(core::vllmServeCommand(d.scenario).text()));
-    m_applyButton->setEnabled(true);
+    else
+        m_commandTitle->setText(tr("<b>vLLM command</b> for %1 × %2 as %3")
+                                    .arg(g->layouts.front().layout.gpus())
+                                    .arg(qs(g->gpu.name), layoutText(g->layouts.front().layout)));
+    m_commandText =
+        runs ? qs(core::vllmServeCommand(g->layouts.front().scenario).text()) : QString();
+    // Shown without the final newline (an empty last line would take a line of the box);
+    // copied with it, as `kvledger` prints the command.
+    QString shown = m_commandText;
+    if (shown.endsWith(QLatin1Char('\n')))
+        shown.chop(1);
+    m_command->setPlainText(shown);
+    fitCommandHeight();
+    m_applyButton->setEnabled(runs);
 }
 
 bool DeploymentPanel::applySelected() {

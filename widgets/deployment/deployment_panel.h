@@ -13,7 +13,6 @@
 
 #include "core/planner.h"
 
-#include <QFutureWatcher>
 #include <QPointer>
 #include <QWidget>
 
@@ -22,6 +21,8 @@
 
 class QComboBox;
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
@@ -117,12 +118,24 @@ signals:
     void tableStateChanged(); // the user showed or hid a column
 
 private:
+    // buildUi's parts, called in this order (the order widgets are made and laid out is the
+    // keyboard focus order).
     void buildUi();
+    void createWorkloadFields();
+    void createSearchFields();
+    QGridLayout* buildInputGrid();
+    void buildTable();
+    void buildColumnsMenu();
+    QStackedWidget* buildViews();
+    QHBoxLayout* buildCommandRow();
+    void buildCommandView();
+    void connectControls();
     void onFieldEdited();
     void schedulePlan();
-    void onFinished(quint64 generation, QFutureWatcher<PlanOutcome>* watcher);
+    void onFinished(PlanOutcome outcome); // the latest plan's answer (whenLatestFinishes)
     void showOutcome(PlanOutcome outcome);
     void updateCommand();
+    void fitCommandHeight(); // the command box as tall as its lines (bounded)
     void updateGpuMenu();
     void syncColumnActions();
     void applyColumnVisibility();
@@ -175,6 +188,7 @@ private:
     QSortFilterProxyModel* m_proxy = nullptr;
     GpusNeededChart* m_chart = nullptr;
     QPlainTextEdit* m_command = nullptr;
+    QString m_commandText; // what Copy Command copies: the command and its notes
     QMenu* m_columnsMenu = nullptr;
     QSplitter* m_split = nullptr;
     QTabWidget* m_viewTabs = nullptr;

@@ -147,73 +147,86 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
     }
     if (role == Qt::BackgroundRole && preferred)
         return QApplication::palette().color(QPalette::AlternateBase);
-    if (role == SortRole) {
-        constexpr qint64 kLast = std::numeric_limits<qint64>::max();
-        switch (col) {
-        case GpuColumn:
-            return qs(g->gpu.name);
-        case FitsColumn:
-            return d ? 0 : 1;
-        case GpusColumn:
-            // As PlanResult::bestFirst: the scenario's GPU, then plans by GPUs, the flagged
-            // (too slow, too many stages) after those that are not, then what fits nothing.
-            if (preferred)
-                return QVariant::fromValue<qint64>(-1);
-            return QVariant::fromValue<qint64>(
-                d ? d->layout.gpus() + (d->flag.empty() ? 0 : qint64(1) << 32) : kLast);
-        case LayoutColumn:
-            return d ? layoutText(d->layout) : QString(QChar(0x2014));
-        case RequestsPerReplicaColumn:
-            return QVariant::fromValue<qint64>(d ? d->requestsPerReplica : -1);
-        case ClusterRequestsColumn:
-            return QVariant::fromValue<qint64>(d ? d->clusterRequests : -1);
-        case KvPerGpuColumn:
-            return QVariant::fromValue<qint64>(d ? d->kvBytesPerGpu : -1);
-        case WeightsPerGpuColumn:
-            return QVariant::fromValue<qint64>(d ? d->weightsBytesPerGpu : -1);
-        case HeadroomPerGpuColumn:
-            return QVariant::fromValue<qint64>(d ? d->headroomBytesPerGpu : -1);
-        case TokensPerUserColumn:
-            return d ? d->tokensPerSecondPerUser : -1.0;
-        case ClusterTokensColumn:
-            return d ? d->clusterTokensPerSecond : -1.0;
-        case ReasonColumn:
-            return qs(g->reason);
-        default:
-            return {};
-        }
-    }
-    if (role == Qt::ToolTipRole) {
-        if (!d) {
-            QString t = qs(g->reason);
-            if (g->memoryNeededBytes > 0)
-                t += tr("\nOne GPU would need %1 for the smallest layout tried")
-                         .arg(formatBytesQ(g->memoryNeededBytes, m_units));
-            return t;
-        }
-        if (col == GpuColumn && preferred)
-            return tr("The scenario's GPU");
-        if (!d->flag.empty() &&
-            (col == ReasonColumn || col == TokensPerUserColumn || col == LayoutColumn))
-            return tr("Flagged, not recommended: %1").arg(qs(d->flag));
-        if (col == RequestsPerReplicaColumn && d->cappedByMaxNumSeqs)
-            return tr("max_num_seqs %1 caps each replica; memory holds %2")
-                .arg(thousandsQ(d->maxNumSeqs), thousandsQ(d->requestsMemoryHolds));
-        if (col == LayoutColumn && g->layouts.size() > 1) {
-            QStringList alts;
-            for (std::size_t i = 1; i < g->layouts.size() && i < 6; ++i)
-                alts << layoutText(g->layouts[i].layout);
-            return tr("Also holds them at %1 GPUs: %2").arg(d->layout.gpus()).arg(alts.join(", "));
-        }
-        if (col == ReasonColumn) // elided when the table is narrow: the whole note on hover
-            return qs(g->reason);
-        return {};
-    }
+    if (role == SortRole)
+        return sortValue(*g, d, col, preferred);
+    if (role == Qt::ToolTipRole)
+        return toolTip(*g, d, col, preferred);
     if (role != Qt::DisplayRole)
         return {};
+    return displayText(*g, d, col);
+}
+
+QVariant PlanTableModel::sortValue(const core::GpuPlan& g, const core::Deployment* d, int col,
+                                   bool preferred) const {
+    constexpr qint64 kLast = std::numeric_limits<qint64>::max();
     switch (col) {
     case GpuColumn:
-        return qs(g->gpu.name);
+        return qs(g.gpu.name);
+    case FitsColumn:
+        return d ? 0 : 1;
+    case GpusColumn:
+        // As PlanResult::bestFirst: the scenario's GPU, then plans by GPUs, the flagged
+        // (too slow, too many stages) after those that are not, then what fits nothing.
+        if (preferred)
+            return QVariant::fromValue<qint64>(-1);
+        return QVariant::fromValue<qint64>(
+            d ? d->layout.gpus() + (d->flag.empty() ? 0 : qint64(1) << 32) : kLast);
+    case LayoutColumn:
+        return d ? layoutText(d->layout) : QString(QChar(0x2014));
+    case RequestsPerReplicaColumn:
+        return QVariant::fromValue<qint64>(d ? d->requestsPerReplica : -1);
+    case ClusterRequestsColumn:
+        return QVariant::fromValue<qint64>(d ? d->clusterRequests : -1);
+    case KvPerGpuColumn:
+        return QVariant::fromValue<qint64>(d ? d->kvBytesPerGpu : -1);
+    case WeightsPerGpuColumn:
+        return QVariant::fromValue<qint64>(d ? d->weightsBytesPerGpu : -1);
+    case HeadroomPerGpuColumn:
+        return QVariant::fromValue<qint64>(d ? d->headroomBytesPerGpu : -1);
+    case TokensPerUserColumn:
+        return d ? d->tokensPerSecondPerUser : -1.0;
+    case ClusterTokensColumn:
+        return d ? d->clusterTokensPerSecond : -1.0;
+    case ReasonColumn:
+        return qs(g.reason);
+    default:
+        return {};
+    }
+}
+
+QVariant PlanTableModel::toolTip(const core::GpuPlan& g, const core::Deployment* d, int col,
+                                 bool preferred) const {
+    if (!d) {
+        QString t = qs(g.reason);
+        if (g.memoryNeededBytes > 0)
+            t += tr("\nOne GPU would need %1 for the smallest layout tried")
+                     .arg(formatBytesQ(g.memoryNeededBytes, m_units));
+        return t;
+    }
+    if (col == GpuColumn && preferred)
+        return tr("The scenario's GPU");
+    if (!d->flag.empty() &&
+        (col == ReasonColumn || col == TokensPerUserColumn || col == LayoutColumn))
+        return tr("Flagged, not recommended: %1").arg(qs(d->flag));
+    if (col == RequestsPerReplicaColumn && d->cappedByMaxNumSeqs)
+        return tr("max_num_seqs %1 caps each replica; memory holds %2")
+            .arg(thousandsQ(d->maxNumSeqs), thousandsQ(d->requestsMemoryHolds));
+    if (col == LayoutColumn && g.layouts.size() > 1) {
+        QStringList alts;
+        for (std::size_t i = 1; i < g.layouts.size() && i < 6; ++i)
+            alts << layoutText(g.layouts[i].layout);
+        return tr("Also holds them at %1 GPUs: %2").arg(d->layout.gpus()).arg(alts.join(", "));
+    }
+    if (col == ReasonColumn) // elided when the table is narrow: the whole note on hover
+        return qs(g.reason);
+    return {};
+}
+
+QVariant PlanTableModel::displayText(const core::GpuPlan& g, const core::Deployment* d,
+                                     int col) const {
+    switch (col) {
+    case GpuColumn:
+        return qs(g.gpu.name);
     case FitsColumn:
         return d ? tr("yes") : tr("no");
     case GpusColumn:
@@ -239,9 +252,9 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
         return d ? rateText(d->clusterTokensPerSecond, 0) : QStringLiteral("-");
     case ReasonColumn:
         if (!d) {
-            QString t = qs(g->reason);
-            if (g->memoryNeededBytes > 0)
-                t += tr(" (needs %1 per GPU)").arg(formatBytesQ(g->memoryNeededBytes, m_units));
+            QString t = qs(g.reason);
+            if (g.memoryNeededBytes > 0)
+                t += tr(" (needs %1 per GPU)").arg(formatBytesQ(g.memoryNeededBytes, m_units));
             return t;
         }
         if (!d->flag.empty())

@@ -61,6 +61,13 @@ public:
     QString csv() const;
 
 private:
+    // data()'s roles for one cell; `d` is the kind's best deployment, null when none fits.
+    QVariant sortValue(const core::GpuPlan& g, const core::Deployment* d, int col,
+                       bool preferred) const;
+    QVariant toolTip(const core::GpuPlan& g, const core::Deployment* d, int col,
+                     bool preferred) const;
+    QVariant displayText(const core::GpuPlan& g, const core::Deployment* d, int col) const;
+
     std::shared_ptr<const core::PlanResult> m_plan;
     core::UnitSystem m_units = core::UnitSystem::Binary;
 };

@@ -38,14 +38,20 @@ QString attentionText(const core::Scenario& s, const core::LedgerResult& r) {
     return qs(r.kv.attentionLabel);
 }
 
-void drawHtml(QPainter& p, const QString& html, const QRectF& rect, double pointSize = 8.5) {
-    QTextDocument doc;
+// `html` laid out `width` wide in the painter's font at `pointSize`, as the report draws it.
+void layOutHtml(QTextDocument& doc, const QPainter& p, const QString& html, double width,
+                double pointSize) {
     QFont f = p.font();
     f.setPointSizeF(pointSize);
     doc.setDefaultFont(f);
     doc.setDocumentMargin(0);
     doc.setHtml(html);
-    doc.setTextWidth(rect.width());
+    doc.setTextWidth(width);
+}
+
+void drawHtml(QPainter& p, const QString& html, const QRectF& rect, double pointSize = 8.5) {
+    QTextDocument doc;
+    layOutHtml(doc, p, html, rect.width(), pointSize);
     p.save();
     p.translate(rect.topLeft());
     doc.drawContents(&p, QRectF(0, 0, rect.width(), rect.height()));
@@ -62,12 +68,7 @@ QString gpusText(const core::Scenario& s) {
 
 double htmlHeight(const QPainter& p, const QString& html, double width, double pointSize = 8.5) {
     QTextDocument doc;
-    QFont f = p.font();
-    f.setPointSizeF(pointSize);
-    doc.setDefaultFont(f);
-    doc.setDocumentMargin(0);
-    doc.setHtml(html);
-    doc.setTextWidth(width);
+    layOutHtml(doc, p, html, width, pointSize);
     return doc.size().height();
 }
 } // namespace
@@ -434,188 +435,241 @@ QString trafficHtml(const TrafficResult& t) {
     return html;
 }
 
-// Lays the report out on `p` (already begun on the first page), `newPage` turning the page.
-static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double H,
-                        const std::function<void()>& turnPage, ReportOutline& out) {
-    const LedgerSnapshot& snap = *in.snapshot;
-    p.setMode(QCPPainter::pmVectorized);
-    double y = 0;
-    out.pages = 1;
-    auto newPage = [&] {
-        turnPage();
-        ++out.pages;
-        y = 0;
-    };
-    auto html = [&](const QString& text, double pointSize = 8.5) {
-        const double h = htmlHeight(p, text, W, pointSize);
-        if (y > 0 && y + h > H)
-            newPage();
-        drawHtml(p, text, QRectF(0, y, W, h), pointSize);
-        y += h + 6;
-        out.text += plainText(text) + QLatin1Char('\n');
-    };
-    auto section = [&](const QString& title, const QString& body, double pointSize = 8.5) {
-        const QString text = QStringLiteral("<h3>%1</h3>").arg(title.toHtmlEscaped()) + body;
-        if (y > 0 && y + htmlHeight(p, text, W, pointSize) > H)
-            newPage();
-        out.sections << title;
-        out.sectionPages << out.pages;
-        html(text, pointSize);
-    };
-    auto drawChart = [&](ChartWidget* chart, double height) {
-        if (y > 0 && y + height > H)
-            newPage();
-        height = std::min(height, H - y);
-        chart->setPrintColors(true);
-        p.save();
-        p.translate(0, y);
-        chart->render(&p, static_cast<int>(W), static_cast<int>(height));
-        p.restore();
-        chart->setPrintColors(false);
-        out.charts << chart->objectName();
-        y += height + 8;
-    };
+namespace {
+// Lays the review report out on a painter already begun on the first page, section after
+// section, turning the page (turnPage) where the next piece would not fit: the running height
+// and the outline are what the sections share.
+class ReportPainter {
+public:
+    ReportPainter(const ReportInputs& in, QCPPainter& p, double w, double h,
+                  const std::function<void()>& turnPage, ReportOutline& out)
+        : m_in(in), m_snap(*in.snapshot), m_p(p), m_w(w), m_h(h), m_turnPage(turnPage), m_out(out) {
+    }
 
-    // Page 1: title, the verdict, the scenario, memory and concurrency charts.
-    QFont title = p.font();
+    void paint() {
+        m_p.setMode(QCPPainter::pmVectorized);
+        m_out.pages = 1;
+        const ReviewVerdict verdict = reviewVerdict(m_snap);
+        paintOverview(verdict);
+        paintLadderAndCommand();
+        paintPlanAndAssumptions(verdict);
+        paintTraffic();
+        paintEngines();
+        paintMeasured();
+    }
+
+private:
+    void newPage() {
+        m_turnPage();
+        ++m_out.pages;
+        m_y = 0;
+    }
+    // A section starts here: the outline lists it with its page.
+    void mark(const QString& title) {
+        m_out.sections << title;
+        m_out.sectionPages << m_out.pages;
+    }
+    void html(const QString& text, double pointSize = 8.5) {
+        const double h = htmlHeight(m_p, text, m_w, pointSize);
+        if (m_y > 0 && m_y + h > m_h)
+            newPage();
+        drawHtml(m_p, text, QRectF(0, m_y, m_w, h), pointSize);
+        m_y += h + 6;
+        m_out.text += plainText(text) + QLatin1Char('\n');
+    }
+    void section(const QString& title, const QString& body, double pointSize = 8.5) {
+        const QString text = QStringLiteral("<h3>%1</h3>").arg(title.toHtmlEscaped()) + body;
+        if (m_y > 0 && m_y + htmlHeight(m_p, text, m_w, pointSize) > m_h)
+            newPage();
+        mark(title);
+        html(text, pointSize);
+    }
+    void drawChart(ChartWidget* chart, double height) {
+        if (m_y > 0 && m_y + height > m_h)
+            newPage();
+        height = std::min(height, m_h - m_y);
+        chart->setPrintColors(true);
+        m_p.save();
+        m_p.translate(0, m_y);
+        chart->render(&m_p, static_cast<int>(m_w), static_cast<int>(height));
+        m_p.restore();
+        chart->setPrintColors(false);
+        m_out.charts << chart->objectName();
+        m_y += height + 8;
+    }
+
+    void paintOverview(const ReviewVerdict& verdict);
+    void paintLadderAndCommand();
+    void paintPlanAndAssumptions(const ReviewVerdict& verdict);
+    void paintTraffic();
+    void paintEngines();
+    void paintMeasured();
+
+    const ReportInputs& m_in;
+    const LedgerSnapshot& m_snap;
+    QCPPainter& m_p;
+    const double m_w, m_h; // the page's printable width and height
+    const std::function<void()>& m_turnPage;
+    ReportOutline& m_out;
+    double m_y = 0;
+    QFont m_body; // the body text's font, set again after a page of charts
+};
+
+// Page 1: title, the verdict, the scenario, memory and concurrency charts.
+void ReportPainter::paintOverview(const ReviewVerdict& verdict) {
+    QFont title = m_p.font();
     title.setPointSizeF(15);
     title.setBold(true);
-    p.setFont(title);
-    p.setPen(Qt::black);
+    m_p.setFont(title);
+    m_p.setPen(Qt::black);
     const QString heading =
         QObject::tr("KV Ledger review: %1 on %2")
-            .arg(qs(snap.scenario.model.name), qs(snap.scenario.hardware.gpu.name));
-    p.drawText(QRectF(0, y, W, 28), Qt::AlignLeft | Qt::AlignVCenter, heading);
-    out.text += heading + QLatin1Char('\n');
-    y += 30;
-    QFont body = p.font();
-    body.setPointSizeF(8.5);
-    body.setBold(false);
-    p.setFont(body);
-    const ReviewVerdict verdict = reviewVerdict(snap);
-    out.sections << QObject::tr("Verdict");
-    out.sectionPages << out.pages;
+            .arg(qs(m_snap.scenario.model.name), qs(m_snap.scenario.hardware.gpu.name));
+    m_p.drawText(QRectF(0, m_y, m_w, 28), Qt::AlignLeft | Qt::AlignVCenter, heading);
+    m_out.text += heading + QLatin1Char('\n');
+    m_y += 30;
+    m_body = m_p.font();
+    m_body.setPointSizeF(8.5);
+    m_body.setBold(false);
+    m_p.setFont(m_body);
+    mark(QObject::tr("Verdict"));
     html(QStringLiteral("<p><b>%1</b></p>").arg(verdict.text.toHtmlEscaped()), 11);
     html(QStringLiteral("<p><i>%1</i><br>%2</p>")
-             .arg(scopedSummaryLine(snap, in.units, in.scope).toHtmlEscaped(),
+             .arg(scopedSummaryLine(m_snap, m_in.units, m_in.scope).toHtmlEscaped(),
                   QDateTime::currentDateTime().toString(Qt::ISODate)));
-    QString scen = scenarioHtml(snap, in.units, in.scope);
-    if (in.reference)
-        scen += QStringLiteral("<p><b>%1</b> %2</p>")
-                    .arg(QObject::tr("Pinned reference (dashed):"),
-                         scopedSummaryLine(*in.reference, in.units, in.scope).toHtmlEscaped());
+    QString scen = scenarioHtml(m_snap, m_in.units, m_in.scope);
+    if (m_in.reference)
+        scen +=
+            QStringLiteral("<p><b>%1</b> %2</p>")
+                .arg(QObject::tr("Pinned reference (dashed):"),
+                     scopedSummaryLine(*m_in.reference, m_in.units, m_in.scope).toHtmlEscaped());
     section(QObject::tr("Scenario"), scen);
-    const double chartH = std::max(220.0, (H - y - 8) / 2 - 8);
-    drawChart(in.memoryChart, chartH);
-    drawChart(in.concurrencyChart, chartH);
+    const double chartH = std::max(220.0, (m_h - m_y - 8) / 2 - 8);
+    drawChart(m_in.memoryChart, chartH);
+    drawChart(m_in.concurrencyChart, chartH);
+}
 
-    // Page 2: breakdown, ladder table, vLLM command.
+// Page 2: breakdown, ladder table, vLLM command.
+void ReportPainter::paintLadderAndCommand() {
     newPage();
-    drawChart(in.breakdownChart, 300);
-    section(QObject::tr("Lever ladder"), in.ladder->html());
-    if (snap.engine) {
+    drawChart(m_in.breakdownChart, 300);
+    section(QObject::tr("Lever ladder"), m_in.ladder->html());
+    if (m_snap.engine) {
         // SGLang, TensorRT-LLM, llama.cpp: that engine's launch command and startup lines.
-        QString text = qs(snap.engine->formatOffered ? snap.engine->command : snap.engine->error);
-        for (const auto& line : snap.engine->logLines)
+        QString text =
+            qs(m_snap.engine->formatOffered ? m_snap.engine->command : m_snap.engine->error);
+        for (const auto& line : m_snap.engine->logLines)
             text += QStringLiteral("\n#   ") + qs(line);
-        section(QObject::tr("%1 command").arg(qs(core::engineDisplayName(snap.engine->engine))),
+        section(QObject::tr("%1 command").arg(qs(core::engineDisplayName(m_snap.engine->engine))),
                 QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
                     .arg(text.toHtmlEscaped()));
     } else {
         section(QObject::tr("vLLM command"),
                 QStringLiteral("<pre style=\"white-space: pre-wrap\">%1</pre>")
-                    .arg(vllmCommand(snap.scenario).text().toHtmlEscaped()));
+                    .arg(vllmCommand(m_snap.scenario).text().toHtmlEscaped()));
     }
+}
 
-    // Page 3: the deployment plan, the Speed chart with its data, the assumptions.
+// Page 3: the deployment plan, the Speed chart with its data, the assumptions.
+void ReportPainter::paintPlanAndAssumptions(const ReviewVerdict& verdict) {
     newPage();
-    std::shared_ptr<const core::PlanResult> others = in.plan;
+    std::shared_ptr<const core::PlanResult> others = m_in.plan;
     const std::int64_t planUsers = std::max<std::int64_t>(1, verdict.users);
-    if (!others || in.planUsers != planUsers) {
+    if (!others || m_in.planUsers != planUsers) {
         // Every catalog kind in one go: tens of milliseconds (the planner's benchmark).
         core::PlanRequest req;
-        req.base = snap.scenario;
+        req.base = m_snap.scenario;
         req.users = planUsers;
-        req.context = snap.scenario.workload.context;
+        req.context = m_snap.scenario.workload.context;
         req.gpus = io::builtinGpus();
         others = std::make_shared<const core::PlanResult>(core::planDeployments(req));
     }
-    section(
-        QObject::tr("Deployment plan"),
-        QStringLiteral("<p>%1</p>")
-                .arg(QObject::tr("%1 users × %2 tokens: the current layout, the fewest %3 "
-                                 "that hold them (best first), and the best of other GPU "
-                                 "kinds. Memory per GPU; requests per replica and cluster.")
-                         .arg(thousandsQ(planUsers), formatTokensQ(snap.scenario.workload.context),
-                              qs(snap.scenario.hardware.gpu.name))
-                         .toHtmlEscaped()) +
-            planTableHtml(snap, verdict, others.get(), in.units),
-        7);
-    if (in.predictedSpeedChart) {
-        out.sections << QObject::tr("Speed");
-        out.sectionPages << out.pages;
-        drawChart(in.predictedSpeedChart, 380);
-        html(speedDataHtml(*in.predictedSpeedChart), 7.5);
+    section(QObject::tr("Deployment plan"),
+            QStringLiteral("<p>%1</p>")
+                    .arg(QObject::tr("%1 users × %2 tokens: the current layout, the fewest %3 "
+                                     "that hold them (best first), and the best of other GPU "
+                                     "kinds. Memory per GPU; requests per replica and cluster.")
+                             .arg(thousandsQ(planUsers),
+                                  formatTokensQ(m_snap.scenario.workload.context),
+                                  qs(m_snap.scenario.hardware.gpu.name))
+                             .toHtmlEscaped()) +
+                planTableHtml(m_snap, verdict, others.get(), m_in.units),
+            7);
+    if (m_in.predictedSpeedChart) {
+        mark(QObject::tr("Speed"));
+        drawChart(m_in.predictedSpeedChart, 380);
+        html(speedDataHtml(*m_in.predictedSpeedChart), 7.5);
     }
-    section(QObject::tr("Assumptions"), assumptionsHtml(snap, in.calibration, in.units), 7.5);
+    section(QObject::tr("Assumptions"), assumptionsHtml(m_snap, m_in.calibration, m_in.units), 7.5);
+}
 
-    // Then: the traffic simulation, labelled as one, with its assumptions.
-    if (in.traffic && in.trafficTtftChart && in.trafficTpotChart && in.trafficTimelineChart) {
-        newPage();
-        p.setFont(body);
-        section(QObject::tr("Traffic (simulated)"), trafficHtml(*in.traffic), 7.5);
-        // The three charts share what is left of the page, so the simulation stays on one.
-        const double h3 = std::max(170.0, (H - y - 8) / 3 - 8);
-        drawChart(in.trafficTtftChart, h3);
-        drawChart(in.trafficTpotChart, h3);
-        drawChart(in.trafficTimelineChart, h3);
-    }
+// Then: the traffic simulation, labelled as one, with its assumptions.
+void ReportPainter::paintTraffic() {
+    if (!m_in.traffic || !m_in.trafficTtftChart || !m_in.trafficTpotChart ||
+        !m_in.trafficTimelineChart)
+        return;
+    newPage();
+    m_p.setFont(m_body);
+    section(QObject::tr("Traffic (simulated)"), trafficHtml(*m_in.traffic), 7.5);
+    // The three charts share what is left of the page, so the simulation stays on one.
+    const double h3 = std::max(170.0, (m_h - m_y - 8) / 3 - 8);
+    drawChart(m_in.trafficTtftChart, h3);
+    drawChart(m_in.trafficTpotChart, h3);
+    drawChart(m_in.trafficTimelineChart, h3);
+}
 
-    // The engines side by side: each engine's own rules for the same model, GPU and workload.
-    if (in.enginesChart && in.engines && in.engines->rowCount() > 0) {
-        newPage();
-        out.sections << QObject::tr("Engines side by side");
-        out.sectionPages << out.pages;
-        html(QStringLiteral("<h3>%1</h3><p>%2</p>")
-                 .arg(QObject::tr("Engines side by side").toHtmlEscaped(),
-                      QObject::tr("The requests of %1 tokens vLLM, SGLang, TensorRT-LLM and "
-                                  "llama.cpp each run at once %2, each with its own rules and "
-                                  "defaults, per lever step. \"Not offered\": the engine has no "
-                                  "KV cache of that format.")
-                          .arg(thousandsQ(snap.scenario.workload.context),
-                               enginesRequestsScope(in.engines->comparison()->scope))
-                          .toHtmlEscaped()));
-        drawChart(in.enginesChart, 340);
-        html(in.engines->html(), 7.5);
-    }
+// The engines side by side: each engine's own rules for the same model, GPU and workload.
+void ReportPainter::paintEngines() {
+    if (!m_in.enginesChart || !m_in.engines || m_in.engines->rowCount() <= 0)
+        return;
+    newPage();
+    mark(QObject::tr("Engines side by side"));
+    html(QStringLiteral("<h3>%1</h3><p>%2</p>")
+             .arg(QObject::tr("Engines side by side").toHtmlEscaped(),
+                  QObject::tr("The requests of %1 tokens vLLM, SGLang, TensorRT-LLM and "
+                              "llama.cpp each run at once %2, each with its own rules and "
+                              "defaults, per lever step. \"Not offered\": the engine has no "
+                              "KV cache of that format.")
+                      .arg(thousandsQ(m_snap.scenario.workload.context),
+                           enginesRequestsScope(m_in.engines->comparison()->scope))
+                      .toHtmlEscaped()));
+    drawChart(m_in.enginesChart, 340);
+    html(m_in.engines->html(), 7.5);
+}
 
-    // Then: measured beside predicted (the probe's table, quality and speed charts).
-    if (in.probe && !in.probe->isEmpty()) {
-        newPage();
-        p.setFont(body);
-        out.sections << QObject::tr("Measured");
-        out.sectionPages << out.pages;
-        html(QStringLiteral("<h2>%1</h2>")
-                 .arg(QObject::tr("Measured: %1").arg(in.probeSource).toHtmlEscaped()));
-        html(QStringLiteral("<p>%1</p>")
-                     .arg(QObject::tr("One layer of the probed model; predicted = core's pool "
-                                      "bytes for the same batch, and core's speed model for the "
-                                      "same step on the backend that ran; speed is one decode "
-                                      "step of the batch (median); error is the attention output "
-                                      "against FP64 on the unquantized K/V.")
-                              .toHtmlEscaped()) +
-                 (cacheCaveat(in.probe->report()).isEmpty()
-                      ? QString()
-                      : QStringLiteral("<p><b>%1</b></p>")
-                            .arg(cacheCaveat(in.probe->report()).toHtmlEscaped())) +
-                 in.probe->html(),
-             7);
-        const double h2 = std::max(200.0, (H - y - 8) / 2 - 8);
-        if (in.qualityChart)
-            drawChart(in.qualityChart, h2);
-        if (in.speedChart)
-            drawChart(in.speedChart, h2);
-    }
+// Then: measured beside predicted (the probe's table, quality and speed charts).
+void ReportPainter::paintMeasured() {
+    if (!m_in.probe || m_in.probe->isEmpty())
+        return;
+    newPage();
+    m_p.setFont(m_body);
+    mark(QObject::tr("Measured"));
+    html(QStringLiteral("<h2>%1</h2>")
+             .arg(QObject::tr("Measured: %1").arg(m_in.probeSource).toHtmlEscaped()));
+    const QString caveat = cacheCaveat(m_in.probe->report());
+    html(QStringLiteral("<p>%1</p>")
+                 .arg(QObject::tr("One layer of the probed model; predicted = core's pool "
+                                  "bytes for the same batch, and core's speed model for the "
+                                  "same step on the backend that ran; speed is one decode "
+                                  "step of the batch (median); error is the attention output "
+                                  "against FP64 on the unquantized K/V.")
+                          .toHtmlEscaped()) +
+             (caveat.isEmpty() ? QString()
+                               : QStringLiteral("<p><b>%1</b></p>").arg(caveat.toHtmlEscaped())) +
+             m_in.probe->html(),
+         7);
+    const double h2 = std::max(200.0, (m_h - m_y - 8) / 2 - 8);
+    if (m_in.qualityChart)
+        drawChart(m_in.qualityChart, h2);
+    if (m_in.speedChart)
+        drawChart(m_in.speedChart, h2);
+}
+} // namespace
+
+// Lays the report out on `p` (already begun on the first page), `turnPage` turning the page.
+static void paintReport(const ReportInputs& in, QCPPainter& p, double W, double H,
+                        const std::function<void()>& turnPage, ReportOutline& out) {
+    ReportPainter(in, p, W, H, turnPage, out).paint();
 }
 
 bool writeReviewReport(const QString& path, const ReportInputs& in, QString* error,

@@ -2,12 +2,11 @@
 
 #include "widgets/charts/chart_widget.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/export_devices.h"
 
 #include <QAbstractItemModel>
 #include <QBuffer>
 #include <QImage>
-#include <QPageLayout>
-#include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
@@ -267,21 +266,14 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
             p.scale(scale, scale);
             paintTable(&p, t, s);
         }
-        const int dotsPerMeter = static_cast<int>(std::lround(96 / 0.0254));
-        image.setDotsPerMeterX(dotsPerMeter);
-        image.setDotsPerMeterY(dotsPerMeter);
+        setScreenDpi(image);
         image.save(&buffer, "PNG");
         kind = FileKind::Png;
         break;
     }
     case ExportFormat::Pdf: {
         QPdfWriter writer(&buffer);
-        writer.setResolution(96);
-        writer.setCreator(QStringLiteral("KV Ledger"));
-        writer.setTitle(t.title);
-        writer.setPageLayout(
-            QPageLayout(QPageSize(QSizeF(s), QPageSize::Point, QString(), QPageSize::ExactMatch),
-                        QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+        setUpPdfWriter(writer, s, t.title);
         QPainter p;
         if (p.begin(&writer)) {
             p.setWindow(QRect(QPoint(0, 0), s));
@@ -293,14 +285,7 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
     }
     case ExportFormat::Svg: {
         QSvgGenerator generator;
-        generator.setOutputDevice(&buffer);
-        // 96 dpi, the CSS pixel: the width and height (in mm) then give renderers such as
-        // rsvg-convert the viewBox's size in pixels, not 4/3 of it (Qt's default is 72 dpi).
-        generator.setResolution(96);
-        generator.setSize(s);
-        generator.setViewBox(QRect(QPoint(0, 0), s));
-        generator.setTitle(t.title);
-        generator.setDescription(QStringLiteral("KV Ledger table"));
+        setUpSvgGenerator(generator, &buffer, s, t.title, QStringLiteral("KV Ledger table"));
         QPainter p;
         if (p.begin(&generator)) {
             paintTable(&p, t, s);

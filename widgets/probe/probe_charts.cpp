@@ -22,6 +22,20 @@ QSharedPointer<QCPAxisTickerLog> plainLogTicker() {
     return t;
 }
 
+// A graph in the colour and marker every probe chart gives the KV format `colorIndex`: its
+// line 1.5 px, its marker `size` px, outlined `outline` px and filled with `fill` (the
+// format's colour when invalid).
+QCPGraph* addFormatGraph(QCustomPlot* p, const QString& name, int colorIndex, bool dark,
+                         double outline, const QColor& fill, double size) {
+    QCPGraph* g = p->addGraph();
+    g->setName(name);
+    const QColor col = formatColor(colorIndex, dark);
+    g->setPen(QPen(col, 1.5));
+    g->setScatterStyle(
+        QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(formatMarker(colorIndex)),
+                        QPen(col, outline), QBrush(fill.isValid() ? fill : col), size));
+    return g;
+}
 } // namespace
 
 ProbeChart::ProbeChart(QWidget* parent) : ChartWidget(parent) {
@@ -188,14 +202,9 @@ void QualityChart::rebuild() {
     clearLabels();
     double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
     for (const Point& pt : m_points) {
-        QCPGraph* g = p->addGraph();
-        g->setName(pt.label);
-        const QColor col = formatColor(pt.colorIndex, c.dark);
+        QCPGraph* g = addFormatGraph(p, pt.label, pt.colorIndex, c.dark, 2, QColor(), 10);
+        const QColor col = g->pen().color();
         g->setLineStyle(QCPGraph::lsNone);
-        g->setPen(QPen(col, 1.5));
-        g->setScatterStyle(
-            QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(formatMarker(pt.colorIndex)),
-                            QPen(col, 2), QBrush(col), 10));
         const double y = std::max(pt.relL2, kErrorFloor);
         g->setData(QVector<double>{pt.bytesPerToken}, QVector<double>{y}, true);
         addPointLabel(pt.bytesPerToken, y, pt.label, col);
@@ -337,13 +346,7 @@ void SpeedChart::rebuild() {
     clearLabels();
     double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
     for (const Series& s : m_series) {
-        QCPGraph* g = p->addGraph();
-        g->setName(s.name);
-        const QColor col = formatColor(s.colorIndex, c.dark);
-        g->setPen(QPen(col, 1.5));
-        g->setScatterStyle(
-            QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(formatMarker(s.colorIndex)),
-                            QPen(col, 1.5), QBrush(c.background), 8));
+        QCPGraph* g = addFormatGraph(p, s.name, s.colorIndex, c.dark, 1.5, c.background, 8);
         QVector<double> keys, values;
         for (const auto* r : s.rows) {
             const double x = double(r->context) * s.keyFactor;

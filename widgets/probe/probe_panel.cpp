@@ -159,10 +159,50 @@ ProbePanel::ProbePanel(QWidget* parent)
 ProbePanel::~ProbePanel() = default;
 
 void ProbePanel::buildUi() {
+    QScrollArea* scroll = buildControls();
+    QWidget* results = buildResults();
+
+    m_quality = static_cast<QualityChart*>(createChart(*findChartSpec(u"quality")));
+    m_speed = static_cast<SpeedChart*>(createChart(*findChartSpec(u"speed")));
+    auto* charts = new QSplitter(Qt::Horizontal);
+    charts->addWidget(m_quality);
+    charts->addWidget(m_speed);
+    m_splitter = new QSplitter(Qt::Vertical);
+    m_splitter->addWidget(results);
+    m_splitter->addWidget(charts);
+    m_splitter->setStretchFactor(0, 2);
+    m_splitter->setStretchFactor(1, 3);
+
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(scroll);
+    layout->addWidget(m_splitter, 1);
+    m_source->setText(tr("<b>No measurements yet.</b> Press Run to measure on this machine, or "
+                         "open a results file written by <tt>kvprobe bench --json</tt> on a GPU "
+                         "machine."));
+}
+
+QScrollArea* ProbePanel::buildControls() {
     auto* controls = new QWidget;
     auto* cl = new QVBoxLayout(controls);
     cl->setContentsMargins(0, 0, 4, 0);
+    cl->addWidget(buildBackendBox());
+    cl->addWidget(buildMeasureBox());
+    cl->addWidget(buildRunBox());
+    cl->addLayout(buildFileButtons());
+    cl->addStretch(1);
 
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(controls);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(260);
+    scroll->setMaximumWidth(340);
+    return scroll;
+}
+
+QGroupBox* ProbePanel::buildBackendBox() {
     auto* backendBox = new QGroupBox(tr("Backend"));
     auto* bl = new QVBoxLayout(backendBox);
     m_backend = new QComboBox;
@@ -176,8 +216,10 @@ void ProbePanel::buildUi() {
     m_backendInfo->setWordWrap(true);
     m_backendInfo->setTextInteractionFlags(Qt::TextSelectableByMouse);
     bl->addWidget(m_backendInfo);
-    cl->addWidget(backendBox);
+    return backendBox;
+}
 
+QGroupBox* ProbePanel::buildMeasureBox() {
     auto* whatBox = new QGroupBox(tr("What to measure"));
     auto* form = new QFormLayout(whatBox);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -185,22 +227,7 @@ void ProbePanel::buildUi() {
     m_modelLabel->setObjectName(QStringLiteral("probeModelLabel"));
     m_modelLabel->setWordWrap(true);
     form->addRow(tr("Layer:"), m_modelLabel);
-    m_formats = new QListWidget;
-    m_formats->setObjectName(QStringLiteral("formatList"));
-    m_formats->setToolTip(tr("KV formats to store and attend over; the scenario's format and the "
-                             "FP16 baseline are checked by default"));
-    for (const auto& f : probe::allProbeFormats()) {
-        auto* item = new QListWidgetItem(QString::fromStdString(f.label), m_formats);
-        item->setToolTip(tr("%1: %2 (kvprobe --kv-dtype %3)")
-                             .arg(QString::fromStdString(f.label), qs(core::formatLabel(f.format)),
-                                  QString::fromStdString(f.id)));
-        item->setData(Qt::UserRole, QString::fromStdString(f.id));
-        item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
-        item->setCheckState(Qt::Unchecked);
-    }
-    m_formats->setMinimumHeight(110);
-    connect(m_formats, &QListWidget::itemChanged, this, [this] { m_editedFormats = true; });
-    form->addRow(tr("Formats:"), m_formats);
+    form->addRow(tr("Formats:"), buildFormatList());
     m_batch = new QSpinBox;
     m_batch->setObjectName(QStringLiteral("batchSpin"));
     m_batch->setRange(1, 256);
@@ -228,6 +255,36 @@ void ProbePanel::buildUi() {
                             "are stored once)"));
     connect(m_prefix, &QSpinBox::valueChanged, this, [this] { m_editedPrefix = true; });
     form->addRow(tr("Shared prefix:"), m_prefix);
+    form->addRow(tr("Repeats:"), buildRepeatsRow());
+    m_defaultsButton = new QPushButton(tr("Reset to Scenario"));
+    m_defaultsButton->setObjectName(QStringLiteral("defaultsButton"));
+    m_defaultsButton->setToolTip(tr("Model layer, KV format, block size, prefix and context from "
+                                    "the scenario on the left"));
+    connect(m_defaultsButton, &QPushButton::clicked, this, &ProbePanel::resetToScenario);
+    form->addRow(QString(), m_defaultsButton);
+    return whatBox;
+}
+
+QListWidget* ProbePanel::buildFormatList() {
+    m_formats = new QListWidget;
+    m_formats->setObjectName(QStringLiteral("formatList"));
+    m_formats->setToolTip(tr("KV formats to store and attend over; the scenario's format and the "
+                             "FP16 baseline are checked by default"));
+    for (const auto& f : probe::allProbeFormats()) {
+        auto* item = new QListWidgetItem(QString::fromStdString(f.label), m_formats);
+        item->setToolTip(tr("%1: %2 (kvprobe --kv-dtype %3)")
+                             .arg(QString::fromStdString(f.label), qs(core::formatLabel(f.format)),
+                                  QString::fromStdString(f.id)));
+        item->setData(Qt::UserRole, QString::fromStdString(f.id));
+        item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
+        item->setCheckState(Qt::Unchecked);
+    }
+    m_formats->setMinimumHeight(110);
+    connect(m_formats, &QListWidget::itemChanged, this, [this] { m_editedFormats = true; });
+    return m_formats;
+}
+
+QHBoxLayout* ProbePanel::buildRepeatsRow() {
     auto* rowRT = new QHBoxLayout;
     m_repeats = new QSpinBox;
     m_repeats->setObjectName(QStringLiteral("repeatsSpin"));
@@ -243,15 +300,10 @@ void ProbePanel::buildUi() {
     rowRT->addWidget(m_repeats);
     rowRT->addWidget(new QLabel(tr("threads")));
     rowRT->addWidget(m_threads);
-    form->addRow(tr("Repeats:"), rowRT);
-    m_defaultsButton = new QPushButton(tr("Reset to Scenario"));
-    m_defaultsButton->setObjectName(QStringLiteral("defaultsButton"));
-    m_defaultsButton->setToolTip(tr("Model layer, KV format, block size, prefix and context from "
-                                    "the scenario on the left"));
-    connect(m_defaultsButton, &QPushButton::clicked, this, &ProbePanel::resetToScenario);
-    form->addRow(QString(), m_defaultsButton);
-    cl->addWidget(whatBox);
+    return rowRT;
+}
 
+QGroupBox* ProbePanel::buildRunBox() {
     auto* runBox = new QGroupBox(tr("Run"));
     auto* rl = new QVBoxLayout(runBox);
     auto* buttons = new QHBoxLayout;
@@ -275,7 +327,10 @@ void ProbePanel::buildUi() {
     rl->addWidget(m_stage);
     connect(m_runButton, &QPushButton::clicked, this, [this] { run(); });
     connect(m_cancelButton, &QPushButton::clicked, this, &ProbePanel::cancel);
-    cl->addWidget(runBox);
+    return runBox;
+}
+
+QHBoxLayout* ProbePanel::buildFileButtons() {
     auto* files = new QHBoxLayout;
     m_openButton = new QPushButton(tr("Open Results..."));
     m_openButton->setObjectName(QStringLiteral("openResultsButton"));
@@ -286,20 +341,13 @@ void ProbePanel::buildUi() {
     m_saveButton->setToolTip(tr("Save the shown results as kvprobe JSON"));
     files->addWidget(m_openButton);
     files->addWidget(m_saveButton);
-    cl->addLayout(files);
-    cl->addStretch(1);
     // The window owns the file dialogs (File > Open Probe Results...); the buttons ask for them.
     connect(m_openButton, &QPushButton::clicked, this, &ProbePanel::openResultsRequested);
     connect(m_saveButton, &QPushButton::clicked, this, &ProbePanel::saveResultsRequested);
+    return files;
+}
 
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(controls);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(260);
-    scroll->setMaximumWidth(340);
-
+QWidget* ProbePanel::buildResults() {
     auto* results = new QWidget;
     auto* resl = new QVBoxLayout(results);
     resl->setContentsMargins(0, 0, 0, 0);
@@ -336,6 +384,11 @@ void ProbePanel::buildUi() {
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setStretchLastSection(true);
     resl->addWidget(m_view, 1);
+    resl->addWidget(buildQualityGuide());
+    return results;
+}
+
+QLabel* ProbePanel::buildQualityGuide() {
     // What the quality columns mean for serving, from published results: FP8 / INT8 KV are
     // near lossless on GSM8K and MMLU, INT4 with per-group scales costs ~0.2-0.3 perplexity,
     // and 2-bit per-token quantization breaks down unless keys are quantized per channel
@@ -350,26 +403,7 @@ void ProbePanel::buildUi() {
            "breaks the model (KIVI's per-channel keys keep 2 bits usable). The error columns "
            "compare one layer's attention output with FP16's: lower relative L2 and higher "
            "top-8 agreement are better."));
-    resl->addWidget(m_qualityGuide);
-
-    m_quality = static_cast<QualityChart*>(createChart(*findChartSpec(u"quality")));
-    m_speed = static_cast<SpeedChart*>(createChart(*findChartSpec(u"speed")));
-    auto* charts = new QSplitter(Qt::Horizontal);
-    charts->addWidget(m_quality);
-    charts->addWidget(m_speed);
-    m_splitter = new QSplitter(Qt::Vertical);
-    m_splitter->addWidget(results);
-    m_splitter->addWidget(charts);
-    m_splitter->setStretchFactor(0, 2);
-    m_splitter->setStretchFactor(1, 3);
-
-    auto* layout = new QHBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->addWidget(scroll);
-    layout->addWidget(m_splitter, 1);
-    m_source->setText(tr("<b>No measurements yet.</b> Press Run to measure on this machine, or "
-                         "open a results file written by <tt>kvprobe bench --json</tt> on a GPU "
-                         "machine."));
+    return m_qualityGuide;
 }
 
 void ProbePanel::updateBackendInfo() {

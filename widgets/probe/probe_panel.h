@@ -14,11 +14,14 @@
 
 class QCheckBox;
 class QComboBox;
+class QGroupBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QListWidget;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QSplitter;
 class QTableView;
@@ -99,7 +102,17 @@ signals:
     void saveResultsRequested();
 
 private:
+    // buildUi's parts, each making its widgets in the order they take keyboard focus.
     void buildUi();
+    QScrollArea* buildControls();
+    QGroupBox* buildBackendBox();
+    QGroupBox* buildMeasureBox();
+    QListWidget* buildFormatList();
+    QHBoxLayout* buildRepeatsRow();
+    QGroupBox* buildRunBox();
+    QHBoxLayout* buildFileButtons();
+    QWidget* buildResults();
+    QLabel* buildQualityGuide();
     void setMessage(const QString& text, bool error);
     void setRunning(bool running);
     void onFinished(const probe::ProbeReport& report);

@@ -2,7 +2,9 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/chart_registry.h"
+#include "widgets/scenario/buddy_label.h"
 #include "widgets/scenario/token_spin_box.h"
+#include "widgets/state/latest_job.h"
 #include "widgets/traffic/traffic_charts.h"
 
 #include "core/io/scenario_file.h"
@@ -87,43 +89,66 @@ TrafficPanel::~TrafficPanel() {
 void TrafficPanel::buildUi() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    auto* form = new QGridLayout;
-    form->setHorizontalSpacing(8);
-    auto label = [](const QString& text, QWidget* buddy) {
-        auto* l = new QLabel(text);
-        l->setBuddy(buddy);
-        return l;
-    };
-    auto spin = [this](const char* name, double lo, double hi, int decimals, double value,
-                       const QString& suffix, const QString& tip) {
-        auto* s = new QDoubleSpinBox;
-        s->setObjectName(QLatin1String(name));
-        s->setRange(lo, hi);
-        s->setDecimals(decimals);
-        s->setValue(value);
-        s->setSuffix(suffix);
-        s->setToolTip(tip);
-        s->setKeyboardTracking(false);
-        connect(s, &QDoubleSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
-        return s;
-    };
-    m_rate = spin("trafficRateSpin", 0, 100000, 2, 0, tr(" req/s"),
-                  tr("Arrival rate per replica for the occupancy and queue chart (Poisson); "
-                     "auto = 80% of the scenario's sustainable rate"));
+    createInputs();
+    layout->addLayout(buildInputGrid());
+    layout->addLayout(buildRunRow());
+    m_assumptions = new QLabel;
+    m_assumptions->setObjectName(QStringLiteral("trafficAssumptionsLabel"));
+    m_assumptions->setWordWrap(true);
+    QFont small = m_assumptions->font();
+    small.setPointSizeF(small.pointSizeF() * 0.9);
+    m_assumptions->setFont(small);
+    layout->addWidget(m_assumptions);
+    layout->addWidget(buildResults(), 1);
+    m_status->setText(tr("Not simulated yet"));
+    m_assumptions->setText(qs(trafficAssumptions(inputs())));
+    setCharts(tr("Not simulated yet"));
+}
+
+template <class Spin> Spin* TrafficPanel::input(Spin* spin, const char* name, const QString& tip) {
+    spin->setObjectName(QLatin1String(name));
+    spin->setToolTip(tip);
+    spin->setKeyboardTracking(false); // typing "2000" simulates once, not at 2, 20, 200
+    connect(spin, &Spin::valueChanged, this, &TrafficPanel::onInputsEdited);
+    return spin;
+}
+
+QDoubleSpinBox* TrafficPanel::inputSpin(const char* name, double lo, double hi, int decimals,
+                                        double value, const QString& suffix, const QString& tip) {
+    auto* s = new QDoubleSpinBox;
+    s->setRange(lo, hi);
+    s->setDecimals(decimals);
+    s->setValue(value);
+    s->setSuffix(suffix);
+    return input(s, name, tip);
+}
+
+QSpinBox* TrafficPanel::countSpin(const char* name, int lo, int hi, int value, const QString& tip) {
+    auto* s = new QSpinBox;
+    s->setRange(lo, hi);
+    s->setValue(value);
+    return input(s, name, tip);
+}
+
+QLineEdit* TrafficPanel::lengthEdit(const char* name, const QString& text) {
+    auto* e = new QLineEdit(text);
+    e->setObjectName(QLatin1String(name));
+    e->setToolTip(tr("Tokens: a number (1024), uniform:LO:HI, lognormal:MEAN:SIGMA or "
+                     "hist:V1:W1,V2:W2,… (as kvledger simulate takes them)"));
+    e->setMaximumWidth(150);
+    connect(e, &QLineEdit::editingFinished, this, &TrafficPanel::onInputsEdited);
+    return e;
+}
+
+void TrafficPanel::createInputs() {
+    m_rate = inputSpin("trafficRateSpin", 0, 100000, 2, 0, tr(" req/s"),
+                       tr("Arrival rate per replica for the occupancy and queue chart (Poisson); "
+                          "auto = 80% of the scenario's sustainable rate"));
     m_rate->setSpecialValueText(tr("auto"));
-    auto lengthEdit = [this](const char* name, const QString& text) {
-        auto* e = new QLineEdit(text);
-        e->setObjectName(QLatin1String(name));
-        e->setToolTip(tr("Tokens: a number (1024), uniform:LO:HI, lognormal:MEAN:SIGMA or "
-                         "hist:V1:W1,V2:W2,… (as kvledger simulate takes them)"));
-        e->setMaximumWidth(150);
-        connect(e, &QLineEdit::editingFinished, this, &TrafficPanel::onInputsEdited);
-        return e;
-    };
     m_prompt = lengthEdit("trafficPromptEdit", QStringLiteral("1024"));
     m_output = lengthEdit("trafficOutputEdit", QStringLiteral("256"));
-    m_prefixShare = spin("trafficPrefixShareSpin", 0, 1, 2, 0, QString(),
-                         tr("The share of requests that start with the shared prefix"));
+    m_prefixShare = inputSpin("trafficPrefixShareSpin", 0, 1, 2, 0, QString(),
+                              tr("The share of requests that start with the shared prefix"));
     m_prefixTokens = new TokenSpinBox;
     m_prefixTokens->setObjectName(QStringLiteral("trafficPrefixTokensSpin"));
     m_prefixTokens->setRange(0, 1 << 20);
@@ -132,56 +157,52 @@ void TrafficPanel::buildUi() {
     m_prefixTokens->setToolTip(tr("The shared prefix's tokens (a system prompt); vLLM's prefix "
                                   "cache serves its full blocks once the +prefix lever is on"));
     connect(m_prefixTokens, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
-    m_sloTtft = spin("trafficSloTtftSpin", 0, 1e7, 0, 2000, tr(" ms"),
-                     tr("Time to first token objective (0 = none)"));
+    m_sloTtft = inputSpin("trafficSloTtftSpin", 0, 1e7, 0, 2000, tr(" ms"),
+                          tr("Time to first token objective (0 = none)"));
     m_sloTtft->setSpecialValueText(tr("none"));
-    m_sloTpot = spin("trafficSloTpotSpin", 0, 1e6, 1, 100, tr(" ms"),
-                     tr("Time per output token objective (0 = none)"));
+    m_sloTpot = inputSpin("trafficSloTpotSpin", 0, 1e6, 1, 100, tr(" ms"),
+                          tr("Time per output token objective (0 = none)"));
     m_sloTpot->setSpecialValueText(tr("none"));
-    m_attainment = spin("trafficAttainmentSpin", 50, 100, 1, 99, tr(" %"),
-                        tr("The share of requests that must meet both objectives"));
-    m_requests = new QSpinBox;
-    m_requests->setObjectName(QStringLiteral("trafficRequestsSpin"));
-    m_requests->setRange(20, 100000);
-    m_requests->setValue(400);
-    m_requests->setKeyboardTracking(false);
-    m_requests->setToolTip(tr("Requests simulated per point: more is steadier and slower"));
-    connect(m_requests, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
-    m_seed = new QSpinBox;
-    m_seed->setObjectName(QStringLiteral("trafficSeedSpin"));
-    m_seed->setRange(1, 1 << 30);
-    m_seed->setValue(1);
-    m_seed->setKeyboardTracking(false);
-    m_seed->setToolTip(tr("Seed of the arrivals and lengths: the same seed, the same result"));
-    connect(m_seed, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
+    m_attainment = inputSpin("trafficAttainmentSpin", 50, 100, 1, 99, tr(" %"),
+                             tr("The share of requests that must meet both objectives"));
+    m_requests = countSpin("trafficRequestsSpin", 20, 100000, 400,
+                           tr("Requests simulated per point: more is steadier and slower"));
+    m_seed = countSpin("trafficSeedSpin", 1, 1 << 30, 1,
+                       tr("Seed of the arrivals and lengths: the same seed, the same result"));
+}
 
+QGridLayout* TrafficPanel::buildInputGrid() {
+    auto* form = new QGridLayout;
+    form->setHorizontalSpacing(8);
     // Three rows of three fields: the window keeps its minimum width at laptop sizes.
     auto* prefix = new QHBoxLayout;
     prefix->setContentsMargins(0, 0, 0, 0);
     prefix->addWidget(m_prefixTokens, 1);
-    prefix->addWidget(label(tr("of"), m_prefixShare));
+    prefix->addWidget(buddyLabel(tr("of"), m_prefixShare));
     prefix->addWidget(m_prefixShare, 1);
-    form->addWidget(label(tr("R&ate:"), m_rate), 0, 0);
+    form->addWidget(buddyLabel(tr("R&ate:"), m_rate), 0, 0);
     form->addWidget(m_rate, 0, 1);
-    form->addWidget(label(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
+    form->addWidget(buddyLabel(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
     form->addWidget(m_prompt, 0, 3);
-    form->addWidget(label(tr("O&utput tokens:"), m_output), 0, 4);
+    form->addWidget(buddyLabel(tr("O&utput tokens:"), m_output), 0, 4);
     form->addWidget(m_output, 0, 5);
-    form->addWidget(label(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
+    form->addWidget(buddyLabel(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
     form->addLayout(prefix, 1, 1);
-    form->addWidget(label(tr("Re&quests:"), m_requests), 1, 2);
+    form->addWidget(buddyLabel(tr("Re&quests:"), m_requests), 1, 2);
     form->addWidget(m_requests, 1, 3);
-    form->addWidget(label(tr("S&eed:"), m_seed), 1, 4);
+    form->addWidget(buddyLabel(tr("S&eed:"), m_seed), 1, 4);
     form->addWidget(m_seed, 1, 5);
-    form->addWidget(label(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
+    form->addWidget(buddyLabel(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
     form->addWidget(m_sloTtft, 2, 1);
-    form->addWidget(label(tr("TP&OT:"), m_sloTpot), 2, 2);
+    form->addWidget(buddyLabel(tr("TP&OT:"), m_sloTpot), 2, 2);
     form->addWidget(m_sloTpot, 2, 3);
-    form->addWidget(label(tr("for"), m_attainment), 2, 4);
+    form->addWidget(buddyLabel(tr("for"), m_attainment), 2, 4);
     form->addWidget(m_attainment, 2, 5);
     form->setColumnStretch(6, 1);
-    layout->addLayout(form);
+    return form;
+}
 
+QHBoxLayout* TrafficPanel::buildRunRow() {
     auto* run = new QHBoxLayout;
     m_progress = new QProgressBar;
     m_progress->setObjectName(QStringLiteral("trafficProgress"));
@@ -203,19 +224,10 @@ void TrafficPanel::buildUi() {
     run->addWidget(m_progress);
     run->addWidget(m_cancelButton);
     run->addWidget(m_status, 1);
-    layout->addLayout(run);
-    m_assumptions = new QLabel;
-    m_assumptions->setObjectName(QStringLiteral("trafficAssumptionsLabel"));
-    m_assumptions->setWordWrap(true);
-    QFont small = m_assumptions->font();
-    small.setPointSizeF(small.pointSizeF() * 0.9);
-    m_assumptions->setFont(small);
-    layout->addWidget(m_assumptions);
+    return run;
+}
 
-    m_ttft = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-ttft")));
-    m_tpot = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-tpot")));
-    m_timeline =
-        static_cast<TrafficTimelineChart*>(createChart(*findChartSpec(u"traffic-timeline")));
+QTableWidget* TrafficPanel::buildRateTable() {
     m_table = new QTableWidget(0, 4);
     m_table->setObjectName(QStringLiteral("trafficRateTable"));
     m_table->setHorizontalHeaderLabels(
@@ -230,6 +242,15 @@ void TrafficPanel::buildUi() {
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setToolTip(tr("The largest arrival rate per replica at which the share of requests "
                            "asked for meets both objectives, per ladder step (simulated)"));
+    return m_table;
+}
+
+QSplitter* TrafficPanel::buildResults() {
+    m_ttft = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-ttft")));
+    m_tpot = static_cast<TrafficLatencyChart*>(createChart(*findChartSpec(u"traffic-tpot")));
+    m_timeline =
+        static_cast<TrafficTimelineChart*>(createChart(*findChartSpec(u"traffic-timeline")));
+    buildRateTable();
 
     auto* top = new QSplitter(Qt::Horizontal);
     top->addWidget(m_ttft);
@@ -248,10 +269,7 @@ void TrafficPanel::buildUi() {
     split->setChildrenCollapsible(false);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
-    layout->addWidget(split, 1);
-    m_status->setText(tr("Not simulated yet"));
-    m_assumptions->setText(qs(trafficAssumptions(inputs())));
-    setCharts(tr("Not simulated yet"));
+    return split;
 }
 
 void TrafficPanel::setDebounceMs(int ms) {
@@ -398,27 +416,22 @@ quint64 TrafficPanel::start() {
     // The previous curves answer another question: they go until the new ones come.
     setCharts(tr("Simulating…"));
     m_poll->start();
-    auto* watcher = new QFutureWatcher<TrafficResult>(this);
-    connect(watcher, &QFutureWatcher<TrafficResult>::finished, this,
-            [this, gen, watcher] { onFinished(gen, watcher); });
     // The worker gets copies only: the scenario, the inputs and the job's shared flags.
     const std::shared_ptr<Job> job = m_job;
-    watcher->setFuture(QtConcurrent::run(&m_pool, [s, in, job, nice = m_workerNice] {
-        lowerThisThread(nice);
-        return computeTraffic(s, in, &job->cancel, [job](double f) {
-            job->permille.store(static_cast<int>(std::lround(f * 1000)));
-        });
-    }));
+    whenLatestFinishes(
+        this,
+        QtConcurrent::run(&m_pool,
+                          [s, in, job, nice = m_workerNice] {
+                              lowerThisThread(nice);
+                              return computeTraffic(s, in, &job->cancel, [job](double f) {
+                                  job->permille.store(static_cast<int>(std::lround(f * 1000)));
+                              });
+                          }),
+        gen, &m_generation, &m_discarded, [this](TrafficResult r) { onFinished(std::move(r)); });
     return gen;
 }
 
-void TrafficPanel::onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher) {
-    watcher->deleteLater();
-    if (generation != m_generation) {
-        ++m_discarded; // a newer request (or a cancel) made this one stale
-        return;
-    }
-    TrafficResult r = watcher->result();
+void TrafficPanel::onFinished(TrafficResult r) {
     m_job.reset();
     m_running = false;
     m_poll->stop();

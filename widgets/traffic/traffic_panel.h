@@ -17,7 +17,6 @@
 #include "widgets/state/ledger_view_state.h"
 #include "widgets/traffic/traffic_sim.h"
 
-#include <QFutureWatcher>
 #include <QThreadPool>
 #include <QWidget>
 
@@ -25,11 +24,14 @@
 #include <memory>
 
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 class QTimer;
 
@@ -92,10 +94,22 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // buildUi's parts, in the order buildUi calls them.
     void buildUi();
+    void createInputs();
+    // An input field that re-simulates when edited (after the debounce).
+    template <class Spin> Spin* input(Spin* spin, const char* name, const QString& tip);
+    QDoubleSpinBox* inputSpin(const char* name, double lo, double hi, int decimals, double value,
+                              const QString& suffix, const QString& tip);
+    QSpinBox* countSpin(const char* name, int lo, int hi, int value, const QString& tip);
+    QLineEdit* lengthEdit(const char* name, const QString& text);
+    QGridLayout* buildInputGrid();
+    QHBoxLayout* buildRunRow();
+    QTableWidget* buildRateTable();
+    QSplitter* buildResults();
     void onInputsEdited();
     void schedule();
-    void onFinished(quint64 generation, QFutureWatcher<TrafficResult>* watcher);
+    void onFinished(TrafficResult r); // the latest run's answer (whenLatestFinishes)
     void showResult(TrafficResult result);
     void setCharts(const QString& status);
     void fillTable();
