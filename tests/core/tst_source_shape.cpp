@@ -44,22 +44,6 @@ bool isKernel(const QString& relative) {
            relative == QLatin1String("gpu_probe/cpu/cpu_simd_kernels.h");
 }
 
-// Functions over the limit that a parallel change is splitting now (the widgets' and the main
-// window's); each entry must still exist and still be long,
-// so the list shrinks as they are split. Add nothing here: split the function instead.
-struct Allowed {
-    const char* file;
-    const char* function;
-};
-constexpr Allowed kBeingSplit[] = {
-    {"widgets/deployment/deployment_panel.cpp", "DeploymentPanel::buildUi"}, // split elsewhere
-    {"widgets/probe/probe_panel.cpp", "ProbePanel::buildUi"},                // split elsewhere
-    {"widgets/traffic/traffic_panel.cpp", "TrafficPanel::buildUi"},          // split elsewhere
-    {"widgets/export/report.cpp", "paintReport"},                            // split elsewhere
-    {"widgets/deployment/plan_model.cpp", "PlanTableModel::data"},           // split elsewhere
-    {"widgets/charts/ladder_model.cpp", "LadderModel::data"},                // split elsewhere
-};
-
 struct Body {
     int line = 0;   // of the opening brace, from 1
     int length = 0; // lines from the opening brace's to the closing brace's, inclusive
@@ -446,48 +430,17 @@ private slots:
             for (const Body& b : functionBodies(readFile(path))) {
                 if (b.length <= kMaxLines)
                     continue;
-                const bool allowed =
-                    std::any_of(std::begin(kBeingSplit), std::end(kBeingSplit), [&](const auto& a) {
-                        return relative == QLatin1String(a.file) && b.name == a.function;
-                    });
-                if (!allowed)
-                    failures << QStringLiteral("%1:%2: %3 is %4 lines (at most %5)")
-                                    .arg(relative)
-                                    .arg(b.line)
-                                    .arg(QString::fromStdString(b.name))
-                                    .arg(b.length)
-                                    .arg(kMaxLines);
+                failures << QStringLiteral("%1:%2: %3 is %4 lines (at most %5)")
+                                .arg(relative)
+                                .arg(b.line)
+                                .arg(QString::fromStdString(b.name))
+                                .arg(b.length)
+                                .arg(kMaxLines);
             }
         }
         QVERIFY2(files > 0, qPrintable("no source under " + folder));
         QVERIFY2(failures.isEmpty(),
                  qPrintable("split these into named steps:\n" + failures.join(QLatin1Char('\n'))));
-    }
-
-    // Each allow-listed function still exists and is still long: once split, its entry goes.
-    void beingSplit_data() {
-        QTest::addColumn<QString>("file");
-        QTest::addColumn<QString>("function");
-        for (const Allowed& a : kBeingSplit)
-            QTest::newRow(QStringLiteral("%1 %2").arg(a.file, a.function).toUtf8().constData())
-                << QString::fromLatin1(a.file) << QString::fromLatin1(a.function);
-    }
-
-    void beingSplit() {
-        QFETCH(QString, file);
-        QFETCH(QString, function);
-        const QString path = QDir(QStringLiteral(KVL_SOURCE_DIR)).filePath(file);
-        QVERIFY2(QFile::exists(path), qPrintable(file + " is gone: drop its entry"));
-        int longest = 0;
-        for (const Body& b : functionBodies(readFile(path)))
-            if (b.name == function.toStdString())
-                longest = std::max(longest, b.length);
-        QVERIFY2(longest > 0, qPrintable(function + " is no longer in " + file +
-                                         ": drop its entry from kBeingSplit"));
-        QVERIFY2(longest > kMaxLines,
-                 qPrintable(QStringLiteral("%1 is %2 lines now: drop its entry from kBeingSplit")
-                                .arg(function)
-                                .arg(longest)));
     }
 };
 
