@@ -1037,9 +1037,23 @@ void TestProbePanel::predictedSpeedBesideMeasured() {
         speedRow(backend.toStdString(), device.toStdString(), format.toStdString(), 8192,
                  std::int64_t(1) << 30, measuredMs, copyGBs);
     row.readGBs = readGBs;
-    panel()->showReport(reportOf({row}), QStringLiteral("test"));
+    probe::ProbeReport report = reportOf({row});
+    report.copyGBs = copyGBs;
+    report.readGBs = readGBs;
+    panel()->showReport(report, QStringLiteral("test"));
     ProbeResultsModel* m = panel()->model();
     QCOMPARE(m->rowCount(), 1);
+    // The results' heading names the yardsticks the run measured.
+    if (backend == QLatin1String("cpu")) {
+        const QString heading = panel()->findChild<QLabel*>(QStringLiteral("sourceLabel"))->text();
+        QVERIFY2(heading.contains(
+                     readGBs > 0
+                         ? QStringLiteral("copy %1 GB/s, read stream %2 GB/s")
+                               .arg(copyGBs, 0, 'f', 1)
+                               .arg(readGBs, 0, 'f', 1)
+                         : QStringLiteral("copy bandwidth %1 GB/s").arg(copyGBs, 0, 'f', 1)),
+                 qPrintable(heading));
+    }
     const QString tip =
         m->index(0, ProbeResultsModel::PredictedMsColumn).data(Qt::ToolTipRole).toString();
     QVERIFY2(tip.contains(basis), qPrintable(tip));

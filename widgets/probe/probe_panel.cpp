@@ -640,11 +640,17 @@ void ProbePanel::showReport(const probe::ProbeReport& report, const QString& ori
     m_model->setReport(report);
     m_quality->setReport(report);
     m_speed->setReport(report);
-    m_source->setText(tr("<b>Measured on %1</b> &nbsp;(%2, %3; copy bandwidth %4 GB/s) &nbsp; "
+    // The read stream is the CPU's decode yardstick (calibration.h); older files have none.
+    const QString bandwidth = report.readGBs > 0
+                                  ? tr("copy %1 GB/s, read stream %2 GB/s")
+                                        .arg(report.copyGBs, 0, 'f', 1)
+                                        .arg(report.readGBs, 0, 'f', 1)
+                                  : tr("copy bandwidth %1 GB/s").arg(report.copyGBs, 0, 'f', 1);
+    m_source->setText(tr("<b>Measured on %1</b> &nbsp;(%2, %3; %4) &nbsp; "
                          "All bytes are one layer; hover a cell for details.")
                           .arg(QString::fromStdString(report.label()).toHtmlEscaped(),
-                               backendLabel(report).toHtmlEscaped(), origin.toHtmlEscaped())
-                          .arg(report.copyGBs, 0, 'f', 1));
+                               backendLabel(report).toHtmlEscaped(), origin.toHtmlEscaped(),
+                               bandwidth));
     m_source->setToolTip(
         QString::fromStdString(report.device + ", host " + report.host + ", " + report.date));
     const QString caveat = cacheCaveat(report);
