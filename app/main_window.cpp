@@ -81,6 +81,22 @@ namespace kvl::app {
 using widgets::qs;
 
 namespace {
+
+// A widget with one child and no layout, the child resized to fill it: the child's geometry
+// updates (a new text) stop here instead of re-laying out the holder's parent.
+class FollowSizeHolder : public QWidget {
+public:
+    explicit FollowSizeHolder(QWidget* child) : m_child(child) { child->setParent(this); }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QWidget::resizeEvent(event);
+        m_child->setGeometry(rect());
+    }
+
+private:
+    QWidget* m_child;
+};
 constexpr int kMaxRecentFiles = 8;
 const char* kScenarioFilter = QT_TRANSLATE_NOOP(
     "MainWindow", "KV Ledger scenario (*.kvl.json);;JSON (*.json);;All files (*)");
@@ -360,7 +376,6 @@ void MainWindow::buildTabs(QWidget* ledger) {
 void MainWindow::buildStatusBar() {
     m_summary = new QLabel;
     m_summary->setObjectName(QStringLiteral("summaryLabel"));
-    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_referenceLabel = new QLabel;
     m_referenceLabel->setObjectName(QStringLiteral("referenceLabel"));
     m_unitsButton = new QToolButton;
@@ -371,9 +386,16 @@ void MainWindow::buildStatusBar() {
     m_scopeButton->setAutoRaise(true);
     m_scopeButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
     // The summary asks for no width of its own (its tooltip has the whole text): a long one
-    // is cut at the status bar's end instead of widening the window.
-    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    statusBar()->addWidget(m_summary, 1);
+    // is cut at the status bar's end instead of widening the window. It sits in a holder with
+    // no layout, one line high, so that its new text at every change re-lays out and repaints
+    // only itself: a label's updateGeometry invalidates its parent's layout, and the status
+    // bar then repainted whole (with the window behind it) at each slider step.
+    auto* summaryHolder = new FollowSizeHolder(m_summary);
+    summaryHolder->setObjectName(QStringLiteral("summaryHolder"));
+    summaryHolder->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    summaryHolder->setFixedHeight(m_summary->sizeHint().height());
+    m_summary->setAutoFillBackground(true); // opaque: the bar behind it is not painted again
+    statusBar()->addWidget(summaryHolder, 1);
     statusBar()->addPermanentWidget(m_referenceLabel);
     statusBar()->addPermanentWidget(m_scopeButton);
     statusBar()->addPermanentWidget(m_unitsButton);
@@ -488,7 +510,10 @@ QAction* MainWindow::buildEditMenu() {
         QApplication::clipboard()->setText(summaryText());
         statusBar()->showMessage(tr("Summary copied"), 3000);
     });
-    Q_UNUSED(copySummary);
+    // The summary is plain text, not selectable (a selectable label lays its text out in a
+    // QTextDocument at every change, and paints twice): a right-click copies it.
+    m_summary->addAction(copySummary);
+    m_summary->setContextMenuPolicy(Qt::ActionsContextMenu);
     return copyCmd;
 }
 

@@ -153,6 +153,7 @@ private slots:
     void viewsTakeOneSignal();
     void chartsReplottedWaitsForEveryChart();
     void tabsBehindFollowWhenInFront_data();
+    void statusBarNotRepaintedWhole();
     void tabsBehindFollowWhenInFront();
     void openSpecialFiles_data();
     void openSpecialFiles();
@@ -1021,6 +1022,39 @@ void TestMainWindow::tabsBehindFollowWhenInFront() {
     else
         w->trafficPanel();
     QVERIFY2(text() != shown, qPrintable(text()));
+}
+
+void TestMainWindow::statusBarNotRepaintedWhole() {
+    // A change gives the summary a new text; the rest of the status bar (its buttons, the bar
+    // behind them) is not laid out or painted again for it: at every slider step that cost a
+    // whole-width repaint of the bar and of the window behind it.
+    struct PaintCounter : QObject {
+        int paints = 0;
+        bool eventFilter(QObject*, QEvent* e) override {
+            paints += e->type() == QEvent::Paint ? 1 : 0;
+            return false;
+        }
+    } counter;
+    MainWindow* w = m_window.get();
+    QVERIFY(QTest::qWaitForWindowExposed(w));
+    auto* units = child<QToolButton>(w, "unitsButton");
+    auto* scope = child<QToolButton>(w, "scopeButton");
+    auto* summary = child<QLabel>(w, "summaryLabel");
+    QCoreApplication::processEvents();
+    for (int context : {9000, 11000, 13000, 15000}) {
+        const QString before = summary->text();
+        core::Scenario s = w->scenario();
+        s.workload.context = context;
+        w->setScenario(s);
+        QTRY_VERIFY(w->pendingReplots() == 0);
+        QCoreApplication::processEvents();
+        QVERIFY(summary->text() != before); // the summary did change
+        if (context == 9000) { // the first change marks the scenario modified: counted after
+            units->installEventFilter(&counter);
+            scope->installEventFilter(&counter);
+        }
+    }
+    QCOMPARE(counter.paints, 0);
 }
 
 void TestMainWindow::openSpecialFiles_data() {
