@@ -49,7 +49,8 @@ public:
     QString plainText() const;
     int shownCount() const; // items shown in place
     QToolButton* showAllButton() const { return m_showAll; }
-    QLabel* itemLabel(int i) const; // the label of shown item i
+    QLabel* itemLabel(int i) const; // the text of shown item i (its title is beside it)
+    QLabel* itemTitle(int i) const; // the bold title of shown item i ("Refused:")
     // Opens the popup with every item (non-modal) and returns it.
     QDialog* showAll();
     QDialog* popup() const;
@@ -73,7 +74,8 @@ private:
     struct Row {
         QWidget* row = nullptr;
         QLabel* icon = nullptr;
-        QLabel* text = nullptr;
+        QLabel* title = nullptr; // "Refused:", in bold
+        QLabel* text = nullptr;  // the rest, wrapped beside the title
         int style = -1; // the tint and icon last set: the severity, or -2 for "no warnings"
     };
     std::array<Row, kInlineItems> m_rows;
