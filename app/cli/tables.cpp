@@ -186,15 +186,16 @@ void printLadder(std::ostream& out, const core::Scenario& s, const core::LedgerR
                  const std::vector<core::LadderStep>& ladder, core::UnitSystem u) {
     out << "\n  Lever ladder @" << withThousands(r.contextTokens) << " tokens (KV per GPU of "
         << core::layoutLabel(core::layoutOf(s)) << "; requests per replica)\n";
+    // Requests you can run, as the headline counts them (0 where vLLM refuses to start).
     out << "  " << std::left << std::setw(36) << "step" << std::right << std::setw(20)
-        << "KV/token per GPU" << std::setw(22) << "per request per GPU" << std::setw(22)
-        << "requests per replica"
+        << "KV/token per GPU" << std::setw(22) << "per request per GPU" << std::setw(26)
+        << "you can run per replica"
         << "\n";
     for (const auto& st : ladder) {
         out << "  " << std::left << std::setw(36) << printable(st.label) << std::right
             << std::setw(20) << formatBytes(st.result.kvBytesPerTokenPerGpu, u) << std::setw(22)
-            << formatBytes(st.result.kvBytesPerRequestPerGpu, u) << std::setw(22)
-            << withThousands(st.result.maxRequestsAtContext) << "\n";
+            << formatBytes(st.result.kvBytesPerRequestPerGpu, u) << std::setw(26)
+            << withThousands(st.result.requestsYouCanRun) << "\n";
     }
     // A hybrid model's figures do not read as a dense one's: say why, under the ladder.
     for (const auto& note : core::hybridLadderNotes(s, r, ladder, u)) {

@@ -1462,7 +1462,7 @@ void TestCli::scopeOnEveryFigure_data() {
         << QStringList{"--model", "llama-3.1-70b", "--tp", "4", "--kv-dtype", "int8"}
         << QStringList{"Llama-3.1-70B on 4 x H100 SXM 80GB (TP 4)",
                        "(KV per GPU of TP 4; requests per replica)",
-                       "KV/token per GPU   per request per GPU  requests per replica",
+                       "KV/token per GPU   per request per GPU   you can run per replica",
                        "KV per token                      model        165 KiB (168,960 B)",
                        "KV per token                      per GPU      41.25 KiB (42,240 B)"};
     QTest::addRow("DP 2 adds the cluster")

@@ -37,6 +37,8 @@ core::Scenario scenario(bool quant, bool paging, bool prefix, core::AttentionMod
 class TestLadderModel : public QObject {
     Q_OBJECT
 private slots:
+    void requestsYouCanRun_data();
+    void requestsYouCanRun();
     void breakdownLayerMix_data();
     void breakdownLayerMix();
     void values_data();
@@ -200,15 +202,18 @@ void TestLadderModel::unitsAndCsv() {
     QCOMPARE(lines.size(), 6);
     // The column names carry the scope (per GPU by default), as the headers do.
     QCOMPARE(lines[0], QStringLiteral("step,applied,kv_bytes_per_token_per_gpu,kv_bytes_per_"
-                                      "request_per_gpu,max_requests_per_replica,vllm_max_"
-                                      "concurrency,concurrency,decode_step_ms,tokens_per_s_per_"
-                                      "user,vllm_kv_cache_dtype"));
+                                      "request_per_gpu,requests_you_can_run_per_replica,memory_"
+                                      "holds_requests_per_replica,vllm_max_concurrency,"
+                                      "concurrency,decode_step_ms,tokens_per_s_per_user,vllm_kv_"
+                                      "cache_dtype"));
     const auto ladder = core::computeLadder(s);
     for (int i = 0; i < 5; ++i) {
         const QStringList f = lines[i + 1].split(QLatin1Char(','));
         QCOMPARE(f.value(2).toLongLong(),
                  ladder[static_cast<std::size_t>(i)].result.kvBytesPerToken);
         QCOMPARE(f.value(4).toLongLong(),
+                 ladder[static_cast<std::size_t>(i)].result.requestsYouCanRun);
+        QCOMPARE(f.value(5).toLongLong(),
                  ladder[static_cast<std::size_t>(i)].result.maxRequestsAtContext);
     }
     QVERIFY(model.html().contains(QStringLiteral("<table")));
@@ -430,6 +435,53 @@ void TestLadderModel::breakdownLayerMix() {
     widgets::BreakdownChart chart;
     chart.setView(view);
     QVERIFY(chart.verdict().endsWith(QLatin1Char('\n') + expected));
+}
+
+void TestLadderModel::requestsYouCanRun_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<qint64>("context");
+    QTest::addColumn<int>("maxNumSeqs"); // 0: vLLM's default
+    QTest::addColumn<QString>("why");    // in the current step's tooltip
+    // Issue 29 item 1: vLLM refuses Gemma-3-27B at 128K on one H100 (its check wants 17.98 GiB
+    // of KV, 11.11 GiB are left) though the memory holds one request by the ledger's count: the
+    // ladder says 0, as the headline does, and the tooltip gives the 1.
+    QTest::addRow("refused") << "gemma-3-27b" << qint64(131072) << 0
+                             << "0: vLLM refuses to start. Of this context, memory holds 1";
+    // Item 2: --max-num-seqs 16 runs 16 Llama-3-8B requests of 8K while the memory holds 56
+    // (the smaller batch leaves a smaller reserve: 56.35 GiB for KV, 52.36 at the default).
+    QTest::addRow("max_num_seqs caps")
+        << "llama-3-8b" << qint64(8192) << 16 << "16: max_num_seqs caps it; memory holds 56";
+    QTest::addRow("memory holds fewer")
+        << "llama-3-8b" << qint64(8192) << 0 << "52 requests run at once; memory holds 52";
+}
+
+void TestLadderModel::requestsYouCanRun() {
+    QFETCH(QString, model);
+    QFETCH(qint64, context);
+    QFETCH(int, maxNumSeqs);
+    QFETCH(QString, why);
+    core::Scenario s = io::defaultScenario();
+    s.model = *io::findModel(model.toStdString());
+    s.hardware.gpu = *io::findGpu("h100-80gb");
+    s.workload.context = context;
+    s.engine.maxNumSeqs = maxNumSeqs;
+    widgets::LadderModel m;
+    m.setView(widgets::makeLedgerView(s));
+    const auto ladder = core::computeLadder(s);
+    QCOMPARE(m.rowCount(), int(ladder.size()));
+    const core::LedgerResult head = core::computeLedger(s);
+    for (int row = 0; row < m.rowCount(); ++row) {
+        const core::LedgerResult& r = ladder[std::size_t(row)].result;
+        const QModelIndex cell = m.index(row, widgets::LadderModel::RequestsColumn);
+        QCOMPARE(cell.data(widgets::LadderModel::ExactValueRole).toLongLong(), r.requestsYouCanRun);
+        QVERIFY(r.requestsYouCanRun <= r.maxRequestsAtContext);
+    }
+    // The current step is the headline's figure, and its tooltip says why it is what it is.
+    const QModelIndex current = m.index(m.rowCount() - 1, widgets::LadderModel::RequestsColumn);
+    QCOMPARE(current.data(widgets::LadderModel::ExactValueRole).toLongLong(),
+             head.requestsYouCanRun);
+    const QString tip = current.data(Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(why), qPrintable(tip));
 }
 
 QTEST_MAIN(TestLadderModel)

@@ -546,10 +546,18 @@ void CurveChart::updateCursor() {
                                                       m_reference->scenario, m_scope),
                                            units()));
     } else {
+        // The curve is what the memory holds; the figure quoted is what vLLM runs at once
+        // (capped by max_num_seqs, 0 when it refuses to start), as everywhere else.
         const std::int64_t fit = scopeRequests(r.maxRequestsAtContext, scen, m_scope);
+        const std::int64_t run = scopeRequests(r.requestsYouCanRun, scen, m_scope);
         y = double(fit);
-        lines << (fit == 1 ? tr("current: 1 request")
-                           : tr("current: %1 requests").arg(thousandsQ(fit)));
+        QString line = run == 1 ? tr("current: you can run 1 request")
+                                : tr("current: you can run %1 requests").arg(thousandsQ(run));
+        if (!r.error.empty() && r.refused)
+            line += tr(" (vLLM refuses to start; memory holds %1)").arg(thousandsQ(fit));
+        else if (run != fit)
+            line += tr(" (memory holds %1)").arg(thousandsQ(fit));
+        lines << line;
         if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1 requests")
                          .arg(thousandsQ(scopeRequests(m_reference->ledger.maxRequestsAtContext,

@@ -205,7 +205,9 @@ QVariant LadderModel::headerData(int section, Qt::Orientation orientation, int r
         case SavingColumn:
             return tr("KV per request relative to the baseline step");
         case RequestsColumn:
-            return tr("Whole requests of the context that fit in the memory for KV");
+            return tr("Requests you can run: what vLLM runs at once at the context, the whole "
+                      "requests that fit in the memory for KV capped by max_num_seqs, and 0 "
+                      "when vLLM refuses to start. A cell's tooltip gives what the memory holds");
         case VllmConcurrencyColumn:
             return tr("vLLM's \"Maximum concurrency for M tokens per request\": "
                       "num_gpu_blocks / ceil(M / block_size), M = max model length");
@@ -243,7 +245,7 @@ QString LadderModel::text(int row, int column) const {
         return tr("%1x less").arg(ratio, 0, 'f', ratio < 10 ? 2 : 1);
     }
     case RequestsColumn:
-        return thousandsQ(scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
+        return thousandsQ(scopeRequests(r.requestsYouCanRun, st.scenario, m_scope));
     case VllmConcurrencyColumn:
         return QStringLiteral("%1x").arg(r.maxConcurrency, 0, 'f', 2);
     case StepMsColumn:
@@ -260,8 +262,8 @@ QString LadderModel::text(int row, int column) const {
         if (!m_reference || static_cast<std::size_t>(row) >= m_reference->ladder.size())
             return {};
         const auto ref =
-            m_reference->ladder[static_cast<std::size_t>(row)].result.maxRequestsAtContext;
-        const std::int64_t d = r.maxRequestsAtContext - ref;
+            m_reference->ladder[static_cast<std::size_t>(row)].result.requestsYouCanRun;
+        const std::int64_t d = r.requestsYouCanRun - ref;
         QString s = (d > 0 ? QStringLiteral("+") : QString()) + thousandsQ(d);
         if (ref > 0)
             s += QStringLiteral(" (%1%2%)")
@@ -345,10 +347,20 @@ QVariant LadderModel::ownToolTip(int row, int col) const {
     case BytesPerRequestColumn:
         return tr("%1 bytes per request (%2 per GPU)")
             .arg(thousandsQ(r.kvBytesPerRequest), thousandsQ(r.kvBytesPerRequestPerGpu));
-    case RequestsColumn:
-        return tr("%1 requests take %2 of the %3 available per GPU")
-            .arg(thousandsQ(r.maxRequestsAtContext), formatBytesQ(r.kvBytesAtMaxRequests, m_units),
-                 formatBytesQ(r.availableKvBytes, m_units));
+    case RequestsColumn: {
+        // The figure is what vLLM runs at once; what the memory holds is the second figure.
+        const QString holds = tr("memory holds %1 (%2 take %3 of the %4 available per GPU)")
+                                  .arg(thousandsQ(r.maxRequestsAtContext),
+                                       r.maxRequestsAtContext == 1 ? tr("it") : tr("they"),
+                                       formatBytesQ(r.kvBytesAtMaxRequests, m_units),
+                                       formatBytesQ(r.availableKvBytes, m_units));
+        if (!r.error.empty())
+            return tr("0: %1. Of this context, %2")
+                .arg(r.refused ? tr("vLLM refuses to start") : qs(r.error), holds);
+        if (r.requestsYouCanRun < r.maxRequestsAtContext)
+            return tr("%1: max_num_seqs caps it; %2").arg(thousandsQ(r.requestsYouCanRun), holds);
+        return tr("%1 requests run at once; %2").arg(thousandsQ(r.requestsYouCanRun), holds);
+    }
     case VllmConcurrencyColumn:
         return tr("%1 GPU blocks, %2 tokens in the KV cache")
             .arg(thousandsQ(r.numGpuBlocks), thousandsQ(r.gpuKvCacheTokens));
@@ -393,7 +405,7 @@ QVariant LadderModel::exactValue(int row, int col) const {
         return QVariant::fromValue<qint64>(bytes(row, col));
     case RequestsColumn:
         return QVariant::fromValue<qint64>(
-            scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope));
+            scopeRequests(r.requestsYouCanRun, st.scenario, m_scope));
     case StepMsColumn:
         return m_speed[static_cast<std::size_t>(row)].step.stepMs;
     case TokensPerUserColumn:
@@ -403,8 +415,8 @@ QVariant LadderModel::exactValue(int row, int col) const {
     case DeltaColumn:
         if (m_reference)
             return QVariant::fromValue<qint64>(
-                r.maxRequestsAtContext -
-                m_reference->ladder[static_cast<std::size_t>(row)].result.maxRequestsAtContext);
+                r.requestsYouCanRun -
+                m_reference->ladder[static_cast<std::size_t>(row)].result.requestsYouCanRun);
         return {};
     default:
         return {};
@@ -418,7 +430,8 @@ QString LadderModel::csv() const {
     QString requestScope = requestScopeText().toLower();
     requestScope.replace(QLatin1Char(' '), QLatin1Char('_'));
     QString out = QStringLiteral("step,applied,kv_bytes_per_token_%1,kv_bytes_per_request_%1,"
-                                 "max_requests_%2,vllm_max_concurrency,concurrency,"
+                                 "requests_you_can_run_%2,memory_holds_requests_%2,"
+                                 "vllm_max_concurrency,concurrency,"
                                  "decode_step_ms,tokens_per_s_per_user,vllm_kv_cache_dtype")
                       .arg(scope, requestScope);
     if (m_reference)
@@ -434,6 +447,8 @@ QString LadderModel::csv() const {
                (st.applied ? QStringLiteral("1") : QStringLiteral("0")) + QLatin1Char(',') +
                QString::number(bytes(row, BytesPerTokenColumn)) + QLatin1Char(',') +
                QString::number(bytes(row, BytesPerRequestColumn)) + QLatin1Char(',') +
+               QString::number(scopeRequests(r.requestsYouCanRun, st.scenario, m_scope)) +
+               QLatin1Char(',') +
                QString::number(scopeRequests(r.maxRequestsAtContext, st.scenario, m_scope)) +
                QLatin1Char(',') + QString::number(r.maxConcurrency, 'f', 2) + QLatin1Char(',') +
                QString::number(sp.concurrency) + QLatin1Char(',') +
@@ -441,11 +456,10 @@ QString LadderModel::csv() const {
                QString::number(sp.step.tokensPerSecondPerUser, 'f', 3) + QLatin1Char(',') +
                qs(core::vllmCacheDtype(st.scenario).value_or("not in vLLM"));
         if (m_reference)
-            out +=
-                QLatin1Char(',') +
-                QString::number(
-                    r.maxRequestsAtContext -
-                    m_reference->ladder[static_cast<std::size_t>(row)].result.maxRequestsAtContext);
+            out += QLatin1Char(',') +
+                   QString::number(
+                       r.requestsYouCanRun -
+                       m_reference->ladder[static_cast<std::size_t>(row)].result.requestsYouCanRun);
         out += QLatin1Char('\n');
     }
     return out;

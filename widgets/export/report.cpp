@@ -169,10 +169,11 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units, FigureS
                      .arg(thousandsQ(r.numGpuBlocks), thousandsQ(r.gpuKvCacheTokens))
                      .arg(r.maxConcurrency, 0, 'f', 2)
                      .arg(thousandsQ(r.maxModelLen)));
-    h += row(QObject::tr("Requests at context"),
-             QObject::tr("%1 per replica, %2 for the cluster")
-                 .arg(thousandsQ(r.maxRequestsAtContext),
-                      thousandsQ(scopeRequests(r.maxRequestsAtContext, s, FigureScope::Cluster))));
+    h += row(QObject::tr("Requests you can run"),
+             QObject::tr("%1 per replica, %2 for the cluster (the memory holds %3 per replica)")
+                 .arg(thousandsQ(r.requestsYouCanRun),
+                      thousandsQ(scopeRequests(r.requestsYouCanRun, s, FigureScope::Cluster)),
+                      thousandsQ(r.maxRequestsAtContext)));
     for (const auto& w : r.warnings)
         h += row(QObject::tr("Warning"), qs(w));
     if (!r.error.empty())
