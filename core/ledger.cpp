@@ -260,6 +260,9 @@ Plan planGeometry(const Scenario& s) {
     p.admission.decodeContextParallel = p.dcp;
     p.weightsTotal = weightsTotal(s, p.format, p.kvHeads);
 
+    // The release's rules hold for a contiguous (unpaged) step too: its --kv-cache-dtype is
+    // checked against them, and an empty rule set (version 0.0.0) refused every newer dtype.
+    p.rules = vllmRules(s.engine.vllmVersion);
     const bool paged = s.levers.paging.enabled;
     if (!paged)
         return p;
@@ -281,7 +284,6 @@ Plan planGeometry(const Scenario& s) {
             sp->paddedPageBytes = bs.mambaPagePadded;
     // vllm/config/vllm.py: chunked local attention turns the hybrid manager off unless the
     // release keeps it or the user's environment allows it (VllmRule::ChunkedLocalHybrid).
-    p.rules = vllmRules(s.engine.vllmVersion);
     const VllmRules& rules = p.rules;
     const bool chunkedOff = s.model.countLayers(LayerKind::Chunked) > 0 &&
                             !rules.chunkedLocalHybridByDefault && !s.engine.allowChunkedLocalHybrid;

@@ -99,6 +99,8 @@ Scenario gemma3(const char* version) {
 class TestVllmVersion : public QObject {
     Q_OBJECT
 private slots:
+    void contiguousStepKeepsTheRelease_data();
+    void contiguousStepKeepsTheRelease();
     void parse_data();
     void parse();
     void tableIsSortedAndCited();
@@ -450,6 +452,39 @@ void TestVllmVersion::turboQuantRefusals() {
     QVERIFY(!sliding);
     QCOMPARE(int(sliding.error().code), int(kvl::ErrorCode::Unsupported));
     QVERIFY(qs(sliding.error().message).contains(QLatin1String("full attention")));
+}
+
+void TestVllmVersion::contiguousStepKeepsTheRelease_data() {
+    QTest::addColumn<QString>("version"); // empty: the newest
+    QTest::addColumn<QString>("dtype");   // the lever's KV dtype
+    QTest::addColumn<bool>("refused");
+    // A contiguous (unpaged) step, as the ladder's "+INT8" before "+paging" is, is checked
+    // against the release the user runs: int8_per_token_head exists from 0.19.0. An empty rule
+    // set (version 0.0.0) used to refuse it in every release.
+    QTest::addRow("newest, int8") << QString() << "int8" << false;
+    QTest::addRow("0.19.0, int8") << "0.19.0"
+                                  << "int8" << false;
+    QTest::addRow("0.18.0, int8") << "0.18.0"
+                                  << "int8" << true;
+    QTest::addRow("0.18.0, fp8") << "0.18.0"
+                                 << "fp8" << false;
+}
+
+void TestVllmVersion::contiguousStepKeepsTheRelease() {
+    QFETCH(QString, version);
+    QFETCH(QString, dtype);
+    QFETCH(bool, refused);
+    Scenario s = gemma3(version.isEmpty() ? nullptr : version.toLatin1().constData());
+    s.levers.paging.enabled = false;
+    s.levers.quant.enabled = true;
+    s.levers.quant.format =
+        formatForVllmCacheDtype(dtype == QLatin1String("int8") ? "int8_per_token_head" : "fp8",
+                                s.model)
+            .value();
+    const LedgerResult r = computeLedger(s);
+    QCOMPARE(qs(r.vllmVersion), version.isEmpty() ? qs(newestKnownVllm().str()) : version);
+    QCOMPARE(qs(r.error).contains(QLatin1String("invalid choice")), refused);
+    QCOMPARE(r.requestsYouCanRun == 0, refused);
 }
 
 QTEST_APPLESS_MAIN(TestVllmVersion)
