@@ -533,6 +533,7 @@ void CurveChart::updateCursor() {
     m_cursor->point1->setCoords(x, 1);
     m_cursor->point2->setCoords(x, 2);
     QStringList lines;
+    QString note;
     lines << tr("%1 tokens").arg(formatTokensQ(r.contextTokens));
     double y = 0;
     if (m_kind == CurveKind::Memory) {
@@ -551,21 +552,23 @@ void CurveChart::updateCursor() {
         const std::int64_t fit = scopeRequests(r.maxRequestsAtContext, scen, m_scope);
         const std::int64_t run = scopeRequests(r.requestsYouCanRun, scen, m_scope);
         y = double(fit);
-        QString line = run == 1 ? tr("current: you can run 1 request")
-                                : tr("current: you can run %1 requests").arg(thousandsQ(run));
+        lines << (run == 1 ? tr("current: you can run 1 request")
+                           : tr("current: you can run %1 requests").arg(thousandsQ(run)));
         if (!r.error.empty() && r.refused)
-            line += tr(" (vLLM refuses to start; memory holds %1)").arg(thousandsQ(fit));
+            note = tr("vLLM refuses to start; the memory holds %1").arg(thousandsQ(fit));
         else if (run != fit)
-            line += tr(" (memory holds %1)").arg(thousandsQ(fit));
-        lines << line;
+            note = tr("the memory holds %1").arg(thousandsQ(fit));
         if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1 requests")
                          .arg(thousandsQ(scopeRequests(m_reference->ledger.maxRequestsAtContext,
                                                        m_reference->scenario, m_scope)));
     }
-    m_cursorText = lines.join(QStringLiteral(" · "));
+    // The note on what the memory holds goes on a line of its own: on one line the label ran
+    // past both sides of a 1366 px window's chart.
+    const QString shown = lines.join(QStringLiteral(" · "));
+    m_cursorText = note.isEmpty() ? shown : shown + QStringLiteral(" · ") + note;
     m_cursorLabel->setText(
-        tr("Cursor at ") + m_cursorText +
+        tr("Cursor at ") + shown + (note.isEmpty() ? QString() : QStringLiteral("\n") + note) +
         (m_measuredNote.isEmpty() ? QString() : QStringLiteral("\n") + m_measuredNote));
     m_cursor->setVisible(true);
     m_tracer->position->setCoords(x, y);
