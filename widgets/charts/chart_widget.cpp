@@ -189,17 +189,24 @@ void ChartWidget::setCaptionSource(CaptionSource source) {
     invalidateCaption();
 }
 
+namespace {
+// A value worked out from its source when read after an invalidation, else as last set.
+template <class T> T readThrough(bool& stale, const std::function<T()>& source, T& value) {
+    if (stale && source) {
+        value = source();
+        stale = false;
+    }
+    return value;
+}
+} // namespace
+
 void ChartWidget::setCaption(const QString& caption) {
     m_caption = caption;
     m_captionStale = false;
 }
 
 QString ChartWidget::caption() const {
-    if (m_captionStale && m_captionSource.caption) {
-        m_caption = m_captionSource.caption();
-        m_captionStale = false;
-    }
-    return m_caption;
+    return readThrough(m_captionStale, m_captionSource.caption, m_caption);
 }
 
 void ChartWidget::setCsvComments(const QStringList& lines) {
@@ -208,11 +215,7 @@ void ChartWidget::setCsvComments(const QStringList& lines) {
 }
 
 QStringList ChartWidget::csvComments() const {
-    if (m_commentsStale && m_captionSource.csvComments) {
-        m_csvComments = m_captionSource.csvComments();
-        m_commentsStale = false;
-    }
-    return m_csvComments;
+    return readThrough(m_commentsStale, m_captionSource.csvComments, m_csvComments);
 }
 
 int ChartWidget::captionHeight(int width) const {
