@@ -287,9 +287,11 @@ QWidget* MainWindow::buildLadderBox() {
     // Compact rows, and room for all five steps and the header: the ladder never scrolls.
     m_ladderView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
     // All five steps, the two-line header and a horizontal scroll bar, should one appear.
-    m_ladderView->setMinimumHeight(m_ladderView->horizontalHeader()->sizeHint().height() +
-                                   5 * m_ladderView->verticalHeader()->defaultSectionSize() +
-                                   style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 6);
+    // No more either: the room left goes to the vLLM command below, which at 1366 x 768 showed
+    // a line and a half under an empty row of the table.
+    m_ladderView->setFixedHeight(m_ladderView->horizontalHeader()->sizeHint().height() +
+                                 5 * m_ladderView->verticalHeader()->defaultSectionSize() +
+                                 style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 6);
     m_ladderView->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     // The columns follow their text: new rows, new figures, new units in the headers. Once per
     // change: LadderModel::setView updates its state before it emits dataChanged (and then
@@ -310,7 +312,7 @@ QWidget* MainWindow::buildLadderBox() {
     auto* ladderTitle =
         new widgets::WrapLabel(tr("<b>Lever ladder</b>: each step adds one lever of the scenario"));
     ladderLayout->addWidget(ladderTitle);
-    ladderLayout->addWidget(m_ladderView, 3);
+    ladderLayout->addWidget(m_ladderView);
     auto* cmdTitle =
         new QLabel(tr("<b>vLLM command</b> and what it logs (Edit > Copy vLLM Command):"));
     cmdTitle->setObjectName(QStringLiteral("commandTitle"));
@@ -329,8 +331,12 @@ QWidget* MainWindow::buildLadderBox() {
     m_vllmView->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_vllmView->setToolTip(
         tr("The equivalent `vllm serve` flags; '#' lines name the levers vLLM has no flag for"));
-    m_vllmView->setMinimumHeight(2 * m_vllmView->fontMetrics().lineSpacing() + 12);
-    ladderLayout->addWidget(m_vllmView, 2);
+    // The command's first four lines at the least (model, dtype, prefix caching, utilization).
+    // (It scrolls sideways, so its horizontal scroll bar is counted in.)
+    m_vllmView->setMinimumHeight(4 * m_vllmView->fontMetrics().lineSpacing() +
+                                 style()->pixelMetric(QStyle::PM_ScrollBarExtent) +
+                                 2 * m_vllmView->frameWidth() + 8);
+    ladderLayout->addWidget(m_vllmView, 1);
     return ladderBox;
 }
 

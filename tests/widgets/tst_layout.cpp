@@ -158,6 +158,13 @@ void TestLayout::windowAtSize() {
     QTableView* ladder = w->ladderView();
     QVERIFY(ladder->isVisible());
     QVERIFY(w->rect().contains(rectIn(ladder, w)));
+    // The vLLM command under it shows its first four lines at least (model, KV dtype, prefix
+    // caching, utilization): at 1366 x 768 it showed a line and a half.
+    auto* command = w->findChild<QPlainTextEdit*>(QStringLiteral("vllmView"));
+    QVERIFY(command && command->isVisible());
+    QVERIFY(w->rect().contains(rectIn(command, w)));
+    const int lines = command->viewport()->height() / command->fontMetrics().lineSpacing();
+    QVERIFY2(lines >= 4, qPrintable(QStringLiteral("the vLLM command shows %1 lines").arg(lines)));
     const auto* model = w->ladderModel();
     QCOMPARE(model->rowCount(), 5);
     const int stepWidth = ladder->columnWidth(widgets::LadderModel::StepColumn);
