@@ -1469,6 +1469,17 @@ void TestCli::scopeOnEveryFigure_data() {
         << QStringList{"--model", "llama-3.1-8b", "--dp", "2"}
         << QStringList{"on 2 x H100 SXM 80GB (TP 1 x DP 2)", "you can run     cluster",
                        "tokens/s in the cluster (DP 2"};
+    // Item 1: where vLLM refuses to start, no figure quotes a request that runs: the decode
+    // estimate is none, and the ladder's current step is 0 as the headline is.
+    QTest::addRow("Gemma-3-27B 128K refused")
+        << QStringList{"--model", "gemma-3-27b", "--context", "131072"}
+        << QStringList{"per replica  0 (vLLM refuses to start; see below)",
+                       "Decode (estimate): none, no request runs (see below)",
+                       "+paging 16                                       496 KiB             "
+                       "10.48 GiB                         0"};
+    QTest::addRow("Qwen3-32B 32K FP8: one request")
+        << QStringList{"--model", "qwen3-32b", "--context", "32768", "--kv-dtype", "fp8"}
+        << QStringList{"): 1 request per replica x 32,768 tokens -> "};
 }
 
 void TestCli::scopeOnEveryFigure() {
