@@ -213,8 +213,6 @@ private:
     // comes to the front, or when something reads it (an export, the report, a test).
     void followWhenInFront(QWidget* tab, std::function<void(const widgets::LedgerView&)> apply);
     void syncTab(QWidget* tab) const; // the tab takes the current view if it has missed one
-    void syncSpeedPanel();
-    void syncEnginesPanel();
     bool eventFilter(QObject* watched, QEvent* event) override;
     void openProbeResultsInteractive();
     void saveProbeResultsInteractive();

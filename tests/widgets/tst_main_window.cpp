@@ -154,6 +154,8 @@ private slots:
     void chartsReplottedWaitsForEveryChart();
     void tabsBehindFollowWhenInFront_data();
     void statusBarNotRepaintedWhole();
+    void exportFromTabBehindIsCurrent_data();
+    void exportFromTabBehindIsCurrent();
     void tabsBehindFollowWhenInFront();
     void openSpecialFiles_data();
     void openSpecialFiles();
@@ -1055,6 +1057,47 @@ void TestMainWindow::statusBarNotRepaintedWhole() {
         }
     }
     QCOMPARE(counter.paints, 0);
+}
+
+void TestMainWindow::exportFromTabBehindIsCurrent_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addRow("speed-context") << QStringLiteral("speed-context");
+    QTest::addRow("speed-concurrency") << QStringLiteral("speed-concurrency");
+    QTest::addRow("engines") << QStringLiteral("engines");
+}
+
+void TestMainWindow::exportFromTabBehindIsCurrent() {
+    // A chart exported from a tab behind the one in front draws the scenario as it is now, not
+    // as the tab last saw it: the CSV written with the tab behind equals the one written with
+    // the tab in front.
+    QFETCH(QString, chart);
+    MainWindow* w = m_window.get();
+    auto* tabs = w->findChild<QTabWidget*>(QStringLiteral("mainTabs"));
+    QVERIFY(tabs);
+    int index = -1;
+    for (int i = 0; i < tabs->count(); ++i)
+        if (tabs->widget(i)->isAncestorOf(w->findChild<widgets::ChartWidget*>(chart + "Chart")))
+            index = i;
+    QVERIFY(index > 0);
+    tabs->setCurrentIndex(index); // it sees the scenario of now...
+    tabs->setCurrentIndex(0);
+    core::Scenario s = w->scenario();
+    s.workload.context = s.workload.context == 20000 ? 24000 : 20000; // ...then not this one
+    s.model = *io::findModel("llama-3.1-70b");
+    s.hardware.gpuCount = 4;
+    w->setScenario(s);
+    auto csv = [&](const QString& name) {
+        const QString path = m_dir.filePath(name);
+        if (!w->exportChart(chart, path))
+            return QByteArray("export failed");
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("unreadable");
+    };
+    const QByteArray behind = csv(chart + QStringLiteral("-behind.csv"));
+    QVERIFY2(behind.contains("Llama-3.1-70B"), behind.left(300).constData());
+    tabs->setCurrentIndex(index);
+    QCOMPARE(behind, csv(chart + QStringLiteral("-front.csv")));
+    tabs->setCurrentIndex(0);
 }
 
 void TestMainWindow::openSpecialFiles_data() {

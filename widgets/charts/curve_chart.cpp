@@ -554,7 +554,7 @@ void CurveChart::updateCursor() {
         y = double(fit);
         lines << (run == 1 ? tr("current: you can run 1 request")
                            : tr("current: you can run %1 requests").arg(thousandsQ(run)));
-        if (!r.error.empty() && r.refused)
+        if (r.refused)
             note = tr("vLLM refuses to start; the memory holds %1").arg(thousandsQ(fit));
         else if (run != fit)
             note = tr("the memory holds %1").arg(thousandsQ(fit));

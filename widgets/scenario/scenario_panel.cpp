@@ -205,7 +205,6 @@ QWidget* ScenarioPanel::buildModelGroup() {
     v->addLayout(row);
     m_modelInfo = new WrapLabel(box);
     m_modelInfo->setObjectName(QStringLiteral("modelInfo"));
-    m_modelInfo->setWordWrap(true);
     v->addWidget(m_modelInfo);
 
     auto* grid = new QWidget(box);
@@ -520,7 +519,6 @@ void ScenarioPanel::buildVllmOptions(QWidget* box) {
             .arg(qs(core::oldestKnownVllm().series())));
     m_versionInfo = new WrapLabel(box);
     m_versionInfo->setObjectName(QStringLiteral("vllmVersionInfo"));
-    m_versionInfo->setWordWrap(true);
     m_maxNumSeqs = new QSpinBox(box);
     m_maxNumSeqs->setObjectName(QStringLiteral("maxNumSeqsSpin"));
     m_maxNumSeqs->setRange(0, static_cast<int>(core::kMaxRequests));
@@ -626,7 +624,6 @@ QWidget* ScenarioPanel::buildQuantGroup() {
     m_zeroPoint->setObjectName(QStringLiteral("zeroPointCheck"));
     m_formatInfo = new WrapLabel(m_quantGroup);
     m_formatInfo->setObjectName(QStringLiteral("formatInfo"));
-    m_formatInfo->setWordWrap(true);
     auto* scales = new QHBoxLayout;
     m_scalesRow = scales;
     scales->addWidget(m_scaleType);
@@ -680,7 +677,6 @@ QWidget* ScenarioPanel::buildPrefixGroup() {
     m_prefixRequests->setToolTip(tr("N: requests that share one copy of the prefix"));
     m_prefixInfo = new WrapLabel(m_prefixGroup);
     m_prefixInfo->setObjectName(QStringLiteral("prefixInfo"));
-    m_prefixInfo->setWordWrap(true);
     auto* shared = new QHBoxLayout;
     m_prefixRow = shared;
     shared->addWidget(m_prefixTokens, 1);
