@@ -70,13 +70,25 @@ public:
     int paints = 0;
     std::map<QString, int> paintsByWidget;    // "class/objectName"
     std::map<QString, double> pixelsByWidget; // the painted regions' area
+    // Widgets moved or resized by a change: each one a layout moved, and what it uncovers and
+    // covers is repainted, so a change that moves nothing paints only what it changed.
+    std::map<QString, int> geometryByWidget;
+    int geometryChanges = 0;
+    static QString nameOf(const QObject* o) {
+        return QString::fromLatin1(o->metaObject()->className()) + QLatin1Char('/') +
+               o->objectName();
+    }
     bool eventFilter(QObject* o, QEvent* e) override {
         if (e->type() == QEvent::Resize && qobject_cast<QCustomPlot*>(o))
             ++resizes;
+        if ((e->type() == QEvent::Resize || e->type() == QEvent::Move) && o->isWidgetType() &&
+            static_cast<QWidget*>(o)->isVisible()) {
+            ++geometryChanges;
+            ++geometryByWidget[nameOf(o)];
+        }
         if (e->type() == QEvent::Paint && o->isWidgetType()) {
             ++paints;
-            const QString name = QString::fromLatin1(o->metaObject()->className()) +
-                                 QLatin1Char('/') + o->objectName();
+            const QString name = nameOf(o);
             ++paintsByWidget[name];
             double area = 0;
             for (const QRect& r : static_cast<QPaintEvent*>(e)->region())
@@ -277,6 +289,8 @@ int main(int argc, char** argv) {
             resizes.paints = 0;
             resizes.paintsByWidget.clear();
             resizes.pixelsByWidget.clear();
+            resizes.geometryChanges = 0;
+            resizes.geometryByWidget.clear();
             for (const auto& [name, span] : spans)
                 spanAtStart[name] = span.totalMs;
         }
@@ -323,17 +337,21 @@ int main(int argc, char** argv) {
         "  charts resized during the changes: %d (each resize re-lays out and reallocates a "
         "chart)\n",
         resizes.resizes - resizedAtStart);
-    std::printf("  widgets painted per change: %.1f; the most painted (paints per change):\n",
-                double(resizes.paints) / double(changes));
-    {
+    auto printTop = [changes](const std::map<QString, int>& counts) {
         std::vector<std::pair<int, QString>> top;
-        for (const auto& [name, n] : resizes.paintsByWidget)
+        for (const auto& [name, n] : counts)
             top.emplace_back(n, name);
         std::sort(top.rbegin(), top.rend());
         for (std::size_t k = 0; k < std::min<std::size_t>(8, top.size()); ++k)
             std::printf("    %-40s %.2f\n", qPrintable(top[k].second),
                         double(top[k].first) / double(changes));
-    }
+    };
+    std::printf("  widgets painted per change: %.1f; the most painted (paints per change):\n",
+                double(resizes.paints) / double(changes));
+    printTop(resizes.paintsByWidget);
+    std::printf("  widgets moved or resized per change: %.1f; the most (per change):\n",
+                double(resizes.geometryChanges) / double(changes));
+    printTop(resizes.geometryByWidget);
     {
         // Where the painted pixels go (a widget repainted whole costs its area; one repainted
         // under a changed child costs that child's rectangle).
@@ -379,6 +397,8 @@ int main(int argc, char** argv) {
         j[QStringLiteral("gui_cpu_median_ms")] = percentile(cpuMs, 0.5);
         j[QStringLiteral("gui_cpu_p95_ms")] = percentile(cpuMs, 0.95);
         j[QStringLiteral("chart_resizes")] = resizes.resizes - resizedAtStart;
+        j[QStringLiteral("widgets_moved_or_resized_per_change")] =
+            double(resizes.geometryChanges) / double(changes);
         j[QStringLiteral("target_p95_ms")] = 8.0;
         j[QStringLiteral("meets_target")] = p95 <= 8.0;
         QFile f(jsonPath);
