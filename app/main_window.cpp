@@ -6,6 +6,7 @@
 #include "theme.h"
 
 #include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/cached_text_delegate.h"
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/curve_chart.h"
 #include "widgets/charts/engines_view.h"
@@ -286,6 +287,9 @@ QWidget* MainWindow::buildLadderBox() {
     m_ladderView = new QTableView;
     m_ladderView->setObjectName(QStringLiteral("ladderView"));
     m_ladderView->setModel(m_ladderModel);
+    // Cells drawn from laid-out text: a slider step repaints the cells it changes, and shaping
+    // their text again at each paint was the table's whole cost.
+    m_ladderView->setItemDelegate(new widgets::CachedTextDelegate(m_ladderView));
     m_ladderView->setAlternatingRowColors(true);
     m_ladderView->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_ladderView->setWordWrap(false);

@@ -2,6 +2,7 @@
 // step, the reference delta column and the CSV.
 
 #include "widgets/charts/breakdown_chart.h"
+#include "widgets/charts/cached_text_delegate.h"
 #include "widgets/charts/ladder_model.h"
 
 #include "core/engine.h"
@@ -13,8 +14,12 @@
 #include "core/speed.h"
 
 #include <QAbstractItemModelTester>
+#include <QImage>
+#include <QPainter>
 #include <QSet>
 #include <QSignalSpy>
+#include <QStandardItemModel>
+#include <QTableView>
 #include <QTest>
 
 using namespace kvl;
@@ -55,6 +60,8 @@ private slots:
     void notInVllm();
     void hybridExplained_data();
     void hybridExplained();
+    void cachedCellsDrawAsStyled_data();
+    void cachedCellsDrawAsStyled();
 };
 
 void TestLadderModel::values_data() {
@@ -482,6 +489,133 @@ void TestLadderModel::requestsYouCanRun() {
              head.requestsYouCanRun);
     const QString tip = current.data(Qt::ToolTipRole).toString();
     QVERIFY2(tip.contains(why), qPrintable(tip));
+}
+
+// The ladder's CachedTextDelegate draws a cell as QStyledItemDelegate does: the same text in
+// the same place (within a pixel: QStaticText and QTextLayout round the baseline apart) and
+// colour, and lays each text out once, however often the cell repaints.
+namespace {
+// One cell painted by `delegate` on an image of the view's base colour.
+QImage paintCell(const QTableView& view, const QStyledItemDelegate& delegate,
+                 const QModelIndex& index, QSize size, bool selected) {
+    QImage img(size, QImage::Format_ARGB32_Premultiplied);
+    img.fill(view.palette().color(QPalette::Base));
+    QStyleOptionViewItem opt;
+    opt.initFrom(&view);
+    opt.widget = &view;
+    opt.rect = QRect(QPoint(0, 0), size);
+    opt.state |= QStyle::State_Enabled | QStyle::State_Active;
+    if (selected)
+        opt.state |= QStyle::State_Selected;
+    QPainter p(&img);
+    delegate.paint(&p, opt, index);
+    return img;
+}
+// The pixels that differ from `blank` (the cell without its text) by more than a faint
+// anti-aliasing edge: the text's ink, as a bounding box, and the colour at its darkest (or
+// lightest, on a selection) pixel.
+QRect inkBox(const QImage& img, const QImage& blank) {
+    QRect box;
+    for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x) {
+            const QColor a = img.pixelColor(x, y), b = blank.pixelColor(x, y);
+            if (std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) +
+                    std::abs(a.blue() - b.blue()) >
+                120)
+                box |= QRect(x, y, 1, 1);
+        }
+    return box;
+}
+} // namespace
+
+void TestLadderModel::cachedCellsDrawAsStyled_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<int>("alignment");
+    QTest::addColumn<bool>("bold");
+    QTest::addColumn<bool>("selected");
+    QTest::addColumn<bool>("greyed");
+    QTest::addColumn<int>("width");
+    const int left = Qt::AlignLeft | Qt::AlignVCenter;
+    const int right = Qt::AlignRight | Qt::AlignVCenter;
+    QTest::addRow("step, left") << "+GQA-8 (native)" << left << false << false << false << 240;
+    QTest::addRow("figure, right") << "512 MiB" << right << false << false << false << 160;
+    QTest::addRow("current row, bold") << "26.8 @104" << right << true << false << false << 160;
+    QTest::addRow("selected") << "4.00x less" << right << false << true << false << 160;
+    QTest::addRow("step not applied, greyed")
+        << "+quantization (off)" << left << false << false << true << 240;
+    QTest::addRow("too wide: elided")
+        << "Baseline: MHA-32 BF16 contiguous" << left << false << false << false << 90;
+}
+
+void TestLadderModel::cachedCellsDrawAsStyled() {
+    QFETCH(QString, text);
+    QFETCH(int, alignment);
+    QFETCH(bool, bold);
+    QFETCH(bool, selected);
+    QFETCH(bool, greyed);
+    QFETCH(int, width);
+    QStandardItemModel model(2, 1);
+    QTableView view;
+    view.setModel(&model);
+    view.setWordWrap(false);
+    view.setTextElideMode(Qt::ElideRight);
+    auto* item = new QStandardItem(text);
+    item->setTextAlignment(Qt::Alignment(alignment));
+    if (bold) {
+        QFont f = view.font();
+        f.setBold(true);
+        item->setFont(f);
+    }
+    if (greyed)
+        item->setForeground(view.palette().color(QPalette::Disabled, QPalette::Text));
+    model.setItem(0, 0, item);
+    model.setItem(1, 0, new QStandardItem(QString()));
+    const QSize size(width, view.fontMetrics().height() + 8);
+    widgets::CachedTextDelegate delegate;
+    QStyledItemDelegate styled;
+    const QModelIndex cell = model.index(0, 0);
+    const QImage blank = paintCell(view, styled, model.index(1, 0), size, selected);
+    const QImage ours = paintCell(view, delegate, cell, size, selected);
+    const QImage theirs = paintCell(view, styled, cell, size, selected);
+    const QRect a = inkBox(ours, blank), b = inkBox(theirs, blank);
+    QVERIFY2(!b.isEmpty(), "the styled delegate drew no text");
+    QVERIFY2(std::abs(a.left() - b.left()) <= 1 && std::abs(a.right() - b.right()) <= 1 &&
+                 std::abs(a.top() - b.top()) <= 1 && std::abs(a.bottom() - b.bottom()) <= 1,
+             qPrintable(QStringLiteral("ink at %1,%2 %3x%4; QStyledItemDelegate's at %5,%6 %7x%8")
+                            .arg(a.x())
+                            .arg(a.y())
+                            .arg(a.width())
+                            .arg(a.height())
+                            .arg(b.x())
+                            .arg(b.y())
+                            .arg(b.width())
+                            .arg(b.height())));
+    // The text's colour: the pixel farthest from the background is the same in both.
+    auto extreme = [&](const QImage& img, const QRect& box) {
+        QColor best;
+        int most = -1;
+        for (int y = box.top(); y <= box.bottom(); ++y)
+            for (int x = box.left(); x <= box.right(); ++x) {
+                const QColor c = img.pixelColor(x, y), bg = blank.pixelColor(x, y);
+                const int d = std::abs(c.red() - bg.red()) + std::abs(c.green() - bg.green()) +
+                              std::abs(c.blue() - bg.blue());
+                if (d > most) {
+                    most = d;
+                    best = c;
+                }
+            }
+        return best;
+    };
+    const QColor ca = extreme(ours, a), cb = extreme(theirs, b);
+    QVERIFY2(std::abs(ca.red() - cb.red()) + std::abs(ca.green() - cb.green()) +
+                     std::abs(ca.blue() - cb.blue()) <=
+                 24,
+             qPrintable(ca.name() + " vs " + cb.name()));
+    // Laid out once: a second paint of the same cell reuses it (a text too wide for its cell
+    // is measured once too, then elided by QStyledItemDelegate).
+    paintCell(view, delegate, cell, size, selected);
+    QCOMPARE(delegate.layouts(), 1);
+    QCOMPARE(delegate.cachedTexts(), 1);
 }
 
 QTEST_MAIN(TestLadderModel)
