@@ -5,6 +5,7 @@
 // another kind does not).
 
 #include "widgets/charts/chart_factory.h"
+#include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/speed_chart.h"
 #include "widgets/probe/calibration.h"
 
@@ -135,6 +136,8 @@ private slots:
     void calibrationChangesAttentionTerm_data();
     void calibrationChangesAttentionTerm();
     void calibrationLabel();
+    void titlesMeasureAsQCustomPlot_data();
+    void titlesMeasureAsQCustomPlot();
 
 private:
     QTemporaryDir m_dir;
@@ -517,6 +520,60 @@ void TestSpeedChart::calibrationLabel() {
     QVERIFY2(chart->assumptionsText().contains(QStringLiteral("not this GPU")),
              qPrintable(chart->assumptionsText()));
     QCOMPARE(chart->seriesValues(chart->seriesCount() - 1), before);
+}
+
+// The charts' titles and notes (CachedTextElement) size themselves as QCPTextElement does, and
+// follow a new text or font: a cache that kept an old size would clip a title or leave a gap.
+namespace {
+template <class Element> struct Sizes : Element {
+    using Element::Element;
+    QSize minimum() const { return this->minimumOuterSizeHint(); }
+    QSize maximum() const { return this->maximumOuterSizeHint(); }
+};
+} // namespace
+
+void TestSpeedChart::titlesMeasureAsQCustomPlot_data() {
+    QTest::addColumn<QString>("first");
+    QTest::addColumn<QString>("second");
+    QTest::addColumn<int>("pointSize");
+    QTest::addColumn<bool>("bold");
+    QTest::addRow("title, then longer")
+        << "Memory per GPU"
+        << "Memory per GPU at 104 requests x 4K tokens" << 10 << true;
+    QTest::addRow("note, two lines")
+        << "KV cache for 104 requests"
+        << "KV cache for 104 requests\n32 layers: 32 full" << 8 << false;
+    QTest::addRow("empty, then text") << ""
+                                      << "Cursor at 4K tokens" << 9 << false;
+    QTest::addRow("text, then empty") << "Cursor at 4K tokens"
+                                      << "" << 9 << false;
+}
+
+void TestSpeedChart::titlesMeasureAsQCustomPlot() {
+    QFETCH(QString, first);
+    QFETCH(QString, second);
+    QFETCH(int, pointSize);
+    QFETCH(bool, bold);
+    QCustomPlot plot;
+    QFont font(plot.font().family(), pointSize, bold ? QFont::Bold : QFont::Normal);
+    auto* ours = new Sizes<widgets::CachedTextElement>(&plot, first, font);
+    auto* theirs = new Sizes<QCPTextElement>(&plot, first, font);
+    QCOMPARE(ours->minimum(), theirs->minimum());
+    QCOMPARE(ours->maximum(), theirs->maximum());
+    ours->setText(second);
+    theirs->setText(second);
+    QCOMPARE(ours->minimum(), theirs->minimum());
+    QCOMPARE(ours->maximum(), theirs->maximum());
+    QFont larger = font;
+    larger.setPointSize(pointSize + 6);
+    ours->setFont(larger);
+    theirs->setFont(larger);
+    QCOMPARE(ours->minimum(), theirs->minimum());
+    QCOMPARE(ours->maximum(), theirs->maximum());
+    ours->setMargins(QMargins(3, 7, 11, 13));
+    theirs->setMargins(QMargins(3, 7, 11, 13));
+    QCOMPARE(ours->minimum(), theirs->minimum());
+    QCOMPARE(ours->maximum(), theirs->maximum());
 }
 
 QTEST_MAIN(TestSpeedChart)

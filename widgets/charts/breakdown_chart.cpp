@@ -166,7 +166,7 @@ BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
     }
     // The verdict sits under the title, where it never covers a bar.
     p->plotLayout()->insertRow(1);
-    m_verdictItem = new QCPTextElement(p, QString(), small);
+    m_verdictItem = new CachedTextElement(p, QString(), small);
     m_verdictItem->setMargins(QMargins(4, 0, 4, 4));
     p->plotLayout()->addElement(1, 0, m_verdictItem);
     p->plotLayout()->setRowStretchFactor(1, 0.001);

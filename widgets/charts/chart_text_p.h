@@ -5,6 +5,8 @@
 
 #include "widgets/charts/text_width.h"
 
+#include <QFont>
+#include <QFontMetrics>
 #include <QString>
 
 #include <qcustomplot.h>
@@ -24,5 +26,40 @@ inline int legendColumnsFor(const QCPLegend* legend, int width, int maxColumns) 
     const int entry = widest + legend->iconSize().width() + legend->iconTextPadding() + 16;
     return std::clamp(width / std::max(1, entry), 1, std::max(1, maxColumns));
 }
+
+// A chart's title or note that measures its text once per text and font. QCustomPlot lays its
+// plot out again at every replot, and QCPTextElement asks QFontMetrics for the text's
+// bounding box twice each time (its minimum and maximum size): shaping every title and note of
+// every chart at every step of a drag, 2.6% of the GUI thread's time per change (bench_replot).
+class CachedTextElement : public QCPTextElement {
+public:
+    using QCPTextElement::QCPTextElement;
+
+protected:
+    // As QCPTextElement computes them, from the remembered text size.
+    QSize minimumOuterSizeHint() const override {
+        const QSize t = textSize();
+        return {t.width() + mMargins.left() + mMargins.right(),
+                t.height() + mMargins.top() + mMargins.bottom()};
+    }
+    QSize maximumOuterSizeHint() const override {
+        return {QWIDGETSIZE_MAX, textSize().height() + mMargins.top() + mMargins.bottom()};
+    }
+
+private:
+    QSize textSize() const {
+        if (!m_measured || mText != m_text || mFont != m_font) {
+            m_text = mText;
+            m_font = mFont;
+            m_size = QFontMetrics(mFont).boundingRect(0, 0, 0, 0, Qt::TextDontClip, mText).size();
+            m_measured = true;
+        }
+        return m_size;
+    }
+    mutable bool m_measured = false;
+    mutable QString m_text;
+    mutable QFont m_font;
+    mutable QSize m_size;
+};
 
 } // namespace kvl::widgets

@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_width.h"
 #include "widgets/export/atomic_write.h"
 #include "widgets/export/export_devices.h"
@@ -52,7 +53,7 @@ ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmLogical);
     m_plot->plotLayout()->insertRow(0);
     auto* titleElement =
-        new QCPTextElement(m_plot, QString(), QFont(font().family(), -1, QFont::Bold));
+        new CachedTextElement(m_plot, QString(), QFont(font().family(), -1, QFont::Bold));
     m_plot->plotLayout()->addElement(0, 0, titleElement);
     m_plot->setMouseTracking(true);
     m_plot->installEventFilter(this);

@@ -1,6 +1,7 @@
 #include "widgets/charts/curve_chart.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 #include "widgets/scenario/token_spin_box.h"
@@ -60,7 +61,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_cursor = new QCPItemStraightLine(p);
     // The cursor's exact values sit under the title, where they never hide a curve.
     p->plotLayout()->insertRow(1);
-    m_cursorLabel = new QCPTextElement(p, QString(), legendFont);
+    m_cursorLabel = new CachedTextElement(p, QString(), legendFont);
     m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
     p->plotLayout()->addElement(1, 0, m_cursorLabel);
     // The legend goes under the plot, never over a curve: rows are title, cursor, plot, legend.

@@ -43,7 +43,7 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     // Rows: title, cursor line, plot, legend, assumptions. The legend sits under the plot, where
     // it never hides a curve.
     p->plotLayout()->insertRow(1);
-    m_cursorLabel = new QCPTextElement(p, QString(), small);
+    m_cursorLabel = new CachedTextElement(p, QString(), small);
     m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
     p->plotLayout()->addElement(1, 0, m_cursorLabel);
     p->axisRect()->insetLayout()->take(p->legend);
@@ -56,7 +56,7 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     p->legend->setIconSize(24, 10);
     QFont tiny = font();
     tiny.setPointSizeF(tiny.pointSizeF() * 0.78);
-    m_assumptionsLabel = new QCPTextElement(p, QString(), tiny);
+    m_assumptionsLabel = new CachedTextElement(p, QString(), tiny);
     m_assumptionsLabel->setMargins(QMargins(6, 2, 6, 4));
     m_assumptionsLabel->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
     p->plotLayout()->addElement(4, 0, m_assumptionsLabel);

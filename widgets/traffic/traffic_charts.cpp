@@ -33,7 +33,7 @@ QCPTextElement* addLegendAndNote(QCustomPlot* p, const QFont& base) {
     p->legend->setIconSize(24, 10);
     QFont tiny = base;
     tiny.setPointSizeF(tiny.pointSizeF() * 0.78);
-    auto* note = new QCPTextElement(p, QString(), tiny);
+    auto* note = new CachedTextElement(p, QString(), tiny);
     note->setMargins(QMargins(6, 2, 6, 4));
     note->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
     p->plotLayout()->addElement(3, 0, note);
