@@ -384,6 +384,9 @@ private slots:
 
     // ---- cancellation, progress
     void cancellationIsHonouredQuickly() {
+        // "Quickly" is counted in the run's own steps, not in milliseconds (a clock here failed
+        // on a loaded machine): once cancel is set, the run reports at most one more step of
+        // progress and never reaches its end, of 50 timed repeats.
         ProbePlan p;
         p.model = defaultModel();
         p.format = fmt("int4-g32");
@@ -392,23 +395,29 @@ private slots:
         p.repeats = 50;
         std::atomic<bool> cancel{false};
         std::atomic<bool> started{false};
+        std::atomic<int> reportsAfterCancel{0};
+        std::atomic<double> lastPct{0};
         ProbeResult r;
         std::thread t([&] {
             r = runProbe(
-                p, [&](double pct, const std::string&) { started = started || pct >= 8; }, &cancel);
+                p,
+                [&](double pct, const std::string&) {
+                    if (cancel)
+                        ++reportsAfterCancel;
+                    lastPct = pct;
+                    started = started || pct >= 8;
+                },
+                &cancel);
         });
         while (!started)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        const auto t0 = std::chrono::steady_clock::now();
         cancel = true;
         t.join();
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
         QVERIFY(!r.ok());
         QCOMPARE(r.status, ProbeStatus::Cancelled);
         QCOMPARE(r.error.code, ErrorCode::Cancelled);
-        QVERIFY2(ms < 1500, qPrintable(QString::number(ms)));
+        QVERIFY2(reportsAfterCancel <= 1, qPrintable(QString::number(reportsAfterCancel)));
+        QVERIFY2(lastPct < 100, qPrintable(QString::number(lastPct)));
         // A check and a bench cancelled before they start return at once, cleanly.
         const CheckReport c = runCheck(CheckPlan{"cpu", 1, false, 0}, {}, &cancel);
         QCOMPARE(c.status, ProbeStatus::Cancelled);
