@@ -249,6 +249,9 @@ void MainWindow::buildUi() {
     m_mainSplitter->setStretchFactor(1, 1);
     m_mainSplitter->setCollapsible(1, false);
     setCentralWidget(m_mainSplitter);
+    // No dock widgets to animate: an animated QMainWindowLayout made a QPropertyAnimation for
+    // its central widget at each relayout (perf of bench_replot's engine switches).
+    setAnimated(false);
     buildStatusBar();
     resize(1600, 1000);
 }

@@ -107,6 +107,7 @@ public:
     using QApplication::QApplication;
     bool counting = false;
     std::map<std::string, double> msByEvent;
+    std::map<QString, double> layoutMsByWidget; // the layout requests' time, by receiver
     bool notify(QObject* receiver, QEvent* event) override {
         if (!counting || depth > 0) {
             ++depth;
@@ -118,7 +119,11 @@ public:
         const auto c0 = threadCpu();
         const bool r = QApplication::notify(receiver, event);
         --depth;
-        msByEvent[kindOf(event, receiver)] += (threadCpu() - c0).count();
+        const double ms = (threadCpu() - c0).count();
+        msByEvent[kindOf(event, receiver)] += ms;
+        if (event->type() == QEvent::LayoutRequest)
+            layoutMsByWidget[QString::fromLatin1(receiver->metaObject()->className()) +
+                             QLatin1Char('/') + receiver->objectName()] += ms;
         return r;
     }
 
@@ -372,6 +377,18 @@ int main(int argc, char** argv) {
                 "per change, mean):\n");
     for (const auto& [kind, total] : app.msByEvent)
         std::printf("    %-24s %.2f\n", kind.c_str(), total / double(changes));
+    {
+        // Which widgets' layouts the layout time goes to (a request laid out at a window
+        // includes every layout below it that was invalidated).
+        std::vector<std::pair<double, QString>> top;
+        for (const auto& [name, ms] : app.layoutMsByWidget)
+            top.emplace_back(ms, name);
+        std::sort(top.rbegin(), top.rend());
+        std::printf("  layout requests by widget (ms per change, mean), the most:\n");
+        for (std::size_t k = 0; k < std::min<std::size_t>(6, top.size()); ++k)
+            std::printf("    %-40s %.3f\n", qPrintable(top[k].second),
+                        top[k].first / double(changes));
+    }
     std::printf("  QCustomPlot::replot per chart (ms per change, mean):\n");
     for (const auto& [name, span] : spans)
         std::printf("    %-20s %.2f\n", qPrintable(name),

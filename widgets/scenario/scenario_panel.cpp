@@ -1155,18 +1155,26 @@ void ScenarioPanel::showScenario() {
 void ScenarioPanel::updateEnabledStates() {
     const QScopedValueRollback guard(m_updating, true);
     // Showing a widget lays its ancestors out at once (QWidgetPrivate::setVisible activates each
-    // parent's layout, up to the scroll area), so every row shown here laid the whole panel out
-    // again. With the panel's own layout off meanwhile, each group lays out only itself, and the
-    // panel is laid out once, after.
-    struct PanelLayoutPaused {
-        QLayout* top;
-        explicit PanelLayoutPaused(QLayout* l) : top(l) { top->setEnabled(false); }
-        ~PanelLayoutPaused() {
-            top->setEnabled(true);
-            top->invalidate();
+    // parent's layout, up to the scroll area), so every row shown here laid its group and the
+    // whole panel out again: ten times when the engine turns to vLLM and its rows come back.
+    // With the panel's and the groups' layouts off meanwhile, nothing is laid out until all
+    // rows are set, and then each layout once, after.
+    struct LayoutsPaused {
+        std::vector<QLayout*> layouts;
+        explicit LayoutsPaused(std::vector<QLayout*> ls) : layouts(std::move(ls)) {
+            for (QLayout* l : layouts)
+                l->setEnabled(false);
+        }
+        ~LayoutsPaused() {
+            for (QLayout* l : layouts) {
+                l->setEnabled(true);
+                l->invalidate();
+            }
         }
     };
-    const PanelLayoutPaused paused(layout());
+    const LayoutsPaused paused({layout(), m_attentionGroup->layout(), m_quantGroup->layout(),
+                                m_pagingGroup->layout(), m_prefixGroup->layout(),
+                                m_engine->parentWidget()->layout()});
     const core::Scenario& s = m_scenario;
     const core::ModelSpec& m = s.model;
     const auto mode = static_cast<core::AttentionMode>(m_attentionMode->currentData().toInt());

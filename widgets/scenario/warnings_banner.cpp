@@ -13,6 +13,7 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
 #include <QResizeEvent>
 #include <QScrollArea>
 #include <QStyle>
@@ -159,6 +160,39 @@ std::vector<BannerItem> bannerItems(const LedgerSnapshot& snap) {
     return out;
 }
 
+namespace {
+
+// A banner row's background: a tint over whatever the theme paints behind it, red for errors,
+// amber for warnings, none for notes. Painted here rather than by a style sheet: setting a
+// sheet re-parses it and re-polishes the row, a sixth of the banner's work when a change
+// turned a warning into an error (perf of bench_replot's engine switches).
+class TintedRow : public QWidget {
+public:
+    using QWidget::QWidget;
+    void setTint(const QColor& tint) {
+        if (tint == m_tint)
+            return;
+        m_tint = tint;
+        update();
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        if (m_tint.alpha() == 0)
+            return;
+        QPainter p(this);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setPen(Qt::NoPen);
+        p.setBrush(m_tint);
+        p.drawRoundedRect(QRectF(rect()), 3, 3);
+    }
+
+private:
+    QColor m_tint = Qt::transparent;
+};
+
+} // namespace
+
 WarningsBanner::WarningsBanner(QWidget* parent) : QFrame(parent) {
     setObjectName(QStringLiteral("warningsBanner"));
     setFrameShape(QFrame::NoFrame);
@@ -169,9 +203,8 @@ WarningsBanner::WarningsBanner(QWidget* parent) : QFrame(parent) {
     rows->setSpacing(2);
     for (int i = 0; i < kInlineItems; ++i) {
         Row& r = m_rows[static_cast<std::size_t>(i)];
-        r.row = new QWidget(this);
+        r.row = new TintedRow(this);
         r.row->setObjectName(QStringLiteral("bannerRow%1").arg(i));
-        r.row->setAttribute(Qt::WA_StyledBackground);
         auto* h = new QHBoxLayout(r.row);
         h->setContentsMargins(4, 1, 4, 1);
         h->setSpacing(6);
@@ -287,7 +320,6 @@ void WarningsBanner::setItems(std::vector<BannerItem> items) {
     const int n = static_cast<int>(m_items.size());
     // The first items in place, whole (they wrap); "Show all N" beside them for the rest.
     const int inlineRows = std::min(n, kInlineItems);
-    QStyle* st = style();
     for (int i = 0; i < kInlineItems; ++i) {
         Row& r = m_rows[static_cast<std::size_t>(i)];
         const bool empty = n == 0 && i == 0;
@@ -299,8 +331,8 @@ void WarningsBanner::setItems(std::vector<BannerItem> items) {
         if (empty) {
             if (r.style != -2) {
                 r.style = -2;
-                r.icon->setPixmap(st->standardIcon(QStyle::SP_DialogApplyButton).pixmap(16, 16));
-                r.row->setStyleSheet({});
+                r.icon->setPixmap(iconPixmap(QStyle::SP_DialogApplyButton));
+                static_cast<TintedRow*>(r.row)->setTint(Qt::transparent);
             }
             r.title->setVisible(false);
             r.text->setText(noWarningsText());
@@ -313,15 +345,13 @@ void WarningsBanner::setItems(std::vector<BannerItem> items) {
             const auto icon = it.severity == Severity::Error     ? QStyle::SP_MessageBoxCritical
                               : it.severity == Severity::Warning ? QStyle::SP_MessageBoxWarning
                                                                  : QStyle::SP_MessageBoxInformation;
-            r.icon->setPixmap(st->standardIcon(icon).pixmap(16, 16));
+            r.icon->setPixmap(iconPixmap(icon));
             // A tint over whatever the theme's background is: red for errors, amber for
             // warnings.
-            const char* tint = it.severity == Severity::Error     ? "rgba(220, 50, 47, 40)"
-                               : it.severity == Severity::Warning ? "rgba(230, 160, 0, 45)"
-                                                                  : "transparent";
-            r.row->setStyleSheet(
-                QStringLiteral("QWidget#%1 { background-color: %2; border-radius: 3px; }")
-                    .arg(r.row->objectName(), QLatin1String(tint)));
+            static_cast<TintedRow*>(r.row)->setTint(
+                it.severity == Severity::Error     ? QColor(220, 50, 47, 40)
+                : it.severity == Severity::Warning ? QColor(230, 160, 0, 45)
+                                                   : QColor(Qt::transparent));
         }
         r.title->setText(it.title + QLatin1Char(':'));
         r.title->setVisible(true);
@@ -333,6 +363,18 @@ void WarningsBanner::setItems(std::vector<BannerItem> items) {
     setToolTip(plainText());
     updatePopup();
     holdHeight();
+}
+
+QPixmap WarningsBanner::iconPixmap(QStyle::StandardPixmap icon) {
+    // QStyle::standardIcon reads the icon's files again at each call.
+    if (m_iconStyle != style()) {
+        m_icons.clear();
+        m_iconStyle = style();
+    }
+    auto it = m_icons.find(icon);
+    if (it == m_icons.end())
+        it = m_icons.emplace(icon, style()->standardIcon(icon).pixmap(16, 16)).first;
+    return it->second;
 }
 
 QString WarningsBanner::plainText() const {

@@ -9,9 +9,12 @@
 
 #include <QElapsedTimer>
 #include <QFrame>
+#include <QPixmap>
 #include <QPointer>
+#include <QStyle>
 
 #include <array>
+#include <map>
 #include <vector>
 
 class QDialog;
@@ -79,6 +82,9 @@ private:
         int style = -1; // the tint and icon last set: the severity, or -2 for "no warnings"
     };
     std::array<Row, kInlineItems> m_rows;
+    QPixmap iconPixmap(QStyle::StandardPixmap icon); // the 16 px icon, kept per style
+    std::map<int, QPixmap> m_icons;
+    const QStyle* m_iconStyle = nullptr;
     QTimer* m_settle = nullptr;
     QElapsedTimer m_lastChange;
     int m_heldHeight = 0;
