@@ -112,6 +112,8 @@ private slots:
     void tallBannerFits();
     void commandShowsEveryLine_data();
     void commandShowsEveryLine();
+    void bannerTintBySeverity_data();
+    void bannerTintBySeverity();
 
 private:
     void open(QSize size);
@@ -521,6 +523,44 @@ void TestLayout::tallBannerFits() {
     open(QSize(1366, 768)); // fails when the panels need more than the size asked
     QVERIFY(w->banner()->shownCount() >= 2);
     QVERIFY(w->rect().contains(rectIn(w->ladderView(), w)));
+}
+
+// The banner's rows are tinted by severity, over the theme's background: red for an error,
+// amber for a warning, none for a note (the row painted as the window behind it).
+void TestLayout::bannerTintBySeverity_data() {
+    QTest::addColumn<int>("severity");
+    QTest::addColumn<QString>("tint"); // "red", "amber", "none"
+    QTest::addRow("error") << int(widgets::Severity::Error) << "red";
+    QTest::addRow("warning") << int(widgets::Severity::Warning) << "amber";
+    QTest::addRow("note") << int(widgets::Severity::Note) << "none";
+}
+
+void TestLayout::bannerTintBySeverity() {
+    QFETCH(int, severity);
+    QFETCH(QString, tint);
+    open({1600, 1000});
+    widgets::WarningsBanner* banner = m_window->banner();
+    widgets::BannerItem item;
+    item.severity = static_cast<widgets::Severity>(severity);
+    item.kind = QStringLiteral("note");
+    item.title = QStringLiteral("Title");
+    item.text = QStringLiteral("short");
+    banner->setItems({item});
+    QCoreApplication::processEvents();
+    auto* row = banner->findChild<QWidget*>(QStringLiteral("bannerRow0"));
+    QVERIFY(row && row->isVisible());
+    // A pixel of the row right of its short text.
+    const QImage img = row->grab().toImage();
+    const QColor c = img.pixelColor(img.width() - 6, img.height() / 2);
+    const QColor bg = row->palette().color(QPalette::Window);
+    const QString got = QStringLiteral("%1 over %2").arg(c.name(), bg.name());
+    if (tint == QLatin1String("none")) {
+        QCOMPARE(c.name(), bg.name());
+    } else if (tint == QLatin1String("red")) {
+        QVERIFY2(c.red() - c.green() > 15 && c.red() - c.blue() > 15, qPrintable(got));
+    } else {
+        QVERIFY2(c.red() - c.blue() > 15 && c.green() - c.blue() > 8, qPrintable(got));
+    }
 }
 
 void TestLayout::commandShowsEveryLine_data() {
