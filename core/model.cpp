@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 
 namespace kvl::core {
 
@@ -176,41 +177,45 @@ std::optional<std::string> checkRange(const std::string& who, const char* field,
     return std::nullopt;
 }
 
+// One size field of a state spec and its upper bound; every one must be at least 1.
+struct StateField {
+    const char* name;
+    std::int64_t value;
+    std::int64_t hi;
+};
+
+// The first field out of range, in the order given (the order the errors have always named).
+std::optional<std::string> firstOutOfRange(const std::string& who,
+                                           std::initializer_list<StateField> fields) {
+    for (const StateField& f : fields)
+        if (auto e = checkRange(who, f.name, f.value, 1, f.hi))
+            return e;
+    return std::nullopt;
+}
+
 std::optional<std::string> validateState(const std::string& who, const StateSpec& st) {
     const std::string w = who + ": state";
+    const StateField conv{"conv_kernel", st.convKernel, 1024};
+    const StateField inner{"intermediate_size", st.intermediateSize, kMaxWidth};
+    const StateField stateSize{"state_size", st.stateSize, kMaxHeadDim};
     switch (st.kind) {
     case StateKind::Mamba1:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner, stateSize, conv});
     case StateKind::Mamba2:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        if (auto e = checkRange(w, "num_heads", st.numHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "head_dim", st.headDim, 1, kMaxHeadDim))
-            return e;
-        if (auto e = checkRange(w, "n_groups", st.nGroups, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner,
+                                   {"num_heads", st.numHeads, kMaxHeads},
+                                   {"head_dim", st.headDim, kMaxHeadDim},
+                                   {"n_groups", st.nGroups, kMaxHeads},
+                                   stateSize,
+                                   conv});
     case StateKind::GatedDeltaNet:
-        if (auto e = checkRange(w, "num_key_heads", st.numKeyHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "num_value_heads", st.numValueHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "key_head_dim", st.keyHeadDim, 1, kMaxHeadDim))
-            return e;
-        if (auto e = checkRange(w, "value_head_dim", st.valueHeadDim, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {{"num_key_heads", st.numKeyHeads, kMaxHeads},
+                                   {"num_value_heads", st.numValueHeads, kMaxHeads},
+                                   {"key_head_dim", st.keyHeadDim, kMaxHeadDim},
+                                   {"value_head_dim", st.valueHeadDim, kMaxHeadDim},
+                                   conv});
     case StateKind::ShortConv:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner, conv});
     }
     return std::nullopt;
 }
