@@ -131,16 +131,11 @@ BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
     p->yAxis->grid()->setVisible(false);
     p->yAxis->setRange(-0.6, 0.6);
     // Legend below the bars, filled row-wise.
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(2, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(2, 0.001);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
+    placeLegendInRow(p, 2);
     p->legend->setVisible(true);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     p->legend->setFont(small);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
     p->legend->setIconSize(18, 10); // two columns of entries fit a 1366 x 768 window
     for (int i = 0; i < kSegments; ++i) {
         auto* bars = new QCPBars(p->yAxis, p->xAxis);

@@ -25,4 +25,26 @@ inline int legendColumnsFor(const QCPLegend* legend, int width, int maxColumns) 
     return std::clamp(width / std::max(1, entry), 1, std::max(1, maxColumns));
 }
 
+// A row of its own under the title (row 1) for the cursor's exact values, where they never
+// hide a curve; the text element that shows them, empty until the cursor moves.
+inline QCPTextElement* addCursorRow(QCustomPlot* p, const QFont& font) {
+    p->plotLayout()->insertRow(1);
+    auto* label = new QCPTextElement(p, QString(), font);
+    label->setMargins(QMargins(0, 0, 0, 4));
+    p->plotLayout()->addElement(1, 0, label);
+    return label;
+}
+
+// Moves the legend out of the plot into row `row` of the layout, under the plot where it never
+// hides a curve: kept to its own height and filled row by row, three entries a row until
+// legendColumnsFor says otherwise.
+inline void placeLegendInRow(QCustomPlot* p, int row) {
+    p->axisRect()->insetLayout()->take(p->legend);
+    p->plotLayout()->addElement(row, 0, p->legend);
+    p->plotLayout()->setRowStretchFactor(row, 0.001);
+    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    p->legend->setWrap(3);
+    p->legend->setMargins(QMargins(4, 2, 4, 2));
+}
+
 } // namespace kvl::widgets

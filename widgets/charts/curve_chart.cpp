@@ -1,6 +1,7 @@
 #include "widgets/charts/curve_chart.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 #include "widgets/scenario/token_spin_box.h"
@@ -58,18 +59,9 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_poolLabel->setVisible(kind == CurveKind::Memory);
 
     m_cursor = new QCPItemStraightLine(p);
-    // The cursor's exact values sit under the title, where they never hide a curve.
-    p->plotLayout()->insertRow(1);
-    m_cursorLabel = new QCPTextElement(p, QString(), legendFont);
-    m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
-    p->plotLayout()->addElement(1, 0, m_cursorLabel);
+    m_cursorLabel = addCursorRow(p, legendFont);
     // The legend goes under the plot, never over a curve: rows are title, cursor, plot, legend.
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(3, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(3, 0.001);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
+    placeLegendInRow(p, 3);
     m_capLine = new QCPItemStraightLine(p);
     m_capLine->setClipToAxisRect(true);
     m_capLabelItem = new QCPItemText(p);
