@@ -35,6 +35,17 @@ inline QCPTextElement* addCursorRow(QCustomPlot* p, const QFont& font) {
     return label;
 }
 
+// The label centred on the plot that stands in for curves there are none of (an error, "no
+// measurements"); hidden until the chart has something to say there.
+inline QCPItemText* addEmptyLabel(QCustomPlot* p) {
+    auto* t = new QCPItemText(p);
+    t->position->setType(QCPItemPosition::ptAxisRectRatio);
+    t->position->setCoords(0.5, 0.5);
+    t->setPositionAlignment(Qt::AlignCenter);
+    t->setVisible(false);
+    return t;
+}
+
 // Moves the legend out of the plot into row `row` of the layout, under the plot where it never
 // hides a curve: kept to its own height and filled row by row, three entries a row until
 // legendColumnsFor says otherwise.

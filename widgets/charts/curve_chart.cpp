@@ -72,11 +72,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_capLabelItem->setClipToAxisRect(true);
     m_capLine->setVisible(false);
     m_capLabelItem->setVisible(false);
-    m_emptyLabel = new QCPItemText(p);
-    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_emptyLabel->position->setCoords(0.5, 0.5);
-    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
-    m_emptyLabel->setVisible(false);
+    m_emptyLabel = addEmptyLabel(p);
     // Measured points draw above the legend: it must never hide a measurement.
     p->addLayer(QStringLiteral("measured"), p->layer(QStringLiteral("legend")),
                 QCustomPlot::limAbove);

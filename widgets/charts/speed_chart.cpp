@@ -73,11 +73,7 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
         t->setFont(small);
         t->setClipToAxisRect(true);
     }
-    m_emptyLabel = new QCPItemText(p);
-    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_emptyLabel->position->setCoords(0.5, 0.5);
-    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
-    m_emptyLabel->setVisible(false);
+    m_emptyLabel = addEmptyLabel(p);
     m_tracer = new QCPItemTracer(p);
     m_tracer->setStyle(QCPItemTracer::tsCircle);
     m_tracer->setSize(8);

@@ -37,15 +37,6 @@ QCPTextElement* addLegendAndNote(QCustomPlot* p, const QFont& base) {
     return note;
 }
 
-QCPItemText* addEmptyLabel(QCustomPlot* p) {
-    auto* t = new QCPItemText(p);
-    t->position->setType(QCPItemPosition::ptAxisRectRatio);
-    t->position->setCoords(0.5, 0.5);
-    t->setPositionAlignment(Qt::AlignCenter);
-    t->setVisible(false);
-    return t;
-}
-
 void fitLegend(QCustomPlot* p, int width) {
     QCPLegend* legend = p->legend;
     legend->setWrap(legendColumnsFor(legend, width, 3));
