@@ -13,10 +13,29 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 namespace kvl::core {
 
 namespace {
+
+// The fields every engine's figures fill alike; `c` is the engine's own result, which names its
+// log lines, command and error the same way.
+template <class Computed>
+EngineResult engineResult(Engine engine, std::string version, const Computed& c,
+                          std::int64_t poolBytes, std::int64_t poolTokens,
+                          std::int64_t bytesPerToken) {
+    EngineResult r;
+    r.engine = engine;
+    r.version = std::move(version);
+    r.kvPoolBytesPerGpu = poolBytes;
+    r.poolTokens = poolTokens;
+    r.kvBytesPerTokenPerGpu = bytesPerToken;
+    r.logLines = c.logLines;
+    r.command = c.command;
+    r.error = c.error;
+    return r;
+}
 
 EngineResult fromVllm(const Scenario& s) {
     const LedgerResult l = computeLedger(s);
@@ -36,15 +55,8 @@ EngineResult fromVllm(const Scenario& s) {
 
 EngineResult fromLlamaCpp(const Scenario& s) {
     const auto l = llamacpp::compute(s);
-    EngineResult r;
-    r.engine = Engine::Llamacpp;
-    r.version = "master 2026 (src/llama-kv-cache.cpp)";
-    r.kvPoolBytesPerGpu = l.totalBytes;
-    r.poolTokens = l.nCtx;
-    r.kvBytesPerTokenPerGpu = l.bytesPerToken;
-    r.logLines = l.logLines;
-    r.command = l.command;
-    r.error = l.error;
+    EngineResult r = engineResult(Engine::Llamacpp, "master 2026 (src/llama-kv-cache.cpp)", l,
+                                  l.totalBytes, l.nCtx, l.bytesPerToken);
     if (r.error.empty()) {
         // A sequence holds at most n_ctx_seq cells; with a unified cache the sequences share
         // n_ctx, without it each has its own stream.
@@ -83,15 +95,9 @@ EngineResult fromLlamaCpp(const Scenario& s) {
 
 EngineResult fromSglang(const Scenario& s) {
     const auto g = sglang::compute(s);
-    EngineResult r;
-    r.engine = Engine::Sglang;
-    r.version = "main 2026 (model_runner_kv_cache_mixin.py)";
-    r.kvPoolBytesPerGpu = satMul(g.maxTotalNumTokens, g.cellSize);
-    r.poolTokens = g.maxTotalNumTokens;
-    r.kvBytesPerTokenPerGpu = g.cellSize;
-    r.logLines = g.logLines;
-    r.command = g.command;
-    r.error = g.error;
+    EngineResult r =
+        engineResult(Engine::Sglang, "main 2026 (model_runner_kv_cache_mixin.py)", g,
+                     satMul(g.maxTotalNumTokens, g.cellSize), g.maxTotalNumTokens, g.cellSize);
     if (r.error.empty()) {
         // The radix pool is token-granular: requests of the context that fit, at most
         // max_running_requests.
@@ -109,15 +115,8 @@ EngineResult fromSglang(const Scenario& s) {
 
 EngineResult fromTrtllm(const Scenario& s) {
     const auto t = trtllm::compute(s);
-    EngineResult r;
-    r.engine = Engine::Trtllm;
-    r.version = "main 2026 (_torch/pyexecutor/_util.py)";
-    r.kvPoolBytesPerGpu = t.poolBytes;
-    r.poolTokens = t.poolTokens;
-    r.kvBytesPerTokenPerGpu = t.kvSizePerToken;
-    r.logLines = t.logLines;
-    r.command = t.command;
-    r.error = t.error;
+    EngineResult r = engineResult(Engine::Trtllm, "main 2026 (_torch/pyexecutor/_util.py)", t,
+                                  t.poolBytes, t.poolTokens, t.kvSizePerToken);
     if (r.error.empty()) {
         // Whole blocks per request.
         const int tpb = std::max(1, s.engine.trtllm.tokensPerBlock);

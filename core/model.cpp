@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 
 namespace kvl::core {
 
@@ -176,41 +177,46 @@ std::optional<std::string> checkRange(const std::string& who, const char* field,
     return std::nullopt;
 }
 
+// One field to check with checkRange: its name, its value and the bounds it must lie within.
+struct Bounded {
+    const char* name;
+    std::int64_t value;
+    std::int64_t lo;
+    std::int64_t hi;
+};
+
+// The first field out of range, in the order given (the order the errors have always named).
+std::optional<std::string> firstOutOfRange(const std::string& who,
+                                           std::initializer_list<Bounded> fields) {
+    for (const Bounded& f : fields)
+        if (auto e = checkRange(who, f.name, f.value, f.lo, f.hi))
+            return e;
+    return std::nullopt;
+}
+
 std::optional<std::string> validateState(const std::string& who, const StateSpec& st) {
     const std::string w = who + ": state";
+    const Bounded conv{"conv_kernel", st.convKernel, 1, 1024};
+    const Bounded inner{"intermediate_size", st.intermediateSize, 1, kMaxWidth};
+    const Bounded stateSize{"state_size", st.stateSize, 1, kMaxHeadDim};
     switch (st.kind) {
     case StateKind::Mamba1:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner, stateSize, conv});
     case StateKind::Mamba2:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        if (auto e = checkRange(w, "num_heads", st.numHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "head_dim", st.headDim, 1, kMaxHeadDim))
-            return e;
-        if (auto e = checkRange(w, "n_groups", st.nGroups, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "state_size", st.stateSize, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner,
+                                   {"num_heads", st.numHeads, 1, kMaxHeads},
+                                   {"head_dim", st.headDim, 1, kMaxHeadDim},
+                                   {"n_groups", st.nGroups, 1, kMaxHeads},
+                                   stateSize,
+                                   conv});
     case StateKind::GatedDeltaNet:
-        if (auto e = checkRange(w, "num_key_heads", st.numKeyHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "num_value_heads", st.numValueHeads, 1, kMaxHeads))
-            return e;
-        if (auto e = checkRange(w, "key_head_dim", st.keyHeadDim, 1, kMaxHeadDim))
-            return e;
-        if (auto e = checkRange(w, "value_head_dim", st.valueHeadDim, 1, kMaxHeadDim))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {{"num_key_heads", st.numKeyHeads, 1, kMaxHeads},
+                                   {"num_value_heads", st.numValueHeads, 1, kMaxHeads},
+                                   {"key_head_dim", st.keyHeadDim, 1, kMaxHeadDim},
+                                   {"value_head_dim", st.valueHeadDim, 1, kMaxHeadDim},
+                                   conv});
     case StateKind::ShortConv:
-        if (auto e = checkRange(w, "intermediate_size", st.intermediateSize, 1, kMaxWidth))
-            return e;
-        return checkRange(w, "conv_kernel", st.convKernel, 1, 1024);
+        return firstOutOfRange(w, {inner, conv});
     }
     return std::nullopt;
 }
@@ -281,27 +287,16 @@ std::optional<std::string> ModelSpec::validate() const {
         if (auto e = validateState(who, *state))
             return e;
     }
-    if (auto e = checkRange(who, "params", params, 0, kMaxParams))
-        return e;
-    if (auto e = checkRange(who, "max_context", maxContext, 1, kMaxContext))
-        return e;
-    if (auto e = checkRange(who, "hidden_size", hiddenSize, 0, kMaxWidth))
-        return e;
-    if (auto e = checkRange(who, "intermediate_size", intermediateSize, 0, kMaxWidth))
-        return e;
-    if (auto e = checkRange(who, "moe_intermediate_size", moeIntermediateSize, 0, kMaxWidth))
-        return e;
-    if (auto e = checkRange(who, "vocab_size", vocabSize, 0, kMaxWidth))
-        return e;
-    if (auto e = checkRange(who, "num_experts", numExperts, 0, kMaxExperts))
-        return e;
-    if (auto e = checkRange(who, "experts_per_token", expertsPerToken, 0, numExperts))
-        return e;
-    if (auto e = checkRange(who, "num_shared_experts", numSharedExperts, 0, kMaxExperts))
-        return e;
-    if (auto e = checkRange(who, "first_dense_layers", firstDenseLayers, 0, numLayers()))
-        return e;
-    return std::nullopt;
+    return firstOutOfRange(who, {{"params", params, 0, kMaxParams},
+                                 {"max_context", maxContext, 1, kMaxContext},
+                                 {"hidden_size", hiddenSize, 0, kMaxWidth},
+                                 {"intermediate_size", intermediateSize, 0, kMaxWidth},
+                                 {"moe_intermediate_size", moeIntermediateSize, 0, kMaxWidth},
+                                 {"vocab_size", vocabSize, 0, kMaxWidth},
+                                 {"num_experts", numExperts, 0, kMaxExperts},
+                                 {"experts_per_token", expertsPerToken, 0, numExperts},
+                                 {"num_shared_experts", numSharedExperts, 0, kMaxExperts},
+                                 {"first_dense_layers", firstDenseLayers, 0, numLayers()}});
 }
 
 ModelSpec withLayerCount(const ModelSpec& model, int n) {

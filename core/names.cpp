@@ -133,4 +133,12 @@ std::string shownName(std::string_view name, std::size_t most) {
     return out;
 }
 
+std::string lowerAscii(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
 } // namespace kvl::core

@@ -4,6 +4,7 @@
 // name a typo most likely meant. Kept apart from units.h, which nearly every file includes.
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,5 +32,18 @@ std::string didYouMean(std::string_view typed, const std::vector<std::string>& n
 // message: control bytes as \xNN (the name may hold a newline), cut to `most` characters with
 // "..." after.
 std::string shownName(std::string_view name, std::size_t most = 64);
+
+// Lower-cases ASCII letters only, whatever the locale (ids are compared case-insensitively).
+std::string lowerAscii(std::string_view s);
+
+// The element of `items` (models, GPUs: anything with an `id`) whose id is `id` but for ASCII
+// case; null when there is none.
+template <class Range> auto findById(const Range& items, std::string_view id) {
+    const std::string key = lowerAscii(id);
+    for (const auto& item : items)
+        if (lowerAscii(item.id) == key)
+            return &item;
+    return static_cast<decltype(&*std::begin(items))>(nullptr);
+}
 
 } // namespace kvl::core

@@ -18,6 +18,11 @@ inline std::int64_t satMul(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
     return __builtin_mul_overflow(a, b, &r) ? kSaturated : r;
 }
+// A product of counts that cannot be negative (bytes x requests, GPUs x replicas): a factor at or
+// below 0 makes it 0, not a negative figure.
+inline std::int64_t satMulCounts(std::int64_t a, std::int64_t b) {
+    return a <= 0 || b <= 0 ? 0 : satMul(a, b);
+}
 inline std::int64_t satSub(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
     return __builtin_sub_overflow(a, b, &r)

@@ -116,21 +116,33 @@ KVL_HD std::uint16_t floatToBf16(float f) {
 inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE5m2Max = 57344.0f;
 
-KVL_HD std::uint8_t floatToE4m3(float f) {
+// Both FP8 formats round alike: `mantBits` mantissa bits, exponent bias `bias`, saturating at
+// `maxCode` (the code of `maxValue`); below `minNormal` (2^(1-bias)) subnormal steps of
+// 1 / subnormalScale. NaN keeps its sign and becomes 0x7f.
+KVL_HD std::uint8_t floatToFp8(float f, unsigned mantBits, unsigned bias, std::uint32_t maxCode,
+                               float maxValue, float minNormal, float subnormalScale) {
+    const unsigned shift = 23u - mantBits;
     const std::uint32_t x = floatToBits(f);
     const std::uint8_t sign = std::uint8_t((x >> 24) & 0x80u);
     const std::uint32_t a = x & 0x7fffffffu;
     if (a > 0x7f800000u)
         return std::uint8_t(sign | 0x7fu);
     const float v = bitsToFloat(a);
-    if (v >= kE4m3Max)
-        return std::uint8_t(sign | 0x7eu);
-    if (v < 0.015625f) // below 2^-6: subnormal, step 2^-9
-        return std::uint8_t(sign | std::uint8_t(roundEven(v * 512.0f)));
-    std::uint32_t r = (a + 0x7ffffu + ((a >> 20) & 1u) - (120u << 23)) >> 20;
-    if (r > 0x7eu)
-        r = 0x7eu;
+    if (v >= maxValue)
+        return std::uint8_t(sign | maxCode);
+    if (v < minNormal)
+        return std::uint8_t(sign | std::uint8_t(roundEven(v * subnormalScale)));
+    // Round to nearest even at the dropped bits, then rebias the exponent.
+    std::uint32_t r =
+        (a + ((1u << (shift - 1u)) - 1u) + ((a >> shift) & 1u) - ((127u - bias) << 23)) >> shift;
+    if (r > maxCode)
+        r = maxCode;
     return std::uint8_t(sign | r);
+}
+
+KVL_HD std::uint8_t floatToE4m3(float f) {
+    // 2^-6 is the least normal; subnormals step by 2^-9.
+    return floatToFp8(f, 3u, 7u, 0x7eu, kE4m3Max, 0.015625f, 512.0f);
 }
 
 KVL_HD float e4m3ToFloat(std::uint8_t b) {
@@ -148,20 +160,8 @@ KVL_HD float e4m3ToFloat(std::uint8_t b) {
 
 // OCP FP8 E5M2 (IEEE-like, max finite 57344); saturating to the max finite value.
 KVL_HD std::uint8_t floatToE5m2(float f) {
-    const std::uint32_t x = floatToBits(f);
-    const std::uint8_t sign = std::uint8_t((x >> 24) & 0x80u);
-    const std::uint32_t a = x & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return std::uint8_t(sign | 0x7fu);
-    const float v = bitsToFloat(a);
-    if (v >= kE5m2Max)
-        return std::uint8_t(sign | 0x7bu);
-    if (v < 6.103515625e-05f) // below 2^-14: subnormal, step 2^-16
-        return std::uint8_t(sign | std::uint8_t(roundEven(v * 65536.0f)));
-    std::uint32_t r = (a + 0xfffffu + ((a >> 21) & 1u) - (112u << 23)) >> 21;
-    if (r > 0x7bu)
-        r = 0x7bu;
-    return std::uint8_t(sign | r);
+    // 2^-14 is the least normal; subnormals step by 2^-16.
+    return floatToFp8(f, 2u, 15u, 0x7bu, kE5m2Max, 6.103515625e-05f, 65536.0f);
 }
 
 KVL_HD float e5m2ToFloat(std::uint8_t b) {

@@ -240,6 +240,14 @@ std::vector<AppOption> viewOptions() {
     };
 }
 
+// The entry of `table` called `name` (exactly); null when there is none.
+template <class T> const T* findNamed(const std::vector<T>& table, std::string_view name) {
+    for (const T& entry : table)
+        if (entry.name == name)
+            return &entry;
+    return nullptr;
+}
+
 } // namespace
 
 // The table of every option, in the order the help lists them.
@@ -254,10 +262,7 @@ const std::vector<AppOption>& appOptions() {
 }
 
 const AppOption* findAppOption(std::string_view name) {
-    for (const auto& o : appOptions())
-        if (o.name == name)
-            return &o;
-    return nullptr;
+    return findNamed(appOptions(), name);
 }
 
 const std::vector<CommandSpec>& commands() {
@@ -324,10 +329,7 @@ const std::vector<CommandSpec>& commands() {
 }
 
 const CommandSpec* findCommand(std::string_view name) {
-    for (const auto& c : commands())
-        if (c.name == name)
-            return &c;
-    return nullptr;
+    return findNamed(commands(), name);
 }
 
 QString q(std::string_view s) {

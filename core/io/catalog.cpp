@@ -211,30 +211,31 @@ template <class T> const T& builtinOrDie(const Result<T>& r) {
     return r.value();
 }
 
-} // namespace
-
-Result<std::vector<core::ModelSpec>> parseModelCatalog(std::string_view json,
-                                                       std::string_view sourceName) {
-    return readDocument<std::vector<core::ModelSpec>>(json, sourceName, [](const Field& top) {
-        std::vector<core::ModelSpec> out;
+// A catalog document: each entry of its `key` array read by `fromEntry`, which refuses an id
+// `seen` already holds.
+template <class Spec, class FromEntry>
+Result<std::vector<Spec>> parseCatalog(std::string_view json, std::string_view sourceName,
+                                       const char* key, FromEntry fromEntry) {
+    return readDocument<std::vector<Spec>>(json, sourceName, [&](const Field& top) {
+        std::vector<Spec> out;
         std::set<std::string> seen;
-        const Field entries = catalogEntries(top, "models");
+        const Field entries = catalogEntries(top, key);
         for (std::size_t k = 0; k < entries.size(); ++k)
-            out.push_back(modelFromCatalog(entries.at(k), seen));
+            out.push_back(fromEntry(entries.at(k), seen));
         return out;
     });
 }
 
+} // namespace
+
+Result<std::vector<core::ModelSpec>> parseModelCatalog(std::string_view json,
+                                                       std::string_view sourceName) {
+    return parseCatalog<core::ModelSpec>(json, sourceName, "models", modelFromCatalog);
+}
+
 Result<std::vector<core::GpuSpec>> parseGpuCatalog(std::string_view json,
                                                    std::string_view sourceName) {
-    return readDocument<std::vector<core::GpuSpec>>(json, sourceName, [](const Field& top) {
-        std::vector<core::GpuSpec> out;
-        std::set<std::string> seen;
-        const Field entries = catalogEntries(top, "gpus");
-        for (std::size_t k = 0; k < entries.size(); ++k)
-            out.push_back(gpuFromCatalog(entries.at(k), seen));
-        return out;
-    });
+    return parseCatalog<core::GpuSpec>(json, sourceName, "gpus", gpuFromCatalog);
 }
 
 const std::vector<core::ModelSpec>& builtinModels() {
@@ -248,19 +249,11 @@ const std::vector<core::GpuSpec>& builtinGpus() {
 }
 
 const core::ModelSpec* findModel(std::string_view id) {
-    const std::string key = lowerAscii(id);
-    for (const auto& m : builtinModels())
-        if (lowerAscii(m.id) == key)
-            return &m;
-    return nullptr;
+    return core::findById(builtinModels(), id);
 }
 
 const core::GpuSpec* findGpu(std::string_view id) {
-    const std::string key = lowerAscii(id);
-    for (const auto& g : builtinGpus())
-        if (lowerAscii(g.id) == key)
-            return &g;
-    return nullptr;
+    return core::findById(builtinGpus(), id);
 }
 
 } // namespace kvl::io

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 namespace kvl::io {
 
@@ -187,6 +188,23 @@ void readArray(Reader& r, const std::string& key, GgufInfo& g) {
     }
 }
 
+// The "{arch}." integer keys read into a field as they are.
+struct ArchInt {
+    std::string_view key;
+    std::int64_t GgufInfo::*field;
+};
+
+constexpr ArchInt kArchInts[] = {
+    {"block_count", &GgufInfo::blockCount},
+    {"context_length", &GgufInfo::contextLength},
+    {"embedding_length", &GgufInfo::embeddingLength},
+    {"attention.head_count", &GgufInfo::headCount},
+    {"attention.key_length", &GgufInfo::keyLength},
+    {"attention.value_length", &GgufInfo::valueLength},
+    {"attention.sliding_window", &GgufInfo::slidingWindow},
+    {"expert_count", &GgufInfo::expertCount},
+};
+
 // A scalar value of `size` bytes: the integers KV Ledger reads (`prefix` is "{arch}.").
 void readScalar(Reader& r, const std::string& key, std::uint32_t type, std::int64_t size,
                 const std::string& prefix, GgufInfo& g) {
@@ -203,24 +221,12 @@ void readScalar(Reader& r, const std::string& key, std::uint32_t type, std::int6
         g.alignment = *v;
     else if (key == "general.file_type")
         g.fileType = std::string(core::llamacpp::llamaFtypeName(*v));
-    else if (k == "block_count")
-        g.blockCount = *v;
-    else if (k == "context_length")
-        g.contextLength = *v;
-    else if (k == "embedding_length")
-        g.embeddingLength = *v;
-    else if (k == "attention.head_count")
-        g.headCount = *v;
     else if (k == "attention.head_count_kv")
         g.headCountKv = {*v};
-    else if (k == "attention.key_length")
-        g.keyLength = *v;
-    else if (k == "attention.value_length")
-        g.valueLength = *v;
-    else if (k == "attention.sliding_window")
-        g.slidingWindow = *v;
-    else if (k == "expert_count")
-        g.expertCount = *v;
+    else
+        for (const ArchInt& a : kArchInts)
+            if (k == a.key)
+                g.*a.field = *v;
 }
 
 // The `nKv` metadata key/values, then the alignment they set.

@@ -217,12 +217,4 @@ Result<nlohmann::json> parseObjectDocument(std::string_view text, std::string_vi
     return doc;
 }
 
-std::string lowerAscii(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
 } // namespace kvl::io

@@ -18,6 +18,7 @@
 // returns kvl::Result.
 
 #include "core/io/json.h"
+#include "core/names.h"
 #include "core/result.h"
 
 #include <nlohmann/json.hpp>
@@ -133,7 +134,7 @@ Result<T> readDocument(std::string_view text, std::string_view file, F&& body,
     return guarded<T>(file, [&]() -> Result<T> { return body(Field(doc.value(), file)); });
 }
 
-// Lower-cases ASCII letters (ids are compared case-insensitively).
-std::string lowerAscii(std::string_view s);
+// core's, for io's readers (ids are compared case-insensitively).
+using core::lowerAscii;
 
 } // namespace kvl::io

@@ -1,5 +1,7 @@
 #include "model_fields.h"
 
+#include <type_traits>
+
 namespace kvl::io {
 
 namespace {
@@ -7,6 +9,66 @@ namespace {
 template <class Int> void readInt(const Field& f, Int& out, std::int64_t lo, std::int64_t hi) {
     if (const auto v = f.optInteger(lo, hi))
         out = static_cast<Int>(*v);
+}
+
+// The reader for the fields architectureFields names: a whole number in [0, hi], or a boolean (no
+// bound). A field that is absent leaves the default.
+template <class T> void readField(const Field& f, T& out, std::int64_t hi) {
+    if constexpr (std::is_same_v<T, bool>) {
+        if (const auto v = f.optBoolean())
+            out = *v;
+    } else {
+        readInt(f, out, 0, hi);
+    }
+}
+
+// The state spec's int fields after intermediate_size (an int64), in file order, each with its
+// largest value: read and written from this one table so that the two cannot drift apart.
+struct StateInt {
+    const char* name;
+    int core::StateSpec::*field;
+    std::int64_t hi;
+};
+
+constexpr StateInt kStateInts[] = {
+    {"num_heads", &core::StateSpec::numHeads, core::kMaxHeads},
+    {"head_dim", &core::StateSpec::headDim, core::kMaxHeadDim},
+    {"n_groups", &core::StateSpec::nGroups, core::kMaxHeads},
+    {"state_size", &core::StateSpec::stateSize, core::kMaxHeadDim},
+    {"conv_kernel", &core::StateSpec::convKernel, 1024},
+    {"chunk_size", &core::StateSpec::chunkSize, core::kMaxContext},
+    {"num_key_heads", &core::StateSpec::numKeyHeads, core::kMaxHeads},
+    {"num_value_heads", &core::StateSpec::numValueHeads, core::kMaxHeads},
+    {"key_head_dim", &core::StateSpec::keyHeadDim, core::kMaxHeadDim},
+    {"value_head_dim", &core::StateSpec::valueHeadDim, core::kMaxHeadDim},
+};
+
+// The architecture fields but `source`, in file order: one list for reading and writing (the
+// bound is unused for the booleans).
+template <class Model, class Visit> void architectureFields(Model& m, Visit&& visit) {
+    visit("qk_nope_head_dim", m.qkNopeHeadDim, core::kMaxHeadDim);
+    visit("sparse_mla", m.sparseMla, 0);
+    visit("index_head_dim", m.indexHeadDim, core::kMaxHeadDim);
+    visit("head_dim_v", m.headDimV, core::kMaxHeadDim);
+    visit("intermediate_size", m.intermediateSize, core::kMaxWidth);
+    visit("moe_intermediate_size", m.moeIntermediateSize, core::kMaxWidth);
+    visit("num_experts", m.numExperts, core::kMaxExperts);
+    visit("experts_per_token", m.expertsPerToken, core::kMaxExperts);
+    visit("num_shared_experts", m.numSharedExperts, core::kMaxExperts);
+    visit("first_dense_layers", m.firstDenseLayers, core::kMaxLayers);
+    visit("vocab_size", m.vocabSize, core::kMaxWidth);
+    visit("tie_word_embeddings", m.tieWordEmbeddings, 0);
+}
+
+// Visitors for architectureFields: one reads each field from `from`, one writes it into `to`.
+auto readerFrom(const Field& from) {
+    return [&from](const char* name, auto& field, std::int64_t hi) {
+        readField(from[name], field, hi);
+    };
+}
+
+auto writerTo(nlohmann::ordered_json& to) {
+    return [&to](const char* name, const auto& field, std::int64_t) { to[name] = field; };
 }
 
 std::optional<core::KvDtype> readStateDtype(const Field& f) {
@@ -40,16 +102,8 @@ core::StateSpec readStateSpec(const Field& f) {
         kind.failOneOf({"mamba1", "mamba2", "gated_delta_net", "short_conv"});
     s.kind = *k;
     readInt(f["intermediate_size"], s.intermediateSize, 0, core::kMaxWidth);
-    readInt(f["num_heads"], s.numHeads, 0, core::kMaxHeads);
-    readInt(f["head_dim"], s.headDim, 0, core::kMaxHeadDim);
-    readInt(f["n_groups"], s.nGroups, 0, core::kMaxHeads);
-    readInt(f["state_size"], s.stateSize, 0, core::kMaxHeadDim);
-    readInt(f["conv_kernel"], s.convKernel, 0, 1024);
-    readInt(f["chunk_size"], s.chunkSize, 0, core::kMaxContext);
-    readInt(f["num_key_heads"], s.numKeyHeads, 0, core::kMaxHeads);
-    readInt(f["num_value_heads"], s.numValueHeads, 0, core::kMaxHeads);
-    readInt(f["key_head_dim"], s.keyHeadDim, 0, core::kMaxHeadDim);
-    readInt(f["value_head_dim"], s.valueHeadDim, 0, core::kMaxHeadDim);
+    for (const StateInt& n : kStateInts)
+        readInt(f[n.name], s.*n.field, 0, n.hi);
     s.convDtype = readStateDtype(f["conv_dtype"]);
     const Field ssm = f["ssm_dtype"];
     if (ssm && ssm.isString() && ssm.string() == core::kNemotronHSsmDefaultName)
@@ -63,16 +117,8 @@ nlohmann::ordered_json writeStateSpec(const core::StateSpec& s) {
     nlohmann::ordered_json j = nlohmann::ordered_json::object();
     j["kind"] = std::string(core::stateKindName(s.kind));
     j["intermediate_size"] = s.intermediateSize;
-    j["num_heads"] = s.numHeads;
-    j["head_dim"] = s.headDim;
-    j["n_groups"] = s.nGroups;
-    j["state_size"] = s.stateSize;
-    j["conv_kernel"] = s.convKernel;
-    j["chunk_size"] = s.chunkSize;
-    j["num_key_heads"] = s.numKeyHeads;
-    j["num_value_heads"] = s.numValueHeads;
-    j["key_head_dim"] = s.keyHeadDim;
-    j["value_head_dim"] = s.valueHeadDim;
+    for (const StateInt& n : kStateInts)
+        j[n.name] = s.*n.field;
     const auto dtype = [](const std::optional<core::KvDtype>& d) {
         return d ? nlohmann::ordered_json(std::string(core::dtypeName(*d)))
                  : nlohmann::ordered_json(nullptr);
@@ -85,36 +131,12 @@ nlohmann::ordered_json writeStateSpec(const core::StateSpec& s) {
 }
 
 void readArchitecture(const Field& e, core::ModelSpec& m) {
-    readInt(e["qk_nope_head_dim"], m.qkNopeHeadDim, 0, core::kMaxHeadDim);
-    if (const auto v = e["sparse_mla"].optBoolean())
-        m.sparseMla = *v;
-    readInt(e["index_head_dim"], m.indexHeadDim, 0, core::kMaxHeadDim);
-    readInt(e["head_dim_v"], m.headDimV, 0, core::kMaxHeadDim);
-    readInt(e["intermediate_size"], m.intermediateSize, 0, core::kMaxWidth);
-    readInt(e["moe_intermediate_size"], m.moeIntermediateSize, 0, core::kMaxWidth);
-    readInt(e["num_experts"], m.numExperts, 0, core::kMaxExperts);
-    readInt(e["experts_per_token"], m.expertsPerToken, 0, core::kMaxExperts);
-    readInt(e["num_shared_experts"], m.numSharedExperts, 0, core::kMaxExperts);
-    readInt(e["first_dense_layers"], m.firstDenseLayers, 0, core::kMaxLayers);
-    readInt(e["vocab_size"], m.vocabSize, 0, core::kMaxWidth);
-    if (const auto v = e["tie_word_embeddings"].optBoolean())
-        m.tieWordEmbeddings = *v;
+    architectureFields(m, readerFrom(e));
     m.source = e["source"].optString().value_or("");
 }
 
 void writeArchitecture(nlohmann::ordered_json& j, const core::ModelSpec& m) {
-    j["qk_nope_head_dim"] = m.qkNopeHeadDim;
-    j["sparse_mla"] = m.sparseMla;
-    j["index_head_dim"] = m.indexHeadDim;
-    j["head_dim_v"] = m.headDimV;
-    j["intermediate_size"] = m.intermediateSize;
-    j["moe_intermediate_size"] = m.moeIntermediateSize;
-    j["num_experts"] = m.numExperts;
-    j["experts_per_token"] = m.expertsPerToken;
-    j["num_shared_experts"] = m.numSharedExperts;
-    j["first_dense_layers"] = m.firstDenseLayers;
-    j["vocab_size"] = m.vocabSize;
-    j["tie_word_embeddings"] = m.tieWordEmbeddings;
+    architectureFields(m, writerTo(j));
     j["source"] = m.source;
 }
 

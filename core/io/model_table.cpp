@@ -1,5 +1,7 @@
 #include "model_table.h"
 
+#include "core/names.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,18 +14,6 @@ namespace detail {
 extern const ModelRow kModelRows[];
 extern const std::size_t kModelRowCount;
 } // namespace detail
-
-namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
-
-} // namespace
 
 std::span<const ModelRow> modelTable() {
     return {detail::kModelRows, detail::kModelRowCount};
@@ -130,11 +120,7 @@ const std::vector<core::ModelSpec>& tableModels() {
 }
 
 const core::ModelSpec* findTableModel(std::string_view id) {
-    const std::string key = lower(id);
-    for (const auto& m : tableModels())
-        if (lower(m.id) == key)
-            return &m;
-    return nullptr;
+    return core::findById(tableModels(), id);
 }
 
 } // namespace kvl::io

@@ -111,12 +111,22 @@ Status setTokens(const std::string& text, std::int64_t lo, std::int64_t hi, std:
     return {};
 }
 
-Status setGiB(const std::string& text, std::int64_t& field) {
+// A size in GiB into bytes; `field` is a plain or an optional count of bytes.
+template <class Field> Status setGiB(const std::string& text, Field& field) {
     constexpr double kMaxGiB = 1024.0 * 1024.0; // 1 PiB
     auto v = numberIn(text, 0.0, kMaxGiB, false);
     if (!v)
         return v.error();
     field = core::gibToBytes(*v);
+    return {};
+}
+
+// A fraction above 0 and at most 1 (the memory fractions); `field` is plain or optional.
+template <class Field> Status setFraction(const std::string& text, Field& field) {
+    auto f = numberIn(text, 0.0, 1.0, true);
+    if (!f)
+        return f.error();
+    field = *f;
     return {};
 }
 
@@ -536,75 +546,50 @@ const std::array kOptions{
         .valueName = "F",
         .help = "fraction of GPU memory vLLM may use (--gpu-memory-utilization)",
         .defaultOf = [](const Scenario& b) { return shortNumber(core::gpuMemoryUtilization(b)); },
-        .apply = [](Scenario& s, const std::string& v) -> Status {
-            auto f = numberIn(v, 0.0, 1.0, true);
-            if (!f)
-                return f.error();
-            s.hardware.memoryUtilization = *f;
-            return {};
-        }},
-    ScenarioOption{.name = "activation-gib",
-                   .valueName = "F",
-                   .help = "peak activation memory per GPU, GiB",
-                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, true); },
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t bytes = 0;
-                       if (auto st = setGiB(v, bytes); !st)
-                           return st;
-                       s.hardware.activationBytes = bytes;
-                       return {};
-                   }},
-    ScenarioOption{.name = "overhead-gib",
-                   .valueName = "F",
-                   .help = "non-torch memory and CUDA graphs per GPU, GiB",
-                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, false); },
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t bytes = 0;
-                       if (auto st = setGiB(v, bytes); !st)
-                           return st;
-                       s.hardware.overheadBytes = bytes;
-                       return {};
-                   }},
-    ScenarioOption{.name = "cuda-graph-gib",
-                   .valueName = "F",
-                   .help = "CUDA graphs' memory in vLLM's profile per GPU, GiB; 0 = off "
-                           "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
-                   .defaultOf =
-                       [](const Scenario& b) {
-                           const auto r = core::computeLedger(b);
-                           return b.hardware.cudaGraphBytes
-                                      ? shortNumber(core::bytesToGiB(r.cudaGraphBytes))
-                                      : "the release's estimate, " +
-                                            shortNumber(core::bytesToGiB(r.cudaGraphBytes)) +
-                                            " here";
-                       },
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t bytes = 0;
-                       if (auto st = setGiB(v, bytes); !st)
-                           return st;
-                       s.hardware.cudaGraphBytes = bytes;
-                       return {};
-                   }},
-    ScenarioOption{.name = "kv-memory-gib",
-                   .valueName = "F",
-                   .help = "fix the KV pool per GPU, GiB (vLLM kv_cache_memory_bytes)",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t bytes = 0;
-                       if (auto st = setGiB(v, bytes); !st)
-                           return st;
-                       s.hardware.kvMemoryBytes = bytes;
-                       return {};
-                   }},
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setFraction(v, s.hardware.memoryUtilization); }},
+    ScenarioOption{
+        .name = "activation-gib",
+        .valueName = "F",
+        .help = "peak activation memory per GPU, GiB",
+        .defaultOf = [](const Scenario& b) { return reserveDefault(b, true); },
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setGiB(v, s.hardware.activationBytes); }},
+    ScenarioOption{
+        .name = "overhead-gib",
+        .valueName = "F",
+        .help = "non-torch memory and CUDA graphs per GPU, GiB",
+        .defaultOf = [](const Scenario& b) { return reserveDefault(b, false); },
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setGiB(v, s.hardware.overheadBytes); }},
+    ScenarioOption{
+        .name = "cuda-graph-gib",
+        .valueName = "F",
+        .help = "CUDA graphs' memory in vLLM's profile per GPU, GiB; 0 = off "
+                "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+        .defaultOf =
+            [](const Scenario& b) {
+                const auto r = core::computeLedger(b);
+                return b.hardware.cudaGraphBytes
+                           ? shortNumber(core::bytesToGiB(r.cudaGraphBytes))
+                           : "the release's estimate, " +
+                                 shortNumber(core::bytesToGiB(r.cudaGraphBytes)) + " here";
+            },
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setGiB(v, s.hardware.cudaGraphBytes); }},
+    ScenarioOption{
+        .name = "kv-memory-gib",
+        .valueName = "F",
+        .help = "fix the KV pool per GPU, GiB (vLLM kv_cache_memory_bytes)",
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setGiB(v, s.hardware.kvMemoryBytes); }},
     ScenarioOption{.name = "kv-memory-bytes",
                    .valueName = "N",
                    .help = "fix the KV pool per GPU, bytes",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t bytes = 0;
-                       if (auto st = setInt(v, 0, std::int64_t{1} << 50, bytes); !st)
-                           return st;
-                       s.hardware.kvMemoryBytes = bytes;
-                       return {};
-                   },
+                   .apply =
+                       [](Scenario& s, const std::string& v) {
+                           return setInt(v, 0, std::int64_t{1} << 50, s.hardware.kvMemoryBytes);
+                       },
                    .excludes = "kv-memory-gib"},
     ScenarioOption{.name = "weight-dtype",
                    .valueName = "D",
@@ -743,11 +728,7 @@ const std::array kOptions{
                            s.engine.sglang.memFractionStatic.reset();
                            return {};
                        }
-                       auto f = numberIn(v, 0.0, 1.0, true);
-                       if (!f)
-                           return f.error();
-                       s.engine.sglang.memFractionStatic = *f;
-                       return {};
+                       return setFraction(v, s.engine.sglang.memFractionStatic);
                    }},
     ScenarioOption{
         .name = "max-total-tokens",
@@ -792,48 +773,36 @@ const std::array kOptions{
                    .valueName = "F",
                    .help = "SGLang --swa-full-tokens-ratio: sliding-layer tokens per full-layer "
                            "token (default 0.8)",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       auto f = numberIn(v, 0.0, 1.0, true);
-                       if (!f)
-                           return f.error();
-                       s.engine.sglang.swaFullTokensRatio = *f;
-                       return {};
-                   }},
+                   .apply =
+                       [](Scenario& s, const std::string& v) {
+                           return setFraction(v, s.engine.sglang.swaFullTokensRatio);
+                       }},
     ScenarioOption{.name = "free-before-load-gib",
                    .valueName = "X",
                    .help = "SGLang: free GPU memory before the weights load (its 'Load weight "
                            "begin. avail mem'); default the GPU's memory less 0.5 GiB",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t b = 0;
-                       if (auto st = setGiB(v, b); !st)
-                           return st;
-                       s.engine.sglang.freeBeforeLoadBytes = b;
-                       return {};
-                   }},
+                   .apply =
+                       [](Scenario& s, const std::string& v) {
+                           return setGiB(v, s.engine.sglang.freeBeforeLoadBytes);
+                       }},
     ScenarioOption{.name = "free-after-load-gib",
                    .valueName = "X",
                    .help = "SGLang: free GPU memory after the weights load (its 'Load weight "
                            "end. avail mem'); default the memory before less the weights",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t b = 0;
-                       if (auto st = setGiB(v, b); !st)
-                           return st;
-                       s.engine.sglang.freeAfterLoadBytes = b;
-                       return {};
-                   }},
+                   .apply =
+                       [](Scenario& s, const std::string& v) {
+                           return setGiB(v, s.engine.sglang.freeAfterLoadBytes);
+                       }},
     ScenarioOption{
         .name = "free-gpu-memory-fraction",
         .valueName = "F",
         .help = "TensorRT-LLM kv_cache_config.free_gpu_memory_fraction",
         .defaultOf =
             [](const Scenario& b) { return shortNumber(b.engine.trtllm.freeGpuMemoryFraction); },
-        .apply = [](Scenario& s, const std::string& v) -> Status {
-            auto f = numberIn(v, 0.0, 1.0, true);
-            if (!f)
-                return f.error();
-            s.engine.trtllm.freeGpuMemoryFraction = *f;
-            return {};
-        }},
+        .apply =
+            [](Scenario& s, const std::string& v) {
+                return setFraction(v, s.engine.trtllm.freeGpuMemoryFraction);
+            }},
     ScenarioOption{
         .name = "max-tokens",
         .valueName = "N",
@@ -853,17 +822,13 @@ const std::array kOptions{
             [](Scenario& s, const std::string& v) {
                 return setInt(v, 1, 1 << 20, s.engine.trtllm.tokensPerBlock);
             }},
-    ScenarioOption{.name = "peak-memory-gib",
-                   .valueName = "X",
-                   .help = "TensorRT-LLM: the profiling run's peak less its own KV; default "
-                           "KV Ledger's estimate (weights + reserves)",
-                   .apply = [](Scenario& s, const std::string& v) -> Status {
-                       std::int64_t b = 0;
-                       if (auto st = setGiB(v, b); !st)
-                           return st;
-                       s.engine.trtllm.peakMemoryBytes = b;
-                       return {};
-                   }},
+    ScenarioOption{
+        .name = "peak-memory-gib",
+        .valueName = "X",
+        .help = "TensorRT-LLM: the profiling run's peak less its own KV; default "
+                "KV Ledger's estimate (weights + reserves)",
+        .apply = [](Scenario& s,
+                    const std::string& v) { return setGiB(v, s.engine.trtllm.peakMemoryBytes); }},
 };
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "model_fields.h"
 
 #include <array>
+#include <optional>
 
 namespace kvl::io {
 
@@ -35,6 +36,11 @@ std::int64_t sharedWindowOf(const core::ModelSpec& m, core::LayerKind kind) {
         shared = l.window;
     }
     return shared;
+}
+
+// An optional setting: its value, or null where it is left to the engine's default.
+template <class T> Out orNull(const std::optional<T>& v) {
+    return v ? Out(*v) : Out(nullptr);
 }
 
 // Smallest period p with layers[i] == layers[i % p] (Gemma-3's 62 layers are 6 entries), each
@@ -156,11 +162,11 @@ Out hardwareToJson(const core::Hardware& h) {
     j["expert_parallel"] = h.expertParallel;
     j["decode_context_parallel"] = h.decodeContextParallel;
     // null = the vLLM release's default
-    j["memory_utilization"] = h.memoryUtilization ? Out(*h.memoryUtilization) : Out(nullptr);
-    j["activation_bytes"] = h.activationBytes ? Out(*h.activationBytes) : Out(nullptr);
-    j["overhead_bytes"] = h.overheadBytes ? Out(*h.overheadBytes) : Out(nullptr);
-    j["cuda_graph_bytes"] = h.cudaGraphBytes ? Out(*h.cudaGraphBytes) : Out(nullptr);
-    j["kv_memory_bytes"] = h.kvMemoryBytes ? Out(*h.kvMemoryBytes) : Out(nullptr);
+    j["memory_utilization"] = orNull(h.memoryUtilization);
+    j["activation_bytes"] = orNull(h.activationBytes);
+    j["overhead_bytes"] = orNull(h.overheadBytes);
+    j["cuda_graph_bytes"] = orNull(h.cudaGraphBytes);
+    j["kv_memory_bytes"] = orNull(h.kvMemoryBytes);
     j["weight_dtype"] =
         h.weightDtype ? Out(std::string(core::weightDtypeName(*h.weightDtype))) : Out(nullptr);
     return j;
@@ -196,24 +202,19 @@ Out engineToJson(const core::EngineOptions& e) {
               {"swa_full", e.llamacpp.swaFull},
               {"ubatch_size", e.llamacpp.nUbatch}}},
             {"sglang",
-             {{"mem_fraction_static",
-               e.sglang.memFractionStatic ? Out(*e.sglang.memFractionStatic) : Out(nullptr)},
+             {{"mem_fraction_static", orNull(e.sglang.memFractionStatic)},
               {"max_total_tokens", e.sglang.maxTotalTokens},
               {"page_size", e.sglang.pageSize},
               {"chunked_prefill_size", e.sglang.chunkedPrefillSize},
               {"cuda_graph_max_bs", e.sglang.cudaGraphMaxBs},
-              {"swa_full_tokens_ratio",
-               e.sglang.swaFullTokensRatio ? Out(*e.sglang.swaFullTokensRatio) : Out(nullptr)},
-              {"free_before_load_bytes",
-               e.sglang.freeBeforeLoadBytes ? Out(*e.sglang.freeBeforeLoadBytes) : Out(nullptr)},
-              {"free_after_load_bytes",
-               e.sglang.freeAfterLoadBytes ? Out(*e.sglang.freeAfterLoadBytes) : Out(nullptr)}}},
+              {"swa_full_tokens_ratio", orNull(e.sglang.swaFullTokensRatio)},
+              {"free_before_load_bytes", orNull(e.sglang.freeBeforeLoadBytes)},
+              {"free_after_load_bytes", orNull(e.sglang.freeAfterLoadBytes)}}},
             {"trtllm",
              {{"free_gpu_memory_fraction", e.trtllm.freeGpuMemoryFraction},
               {"max_tokens", e.trtllm.maxTokens},
               {"tokens_per_block", e.trtllm.tokensPerBlock},
-              {"peak_memory_bytes",
-               e.trtllm.peakMemoryBytes ? Out(*e.trtllm.peakMemoryBytes) : Out(nullptr)}}}};
+              {"peak_memory_bytes", orNull(e.trtllm.peakMemoryBytes)}}}};
 }
 
 // --- reading --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <cuda_fp8.h>
 #include <vector_functions.h> // make_float4, make_uint4, ...
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -120,25 +121,18 @@ inline float __frcp_rn(float x) {
 inline float __fmaf_rn(float a, float b, float c) {
     return std::fma(a, b, c);
 }
+// The reinterpreting casts are std::bit_cast (all four types are 4 bytes).
 inline float __uint_as_float(unsigned u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
+    return std::bit_cast<float>(u);
 }
 inline unsigned __float_as_uint(float f) {
-    unsigned u;
-    std::memcpy(&u, &f, 4);
-    return u;
+    return std::bit_cast<unsigned>(f);
 }
 inline float __int_as_float(int i) {
-    float f;
-    std::memcpy(&f, &i, 4);
-    return f;
+    return std::bit_cast<float>(i);
 }
 inline int __float_as_int(float f) {
-    int i;
-    std::memcpy(&i, &f, 4);
-    return i;
+    return std::bit_cast<int>(f);
 }
 inline int __float2int_rn(float f) {
     return int(std::nearbyint(f)); // the default rounding mode: to nearest, ties to even

@@ -130,20 +130,19 @@ JsonWriter& JsonWriter::beginArray() {
 }
 
 JsonWriter& JsonWriter::endObject() {
-    const Level l = m_stack.back();
-    m_stack.pop_back();
-    if (l.count > 0)
-        newline();
-    m_out += '}';
-    return *this;
+    return close('}');
 }
 
 JsonWriter& JsonWriter::endArray() {
+    return close(']');
+}
+
+JsonWriter& JsonWriter::close(char bracket) {
     const Level l = m_stack.back();
     m_stack.pop_back();
     if (l.count > 0)
         newline();
-    m_out += ']';
+    m_out += bracket;
     return *this;
 }
 

@@ -52,6 +52,8 @@ private:
     };
     void beforeValue();
     void newline();
+    // Ends the innermost object or array with `bracket`, on a line of its own unless empty.
+    JsonWriter& close(char bracket);
     std::string m_out;
     std::vector<Level> m_stack;
     bool m_afterKey = false;

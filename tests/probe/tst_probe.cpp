@@ -37,18 +37,9 @@ using namespace kvl::probe;
 
 namespace {
 
+// One attention layer; the shape kvprobe check draws its models in.
 core::ModelSpec smallLayer(int qHeads = 16, int kvHeads = 4, int headDim = 128) {
-    core::ModelSpec m;
-    m.id = "test-layer";
-    m.name = "test layer";
-    m.layers.assign(1, core::LayerSpec{});
-    m.qHeads = qHeads;
-    m.kvHeads = kvHeads;
-    m.headDim = headDim;
-    m.params = 1'000'000;
-    m.maxContext = 1 << 20;
-    m.hiddenSize = qHeads * headDim;
-    return m;
+    return checkModel(qHeads, kvHeads, headDim);
 }
 
 ProbeFormat fmt(const char* id) {

@@ -11,16 +11,20 @@ std::int64_t roundToInt64(double v) {
 }
 } // namespace
 
-TokenLogTicker::TokenLogTicker() {
-    setLogBase(2);
-    setSubTickCount(0);
+FormattedLogTicker::FormattedLogTicker(double logBase, int subTickCount, int smallDigits,
+                                       Format format)
+    : m_smallDigits(smallDigits), m_format(format) {
+    setLogBase(logBase);
+    setSubTickCount(subTickCount);
 }
 
-QString TokenLogTicker::getTickLabel(double tick, const QLocale&, QChar, int) {
+QString FormattedLogTicker::getTickLabel(double tick, const QLocale&, QChar, int) {
     if (tick < 1)
-        return QString::number(tick, 'g', 3);
-    return QString::fromStdString(core::formatTokens(roundToInt64(tick)));
+        return QString::number(tick, 'g', m_smallDigits);
+    return QString::fromStdString(m_format(roundToInt64(tick)));
 }
+
+TokenLogTicker::TokenLogTicker() : FormattedLogTicker(2, 0, 3, core::formatTokens) {}
 
 ByteLogTicker::ByteLogTicker(core::UnitSystem units) : m_units(units) {
     setUnits(units);
@@ -38,16 +42,7 @@ QString ByteLogTicker::getTickLabel(double tick, const QLocale&, QChar, int) {
     return QString::fromStdString(core::formatBytes(roundToInt64(tick), m_units, 0));
 }
 
-CountLogTicker::CountLogTicker() {
-    setLogBase(10);
-    setSubTickCount(8);
-}
-
-QString CountLogTicker::getTickLabel(double tick, const QLocale&, QChar, int) {
-    if (tick < 1)
-        return QString::number(tick, 'g', 2);
-    return QString::fromStdString(core::withThousands(roundToInt64(tick)));
-}
+CountLogTicker::CountLogTicker() : FormattedLogTicker(10, 8, 2, core::withThousands) {}
 
 ByteLinearTicker::ByteLinearTicker(core::UnitSystem units) : m_units(units) {
     setTickCount(6);

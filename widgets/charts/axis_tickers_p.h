@@ -9,15 +9,30 @@
 
 #include <qcustomplot.h>
 
+#include <cstdint>
+#include <string>
+
 namespace kvl::widgets {
 
-class TokenLogTicker : public QCPAxisTickerLog {
+// A log axis whose ticks from 1 up are spelled by `format` and those below 1 are plain numbers
+// of `smallDigits` significant digits: the token and count axes differ only in these.
+class FormattedLogTicker : public QCPAxisTickerLog {
 public:
-    TokenLogTicker();
+    using Format = std::string (*)(std::int64_t);
+    FormattedLogTicker(double logBase, int subTickCount, int smallDigits, Format format);
 
 protected:
     QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
                          int precision) override;
+
+private:
+    int m_smallDigits;
+    Format m_format;
+};
+
+class TokenLogTicker : public FormattedLogTicker {
+public:
+    TokenLogTicker();
 };
 
 class ByteLogTicker : public QCPAxisTickerLog {
@@ -33,13 +48,9 @@ private:
     core::UnitSystem m_units;
 };
 
-class CountLogTicker : public QCPAxisTickerLog {
+class CountLogTicker : public FormattedLogTicker {
 public:
     CountLogTicker();
-
-protected:
-    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
-                         int precision) override;
 };
 
 // Linear byte axis (the breakdown): ticks at round numbers of GiB or GB.

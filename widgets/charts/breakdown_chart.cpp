@@ -5,6 +5,7 @@
 #include "widgets/charts/text_width.h"
 
 #include "core/kv_cache.h"
+#include "core/saturating.h"
 
 #include <QFontMetrics>
 #include <QList>
@@ -13,24 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace kvl::widgets {
-
-namespace {
-std::int64_t satMulBytes(std::int64_t a, std::int64_t b) {
-    if (a <= 0 || b <= 0)
-        return 0;
-    if (a > std::numeric_limits<std::int64_t>::max() / b)
-        return std::numeric_limits<std::int64_t>::max();
-    return a * b;
-}
-std::int64_t satAddBytes(std::int64_t a, std::int64_t b) {
-    return a > std::numeric_limits<std::int64_t>::max() - b
-               ? std::numeric_limits<std::int64_t>::max()
-               : a + b;
-}
-} // namespace
 
 BreakdownParts breakdownParts(const LedgerSnapshot& snap, std::int64_t requests) {
     BreakdownParts out;
@@ -41,7 +26,7 @@ BreakdownParts breakdownParts(const LedgerSnapshot& snap, std::int64_t requests)
         return out;
     if (r.blockSize == 0 || r.kvCacheGroups.empty()) {
         // Unpaged: each request keeps its own state beside its KV; nothing is padded.
-        out.state = std::min(out.total, satMulBytes(r.stateBytesPerRequest, requests));
+        out.state = std::min(out.total, core::satMulCounts(r.stateBytesPerRequest, requests));
         return out;
     }
     // Paged: a group's blocks for `requests` requests (a shared prefix's full blocks once per
@@ -52,15 +37,16 @@ BreakdownParts breakdownParts(const LedgerSnapshot& snap, std::int64_t requests)
     for (const core::KvCacheGroupUsage& g : r.kvCacheGroups) {
         const std::int64_t shared = std::min(g.sharedBlocksAtContext, g.blocksAtContext);
         const std::int64_t blocks =
-            satMulBytes(requests, g.blocksAtContext) -
-            satMulBytes(std::max<std::int64_t>(0, requests - std::min(requests, groups)), shared);
+            core::satMulCounts(requests, g.blocksAtContext) -
+            core::satMulCounts(std::max<std::int64_t>(0, requests - std::min(requests, groups)),
+                               shared);
         const std::int64_t real =
-            g.uniformType ? g.pageBytes : satMulBytes(g.layers, g.realPageBytes);
+            g.uniformType ? g.pageBytes : core::satMulCounts(g.layers, g.realPageBytes);
         const std::int64_t waste = std::max<std::int64_t>(0, r.bytesPerBlock - real);
-        out.padding = satAddBytes(out.padding, satMulBytes(blocks, waste));
+        out.padding = core::satAdd(out.padding, core::satMulCounts(blocks, waste));
         if (g.type == core::SpecType::Mamba)
-            out.state =
-                satAddBytes(out.state, satMulBytes(blocks, std::min(real, r.bytesPerBlock)));
+            out.state = core::satAdd(out.state,
+                                     core::satMulCounts(blocks, std::min(real, r.bytesPerBlock)));
     }
     out.state = std::min(out.state, out.total);
     out.padding = std::min(out.padding, out.total - out.state);
@@ -145,16 +131,11 @@ BreakdownChart::BreakdownChart(QWidget* parent) : ChartWidget(parent) {
     p->yAxis->grid()->setVisible(false);
     p->yAxis->setRange(-0.6, 0.6);
     // Legend below the bars, filled row-wise.
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(2, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(2, 0.001);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
+    placeLegendInRow(p, 2);
     p->legend->setVisible(true);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     p->legend->setFont(small);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
     p->legend->setIconSize(18, 10); // two columns of entries fit a 1366 x 768 window
     for (int i = 0; i < kSegments; ++i) {
         auto* bars = new QCPBars(p->yAxis, p->xAxis);

@@ -451,22 +451,24 @@ QString ChartWidget::seriesName(int index) const {
     return m_plot->graph(index)->name();
 }
 
-QVector<double> ChartWidget::seriesKeys(int index) const {
+namespace {
+// One column (key or value) of a graph's points, in order.
+QVector<double> graphColumn(const QCPGraph* graph, double QCPGraphData::*column) {
     QVector<double> out;
-    const auto data = m_plot->graph(index)->data();
+    const auto data = graph->data();
     out.reserve(data->size());
     for (auto it = data->constBegin(); it != data->constEnd(); ++it)
-        out.push_back(it->key);
+        out.push_back((*it).*column);
     return out;
+}
+} // namespace
+
+QVector<double> ChartWidget::seriesKeys(int index) const {
+    return graphColumn(m_plot->graph(index), &QCPGraphData::key);
 }
 
 QVector<double> ChartWidget::seriesValues(int index) const {
-    QVector<double> out;
-    const auto data = m_plot->graph(index)->data();
-    out.reserve(data->size());
-    for (auto it = data->constBegin(); it != data->constEnd(); ++it)
-        out.push_back(it->value);
-    return out;
+    return graphColumn(m_plot->graph(index), &QCPGraphData::value);
 }
 
 bool ChartWidget::seriesDashed(int index) const {

@@ -59,18 +59,9 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_poolLabel->setVisible(kind == CurveKind::Memory);
 
     m_cursor = new QCPItemStraightLine(p);
-    // The cursor's exact values sit under the title, where they never hide a curve.
-    p->plotLayout()->insertRow(1);
-    m_cursorLabel = new CachedTextElement(p, QString(), legendFont);
-    m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
-    p->plotLayout()->addElement(1, 0, m_cursorLabel);
+    m_cursorLabel = addCursorRow(p, legendFont);
     // The legend goes under the plot, never over a curve: rows are title, cursor, plot, legend.
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(3, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(3, 0.001);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
+    placeLegendInRow(p, 3);
     m_capLine = new QCPItemStraightLine(p);
     m_capLine->setClipToAxisRect(true);
     m_capLabelItem = new QCPItemText(p);
@@ -81,11 +72,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     m_capLabelItem->setClipToAxisRect(true);
     m_capLine->setVisible(false);
     m_capLabelItem->setVisible(false);
-    m_emptyLabel = new QCPItemText(p);
-    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_emptyLabel->position->setCoords(0.5, 0.5);
-    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
-    m_emptyLabel->setVisible(false);
+    m_emptyLabel = addEmptyLabel(p);
     // Measured points draw above the legend: it must never hide a measurement.
     p->addLayer(QStringLiteral("measured"), p->layer(QStringLiteral("legend")),
                 QCustomPlot::limAbove);

@@ -42,17 +42,10 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     small.setPointSizeF(small.pointSizeF() * 0.85);
     // Rows: title, cursor line, plot, legend, assumptions. The legend sits under the plot, where
     // it never hides a curve.
-    p->plotLayout()->insertRow(1);
-    m_cursorLabel = new CachedTextElement(p, QString(), small);
-    m_cursorLabel->setMargins(QMargins(0, 0, 0, 4));
-    p->plotLayout()->addElement(1, 0, m_cursorLabel);
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(3, 0, p->legend);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
+    m_cursorLabel = addCursorRow(p, small);
+    placeLegendInRow(p, 3);
     p->legend->setVisible(true);
     p->legend->setFont(small);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
     p->legend->setIconSize(24, 10);
     QFont tiny = font();
     tiny.setPointSizeF(tiny.pointSizeF() * 0.78);
@@ -61,7 +54,6 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     m_assumptionsLabel->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
     p->plotLayout()->addElement(4, 0, m_assumptionsLabel);
     p->plotLayout()->setRowStretchFactor(1, 0.001);
-    p->plotLayout()->setRowStretchFactor(3, 0.001);
     p->plotLayout()->setRowStretchFactor(4, 0.001);
 
     m_memoryLine = new QCPItemStraightLine(p);
@@ -81,11 +73,7 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
         t->setFont(small);
         t->setClipToAxisRect(true);
     }
-    m_emptyLabel = new QCPItemText(p);
-    m_emptyLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_emptyLabel->position->setCoords(0.5, 0.5);
-    m_emptyLabel->setPositionAlignment(Qt::AlignCenter);
-    m_emptyLabel->setVisible(false);
+    m_emptyLabel = addEmptyLabel(p);
     m_tracer = new QCPItemTracer(p);
     m_tracer->setStyle(QCPItemTracer::tsCircle);
     m_tracer->setSize(8);

@@ -1,6 +1,7 @@
 #include "widgets/probe/probe_charts.h"
 
 #include "widgets/charts/axis_tickers_p.h"
+#include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_width.h"
 #include "widgets/export/csv.h"
 #include "widgets/probe/probe_overlay.h"
@@ -55,12 +56,7 @@ ProbeChart::ProbeChart(QWidget* parent) : ChartWidget(parent) {
     p->legend->setRowSpacing(-2);
     // The legend goes under the plot (rows: title, plot, legend): it never hides a point or
     // its label.
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(2, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(2, 0.001);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
+    placeLegendInRow(p, 2);
     m_empty = new QCPItemText(p);
     m_empty->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_empty->position->setCoords(0.5, 0.5);

@@ -1,11 +1,11 @@
 #include "widgets/state/ledger_view_state.h"
 
 #include "core/kv_format.h"
+#include "core/saturating.h"
 
 #include <QStringList>
 
 #include <algorithm>
-#include <limits>
 
 namespace kvl::widgets {
 
@@ -73,30 +73,22 @@ QString scopeLabel(FigureScope scope) {
     return {};
 }
 
-namespace {
-std::int64_t saturatingMul(std::int64_t a, std::int64_t b) {
-    if (a <= 0 || b <= 0)
-        return 0;
-    if (a > std::numeric_limits<std::int64_t>::max() / b)
-        return std::numeric_limits<std::int64_t>::max();
-    return a * b;
-}
-} // namespace
-
 std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, FigureScope scope) {
     switch (scope) {
     case FigureScope::PerGpu:
         return perGpuBytes;
     case FigureScope::PerReplica:
-        return saturatingMul(perGpuBytes, gpusPerReplica(s));
+        return core::satMulCounts(perGpuBytes, gpusPerReplica(s));
     case FigureScope::Cluster:
-        return saturatingMul(saturatingMul(perGpuBytes, gpusPerReplica(s)), replicaCount(s));
+        return core::satMulCounts(core::satMulCounts(perGpuBytes, gpusPerReplica(s)),
+                                  replicaCount(s));
     }
     return perGpuBytes;
 }
 
 std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope) {
-    return scope == FigureScope::Cluster ? saturatingMul(perReplica, replicaCount(s)) : perReplica;
+    return scope == FigureScope::Cluster ? core::satMulCounts(perReplica, replicaCount(s))
+                                         : perReplica;
 }
 
 QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {

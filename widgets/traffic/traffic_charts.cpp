@@ -24,12 +24,8 @@ QString msText(double ms) {
 QCPTextElement* addLegendAndNote(QCustomPlot* p, const QFont& base) {
     QFont small = base;
     small.setPointSizeF(small.pointSizeF() * 0.85);
-    p->axisRect()->insetLayout()->take(p->legend);
-    p->plotLayout()->addElement(2, 0, p->legend);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    p->legend->setWrap(3);
+    placeLegendInRow(p, 2);
     p->legend->setFont(small);
-    p->legend->setMargins(QMargins(4, 2, 4, 2));
     p->legend->setIconSize(24, 10);
     QFont tiny = base;
     tiny.setPointSizeF(tiny.pointSizeF() * 0.78);
@@ -37,18 +33,8 @@ QCPTextElement* addLegendAndNote(QCustomPlot* p, const QFont& base) {
     note->setMargins(QMargins(6, 2, 6, 4));
     note->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
     p->plotLayout()->addElement(3, 0, note);
-    p->plotLayout()->setRowStretchFactor(2, 0.001);
     p->plotLayout()->setRowStretchFactor(3, 0.001);
     return note;
-}
-
-QCPItemText* addEmptyLabel(QCustomPlot* p) {
-    auto* t = new QCPItemText(p);
-    t->position->setType(QCPItemPosition::ptAxisRectRatio);
-    t->position->setCoords(0.5, 0.5);
-    t->setPositionAlignment(Qt::AlignCenter);
-    t->setVisible(false);
-    return t;
 }
 
 void fitLegend(QCustomPlot* p, int width) {
@@ -67,10 +53,30 @@ QString shortAssumptions(const TrafficInputs& in) {
 
 } // namespace
 
+// ---- both charts ------------------------------------------------------------------------------
+
+void TrafficChart::setResult(std::shared_ptr<const TrafficResult> result, const QString& status) {
+    m_result = std::move(result);
+    m_status = status;
+    rebuild();
+}
+
+void TrafficChart::resizeEvent(QResizeEvent* event) {
+    ChartWidget::resizeEvent(event);
+    rebuild();
+}
+
+void TrafficChart::styleCommon() {
+    styleAxes();
+    const ChartColors& c = colors();
+    m_note->setTextColor(c.cursor.darker(c.dark ? 70 : 130));
+    m_emptyLabel->setColor(c.foreground);
+}
+
 // ---- latency vs rate --------------------------------------------------------------------------
 
 TrafficLatencyChart::TrafficLatencyChart(TrafficMetric metric, QWidget* parent)
-    : ChartWidget(parent), m_metric(metric) {
+    : TrafficChart(parent), m_metric(metric) {
     QCustomPlot* p = plot();
     p->xAxis->setScaleType(QCPAxis::stLogarithmic);
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
@@ -108,7 +114,7 @@ TrafficLatencyChart::TrafficLatencyChart(TrafficMetric metric, QWidget* parent)
 }
 
 void TrafficLatencyChart::applyColors() {
-    styleAxes();
+    styleCommon();
     const ChartColors& c = colors();
     m_sloLine->setPen(QPen(c.kvLine, 1.5, Qt::DashLine));
     m_sloText->setColor(c.kvLine);
@@ -116,20 +122,6 @@ void TrafficLatencyChart::applyColors() {
     m_rateText->setColor(c.foreground);
     m_rateText->setBrush(QBrush(c.background));
     m_sloText->setBrush(QBrush(c.background));
-    m_note->setTextColor(c.cursor.darker(c.dark ? 70 : 130));
-    m_emptyLabel->setColor(c.foreground);
-    rebuild();
-}
-
-void TrafficLatencyChart::resizeEvent(QResizeEvent* event) {
-    ChartWidget::resizeEvent(event);
-    rebuild();
-}
-
-void TrafficLatencyChart::setResult(std::shared_ptr<const TrafficResult> result,
-                                    const QString& status) {
-    m_result = std::move(result);
-    m_status = status;
     rebuild();
 }
 
@@ -299,7 +291,7 @@ QString TrafficLatencyChart::csv() const {
 
 // ---- the timeline ----------------------------------------------------------------------------
 
-TrafficTimelineChart::TrafficTimelineChart(QWidget* parent) : ChartWidget(parent) {
+TrafficTimelineChart::TrafficTimelineChart(QWidget* parent) : TrafficChart(parent) {
     QCustomPlot* p = plot();
     p->yAxis2->setVisible(true);
     m_note = addLegendAndNote(p, font());
@@ -308,22 +300,7 @@ TrafficTimelineChart::TrafficTimelineChart(QWidget* parent) : ChartWidget(parent
 }
 
 void TrafficTimelineChart::applyColors() {
-    styleAxes();
-    const ChartColors& c = colors();
-    m_note->setTextColor(c.cursor.darker(c.dark ? 70 : 130));
-    m_emptyLabel->setColor(c.foreground);
-    rebuild();
-}
-
-void TrafficTimelineChart::resizeEvent(QResizeEvent* event) {
-    ChartWidget::resizeEvent(event);
-    rebuild();
-}
-
-void TrafficTimelineChart::setResult(std::shared_ptr<const TrafficResult> result,
-                                     const QString& status) {
-    m_result = std::move(result);
-    m_status = status;
+    styleCommon();
     rebuild();
 }
 

@@ -24,60 +24,67 @@ inline QString trafficRateQ(double requestsPerSecond) {
 
 enum class TrafficMetric : std::uint8_t { Ttft, Tpot };
 
-class TrafficLatencyChart : public ChartWidget {
+// What the two traffic charts share: the result they draw, the status shown instead of it, the
+// note under the legend and the empty-state label. Both redraw on a new result, on a resize and
+// on new colours.
+class TrafficChart : public ChartWidget {
     Q_OBJECT
 public:
-    explicit TrafficLatencyChart(TrafficMetric metric, QWidget* parent = nullptr);
-    TrafficMetric metric() const { return m_metric; }
+    using ChartWidget::ChartWidget;
     // The result to draw (null: nothing yet); `status` replaces the curves when not empty
     // ("Simulating…", an error).
     void setResult(std::shared_ptr<const TrafficResult> result, const QString& status = {});
     std::shared_ptr<const TrafficResult> result() const { return m_result; }
+    QString emptyText() const { return m_status; }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+    // Styles the axes, the note and the empty label: the first of each chart's applyColors.
+    void styleCommon();
+    virtual void rebuild() = 0;
+
+    std::shared_ptr<const TrafficResult> m_result;
+    QString m_status;
+    QCPTextElement* m_note = nullptr;
+    QCPItemText* m_emptyLabel = nullptr;
+};
+
+class TrafficLatencyChart : public TrafficChart {
+    Q_OBJECT
+public:
+    explicit TrafficLatencyChart(TrafficMetric metric, QWidget* parent = nullptr);
+    TrafficMetric metric() const { return m_metric; }
     double sustainableLineX() const; // NaN when hidden
     double sloLineY() const;         // NaN when hidden
-    QString emptyText() const { return m_status; }
     QString csv() const override;
 
 protected:
     void applyColors() override;
-    void resizeEvent(QResizeEvent* event) override;
     QString describePoint(const QCPGraph* graph, int index) const override;
 
 private:
-    void rebuild();
+    void rebuild() override;
     double slo() const;
     const core::sim::Percentiles& of(const TrafficPoint& p) const;
 
     TrafficMetric m_metric;
-    std::shared_ptr<const TrafficResult> m_result;
-    QString m_status;
-    QCPTextElement* m_note = nullptr;
     QCPItemStraightLine* m_sloLine = nullptr;
     QCPItemStraightLine* m_rateLine = nullptr;
     QCPItemText* m_sloText = nullptr;
     QCPItemText* m_rateText = nullptr;
-    QCPItemText* m_emptyLabel = nullptr;
 };
 
-class TrafficTimelineChart : public ChartWidget {
+class TrafficTimelineChart : public TrafficChart {
     Q_OBJECT
 public:
     explicit TrafficTimelineChart(QWidget* parent = nullptr);
-    void setResult(std::shared_ptr<const TrafficResult> result, const QString& status = {});
-    QString emptyText() const { return m_status; }
     QString csv() const override;
 
 protected:
     void applyColors() override;
-    void resizeEvent(QResizeEvent* event) override;
 
 private:
-    void rebuild();
-
-    std::shared_ptr<const TrafficResult> m_result;
-    QString m_status;
-    QCPTextElement* m_note = nullptr;
-    QCPItemText* m_emptyLabel = nullptr;
+    void rebuild() override;
 };
 
 } // namespace kvl::widgets
