@@ -1,6 +1,7 @@
 #include "planner.h"
 #include "saturating.h"
 
+#include "capacity.h"
 #include "engine.h"
 #include "ledger.h"
 #include "speed.h"

@@ -1,5 +1,6 @@
 #include "speed.h"
 
+#include "capacity.h"
 #include "deployment.h"
 #include "engine.h"
 #include "ledger.h"
