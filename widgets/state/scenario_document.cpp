@@ -1,6 +1,9 @@
 #include "widgets/state/scenario_document.h"
 
 #include "core/deployment.h"
+#include "core/io/scenario_file.h"
+
+#include <QFile>
 
 namespace kvl::widgets {
 
@@ -61,6 +64,11 @@ void ScenarioDocument::clearReference() {
 void ScenarioDocument::publish() {
     if (m_view.snapshot) // nothing computed yet: the units wait for the first scenario
         emit viewChanged(m_view);
+}
+
+Result<core::Scenario> loadScenarioFile(const QString& path) {
+    // io::loadScenarioFile reads through io::readFile: one size limit, no FIFO hangs.
+    return io::loadScenarioFile(QFile::encodeName(path).toStdString());
 }
 
 } // namespace kvl::widgets
