@@ -33,7 +33,7 @@ namespace kvl::app {
 
 namespace {
 
-// What the options ask to draw, checked before any window exists: the chart (export --chart),
+// What the options ask to draw, checked before anything is drawn: the chart (export --chart),
 // the image's size and scale.
 struct Target {
     const widgets::ChartSpec* chart = nullptr;
