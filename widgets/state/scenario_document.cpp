@@ -21,7 +21,9 @@ LedgerSnapshot invalidSnapshot(const core::Scenario& s, const std::string& reaso
 
 ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent) {}
 
-bool ScenarioDocument::setScenario(const core::Scenario& s) {
+bool ScenarioDocument::setScenario(const core::Scenario& given) {
+    // As the scenario panel commits it (a no-op for what the panel hands over).
+    const core::Scenario s = withLeverKvTypes(given);
     m_scenario = s;
     const auto checked = core::checkScenario(s);
     if (checked)
