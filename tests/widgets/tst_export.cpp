@@ -1160,6 +1160,10 @@ void TestExport::headlessMatchesWindow_data() {
     QTest::addRow("gpus needed") << "gpus-needed"
                                  << QStringList{"--context", "32768", "--max-model-len", "32768"};
     QTest::addRow("engines") << "engines" << QStringList{"--kv-dtype", "fp8"};
+    QTest::addRow("llama.cpp, int8")
+        << "memory" << QStringList{"--engine", "llamacpp", "--kv-dtype", "int8"};
+    QTest::addRow("llama.cpp engines, int8")
+        << "engines" << QStringList{"--engine", "llamacpp", "--kv-dtype", "int8"};
     QTest::addRow("speed vs context") << "speed-context" << QStringList{"--tp", "2"};
     QTest::addRow("traffic ttft, an SLO")
         << "traffic-ttft" << QStringList{"--slo-ttft-ms", "1500", "--output-tokens", "128"};
