@@ -1,31 +1,26 @@
+// `kvledger export`: a ScenarioDocument and a ChartBook, no window (issue 27); the checks
+// both headless commands share. `--screenshot` pictures the window: screenshot.cpp.
+
 #include "headless.h"
 
 #include "cli.h"
-#include "main_window.h"
+#include "headless_p.h"
 #include "theme.h"
 
 #include "widgets/charts/chart_registry.h"
 #include "widgets/charts/chart_widget.h"
-#include "widgets/charts/engines_view.h"
-#include "widgets/charts/speed_panel.h"
-#include "widgets/deployment/deployment_panel.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/chart_book.h"
 #include "widgets/probe/probe_charts.h"
-#include "widgets/probe/probe_panel.h"
 #include "widgets/scenario/scenario_panel.h"
-#include "widgets/traffic/traffic_panel.h"
+#include "widgets/state/scenario_document.h"
+#include "widgets/state/status_text.h"
+#include "widgets/traffic/traffic_fields.h"
 
 #include "core/io/files.h"
 #include "core/units.h"
 
-#include <QApplication>
-#include <QBuffer>
-#include <QElapsedTimer>
 #include <QFileInfo>
-#include <QImage>
-#include <QPixmap>
-#include <QTabWidget>
-#include <QWindow>
 
 #include <algorithm>
 #include <cmath>
@@ -38,26 +33,7 @@ namespace kvl::app {
 
 namespace {
 
-// Lets queued replots and layouts run until every chart has drawn (or 5 s passed).
-void settle(MainWindow& w) {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 5000) {
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-        if (w.pendingReplots() == 0 &&
-            (!w.isVisible() || (w.windowHandle() && w.windowHandle()->isExposed())))
-            break;
-    }
-    QCoreApplication::processEvents();
-}
-
-// Why a headless command stopped: its message and exit code (2: the options; 1: the run).
-struct Failure {
-    std::string message;
-    int code = 2;
-};
-
-// What the options ask to draw, checked before any window exists: the chart (export --chart),
+// What the options ask to draw, checked before anything is drawn: the chart (export --chart),
 // the image's size and scale.
 struct Target {
     const widgets::ChartSpec* chart = nullptr;
@@ -134,21 +110,21 @@ std::optional<Failure> checkOutPath(const Invocation& o, bool screenshot) {
     return std::nullopt;
 }
 
-// --probe-results into the Measured tab.
-std::optional<Failure> loadProbeResults(MainWindow& w, const Invocation& o,
+// --probe-results into the book.
+std::optional<Failure> loadProbeResults(widgets::ChartBook& book, const Invocation& o,
                                         const widgets::ChartSpec* chart) {
-    QString why;
-    if (!w.probePanel()->loadResults(QString::fromStdString(o.value("probe-results")), &why))
-        return Failure{"--probe-results: " + why.toStdString()};
+    if (Status loaded = book.loadProbeResults(QString::fromStdString(o.value("probe-results")));
+        !loaded)
+        return Failure{"--probe-results: " + loaded.error().message};
     // A file with nothing to draw wrote an empty chart and exited 0 (issue 32 item 9): a
     // chart of measurements is refused when no row gives it a point, saying why.
     const std::string name = chart ? chart->name : "";
-    const widgets::ProbeChart* drawn =
-        name == "speed"     ? static_cast<const widgets::ProbeChart*>(w.probePanel()->speedChart())
-        : name == "quality" ? w.probePanel()->qualityChart()
-                            : nullptr;
+    const auto* drawn =
+        name == "speed" || name == "quality"
+            ? static_cast<const widgets::ProbeChart*>(book.chart(QString::fromStdString(name)))
+            : nullptr;
     if (drawn && !drawn->hasData()) {
-        const probe::ProbeReport& report = w.probePanel()->report();
+        const probe::ProbeReport& report = book.probeReport();
         const std::string reason = report.okRows() == 0 ? "every row failed"
                                    : name == "speed" ? "no row that ran has a positive attention_ms"
                                                      : "no row that ran has a finite rel_l2_error";
@@ -159,17 +135,58 @@ std::optional<Failure> loadProbeResults(MainWindow& w, const Invocation& o,
     return std::nullopt;
 }
 
-// The Traffic tab's workload and SLO (its charts, the report's Traffic page, --tab traffic),
-// in simulate's options; the rate is the deployment's, as `simulate --rate` takes it, and
-// the tab's is per replica.
-std::optional<Failure> applyTrafficOptions(MainWindow& w, const Invocation& o) {
-    if (!(o.has("rate") || o.has("prompt-tokens") || o.has("output-tokens") ||
-          o.has("slo-ttft-ms") || o.has("slo-tpot-ms")))
-        return std::nullopt;
-    widgets::TrafficPanel* traffic = w.trafficPanel();
-    widgets::TrafficInputs in = traffic->inputs();
+// export: the document of the options' scenario (the reference pinned first), the book of
+// its charts, and the chart or report written from them.
+std::optional<Failure> writeExport(const Invocation& o, const Target& t,
+                                   const std::optional<core::Scenario>& reference,
+                                   Written& written) {
+    // View > Theme's colours, set before the book makes a chart: each takes the palette then.
+    if (o.has("theme"))
+        applyTheme(o.value("theme") == "dark" ? Theme::Dark : Theme::Light);
+    widgets::ScenarioDocument doc;
+    doc.setUnits(o.units);
+    if (reference) {
+        doc.setScenario(*reference);
+        doc.pinReference();
+    }
+    doc.setScenario(o.scenario);
+    widgets::ChartBook book(&doc);
+    if (o.has("probe-results"))
+        if (auto f = loadProbeResults(book, o, t.chart))
+            return f;
+    if (hasTrafficOptions(o)) {
+        widgets::TrafficInputs in = book.trafficInputs();
+        if (auto f = applyTrafficOptions(o, doc.scenario().hardware.dataParallel, in))
+            return f;
+        book.setTrafficInputs(in);
+    }
+    QString error;
+    bool ok = false;
+    if (o.has("report")) {
+        written.path = QString::fromStdString(o.value("report"));
+        ok = book.exportReport(written.path, &error);
+    } else {
+        written.path = QString::fromStdString(o.value("out"));
+        ok = book.exportChart(QLatin1String(t.chart->name), written.path, t.scale, t.size, &error);
+    }
+    if (!ok)
+        return Failure{error.isEmpty() ? std::string("failed") : error.toStdString(), 1};
+    written.summary =
+        widgets::scopedSummaryLine(doc.snapshot(), doc.view().units, doc.view().scope);
+    return std::nullopt;
+}
+
+} // namespace
+
+bool hasTrafficOptions(const Invocation& o) {
+    return o.has("rate") || o.has("prompt-tokens") || o.has("output-tokens") ||
+           o.has("slo-ttft-ms") || o.has("slo-tpot-ms");
+}
+
+std::optional<Failure> applyTrafficOptions(const Invocation& o, int dataParallel,
+                                           widgets::TrafficInputs& in) {
     if (o.has("rate"))
-        in.rate = std::stod(o.value("rate")) / std::max(1, w.scenario().hardware.dataParallel);
+        in.rate = std::stod(o.value("rate")) / std::max(1, dataParallel);
     if (o.has("prompt-tokens"))
         in.prompt = o.value("prompt-tokens");
     if (o.has("output-tokens"))
@@ -178,76 +195,23 @@ std::optional<Failure> applyTrafficOptions(MainWindow& w, const Invocation& o) {
         in.sloTtftMs = std::stod(o.value("slo-ttft-ms"));
     if (o.has("slo-tpot-ms"))
         in.sloTpotMs = std::stod(o.value("slo-tpot-ms"));
-    traffic->setInputs(in);
-    // The tab's fields hold what they can; a value one of them cannot hold is refused, not
-    // changed.
-    const widgets::TrafficInputs got = traffic->inputs();
-    for (const auto& [option, asked, held] :
-         {std::tuple{"rate", in.rate, got.rate},
-          std::tuple{"slo-ttft-ms", in.sloTtftMs, got.sloTtftMs},
-          std::tuple{"slo-tpot-ms", in.sloTpotMs, got.sloTpotMs}})
-        if (o.has(option) && std::abs(asked - held) > 1e-6 * std::max(1.0, std::abs(asked))) {
+    // The tab's fields hold what they can (traffic_fields.h, the ranges and decimals the tab
+    // configures them with); a value one of them cannot hold is refused, not changed.
+    const widgets::TrafficInputs held = widgets::heldTrafficInputs(in);
+    for (const auto& [option, asked, kept] :
+         {std::tuple{"rate", in.rate, held.rate},
+          std::tuple{"slo-ttft-ms", in.sloTtftMs, held.sloTtftMs},
+          std::tuple{"slo-tpot-ms", in.sloTpotMs, held.sloTpotMs}})
+        if (o.has(option) && std::abs(asked - kept) > 1e-6 * std::max(1.0, std::abs(asked))) {
             char b[64];
-            std::snprintf(b, sizeof b, "%g", held);
+            std::snprintf(b, sizeof b, "%g", kept);
             return Failure{std::string("--") + option + " " + o.value(option) +
                            ": the Traffic tab's field holds " + b +
                            " (its range and decimals); give a value it can hold"};
         }
+    in = held;
     return std::nullopt;
 }
-
-// --tab and --theme.
-void showTab(MainWindow& w, const Invocation& o) {
-    if (o.value("tab") == "measured")
-        w.showMeasuredTab();
-    else if (o.value("tab") == "speed")
-        w.tabs()->setCurrentWidget(w.speedPanel());
-    else if (o.value("tab") == "engines")
-        w.tabs()->setCurrentWidget(w.enginesPanel());
-    else if (o.value("tab") == "deployment") {
-        w.tabs()->setCurrentWidget(w.deploymentPanel());
-        w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"
-    } else if (o.value("tab") == "traffic") {
-        w.tabs()->setCurrentWidget(w.trafficPanel());
-        // The picture shows the simulation, not "Simulating…": it runs here, on this thread,
-        // the same computation the tab's worker runs.
-        w.trafficPanel()->computeNow();
-    }
-    if (o.has("theme")) {
-        // The window's View > Theme, applied after the window exists: the charts re-colour on
-        // PaletteChange as they do when the desktop theme switches, and export in those colours.
-        applyTheme(o.value("theme") == "dark" ? Theme::Dark : Theme::Light);
-    }
-}
-
-// The screenshot, the report or the chart into its file, at `written`.
-std::optional<Failure> writeOutput(MainWindow& w, const Invocation& o, bool screenshot,
-                                   const Target& t, QString& written) {
-    QString error;
-    bool ok = false;
-    if (screenshot) {
-        written = QString::fromStdString(o.value("screenshot"));
-        QBuffer png;
-        png.open(QIODevice::WriteOnly);
-        w.grab().save(&png, "PNG");
-        const auto saved =
-            widgets::writeFileAtomically(written, png.data(), widgets::FileKind::Png);
-        ok = saved.ok();
-        if (!ok)
-            error = QString::fromStdString(saved.error().message);
-    } else if (o.has("report")) {
-        written = QString::fromStdString(o.value("report"));
-        ok = w.exportReport(written, &error);
-    } else {
-        written = QString::fromStdString(o.value("out"));
-        ok = w.exportChart(QLatin1String(t.chart->name), written, t.scale, t.size, &error);
-    }
-    if (!ok)
-        return Failure{error.isEmpty() ? std::string("failed") : error.toStdString(), 1};
-    return std::nullopt;
-}
-
-} // namespace
 
 bool isHeadlessGuiCommand(const std::vector<std::string>& args) {
     return !args.empty() && (args[0] == "export" || args[0] == "--screenshot");
@@ -278,47 +242,20 @@ int runHeadlessGuiCommand(const std::vector<std::string>& args, std::ostream& ou
         return fail(*f);
     if (auto f = checkOutPath(o, screenshot))
         return fail(*f);
-    // Read what the options name before any window exists: one line per problem.
+    // Read what the options name before anything is drawn: one line per problem.
     std::optional<core::Scenario> reference;
     if (o.has("reference")) {
-        auto r = MainWindow::loadScenarioFile(QString::fromStdString(o.value("reference")));
+        auto r = widgets::loadScenarioFile(QString::fromStdString(o.value("reference")));
         if (!r)
             return fail({"--reference: " + r.error().message});
         reference = *r;
     }
-
-    MainWindow::Options wo;
-    wo.useSettings = false;
-    wo.showDialogs = false;
-    MainWindow w(wo);
-    w.setUnits(o.units);
-    if (reference) {
-        w.setScenario(*reference);
-        w.pinReference();
-    }
-    w.setScenario(o.scenario);
-    if (o.has("probe-results"))
-        if (auto f = loadProbeResults(w, o, t.chart))
-            return fail(*f);
-    if (auto f = applyTrafficOptions(w, o))
+    Written written;
+    if (auto f = screenshot ? takeScreenshot(o, t.size, reference, written)
+                            : writeExport(o, t, reference, written))
         return fail(*f);
-    showTab(w, o);
-    w.setAttribute(Qt::WA_DontShowOnScreen,
-                   QGuiApplication::platformName() != QLatin1String("offscreen"));
-    w.resize(screenshot ? t.size : kDefaultWindowSize);
-    w.show();
-    settle(w);
-    // The window does not shrink below what its panels need: a --size under that gave a larger
-    // image than asked (200x150 -> 1173x606). Say so instead of writing it.
-    if (screenshot && w.size() != t.size)
-        return fail({"--size " + o.value("size") + ": the window needs at least " +
-                     std::to_string(w.width()) + "x" + std::to_string(w.height()) +
-                     " for its panels; ask for that or more"});
-    QString written;
-    if (auto f = writeOutput(w, o, screenshot, t, written))
-        return fail(*f);
-    out << "wrote " << written.toStdString() << " (" << printable(w.summaryText().toStdString())
-        << ")\n";
+    out << "wrote " << written.path.toStdString() << " ("
+        << printable(written.summary.toStdString()) << ")\n";
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/deployment/plan_model.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/chart_export.h"
 #include "widgets/export/report.h"
 #include "widgets/export/table_export.h"
 #include "widgets/probe/probe_charts.h"
@@ -192,22 +193,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     m_charts = findChildren<widgets::ChartWidget*>();
     for (widgets::ChartWidget* c : m_charts) {
         connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
-        // Each chart's scope words come from its registry entry.
-        const widgets::ChartSpec* spec =
-            widgets::findChartSpec(c->objectName().chopped(int(qstrlen("Chart"))));
-        const auto scope = spec ? spec->scope : widgets::ChartScope::Selected;
-        c->setCaptionSource({[this, scope] {
-                                 return view().snapshot
-                                            ? widgets::exportCaption(*view().snapshot, view().scope,
-                                                                     scope, QDate::currentDate())
-                                            : QString();
-                             },
-                             [this, scope] {
-                                 return view().snapshot
-                                            ? widgets::csvComments(*view().snapshot, view().scope,
-                                                                   scope, QDate::currentDate())
-                                            : QStringList();
-                             }});
+        widgets::setDocumentCaptionSource(c, m_document); // as a ChartBook's charts
     }
     if (m_options.useSettings)
         restoreSettings();
@@ -732,10 +718,7 @@ void MainWindow::showView(const widgets::LedgerView& view) {
         m_vllmView->setPlainText(vllmText);
     // The ladder, the command box and the Ledger tab's charts name the engine whose rules they
     // show: the curves and the breakdown are vLLM's accounting whatever the engine.
-    const QString chartNote =
-        view.snapshot->engine ? tr("(vLLM's rules, not %1's)")
-                                    .arg(qs(core::engineDisplayName(view.snapshot->engine->engine)))
-                              : QString();
+    const QString chartNote = widgets::engineRulesNote(*view.snapshot);
     for (widgets::ChartWidget* c : std::initializer_list<widgets::ChartWidget*>{
              m_memoryChart, m_concurrencyChart, m_breakdownChart})
         c->setTitleNote(chartNote);
@@ -1006,8 +989,7 @@ void MainWindow::reportError(const QString& title, const QString& message) {
 }
 
 Result<core::Scenario> MainWindow::loadScenarioFile(const QString& path) {
-    // io::loadScenarioFile reads through io::readFile: one size limit, no FIFO hangs.
-    return io::loadScenarioFile(QFile::encodeName(path).toStdString());
+    return widgets::loadScenarioFile(path);
 }
 
 bool MainWindow::openScenarioFile(const QString& path) {
@@ -1097,11 +1079,6 @@ void MainWindow::saveProbeResultsInteractive() {
 }
 
 QString MainWindow::tableCsv(const QString& name) const {
-    if (name == QLatin1String("ladder"))
-        return widgets::withCsvComments(
-            m_ladderModel->csv(),
-            widgets::csvComments(*view().snapshot, view().scope,
-                                 widgets::findChartSpec(u"ladder")->scope, QDate::currentDate()));
     if (name == QLatin1String("plan")) {
         deploymentPanel()->planNow();
         return deploymentPanel()->model()->csv();
@@ -1111,90 +1088,49 @@ QString MainWindow::tableCsv(const QString& name) const {
     return {};
 }
 
+widgets::ChartSource MainWindow::exportSource() const {
+    widgets::ChartSource src;
+    src.view = view();
+    src.chart = [this](const QString& name) -> widgets::ChartWidget* {
+        // The plan and the simulation are there before they are drawn (on this thread); chart()
+        // brings the tab that holds the chart up to date.
+        if (name == QLatin1String("gpus-needed"))
+            deploymentPanel()->planNow();
+        if (name.startsWith(QLatin1String("traffic-")))
+            trafficPanel()->computeNow();
+        return chart(name);
+    };
+    src.tableCsv = [this](const QString& name) { return tableCsv(name); };
+    src.ladder = m_ladderModel;
+    src.font = font();
+    src.palette = palette();
+    return src;
+}
+
 bool MainWindow::exportChart(const QString& name, const QString& path, double scale, QSize size,
                              QString* error) {
-    auto fail = [error](const QString& message) {
-        if (error)
-            *error = message;
-        return false;
-    };
-    const widgets::ChartSpec* spec = widgets::findChartSpec(name);
-    if (!spec)
-        return fail(tr("Unknown chart \"%1\": use %2").arg(name, widgets::chartNames()));
-    const auto format = widgets::formatOfPath(path);
-    if (!format || !spec->formats.testFlag(*format))
-        return fail(tr("The %1 exports to %2, not \"%3\"")
-                        .arg(widgets::chartTitle(*spec).toLower(),
-                             widgets::formatSuffixes(spec->formats), QFileInfo(path).suffix()));
-    // (chart() brings the tab that holds the chart up to date.)
-    if (name == QLatin1String("gpus-needed")) // the plan is there before it is drawn
-        deploymentPanel()->planNow();
-    if (name.startsWith(QLatin1String("traffic-"))) // simulated here, on this thread
-        trafficPanel()->computeNow();
-    Status written;
-    if (!spec->table) {
-        written = chart(name)->exportTo(path, scale, size);
-    } else if (*format == widgets::ExportFormat::Csv) {
-        written = widgets::writeFileAtomically(path, tableCsv(name).toUtf8());
-    } else {
-        // A table as an image (the ladder): drawn through the same verified, atomic path.
-        widgets::TableImage table;
-        table.model = m_ladderModel;
-        table.title = tr("Lever ladder: each step adds one lever of the scenario (%1)")
-                          .arg(widgets::scopeLabel(view().scope));
-        table.caption = widgets::exportCaption(*view().snapshot, view().scope, spec->scope,
-                                               QDate::currentDate());
-        table.font = font();
-        table.colors = widgets::ChartColors::fromPalette(palette()); // --theme, View > Theme
-        table.barColumn = widgets::LadderModel::RequestsColumn;      // and requests per step
-        table.barRole = widgets::LadderModel::ExactValueRole;
-        const auto bytes = widgets::renderTableFile(table, *format, scale, size);
-        written = bytes ? widgets::writeFileAtomically(
-                              path, *bytes,
-                              *format == widgets::ExportFormat::Png   ? widgets::FileKind::Png
-                              : *format == widgets::ExportFormat::Pdf ? widgets::FileKind::Pdf
-                                                                      : widgets::FileKind::Svg)
-                        : Status(bytes.error());
-    }
-    return written ? true : fail(qs(written.error().message));
+    return widgets::exportRegistryChart(exportSource(), name, path, scale, size, error);
 }
 
 bool MainWindow::exportReport(const QString& path, QString* error) {
-    widgets::ReportInputs in;
-    in.snapshot = view().snapshot.get();
-    in.reference = view().reference.get();
-    in.memoryChart = m_memoryChart;
-    in.concurrencyChart = m_concurrencyChart;
-    in.breakdownChart = m_breakdownChart;
-    in.ladder = m_ladderModel;
-    in.units = view().units;
-    in.scope = view().scope;
-    // the predicted Speed chart, its calibration and the Deployment tab's plan.
+    widgets::ReportExtras extras;
     syncTab(m_speedPanel);
-    in.predictedSpeedChart = m_speedPanel->concurrencyChart();
-    in.calibration = m_speedPanel->calibration();
+    extras.calibration = m_speedPanel->calibration();
     if (deploymentPanel()->resultIsCurrent()) {
-        in.plan = deploymentPanel()->result();
-        in.planUsers = deploymentPanel()->resultRequest().users;
+        extras.plan = deploymentPanel()->result();
+        extras.planUsers = deploymentPanel()->resultRequest().users;
     }
     // The Traffic tab's simulation, run here if the tab has not (the same computation).
     trafficPanel()->computeNow();
-    if (trafficPanel()->resultIsCurrent()) {
-        in.traffic = trafficPanel()->result();
-        in.trafficTtftChart = trafficPanel()->ttftChart();
-        in.trafficTpotChart = trafficPanel()->tpotChart();
-        in.trafficTimelineChart = trafficPanel()->timelineChart();
-    }
+    if (trafficPanel()->resultIsCurrent())
+        extras.traffic = trafficPanel()->result();
     syncTab(m_enginesPanel);
-    in.enginesChart = m_enginesPanel->chart();
-    in.engines = m_enginesPanel->model();
+    extras.engines = m_enginesPanel->model();
     if (probePanel()->hasResults()) {
-        in.probe = probePanel()->model();
-        in.qualityChart = probePanel()->qualityChart();
-        in.speedChart = probePanel()->speedChart();
-        in.probeSource = probePanel()->sourceText();
+        extras.probe = probePanel()->model();
+        extras.probeSource = probePanel()->sourceText();
     }
-    return widgets::writeReviewReport(path, in, error);
+    return widgets::writeReviewReport(path, widgets::reportInputs(exportSource(), extras), error);
 }
 
 QString MainWindow::dialogDir() const {

@@ -33,6 +33,7 @@ class QToolButton;
 
 namespace kvl::widgets {
 class BreakdownChart;
+struct ChartSource;
 class ChartWidget;
 class CurveChart;
 class HfHubFetcher;
@@ -191,7 +192,9 @@ private:
     void publish(const widgets::LedgerView& view);  // emits snapshotChanged
     void showView(const widgets::LedgerView& view); // the status bar, warnings, vLLM command
     void onChartReplotted();
-    QString tableCsv(const QString& name) const;
+    QString tableCsv(const QString& name) const; // the plan's or the probe's
+    // The window's live charts and models, for the one export path (chart_export.h).
+    widgets::ChartSource exportSource() const;
     void reportError(const QString& title, const QString& message);
     void addRecentFile(const QString& path);
     void updateRecentMenu();

@@ -1,8 +1,10 @@
 #pragma once
 // Driving real controls with QTest: groups are toggled by clicking their check box, combos and
-// spin boxes through the keyboard, as a user would.
+// spin boxes through the keyboard, as a user would. And what the export suites read back.
 
+#include <QByteArray>
 #include <QComboBox>
+#include <QFile>
 #include <QGroupBox>
 #include <QLineEdit>
 #include <QSlider>
@@ -56,5 +58,15 @@ inline void typeInto(QAbstractSpinBox* spin, const QString& text) {
     QTest::keyClicks(edit, text);
     QTest::keyClick(edit, Qt::Key_Return);
 }
+
+// A file's bytes (empty when it cannot be read).
+inline QByteArray readFileBytes(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// kvprobe's results of a quick CPU bench: what the measured charts and the table are drawn from.
+inline const QString kProbeResultsFile =
+    QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/probe_results/cpu-bench-quick.json");
 
 } // namespace kvl::test

@@ -12,12 +12,15 @@
 #include "headless.h"
 #include "main_window.h"
 #include "special_files.h"
+#include "test_helpers.h"
 #include "theme.h"
 
 #include "widgets/charts/chart_colors.h"
 #include "widgets/charts/chart_registry.h"
 #include "widgets/charts/chart_widget.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/chart_book.h"
+#include "widgets/traffic/traffic_panel.h"
 
 #include "widgets/charts/curve_chart.h"
 #include "widgets/charts/ladder_model.h"
@@ -30,6 +33,7 @@
 #include <QDate>
 #include <QFile>
 #include <QImage>
+#include <QMainWindow>
 #include <QPainter>
 #include <QRegularExpression>
 #include <QSet>
@@ -55,9 +59,11 @@ using kvl::app::MainWindow;
 
 namespace {
 
+using test::readFileBytes;
+const QString& kProbeFile = test::kProbeResultsFile;
+
 QByteArray readAll(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    return readFileBytes(path);
 }
 
 int pdfPages(const QByteArray& pdf) {
@@ -167,6 +173,12 @@ private slots:
     void legendsListOnlyDrawnSeries();
     void exportTheme_data();
     void exportTheme();
+    void bookMatchesWindow_data();
+    void bookMatchesWindow();
+    void headlessMatchesWindow_data();
+    void headlessMatchesWindow();
+    void exportBuildsNoWindow_data();
+    void exportBuildsNoWindow();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -1100,4 +1112,142 @@ void TestExport::exportTheme() {
     QVERIFY(!img.isNull());
     const QColor bg(img.pixel(2, 2));
     QVERIFY2(dark ? bg.lightnessF() < 0.3 : bg.lightnessF() > 0.8, qPrintable(bg.name()));
+}
+
+// Issue 27, one export path: a ChartBook over the window's own document writes what the
+// window writes, for every chart and table of the registry the ledger draws (CSV byte for
+// byte, images at the same size).
+void TestExport::bookMatchesWindow_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<QString>("suffix");
+    for (const auto& spec : widgets::chartSpecs()) {
+        if (spec.measured)
+            continue; // with probe results: headlessMatchesWindow
+        QTest::addRow("%s.csv", spec.name) << QString::fromLatin1(spec.name) << "csv";
+        if (spec.formats.testFlag(widgets::ExportFormat::Png))
+            QTest::addRow("%s.png", spec.name) << QString::fromLatin1(spec.name) << "png";
+    }
+}
+
+void TestExport::bookMatchesWindow() {
+    QFETCH(QString, chart);
+    QFETCH(QString, suffix);
+    const QString fromWindow = m_dir.filePath(QStringLiteral("window-%1.%2").arg(chart, suffix));
+    const QString fromBook = m_dir.filePath(QStringLiteral("book-%1.%2").arg(chart, suffix));
+    const QSize size = widgets::findChartSpec(chart)->table ? QSize() : QSize(700, 420);
+    QString error;
+    QVERIFY2(m_window->exportChart(chart, fromWindow, 1.0, size, &error), qPrintable(error));
+    widgets::ChartBook book(m_window->document());
+    QVERIFY2(book.exportChart(chart, fromBook, 1.0, size, &error), qPrintable(error));
+    if (suffix == QLatin1String("csv")) {
+        QCOMPARE(readAll(fromBook), readAll(fromWindow));
+        QVERIFY(csvBody(readAll(fromBook)).count('\n') >= 2);
+    } else {
+        QCOMPARE(QImage(fromBook).size(), QImage(fromWindow).size());
+    }
+}
+
+// `kvledger export` (a document and a book) and a window showing the same scenario write the
+// same CSV.
+void TestExport::headlessMatchesWindow_data() {
+    QTest::addColumn<QString>("chart");
+    QTest::addColumn<QStringList>("args");
+    QTest::addRow("memory, int8, TP 2")
+        << "memory" << QStringList{"--kv-dtype", "int8", "--tp", "2", "--units", "gb"};
+    QTest::addRow("ladder, shared prefix") << "ladder" << QStringList{"--prefix-tokens", "4096"};
+    QTest::addRow("plan, 16K") << "plan"
+                               << QStringList{"--context", "16384", "--max-model-len", "16384"};
+    QTest::addRow("gpus needed") << "gpus-needed"
+                                 << QStringList{"--context", "32768", "--max-model-len", "32768"};
+    QTest::addRow("engines") << "engines" << QStringList{"--kv-dtype", "fp8"};
+    QTest::addRow("llama.cpp, int8")
+        << "memory" << QStringList{"--engine", "llamacpp", "--kv-dtype", "int8"};
+    QTest::addRow("llama.cpp engines, int8")
+        << "engines" << QStringList{"--engine", "llamacpp", "--kv-dtype", "int8"};
+    QTest::addRow("speed vs context") << "speed-context" << QStringList{"--tp", "2"};
+    QTest::addRow("traffic ttft, an SLO")
+        << "traffic-ttft" << QStringList{"--slo-ttft-ms", "1500", "--output-tokens", "128"};
+    QTest::addRow("measured speed") << "speed" << QStringList{"--probe-results", kProbeFile};
+    QTest::addRow("probe table") << "probe" << QStringList{"--probe-results", kProbeFile};
+}
+
+void TestExport::headlessMatchesWindow() {
+    QFETCH(QString, chart);
+    QFETCH(QStringList, args);
+    const QString headlessCsv = m_dir.filePath(QStringLiteral("same-headless-%1.csv").arg(chart));
+    const QString windowCsv = m_dir.filePath(QStringLiteral("same-window-%1.csv").arg(chart));
+    std::string err;
+    QVERIFY2(headless(QStringList{"--chart", chart, "--out", headlessCsv} + args, &err) == 0,
+             err.c_str());
+    // The same options, through the window.
+    std::vector<std::string> scenarioArgs;
+    for (const QString& a : args)
+        scenarioArgs.push_back(a.toStdString());
+    auto parsed = app::parseCommand("export", scenarioArgs);
+    QVERIFY2(parsed.ok(), parsed ? "" : parsed.error().message.c_str());
+    MainWindow::Options o;
+    o.useSettings = false;
+    o.showDialogs = false;
+    MainWindow w(o);
+    w.setUnits(parsed->units);
+    w.setScenario(parsed->scenario);
+    if (parsed->has("probe-results"))
+        QVERIFY(w.openProbeResults(kProbeFile));
+    if (parsed->has("slo-ttft-ms")) {
+        widgets::TrafficInputs in = w.trafficPanel()->inputs();
+        in.sloTtftMs = std::stod(parsed->value("slo-ttft-ms"));
+        in.output = parsed->value("output-tokens");
+        w.trafficPanel()->setInputs(in);
+    }
+    QString error;
+    QVERIFY2(w.exportChart(chart, windowCsv, 1.0, {}, &error), qPrintable(error));
+    QCOMPARE(readAll(headlessCsv), readAll(windowCsv));
+}
+
+// `kvledger export` builds no window: no QMainWindow but this suite's own takes an event
+// while it runs (the old path built and showed a whole MainWindow). --screenshot, a picture of
+// the window, is the control: it must be seen.
+void TestExport::exportBuildsNoWindow_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("window");
+    QTest::addRow("a chart") << QStringList{"export", "--chart", "memory", "--out", "nw.csv"}
+                             << false;
+    QTest::addRow("a simulated chart")
+        << QStringList{"export", "--chart", "traffic-timeline", "--out", "nw.png"} << false;
+    QTest::addRow("the report") << QStringList{"export", "--report", "nw.pdf"} << false;
+    QTest::addRow("screenshot (control)")
+        << QStringList{"--screenshot", "nw-shot.png", "--size", "1600x1000"} << true;
+}
+
+namespace {
+// Every QMainWindow but `own` that takes an event while installed on the application.
+struct WindowSpy : QObject {
+    QObject* own = nullptr;
+    QSet<QObject*> seen;
+    bool eventFilter(QObject* obj, QEvent* event) override {
+        if (obj != own && qobject_cast<QMainWindow*>(obj))
+            seen.insert(obj);
+        return QObject::eventFilter(obj, event);
+    }
+};
+} // namespace
+
+void TestExport::exportBuildsNoWindow() {
+    QFETCH(QStringList, args);
+    QFETCH(bool, window);
+    std::vector<std::string> argv;
+    for (const QString& a : args) {
+        const bool file = a.startsWith(QLatin1String("nw"));
+        argv.push_back(file ? m_dir.filePath(a).toStdString() : a.toStdString());
+    }
+    WindowSpy spy;
+    spy.own = m_window.get();
+    qApp->installEventFilter(&spy);
+    std::ostringstream o, e;
+    const int rc = app::runHeadlessGuiCommand(argv, o, e);
+    qApp->removeEventFilter(&spy);
+    QVERIFY2(rc == 0, e.str().c_str());
+    QCOMPARE(!spy.seen.isEmpty(), window);
+    for (QWidget* w : QApplication::topLevelWidgets())
+        QVERIFY(w == m_window.get() || !qobject_cast<QMainWindow*>(w));
 }

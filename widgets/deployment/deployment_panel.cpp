@@ -70,6 +70,34 @@ int clampInt(std::int64_t v, int lo, int hi) {
 }
 } // namespace
 
+PlanFields defaultPlanFields(const LedgerSnapshot& snap) {
+    PlanFields f;
+    f.users = clampInt(defaultUsers(snap), 1, kPlanMaxUsers);
+    f.context = clampInt(snap.scenario.workload.context, 1, kPlanMaxContext);
+    f.prefixTokens = clampInt(scenarioPrefix(snap.scenario), 0, kPlanMaxContext);
+    return f;
+}
+
+core::PlanRequest planRequestFor(const core::Scenario& base, const PlanFields& f) {
+    core::PlanRequest req;
+    req.base = base;
+    req.base.levers.prefix.enabled = f.prefixTokens > 0;
+    if (f.prefixTokens > 0)
+        req.base.levers.prefix.sharedTokens = f.prefixTokens;
+    req.users = f.users;
+    req.context = f.context;
+    req.maxGpus = f.maxGpus;
+    req.gpusPerNode = f.gpusPerNode;
+    req.rank = f.rank;
+    req.minTokensPerSecondPerUser = f.minTokensPerSecondPerUser;
+    // The scenario's GPU first (issue 29, item 6): the other kinds are a row away.
+    req.preferredGpu = base.hardware.gpu.id;
+    for (const auto& g : io::builtinGpus())
+        if (f.gpuKinds.isEmpty() || f.gpuKinds.contains(qs(g.id)))
+            req.gpus.push_back(g);
+    return req;
+}
+
 PlanOutcome runPlan(const core::PlanRequest& request, const std::atomic<bool>* cancel) {
     // One GPU kind at a time, so a cancel takes effect within one kind's search (a few ms).
     QElapsedTimer timer;
@@ -135,17 +163,17 @@ void DeploymentPanel::buildUi() {
 void DeploymentPanel::createWorkloadFields() {
     m_users = new QSpinBox;
     m_users->setObjectName(QStringLiteral("planUsersSpin"));
-    m_users->setRange(1, 1'000'000);
+    m_users->setRange(1, kPlanMaxUsers);
     m_users->setGroupSeparatorShown(true);
     m_users->setToolTip(tr("Concurrent requests (users) to hold, each at the context"));
     m_context = new TokenSpinBox;
     m_context->setObjectName(QStringLiteral("planContextSpin"));
-    m_context->setRange(1, 16 << 20);
+    m_context->setRange(1, kPlanMaxContext);
     m_context->setToolTip(tr("Tokens per request (prompt + output); vLLM starts with "
                              "--max-model-len at least this"));
     m_prefix = new TokenSpinBox;
     m_prefix->setObjectName(QStringLiteral("planPrefixSpin"));
-    m_prefix->setRange(0, 16 << 20);
+    m_prefix->setRange(0, kPlanMaxContext);
     m_prefix->setSpecialValueText(tr("none"));
     m_prefix->setToolTip(tr("A prompt prefix every request shares (system prompt): its full "
                             "blocks are stored once (vLLM's prefix caching)"));
@@ -164,7 +192,7 @@ void DeploymentPanel::createSearchFields() {
     m_perNode = new QSpinBox;
     m_perNode->setObjectName(QStringLiteral("planGpusPerNodeSpin"));
     m_perNode->setRange(1, 64);
-    m_perNode->setValue(8);
+    m_perNode->setValue(kPlanDefaultGpusPerNode);
     m_perNode->setToolTip(tr("GPUs per node: a layout whose TP x PP stays inside one node "
                              "ranks first"));
     m_rank = new QComboBox;
@@ -655,25 +683,16 @@ void DeploymentPanel::schedulePlan() {
 }
 
 core::PlanRequest DeploymentPanel::planRequest() const {
-    core::PlanRequest req;
-    req.base = m_base;
-    const std::int64_t prefix = m_prefix->value();
-    req.base.levers.prefix.enabled = prefix > 0;
-    if (prefix > 0)
-        req.base.levers.prefix.sharedTokens = prefix;
-    req.users = m_users->value();
-    req.context = m_context->value();
-    req.maxGpus = m_maxGpus->value();
-    req.gpusPerNode = m_perNode->value();
-    req.rank = static_cast<core::PlanRank>(m_rank->currentData().toInt());
-    req.minTokensPerSecondPerUser = m_minSpeed->value();
-    // The scenario's GPU first (issue 29, item 6): the other kinds are a row away.
-    req.preferredGpu = m_base.hardware.gpu.id;
-    const QStringList kinds = gpuKinds();
-    for (const auto& g : io::builtinGpus())
-        if (kinds.contains(qs(g.id)))
-            req.gpus.push_back(g);
-    return req;
+    PlanFields f;
+    f.users = m_users->value();
+    f.context = m_context->value();
+    f.prefixTokens = m_prefix->value();
+    f.maxGpus = m_maxGpus->value();
+    f.gpusPerNode = m_perNode->value();
+    f.rank = static_cast<core::PlanRank>(m_rank->currentData().toInt());
+    f.minTokensPerSecondPerUser = m_minSpeed->value();
+    f.gpuKinds = m_gpuKinds; // empty = all
+    return planRequestFor(m_base, f);
 }
 
 std::string DeploymentPanel::planKey(const core::PlanRequest& r) const {

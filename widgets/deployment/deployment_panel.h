@@ -14,6 +14,7 @@
 #include "core/planner.h"
 
 #include <QPointer>
+#include <QStringList>
 #include <QWidget>
 
 #include <atomic>
@@ -51,6 +52,27 @@ struct PlanOutcome {
 
 // Plans `request`, one GPU kind after the other, stopping early when `cancel` turns true.
 PlanOutcome runPlan(const core::PlanRequest& request, const std::atomic<bool>* cancel = nullptr);
+
+// The Deployment tab's fields: what a plan asks for. The tab fills one from its fields;
+// ChartBook (no tab) takes defaultPlanFields, what the tab shows for a scenario nobody edited.
+inline constexpr int kPlanMaxUsers = 1'000'000;
+inline constexpr int kPlanMaxContext = 16 << 20;
+inline constexpr int kPlanDefaultGpusPerNode = 8;
+struct PlanFields {
+    std::int64_t users = 1;
+    std::int64_t context = 1;
+    std::int64_t prefixTokens = 0; // 0 = no shared prefix
+    int maxGpus = core::kMaxPlanGpus;
+    int gpusPerNode = kPlanDefaultGpusPerNode;
+    core::PlanRank rank = core::PlanRank::Gpus;
+    double minTokensPerSecondPerUser = core::kDefaultMinTokensPerSecondPerUser;
+    QStringList gpuKinds; // empty = every catalog GPU
+};
+// The fields following the scenario: users = its target, else its concurrency, else what fits
+// now; its context and shared prefix; each within its field's range.
+PlanFields defaultPlanFields(const LedgerSnapshot& snap);
+// The request of a plan of `base` for `fields` (the scenario's GPU preferred).
+core::PlanRequest planRequestFor(const core::Scenario& base, const PlanFields& fields);
 
 class DeploymentPanel : public QWidget {
     Q_OBJECT

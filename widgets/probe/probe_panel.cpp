@@ -671,7 +671,7 @@ bool ProbePanel::hasResults() const {
 QString ProbePanel::sourceText() const {
     if (!hasResults())
         return {};
-    return QStringLiteral("%1 (%2)").arg(QString::fromStdString(report().label()), m_origin);
+    return probeSourceText(report(), m_origin);
 }
 
 bool ProbePanel::loadResults(const QString& path, QString* error) {
@@ -686,7 +686,7 @@ bool ProbePanel::loadResults(const QString& path, QString* error) {
         return false;
     }
     const auto& rep = loaded.value();
-    showReport(rep, tr("from %1").arg(QFileInfo(path).fileName()));
+    showReport(rep, probeFileOrigin(path));
     setMessage(tr("Loaded %n measurement(s) from %1.", nullptr, int(rep.rows.size()))
                    .arg(QDir::toNativeSeparators(path)),
                false);

@@ -7,6 +7,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QPalette>
 
@@ -361,6 +362,14 @@ QString ProbeResultsModel::html() const {
     }
     h += QStringLiteral("</table>");
     return h;
+}
+
+QString probeSourceText(const probe::ProbeReport& report, const QString& origin) {
+    return QStringLiteral("%1 (%2)").arg(QString::fromStdString(report.label()), origin);
+}
+
+QString probeFileOrigin(const QString& path) {
+    return ProbeResultsModel::tr("from %1").arg(QFileInfo(path).fileName());
 }
 
 } // namespace kvl::widgets

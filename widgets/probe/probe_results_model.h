@@ -69,4 +69,10 @@ private:
     core::UnitSystem m_units = core::UnitSystem::Binary;
 };
 
+// "NVIDIA H200 · 2026-11-29 (from bench.json)": the results' label and where they came from
+// (the Measured tab's source line, the report's).
+QString probeSourceText(const probe::ProbeReport& report, const QString& origin);
+// "from bench.json": the origin of results loaded from `path`.
+QString probeFileOrigin(const QString& path);
+
 } // namespace kvl::widgets

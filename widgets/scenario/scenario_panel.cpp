@@ -1370,10 +1370,7 @@ QString ScenarioPanel::validationMessage() const {
 }
 
 void ScenarioPanel::commit() {
-    // llama.cpp's -ctk / -ctv follow the KV format lever when it is on (one rule, in core).
-    if (m_scenario.engine.kind == core::Engine::Llamacpp)
-        m_scenario.engine.llamacpp =
-            core::scenarioForEngine(m_scenario, core::Engine::Llamacpp).engine.llamacpp;
+    m_scenario = withLeverKvTypes(m_scenario); // llama.cpp's -ctk / -ctv follow the lever
     updateEnabledStates();
     // core's one check: the fields, then a layout vLLM would refuse (TP that does not divide
     // the heads, DCP beyond the copies, EP without experts): vLLM would not start.

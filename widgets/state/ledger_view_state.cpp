@@ -1,5 +1,6 @@
 #include "widgets/state/ledger_view_state.h"
 
+#include "core/engines.h"
 #include "core/kv_format.h"
 #include "core/saturating.h"
 
@@ -20,6 +21,13 @@ QString formatTokensQ(std::int64_t tokens) {
 }
 QString thousandsQ(std::int64_t value) {
     return qs(core::withThousands(value));
+}
+
+core::Scenario withLeverKvTypes(const core::Scenario& s) {
+    core::Scenario out = s;
+    if (s.engine.kind == core::Engine::Llamacpp)
+        out.engine.llamacpp = core::scenarioForEngine(s, core::Engine::Llamacpp).engine.llamacpp;
+    return out;
 }
 
 LedgerSnapshot computeSnapshot(const core::Scenario& s) {

@@ -44,6 +44,11 @@ struct LedgerSnapshot {
 
 LedgerSnapshot computeSnapshot(const core::Scenario& s);
 
+// `s` with llama.cpp's -ctk / -ctv following the KV format lever when it is on (one rule, in
+// core::scenarioForEngine): what the scenario panel commits and the document computes, so a
+// scenario given to the document directly (kvledger export) is the one the window shows.
+core::Scenario withLeverKvTypes(const core::Scenario& s);
+
 // What the window shows, handed to every view in one signal (MainWindow::snapshotChanged).
 // The snapshots are shared and immutable: a view compares pointers to see what changed.
 // Which part of a deployment a figure covers. Memory is computed per GPU (what one vLLM worker

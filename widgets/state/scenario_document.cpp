@@ -1,6 +1,9 @@
 #include "widgets/state/scenario_document.h"
 
 #include "core/deployment.h"
+#include "core/io/scenario_file.h"
+
+#include <QFile>
 
 namespace kvl::widgets {
 
@@ -18,7 +21,9 @@ LedgerSnapshot invalidSnapshot(const core::Scenario& s, const std::string& reaso
 
 ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent) {}
 
-bool ScenarioDocument::setScenario(const core::Scenario& s) {
+bool ScenarioDocument::setScenario(const core::Scenario& given) {
+    // As the scenario panel commits it (a no-op for what the panel hands over).
+    const core::Scenario s = withLeverKvTypes(given);
     m_scenario = s;
     const auto checked = core::checkScenario(s);
     if (checked)
@@ -61,6 +66,11 @@ void ScenarioDocument::clearReference() {
 void ScenarioDocument::publish() {
     if (m_view.snapshot) // nothing computed yet: the units wait for the first scenario
         emit viewChanged(m_view);
+}
+
+Result<core::Scenario> loadScenarioFile(const QString& path) {
+    // io::loadScenarioFile reads through io::readFile: one size limit, no FIFO hangs.
+    return io::loadScenarioFile(QFile::encodeName(path).toStdString());
 }
 
 } // namespace kvl::widgets

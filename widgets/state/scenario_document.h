@@ -10,6 +10,8 @@
 
 #include "widgets/state/ledger_view_state.h"
 
+#include "core/result.h"
+
 #include <QObject>
 
 namespace kvl::widgets {
@@ -46,6 +48,10 @@ private:
     core::Scenario m_scenario;
     LedgerView m_view;
 };
+
+// Reads and checks a scenario file through io::readFile (regular files only, one size limit:
+// a FIFO or a device never blocks). The error is one line naming the file.
+Result<core::Scenario> loadScenarioFile(const QString& path);
 
 // The snapshot of a scenario that does not pass the check: the scenario and the reason, and
 // the KV format it asked for, nothing computed.

@@ -6,6 +6,7 @@
 #include "widgets/scenario/token_spin_box.h"
 #include "widgets/state/latest_job.h"
 #include "widgets/traffic/traffic_charts.h"
+#include "widgets/traffic/traffic_fields.h"
 
 #include "core/io/scenario_file.h"
 
@@ -64,6 +65,12 @@ void lowerThisThread(int nice) {
 
 } // namespace
 
+QString trafficNotSimulatedText(const LedgerView& view) {
+    return view.snapshot
+               ? TrafficPanel::tr("Not simulated: %1").arg(qs(view.snapshot->ledger.error))
+               : TrafficPanel::tr("Not simulated yet");
+}
+
 TrafficPanel::TrafficPanel(QWidget* parent) : QWidget(parent) {
     m_debounce = new QTimer(this);
     m_debounce->setSingleShot(true);
@@ -113,11 +120,11 @@ template <class Spin> Spin* TrafficPanel::input(Spin* spin, const char* name, co
     return spin;
 }
 
-QDoubleSpinBox* TrafficPanel::inputSpin(const char* name, double lo, double hi, int decimals,
-                                        double value, const QString& suffix, const QString& tip) {
+QDoubleSpinBox* TrafficPanel::inputSpin(const char* name, const TrafficField& field, double value,
+                                        const QString& suffix, const QString& tip) {
     auto* s = new QDoubleSpinBox;
-    s->setRange(lo, hi);
-    s->setDecimals(decimals);
+    s->setRange(field.lo, field.hi);
+    s->setDecimals(field.decimals);
     s->setValue(value);
     s->setSuffix(suffix);
     return input(s, name, tip);
@@ -141,33 +148,33 @@ QLineEdit* TrafficPanel::lengthEdit(const char* name, const QString& text) {
 }
 
 void TrafficPanel::createInputs() {
-    m_rate = inputSpin("trafficRateSpin", 0, 100000, 2, 0, tr(" req/s"),
+    m_rate = inputSpin("trafficRateSpin", kTrafficRateField, 0, tr(" req/s"),
                        tr("Arrival rate per replica for the occupancy and queue chart (Poisson); "
                           "auto = 80% of the scenario's sustainable rate"));
     m_rate->setSpecialValueText(tr("auto"));
     m_prompt = lengthEdit("trafficPromptEdit", QStringLiteral("1024"));
     m_output = lengthEdit("trafficOutputEdit", QStringLiteral("256"));
-    m_prefixShare = inputSpin("trafficPrefixShareSpin", 0, 1, 2, 0, QString(),
+    m_prefixShare = inputSpin("trafficPrefixShareSpin", kTrafficPrefixShareField, 0, QString(),
                               tr("The share of requests that start with the shared prefix"));
     m_prefixTokens = new TokenSpinBox;
     m_prefixTokens->setObjectName(QStringLiteral("trafficPrefixTokensSpin"));
-    m_prefixTokens->setRange(0, 1 << 20);
+    m_prefixTokens->setRange(0, kTrafficMaxPrefixTokens);
     m_prefixTokens->setSpecialValueText(tr("none"));
     m_prefixTokens->setKeyboardTracking(false);
     m_prefixTokens->setToolTip(tr("The shared prefix's tokens (a system prompt); vLLM's prefix "
                                   "cache serves its full blocks once the +prefix lever is on"));
     connect(m_prefixTokens, &QSpinBox::valueChanged, this, &TrafficPanel::onInputsEdited);
-    m_sloTtft = inputSpin("trafficSloTtftSpin", 0, 1e7, 0, 2000, tr(" ms"),
+    m_sloTtft = inputSpin("trafficSloTtftSpin", kTrafficSloTtftField, 2000, tr(" ms"),
                           tr("Time to first token objective (0 = none)"));
     m_sloTtft->setSpecialValueText(tr("none"));
-    m_sloTpot = inputSpin("trafficSloTpotSpin", 0, 1e6, 1, 100, tr(" ms"),
+    m_sloTpot = inputSpin("trafficSloTpotSpin", kTrafficSloTpotField, 100, tr(" ms"),
                           tr("Time per output token objective (0 = none)"));
     m_sloTpot->setSpecialValueText(tr("none"));
-    m_attainment = inputSpin("trafficAttainmentSpin", 50, 100, 1, 99, tr(" %"),
+    m_attainment = inputSpin("trafficAttainmentSpin", kTrafficAttainmentField, 99, tr(" %"),
                              tr("The share of requests that must meet both objectives"));
-    m_requests = countSpin("trafficRequestsSpin", 20, 100000, 400,
+    m_requests = countSpin("trafficRequestsSpin", kTrafficMinRequests, kTrafficMaxRequests, 400,
                            tr("Requests simulated per point: more is steadier and slower"));
-    m_seed = countSpin("trafficSeedSpin", 1, 1 << 30, 1,
+    m_seed = countSpin("trafficSeedSpin", 1, kTrafficMaxSeed, 1,
                        tr("Seed of the arrivals and lengths: the same seed, the same result"));
 }
 
@@ -329,9 +336,7 @@ void TrafficPanel::setView(const LedgerView& view) {
         cancel();
         m_result.reset();
         m_stale = true;
-        const QString why = view.snapshot
-                                ? tr("Not simulated: %1").arg(qs(view.snapshot->ledger.error))
-                                : tr("Not simulated yet");
+        const QString why = trafficNotSimulatedText(view);
         m_status->setText(why);
         setCharts(why);
         return;
@@ -343,22 +348,20 @@ void TrafficPanel::setView(const LedgerView& view) {
     m_scenarioKey = std::move(key);
     m_scenario = s;
     m_haveScenario = true;
-    // The prompt follows the scenario's context (less the output) until the user edits it, so
-    // that the scenario's requests, and its shared prefix, are what the simulation serves.
+    // The prompt follows the scenario's context (less the output) until the user edits it
+    // (traffic_fields.h: the same rule as a book without this tab).
     if (m_prompt->text() == m_followedPrompt) {
-        const auto output = core::sim::parseLengthDist(m_output->text().trimmed().toStdString());
-        const std::int64_t out = output ? std::llround(output->expected()) : 256;
-        m_followedPrompt = QString::number(
-            std::max<std::int64_t>(1, s.workload.context - std::max<std::int64_t>(0, out)));
+        m_followedPrompt = qs(followedTrafficPrompt(s, m_output->text().trimmed().toStdString()));
         const QSignalBlocker b(m_prompt);
         m_prompt->setText(m_followedPrompt);
     }
     // The shared prefix follows the scenario's prefix lever until the user edits it.
-    const std::int64_t prefix = s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0;
+    const std::int64_t prefix = followedTrafficPrefix(s);
     if (prefix != m_followedPrefix) {
         m_followedPrefix = prefix;
         const QSignalBlocker b1(m_prefixTokens), b2(m_prefixShare);
-        m_prefixTokens->setValue(static_cast<int>(std::min<std::int64_t>(prefix, 1 << 20)));
+        m_prefixTokens->setValue(
+            static_cast<int>(std::min<std::int64_t>(prefix, kTrafficMaxPrefixTokens)));
         m_prefixShare->setValue(prefix > 0 ? 1.0 : 0.0);
     }
     onInputsEdited();

@@ -38,8 +38,12 @@ class QTimer;
 namespace kvl::widgets {
 
 class TokenSpinBox;
+struct TrafficField;
 class TrafficLatencyChart;
 class TrafficTimelineChart;
+
+// What the charts say when the view has no scenario to simulate (none yet, or not valid).
+QString trafficNotSimulatedText(const LedgerView& view);
 
 class TrafficPanel : public QWidget {
     Q_OBJECT
@@ -99,7 +103,7 @@ private:
     void createInputs();
     // An input field that re-simulates when edited (after the debounce).
     template <class Spin> Spin* input(Spin* spin, const char* name, const QString& tip);
-    QDoubleSpinBox* inputSpin(const char* name, double lo, double hi, int decimals, double value,
+    QDoubleSpinBox* inputSpin(const char* name, const TrafficField& field, double value,
                               const QString& suffix, const QString& tip);
     QSpinBox* countSpin(const char* name, int lo, int hi, int value, const QString& tip);
     QLineEdit* lengthEdit(const char* name, const QString& text);

@@ -1,0 +1,57 @@
+#include "widgets/traffic/traffic_fields.h"
+
+#include <QString>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvl::widgets {
+
+double trafficFieldValue(const TrafficField& f, double v) {
+    // QDoubleSpinBox::setValue: rounded as QString::number(v, 'f', decimals) reads back, then
+    // bounded to the range.
+    const double rounded = QString::number(v, 'f', f.decimals).toDouble();
+    return std::clamp(rounded, f.lo, f.hi);
+}
+
+TrafficInputs heldTrafficInputs(const TrafficInputs& in) {
+    TrafficInputs held = in;
+    held.rate = trafficFieldValue(kTrafficRateField, in.rate);
+    held.prompt = QString::fromStdString(in.prompt).trimmed().toStdString();
+    held.output = QString::fromStdString(in.output).trimmed().toStdString();
+    held.prefixShare = trafficFieldValue(kTrafficPrefixShareField, in.prefixShare);
+    // The integer fields take an int (QSpinBox::setValue), then bound it.
+    held.prefixTokens = std::clamp(static_cast<int>(in.prefixTokens), 0, kTrafficMaxPrefixTokens);
+    held.sloTtftMs = trafficFieldValue(kTrafficSloTtftField, in.sloTtftMs);
+    held.sloTpotMs = trafficFieldValue(kTrafficSloTpotField, in.sloTpotMs);
+    held.attainment = trafficFieldValue(kTrafficAttainmentField, in.attainment * 100) / 100.0;
+    held.requests =
+        std::clamp(static_cast<int>(in.requests), kTrafficMinRequests, kTrafficMaxRequests);
+    held.seed =
+        static_cast<std::uint64_t>(std::clamp(static_cast<int>(in.seed), 1, kTrafficMaxSeed));
+    return held;
+}
+
+std::string followedTrafficPrompt(const core::Scenario& s, const std::string& output) {
+    // The scenario's requests (and its shared prefix) are then what the simulation serves.
+    const auto out = core::sim::parseLengthDist(output);
+    const std::int64_t outTokens = out ? std::llround(out->expected()) : 256;
+    return std::to_string(
+        std::max<std::int64_t>(1, s.workload.context - std::max<std::int64_t>(0, outTokens)));
+}
+
+std::int64_t followedTrafficPrefix(const core::Scenario& s) {
+    return s.levers.prefix.enabled ? s.levers.prefix.sharedTokens : 0;
+}
+
+TrafficInputs scenarioTrafficInputs(const core::Scenario& s, const core::SpeedAssumptions& speed) {
+    TrafficInputs in;
+    in.prompt = followedTrafficPrompt(s, in.output);
+    const std::int64_t prefix = followedTrafficPrefix(s);
+    in.prefixTokens = std::min<std::int64_t>(prefix, kTrafficMaxPrefixTokens);
+    in.prefixShare = prefix > 0 ? 1.0 : 0.0;
+    in.speed = speed;
+    return heldTrafficInputs(in);
+}
+
+} // namespace kvl::widgets
