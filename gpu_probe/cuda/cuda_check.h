@@ -19,13 +19,7 @@ inline std::string cudaErrorText(cudaError_t e, const char* call, const char* fi
 
 } // namespace kvl::probe
 
-// In functions returning cudaError_t.
-#define KVL_CUDA_CALL(call)                                                                        \
-    do {                                                                                           \
-        const cudaError_t kvl_err_ = (call);                                                       \
-        if (kvl_err_ != cudaSuccess)                                                               \
-            return kvl_err_;                                                                       \
-    } while (false)
+#include "gpu_probe/cuda/cuda_call.h" // KVL_CUDA_CALL
 
 // In host C++ functions returning kvl::Status or kvl::Result<T> (core/result.h, included by
 // the caller: nvcc compiles this header as C++17): an Internal error whose message names file,

@@ -23,12 +23,7 @@
     type* name = static_cast<type*>(::kvl::emu::staticShared(sizeof(type) * (count), alignof(type)))
 #define KVL_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::kvl::emu::dynamicShared())
 #define KVL_INJECT(fault) (::kvl::emu::faultActive(::kvl::emu::Fault::fault))
-#define KVL_CUDA_CALL(call)                                                                        \
-    do {                                                                                           \
-        const cudaError_t kvl_err_ = (call);                                                       \
-        if (kvl_err_ != cudaSuccess)                                                               \
-            return kvl_err_;                                                                       \
-    } while (false)
+#include "gpu_probe/cuda/cuda_call.h" // KVL_CUDA_CALL over the emulator's cudaError_t
 
 namespace kvl::probe::emulated {
 
