@@ -193,7 +193,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent)
     m_charts = findChildren<widgets::ChartWidget*>();
     for (widgets::ChartWidget* c : m_charts) {
         connect(c, &widgets::ChartWidget::replotted, this, &MainWindow::onChartReplotted);
-        widgets::setDocumentCaptionSource(c, m_document); // as a ChartBook's charts
+        // Captions worked out when an export reads them, as a ChartBook's charts.
+        widgets::setDocumentCaptionSource(c, m_document);
     }
     if (m_options.useSettings)
         restoreSettings();
@@ -735,10 +736,6 @@ void MainWindow::showView(const widgets::LedgerView& view) {
         updateLadderTitle();
     }
     m_banner->setItems(widgets::bannerItems(*view.snapshot));
-    // Every export carries the scenario it shows: a caption line, and '#' lines in CSVs,
-    // worked out when an export reads them (setCaptionSource, in the constructor).
-    for (widgets::ChartWidget* c : m_charts)
-        c->invalidateCaption();
     m_pinAction->setEnabled(!view.snapshot->invalid);
     m_clearReferenceAction->setEnabled(view.reference != nullptr);
     if (view.reference) {

@@ -64,6 +64,8 @@ private slots:
     void tablesHoldTheScenario();
     void trafficFieldsHoldAsTheTabDoes_data();
     void trafficFieldsHoldAsTheTabDoes();
+    void trafficCountsAreBounded_data();
+    void trafficCountsAreBounded();
     void trafficInputsFollowTheScenario_data();
     void trafficInputsFollowTheScenario();
     void planFieldsFollowTheScenario_data();
@@ -184,6 +186,40 @@ void TestChartBook::trafficFieldsHoldAsTheTabDoes() {
     spin.setDecimals(f.decimals);
     spin.setValue(value);
     QCOMPARE(widgets::trafficFieldValue(f, value), spin.value());
+}
+
+// The integer fields (shared prefix, requests, seed) are bounded in 64 bits: a count past int's
+// range is held at the field's maximum, not wrapped into the range by a narrowing cast
+// (2^32 + 5 tokens was held as 5).
+void TestChartBook::trafficCountsAreBounded_data() {
+    QTest::addColumn<qint64>("given");
+    QTest::addColumn<qint64>("prefixTokens");
+    QTest::addColumn<qint64>("requests");
+    QTest::addColumn<quint64>("seed");
+    QTest::addRow("in range") << qint64{4096} << qint64{4096} << qint64{4096} << quint64{4096};
+    QTest::addRow("below") << qint64{-7} << qint64{0} << qint64{widgets::kTrafficMinRequests}
+                           << quint64{1};
+    QTest::addRow("past the fields")
+        << qint64{(1 << 30) + 1} << qint64{widgets::kTrafficMaxPrefixTokens}
+        << qint64{widgets::kTrafficMaxRequests} << quint64{widgets::kTrafficMaxSeed};
+    QTest::addRow("2^32 + 5 (wraps to 5 as an int)")
+        << (qint64{1} << 32) + 5 << qint64{widgets::kTrafficMaxPrefixTokens}
+        << qint64{widgets::kTrafficMaxRequests} << quint64{widgets::kTrafficMaxSeed};
+}
+
+void TestChartBook::trafficCountsAreBounded() {
+    QFETCH(qint64, given);
+    QFETCH(qint64, prefixTokens);
+    QFETCH(qint64, requests);
+    QFETCH(quint64, seed);
+    widgets::TrafficInputs in;
+    in.prefixTokens = given;
+    in.requests = given;
+    in.seed = given < 0 ? 0 : static_cast<std::uint64_t>(given);
+    const widgets::TrafficInputs held = widgets::heldTrafficInputs(in);
+    QCOMPARE(qint64{held.prefixTokens}, prefixTokens);
+    QCOMPARE(qint64{held.requests}, requests);
+    QCOMPARE(quint64{held.seed}, seed);
 }
 
 void TestChartBook::trafficInputsFollowTheScenario_data() {

@@ -21,22 +21,6 @@
 
 namespace kvl::widgets {
 
-namespace {
-FileKind fileKindOf(ExportFormat format) {
-    switch (format) {
-    case ExportFormat::Png:
-        return FileKind::Png;
-    case ExportFormat::Pdf:
-        return FileKind::Pdf;
-    case ExportFormat::Svg:
-        return FileKind::Svg;
-    case ExportFormat::Csv:
-        break;
-    }
-    return FileKind::Data;
-}
-} // namespace
-
 ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

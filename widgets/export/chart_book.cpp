@@ -34,10 +34,7 @@ ChartBook::ChartBook(const ScenarioDocument* doc, QObject* parent)
 ChartBook::~ChartBook() = default;
 
 void ChartBook::markStale() {
-    m_fed.clear();
-    // Each export carries the scenario it shows: the captions are worked out again.
-    for (auto& [name, chart] : m_charts)
-        chart->invalidateCaption();
+    m_fed.clear(); // (each chart's caption follows the document itself)
     m_plan.reset();
     m_traffic.reset();
 }

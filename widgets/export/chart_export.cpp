@@ -5,6 +5,7 @@
 #include "widgets/charts/ladder_model.h"
 #include "widgets/charts/speed_chart.h"
 #include "widgets/export/atomic_write.h"
+#include "widgets/export/export_devices.h"
 #include "widgets/export/table_export.h"
 #include "widgets/state/scenario_document.h"
 #include "widgets/state/status_text.h"
@@ -21,12 +22,6 @@ namespace {
 
 QString tr(const char* text) {
     return QCoreApplication::translate("kvl::widgets::ChartExport", text);
-}
-
-FileKind fileKindOf(ExportFormat format) {
-    return format == ExportFormat::Png   ? FileKind::Png
-           : format == ExportFormat::Pdf ? FileKind::Pdf
-                                         : FileKind::Svg;
 }
 
 // A table as an image (the ladder): drawn through the same verified, atomic path as a chart.
@@ -99,6 +94,9 @@ void setDocumentCaptionSource(ChartWidget* chart, const ScenarioDocument* doc) {
     // Each chart's scope words come from its registry entry.
     const ChartSpec* spec = findChartSpec(chart->objectName().chopped(int(qstrlen("Chart"))));
     chart->setCaptionSource(documentCaptionSource(doc, spec ? spec->scope : ChartScope::Selected));
+    // Every export carries the scenario it shows: the caption is worked out again, when next
+    // read, after each new view.
+    QObject::connect(doc, &ScenarioDocument::viewChanged, chart, &ChartWidget::invalidateCaption);
 }
 
 QString engineRulesNote(const LedgerSnapshot& snap) {

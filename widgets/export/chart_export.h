@@ -45,7 +45,8 @@ QString ladderCsv(const LadderModel& ladder, const LedgerView& view);
 // The caption and '#' lines of a chart of registry scope `scope`: the document's scenario and
 // scope when the export reads them.
 ChartWidget::CaptionSource documentCaptionSource(const ScenarioDocument* doc, ChartScope scope);
-// Sets that source on `chart`, with the scope of its registry entry (by object name).
+// Sets that source on `chart`, with the scope of its registry entry (by object name), and
+// invalidates the chart's caption at each of the document's new views.
 void setDocumentCaptionSource(ChartWidget* chart, const ScenarioDocument* doc);
 
 // The note beside the Ledger tab's charts' titles when the scenario names another engine: the

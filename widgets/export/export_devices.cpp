@@ -35,4 +35,18 @@ void setScreenDpi(QImage& image) {
     image.setDotsPerMeterY(dotsPerMeter);
 }
 
+FileKind fileKindOf(ExportFormat format) {
+    switch (format) {
+    case ExportFormat::Png:
+        return FileKind::Png;
+    case ExportFormat::Pdf:
+        return FileKind::Pdf;
+    case ExportFormat::Svg:
+        return FileKind::Svg;
+    case ExportFormat::Csv:
+        break;
+    }
+    return FileKind::Data;
+}
+
 } // namespace kvl::widgets

@@ -2,6 +2,9 @@
 // The devices a chart (ChartWidget::renderFile) and a table (renderTableFile) are exported
 // through, set up alike: 96 dpi, the CSS pixel, and a page or view box the picture's size.
 
+#include "widgets/charts/chart_registry.h"
+#include "widgets/export/atomic_write.h"
+
 #include <QSize>
 #include <QString>
 
@@ -20,5 +23,7 @@ void setUpSvgGenerator(QSvgGenerator& generator, QIODevice* out, QSize size, con
                        const QString& description);
 // 96 dpi, as QCustomPlot::savePng writes it.
 void setScreenDpi(QImage& image);
+// What writeFileAtomically checks a file of `format` to be (CSV: plain data).
+FileKind fileKindOf(ExportFormat format);
 
 } // namespace kvl::widgets

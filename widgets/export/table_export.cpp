@@ -251,7 +251,6 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
     const QSize s = size.isValid() && !size.isEmpty() ? size.expandedTo(natural) : natural;
     QBuffer buffer;
     buffer.open(QIODevice::WriteOnly);
-    FileKind kind = FileKind::Data;
     switch (format) {
     case ExportFormat::Png: {
         if (auto ok = ChartWidget::checkPngSize(s, scale); !ok)
@@ -268,7 +267,6 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
         }
         setScreenDpi(image);
         image.save(&buffer, "PNG");
-        kind = FileKind::Png;
         break;
     }
     case ExportFormat::Pdf: {
@@ -280,7 +278,6 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
             paintTable(&p, t, s);
             p.end();
         }
-        kind = FileKind::Pdf;
         break;
     }
     case ExportFormat::Svg: {
@@ -291,14 +288,13 @@ Result<QByteArray> renderTableFile(const TableImage& t, ExportFormat format, dou
             paintTable(&p, t, s);
             p.end();
         }
-        kind = FileKind::Svg;
         break;
     }
     case ExportFormat::Csv:
         return makeError(ErrorCode::Internal, "renderTableFile draws images, not CSV");
     }
     const QByteArray bytes = buffer.data();
-    if (auto ok = verifyFileContent(bytes, kind, t.title); !ok)
+    if (auto ok = verifyFileContent(bytes, fileKindOf(format), t.title); !ok)
         return ok.error();
     return bytes;
 }

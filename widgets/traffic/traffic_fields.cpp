@@ -20,15 +20,14 @@ TrafficInputs heldTrafficInputs(const TrafficInputs& in) {
     held.prompt = QString::fromStdString(in.prompt).trimmed().toStdString();
     held.output = QString::fromStdString(in.output).trimmed().toStdString();
     held.prefixShare = trafficFieldValue(kTrafficPrefixShareField, in.prefixShare);
-    // The integer fields take an int (QSpinBox::setValue), then bound it.
-    held.prefixTokens = std::clamp(static_cast<int>(in.prefixTokens), 0, kTrafficMaxPrefixTokens);
+    // The integer fields are bounded as QSpinBox bounds them; bounded here before any narrowing
+    // (a 64-bit count cast to int first could wrap into the range).
+    held.prefixTokens = std::clamp<std::int64_t>(in.prefixTokens, 0, kTrafficMaxPrefixTokens);
     held.sloTtftMs = trafficFieldValue(kTrafficSloTtftField, in.sloTtftMs);
     held.sloTpotMs = trafficFieldValue(kTrafficSloTpotField, in.sloTpotMs);
     held.attainment = trafficFieldValue(kTrafficAttainmentField, in.attainment * 100) / 100.0;
-    held.requests =
-        std::clamp(static_cast<int>(in.requests), kTrafficMinRequests, kTrafficMaxRequests);
-    held.seed =
-        static_cast<std::uint64_t>(std::clamp(static_cast<int>(in.seed), 1, kTrafficMaxSeed));
+    held.requests = std::clamp<std::int64_t>(in.requests, kTrafficMinRequests, kTrafficMaxRequests);
+    held.seed = std::clamp<std::uint64_t>(in.seed, 1, kTrafficMaxSeed);
     return held;
 }
 
