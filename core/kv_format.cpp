@@ -1,4 +1,5 @@
 #include "kv_format.h"
+#include "enum_names.h"
 #include "saturating.h"
 
 #include <algorithm>
@@ -31,9 +32,18 @@ const DtypeInfo& info(KvDtype d) {
     return kDtypes[static_cast<std::size_t>(d)];
 }
 
-constexpr std::array<std::string_view, 8> kGranularityNames{
-    "none",      "per-tensor", "per-head", "per-token-head",
-    "per-group", "kivi",       "ds-mla",   "turboquant"};
+// The names, then two aliases that parseGranularity also reads.
+constexpr EnumRow<Granularity> kGranularityNames[] = {
+    {Granularity::None, "none"},
+    {Granularity::PerTensor, "per-tensor"},
+    {Granularity::PerHead, "per-head"},
+    {Granularity::PerTokenHead, "per-token-head"},
+    {Granularity::PerGroup, "per-group"},
+    {Granularity::KPerChannelVPerToken, "kivi"},
+    {Granularity::DsMla, "ds-mla"},
+    {Granularity::TurboQuant, "turboquant"},
+    {Granularity::PerTokenHead, "per-token"},
+    {Granularity::KPerChannelVPerToken, "k-per-channel"}};
 
 std::int64_t dataBytes(KvDtype d, int dim) {
     return ceilDiv(std::int64_t{dim} * info(d).bits, 8);
@@ -146,18 +156,11 @@ std::vector<KvDtype> allDtypes() {
 }
 
 std::string_view granularityName(Granularity g) {
-    return kGranularityNames[static_cast<std::size_t>(g)];
+    return lookupOr(kGranularityNames, g);
 }
 
 std::optional<Granularity> parseGranularity(std::string_view name) {
-    for (std::size_t i = 0; i < kGranularityNames.size(); ++i)
-        if (kGranularityNames[i] == name)
-            return static_cast<Granularity>(i);
-    if (name == "per-token")
-        return Granularity::PerTokenHead;
-    if (name == "k-per-channel")
-        return Granularity::KPerChannelVPerToken;
-    return std::nullopt;
+    return parseName(kGranularityNames, name);
 }
 
 KvFormat withGranularity(KvFormat f, Granularity g, int dim) {
