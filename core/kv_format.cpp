@@ -54,6 +54,17 @@ std::int64_t scaleAndZeroBytes(const KvFormat& f) {
     return scaleBytes(f.scaleType) * (f.hasZeroPoint ? 2 : 1);
 }
 
+// `f` as an asymmetric integer format in groups (PerGroup or KPerChannelVPerToken): an fp16
+// scale and an fp16 zero point per group of 128 elements (QServe / LMDeploy int4: 4.25 bits), or
+// of 32 for KIVI.
+KvFormat groupedWithZeroPoint(KvFormat f, Granularity g) {
+    f.granularity = g;
+    f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+    f.scaleType = ScaleType::Fp16;
+    f.hasZeroPoint = true;
+    return f;
+}
+
 } // namespace
 
 KvFormat KvFormat::defaultFor(KvDtype dtype) {
@@ -79,18 +90,10 @@ KvFormat KvFormat::defaultFor(KvDtype dtype) {
         break;
     case KvDtype::Int4:
         // QServe / LMDeploy: G = 128 with fp16 scale + zero = 4.25 bits.
-        f.granularity = Granularity::PerGroup;
-        f.groupSize = 128;
-        f.scaleType = ScaleType::Fp16;
-        f.hasZeroPoint = true;
-        break;
+        return groupedWithZeroPoint(f, Granularity::PerGroup);
     case KvDtype::Int2:
         // KIVI: keys per channel, values per token, groups of 32.
-        f.granularity = Granularity::KPerChannelVPerToken;
-        f.groupSize = 32;
-        f.scaleType = ScaleType::Fp16;
-        f.hasZeroPoint = true;
-        break;
+        return groupedWithZeroPoint(f, Granularity::KPerChannelVPerToken);
     case KvDtype::Fp4E2M1:
         // NVFP4 (vllm/v1/kv_cache_interface.py, FullAttentionSpec.real_page_size_bytes): packed
         // E2M1 data plus one E4M3 block scale per 16 elements.
@@ -165,16 +168,14 @@ std::optional<Granularity> parseGranularity(std::string_view name) {
 
 KvFormat withGranularity(KvFormat f, Granularity g, int dim) {
     const KvFormat usual = KvFormat::defaultFor(f.dtype);
-    f.granularity = g;
     if (g != Granularity::PerGroup && g != Granularity::KPerChannelVPerToken) {
+        f.granularity = g;
         f.scaleType = usual.scaleType;
         f.hasZeroPoint = usual.hasZeroPoint;
         f.groupSize = 0;
         return f;
     }
-    f.hasZeroPoint = true;
-    f.scaleType = ScaleType::Fp16;
-    f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+    f = groupedWithZeroPoint(f, g);
     if (dim > 0 && dim < f.groupSize)
         f.groupSize = dim;
     return f;
