@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "enum_names.h"
 #include "saturating.h"
 
 #include "kv_cache.h"
@@ -373,6 +374,18 @@ KvFormat storedKvFormat(const Scenario& s) {
     return f;
 }
 
+namespace {
+
+// vLLM's --kv-cache-dtype names for an unquantized cache and for the per-token-head scaled ones:
+// vllmCacheDtype writes them, formatForVllmCacheDtype reads them back.
+constexpr EnumRow<KvDtype> kVllmUnscaledNames[] = {{KvDtype::Fp16, "float16"},
+                                                   {KvDtype::Bf16, "bfloat16"}};
+constexpr EnumRow<KvDtype> kVllmPerTokenHeadNames[] = {{KvDtype::Int8, "int8_per_token_head"},
+                                                       {KvDtype::Fp8E4M3, "fp8_per_token_head"},
+                                                       {KvDtype::Int4, "int4_per_token_head"}};
+
+} // namespace
+
 std::optional<std::string> vllmCacheDtype(const Scenario& s) {
     const KvFormat f = requestedFormat(s);
     if (!s.levers.quant.enabled || f == KvFormat::defaultFor(s.model.nativeKvDtype))
@@ -380,11 +393,7 @@ std::optional<std::string> vllmCacheDtype(const Scenario& s) {
     const bool mla = s.model.isMla();
     switch (f.granularity) {
     case Granularity::None:
-        if (f.dtype == KvDtype::Fp16)
-            return std::string("float16");
-        if (f.dtype == KvDtype::Bf16)
-            return std::string("bfloat16");
-        return std::nullopt;
+        return std::optional<std::string>(lookup(kVllmUnscaledNames, f.dtype));
     case Granularity::PerTensor:
         if (f.dtype == KvDtype::Fp8E4M3)
             return std::string("fp8");
@@ -394,13 +403,7 @@ std::optional<std::string> vllmCacheDtype(const Scenario& s) {
     case Granularity::PerTokenHead:
         if (!isPerTokenHead(f) || mla)
             return std::nullopt;
-        if (f.dtype == KvDtype::Int8)
-            return std::string("int8_per_token_head");
-        if (f.dtype == KvDtype::Fp8E4M3)
-            return std::string("fp8_per_token_head");
-        if (f.dtype == KvDtype::Int4)
-            return std::string("int4_per_token_head");
-        return std::nullopt;
+        return std::optional<std::string>(lookup(kVllmPerTokenHeadNames, f.dtype));
     case Granularity::PerGroup:
         if (f.dtype == KvDtype::Fp4E2M1 && f.groupSize == 16 && f.scaleType == ScaleType::Fp8 &&
             !f.hasZeroPoint && !mla)
@@ -447,20 +450,16 @@ Result<KvFormat> formatForVllmCacheDtype(std::string_view name, const ModelSpec&
     KvFormat f;
     if (name == "auto")
         return KvFormat::defaultFor(model.nativeKvDtype);
-    if (name == "bfloat16")
-        return KvFormat::defaultFor(KvDtype::Bf16);
-    if (name == "float16")
-        return KvFormat::defaultFor(KvDtype::Fp16);
+    if (const auto unscaled = parseName(kVllmUnscaledNames, name))
+        return KvFormat::defaultFor(*unscaled);
     if (name == "fp8" || name == "fp8_e4m3" || name == "fp8_inc")
         return KvFormat::defaultFor(KvDtype::Fp8E4M3);
     if (name == "fp8_e5m2")
         return KvFormat::defaultFor(KvDtype::Fp8E5M2);
     if (name == "nvfp4")
         return KvFormat::defaultFor(KvDtype::Fp4E2M1);
-    if (name == "int8_per_token_head" || name == "fp8_per_token_head" ||
-        name == "int4_per_token_head") {
-        f.dtype =
-            name[0] == 'i' ? (name[3] == '8' ? KvDtype::Int8 : KvDtype::Int4) : KvDtype::Fp8E4M3;
+    if (const auto perTokenHead = parseName(kVllmPerTokenHeadNames, name)) {
+        f.dtype = *perTokenHead;
         f.granularity = Granularity::PerTokenHead;
         f.scaleType = ScaleType::Fp32;
         return f;

@@ -1,6 +1,7 @@
 #include "engines.h"
 
 #include "core/engine.h"
+#include "core/enum_names.h"
 #include "core/ledger.h"
 #include "core/llamacpp/ggml_types.h"
 #include "core/llamacpp/llamacpp.h"
@@ -194,17 +195,13 @@ std::vector<KvDtype> offeredKvDtypes(Engine e) {
 }
 
 std::string kvDtypeFlagText(Engine e) {
-    switch (e) {
-    case Engine::Vllm:
-        return "--kv-cache-dtype";
-    case Engine::Sglang:
-        return "--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16";
-    case Engine::Trtllm:
-        return "kv_cache_config.dtype takes auto, fp8, int8, nvfp4";
-    case Engine::Llamacpp:
-        return "-ctk / -ctv take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1";
-    }
-    return {};
+    constexpr EnumRow<Engine> kFlagTexts[] = {
+        {Engine::Vllm, "--kv-cache-dtype"},
+        {Engine::Sglang, "--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16"},
+        {Engine::Trtllm, "kv_cache_config.dtype takes auto, fp8, int8, nvfp4"},
+        {Engine::Llamacpp,
+         "-ctk / -ctv take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1"}};
+    return std::string(lookupOr(kFlagTexts, e));
 }
 
 Scenario scenarioForEngine(const Scenario& s, Engine e) {

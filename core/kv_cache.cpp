@@ -1,4 +1,5 @@
 #include "kv_cache.h"
+#include "enum_names.h"
 #include "saturating.h"
 
 #include "units.h"
@@ -253,22 +254,16 @@ std::int64_t groupPageSum(const CacheGroup& g) {
     return sum;
 }
 
+constexpr EnumRow<SpecType> kSpecTypeNames[] = {{SpecType::FullAttention, "full_attention"},
+                                                {SpecType::SlidingWindow, "sliding_window"},
+                                                {SpecType::ChunkedLocal, "chunked_local_attention"},
+                                                {SpecType::Mla, "mla_attention"},
+                                                {SpecType::Mamba, "mamba"}};
+
 } // namespace
 
 std::string_view specTypeName(SpecType type) {
-    switch (type) {
-    case SpecType::FullAttention:
-        return "full_attention";
-    case SpecType::SlidingWindow:
-        return "sliding_window";
-    case SpecType::ChunkedLocal:
-        return "chunked_local_attention";
-    case SpecType::Mla:
-        return "mla_attention";
-    case SpecType::Mamba:
-        return "mamba";
-    }
-    return "full_attention";
+    return lookupOr(kSpecTypeNames, type, "full_attention");
 }
 
 std::int64_t maxInFlightTokens(std::int64_t maxNumBatchedTokens, bool asyncScheduling, int pp) {

@@ -1,4 +1,5 @@
 #include "kv_format.h"
+#include "enum_names.h"
 #include "saturating.h"
 
 #include <algorithm>
@@ -31,9 +32,18 @@ const DtypeInfo& info(KvDtype d) {
     return kDtypes[static_cast<std::size_t>(d)];
 }
 
-constexpr std::array<std::string_view, 8> kGranularityNames{
-    "none",      "per-tensor", "per-head", "per-token-head",
-    "per-group", "kivi",       "ds-mla",   "turboquant"};
+// The names, then two aliases that parseGranularity also reads.
+constexpr EnumRow<Granularity> kGranularityNames[] = {
+    {Granularity::None, "none"},
+    {Granularity::PerTensor, "per-tensor"},
+    {Granularity::PerHead, "per-head"},
+    {Granularity::PerTokenHead, "per-token-head"},
+    {Granularity::PerGroup, "per-group"},
+    {Granularity::KPerChannelVPerToken, "kivi"},
+    {Granularity::DsMla, "ds-mla"},
+    {Granularity::TurboQuant, "turboquant"},
+    {Granularity::PerTokenHead, "per-token"},
+    {Granularity::KPerChannelVPerToken, "k-per-channel"}};
 
 std::int64_t dataBytes(KvDtype d, int dim) {
     return ceilDiv(std::int64_t{dim} * info(d).bits, 8);
@@ -42,6 +52,17 @@ std::int64_t dataBytes(KvDtype d, int dim) {
 // Bytes of one scale (plus one zero-point for asymmetric schemes).
 std::int64_t scaleAndZeroBytes(const KvFormat& f) {
     return scaleBytes(f.scaleType) * (f.hasZeroPoint ? 2 : 1);
+}
+
+// `f` as an asymmetric integer format in groups (PerGroup or KPerChannelVPerToken): an fp16
+// scale and an fp16 zero point per group of 128 elements (QServe / LMDeploy int4: 4.25 bits), or
+// of 32 for KIVI.
+KvFormat groupedWithZeroPoint(KvFormat f, Granularity g) {
+    f.granularity = g;
+    f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+    f.scaleType = ScaleType::Fp16;
+    f.hasZeroPoint = true;
+    return f;
 }
 
 } // namespace
@@ -69,18 +90,10 @@ KvFormat KvFormat::defaultFor(KvDtype dtype) {
         break;
     case KvDtype::Int4:
         // QServe / LMDeploy: G = 128 with fp16 scale + zero = 4.25 bits.
-        f.granularity = Granularity::PerGroup;
-        f.groupSize = 128;
-        f.scaleType = ScaleType::Fp16;
-        f.hasZeroPoint = true;
-        break;
+        return groupedWithZeroPoint(f, Granularity::PerGroup);
     case KvDtype::Int2:
         // KIVI: keys per channel, values per token, groups of 32.
-        f.granularity = Granularity::KPerChannelVPerToken;
-        f.groupSize = 32;
-        f.scaleType = ScaleType::Fp16;
-        f.hasZeroPoint = true;
-        break;
+        return groupedWithZeroPoint(f, Granularity::KPerChannelVPerToken);
     case KvDtype::Fp4E2M1:
         // NVFP4 (vllm/v1/kv_cache_interface.py, FullAttentionSpec.real_page_size_bytes): packed
         // E2M1 data plus one E4M3 block scale per 16 elements.
@@ -146,32 +159,23 @@ std::vector<KvDtype> allDtypes() {
 }
 
 std::string_view granularityName(Granularity g) {
-    return kGranularityNames[static_cast<std::size_t>(g)];
+    return lookupOr(kGranularityNames, g);
 }
 
 std::optional<Granularity> parseGranularity(std::string_view name) {
-    for (std::size_t i = 0; i < kGranularityNames.size(); ++i)
-        if (kGranularityNames[i] == name)
-            return static_cast<Granularity>(i);
-    if (name == "per-token")
-        return Granularity::PerTokenHead;
-    if (name == "k-per-channel")
-        return Granularity::KPerChannelVPerToken;
-    return std::nullopt;
+    return parseName(kGranularityNames, name);
 }
 
 KvFormat withGranularity(KvFormat f, Granularity g, int dim) {
     const KvFormat usual = KvFormat::defaultFor(f.dtype);
-    f.granularity = g;
     if (g != Granularity::PerGroup && g != Granularity::KPerChannelVPerToken) {
+        f.granularity = g;
         f.scaleType = usual.scaleType;
         f.hasZeroPoint = usual.hasZeroPoint;
         f.groupSize = 0;
         return f;
     }
-    f.hasZeroPoint = true;
-    f.scaleType = ScaleType::Fp16;
-    f.groupSize = g == Granularity::PerGroup ? 128 : 32;
+    f = groupedWithZeroPoint(f, g);
     if (dim > 0 && dim < f.groupSize)
         f.groupSize = dim;
     return f;

@@ -1,14 +1,30 @@
 #include "model.h"
 
+#include "core/enum_names.h"
+
 #include <algorithm>
-#include <array>
 #include <initializer_list>
 
 namespace kvl::core {
 
 namespace {
-constexpr std::array<std::string_view, 7> kWeightNames{"fp32", "fp16", "bf16", "fp8",
-                                                       "int8", "int4", "fp4"};
+constexpr EnumRow<LayerKind> kLayerKindNames[] = {
+    {LayerKind::Full, "full"}, {LayerKind::Sliding, "sliding"}, {LayerKind::Chunked, "chunked"},
+    {LayerKind::Mla, "mla"},   {LayerKind::State, "state"},     {LayerKind::None, "none"}};
+
+constexpr EnumRow<StateKind> kStateKindNames[] = {{StateKind::Mamba1, "mamba1"},
+                                                  {StateKind::Mamba2, "mamba2"},
+                                                  {StateKind::GatedDeltaNet, "gated_delta_net"},
+                                                  {StateKind::ShortConv, "short_conv"}};
+
+// The names (fp32 ... fp4), then aliases that parseWeightDtype also reads: config.json's
+// torch_dtype spellings and the FP8 / FP4 formats' own names.
+constexpr EnumRow<WeightDtype> kWeightNames[] = {
+    {WeightDtype::Fp32, "fp32"},    {WeightDtype::Fp16, "fp16"},    {WeightDtype::Bf16, "bf16"},
+    {WeightDtype::Fp8, "fp8"},      {WeightDtype::Int8, "int8"},    {WeightDtype::Int4, "int4"},
+    {WeightDtype::Fp4, "fp4"},      {WeightDtype::Fp16, "float16"}, {WeightDtype::Bf16, "bfloat16"},
+    {WeightDtype::Fp32, "float32"}, {WeightDtype::Fp8, "fp8_e4m3"}, {WeightDtype::Fp4, "mxfp4"},
+    {WeightDtype::Fp4, "nvfp4"}};
 
 std::string num(std::int64_t v) {
     return std::to_string(v);
@@ -16,72 +32,27 @@ std::string num(std::int64_t v) {
 } // namespace
 
 std::string_view layerKindName(LayerKind kind) {
-    switch (kind) {
-    case LayerKind::Full:
-        return "full";
-    case LayerKind::Sliding:
-        return "sliding";
-    case LayerKind::Chunked:
-        return "chunked";
-    case LayerKind::Mla:
-        return "mla";
-    case LayerKind::State:
-        return "state";
-    case LayerKind::None:
-        return "none";
-    }
-    return "full";
+    return lookupOr(kLayerKindNames, kind, "full");
 }
 
 std::optional<LayerKind> parseLayerKind(std::string_view name) {
-    for (const LayerKind k : {LayerKind::Full, LayerKind::Sliding, LayerKind::Chunked,
-                              LayerKind::Mla, LayerKind::State, LayerKind::None})
-        if (layerKindName(k) == name)
-            return k;
-    return std::nullopt;
+    return parseName(kLayerKindNames, name);
 }
 
 std::string_view stateKindName(StateKind kind) {
-    switch (kind) {
-    case StateKind::Mamba1:
-        return "mamba1";
-    case StateKind::Mamba2:
-        return "mamba2";
-    case StateKind::GatedDeltaNet:
-        return "gated_delta_net";
-    case StateKind::ShortConv:
-        return "short_conv";
-    }
-    return "mamba2";
+    return lookupOr(kStateKindNames, kind, "mamba2");
 }
 
 std::optional<StateKind> parseStateKind(std::string_view name) {
-    for (const StateKind k :
-         {StateKind::Mamba1, StateKind::Mamba2, StateKind::GatedDeltaNet, StateKind::ShortConv})
-        if (stateKindName(k) == name)
-            return k;
-    return std::nullopt;
+    return parseName(kStateKindNames, name);
 }
 
 std::string_view weightDtypeName(WeightDtype dtype) {
-    return kWeightNames[static_cast<std::size_t>(dtype)];
+    return lookupOr(kWeightNames, dtype);
 }
 
 std::optional<WeightDtype> parseWeightDtype(std::string_view name) {
-    for (std::size_t i = 0; i < kWeightNames.size(); ++i)
-        if (kWeightNames[i] == name)
-            return static_cast<WeightDtype>(i);
-    if (name == "float16")
-        return WeightDtype::Fp16;
-    if (name == "bfloat16")
-        return WeightDtype::Bf16;
-    if (name == "float32")
-        return WeightDtype::Fp32;
-    if (name == "fp8_e4m3")
-        return WeightDtype::Fp8;
-    if (name == "mxfp4" || name == "nvfp4")
-        return WeightDtype::Fp4;
-    return std::nullopt;
+    return parseName(kWeightNames, name);
 }
 
 std::int64_t weightBytes(std::int64_t params, WeightDtype dtype) {

@@ -1,29 +1,22 @@
 #include "result.h"
 
+#include "core/enum_names.h"
+
 namespace kvl {
 
+namespace {
+
+constexpr core::EnumRow<ErrorCode> kErrorCodeNames[] = {
+    {ErrorCode::BadInput, "bad input"},     {ErrorCode::BadFile, "bad file"},
+    {ErrorCode::NotFound, "not found"},     {ErrorCode::Unsupported, "unsupported"},
+    {ErrorCode::NoDevice, "no device"},     {ErrorCode::OutOfMemory, "out of memory"},
+    {ErrorCode::Io, "i/o error"},           {ErrorCode::Cancelled, "cancelled"},
+    {ErrorCode::Internal, "internal error"}};
+
+} // namespace
+
 std::string_view errorCodeName(ErrorCode code) {
-    switch (code) {
-    case ErrorCode::BadInput:
-        return "bad input";
-    case ErrorCode::BadFile:
-        return "bad file";
-    case ErrorCode::NotFound:
-        return "not found";
-    case ErrorCode::Unsupported:
-        return "unsupported";
-    case ErrorCode::NoDevice:
-        return "no device";
-    case ErrorCode::OutOfMemory:
-        return "out of memory";
-    case ErrorCode::Io:
-        return "i/o error";
-    case ErrorCode::Cancelled:
-        return "cancelled";
-    case ErrorCode::Internal:
-        return "internal error";
-    }
-    return "error";
+    return core::lookupOr(kErrorCodeNames, code, "error");
 }
 
 } // namespace kvl

@@ -62,23 +62,6 @@ Error symlinkRefusal(const std::string& path) {
     return {ErrorCode::BadFile, text + ", not a regular file"};
 }
 
-// A descriptor closed on every return path.
-struct Fd {
-    int fd = -1;
-    explicit Fd(int f) : fd(f) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd >= 0)
-            ::close(fd);
-    }
-    // Closes now and reports close()'s own error (0 or errno).
-    int close() {
-        const int rc = ::close(std::exchange(fd, -1));
-        return rc == 0 ? 0 : errno;
-    }
-};
-
 // What a writer finds at a path: the folder and the name in it, and the regular file that is
 // there (nullopt when there is none yet).
 struct Target {
@@ -135,31 +118,31 @@ std::string temporaryName(const std::string& name) {
 
 } // namespace
 
-RegularFile::RegularFile(int fd, std::int64_t size, std::string path)
-    : m_fd(fd), m_size(size), m_path(std::move(path)) {}
-
-RegularFile::RegularFile(RegularFile&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)), m_size(other.m_size), m_path(std::move(other.m_path)) {}
-
-RegularFile& RegularFile::operator=(RegularFile&& other) noexcept {
+OwnedFd& OwnedFd::operator=(OwnedFd&& other) noexcept {
     if (this != &other) {
         if (m_fd >= 0)
             ::close(m_fd);
-        m_fd = std::exchange(other.m_fd, -1);
-        m_size = other.m_size;
-        m_path = std::move(other.m_path);
+        m_fd = other.release();
     }
     return *this;
 }
 
-RegularFile::~RegularFile() {
+OwnedFd::~OwnedFd() {
     if (m_fd >= 0)
         ::close(m_fd);
 }
 
-int RegularFile::release() {
+int OwnedFd::release() {
     return std::exchange(m_fd, -1);
 }
+
+int OwnedFd::close() {
+    const int rc = ::close(release());
+    return rc == 0 ? 0 : errno;
+}
+
+RegularFile::RegularFile(int fd, std::int64_t size, std::string path)
+    : m_fd(fd), m_size(size), m_path(std::move(path)) {}
 
 Result<RegularFile> RegularFile::open(const std::string& path) {
     // stat first: a FIFO, device or directory is refused without being opened at all (opening
@@ -198,7 +181,7 @@ Result<std::size_t> RegularFile::read(void* buffer, std::size_t n) {
     auto* out = static_cast<char*>(buffer);
     std::size_t got = 0;
     while (got < n) {
-        const ssize_t r = ::read(m_fd, out + got, n - got);
+        const ssize_t r = ::read(m_fd.get(), out + got, n - got);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -251,31 +234,31 @@ Status replaceFile(const std::string& path, std::string_view bytes) {
     if (!examined)
         return examined.error();
     const Target& t = *examined;
-    Fd dir(::open(t.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (dir.fd < 0)
+    OwnedFd dir(::open(t.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (dir.get() < 0)
         return writeError(path, errno);
 
     // An unnamed file (O_TMPFILE, Linux 3.11; open(2)) vanishes by itself if the process dies
     // before it is linked. File systems without it get a named temporary file, removed on
     // failure.
-    Fd file(::openat(dir.fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+    OwnedFd file(::openat(dir.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
     std::string tempName; // the temporary file's name in the folder, once it has one
-    if (file.fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-        for (int attempt = 0; attempt < 100 && file.fd < 0; ++attempt) {
+    if (file.get() < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        for (int attempt = 0; attempt < 100 && file.get() < 0; ++attempt) {
             const std::string candidate = temporaryName(t.name);
-            file.fd = ::openat(dir.fd, candidate.c_str(),
-                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-            if (file.fd >= 0)
+            file = OwnedFd(::openat(dir.get(), candidate.c_str(),
+                                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+            if (file.get() >= 0)
                 tempName = candidate;
             else if (errno != EEXIST)
                 break;
         }
     }
-    if (file.fd < 0)
+    if (file.get() < 0)
         return writeError(path, errno); // EROFS, EACCES, ENOSPC (no inode left), EDQUOT
     auto fail = [&](int err) {
         if (!tempName.empty())
-            ::unlinkat(dir.fd, tempName.c_str(), 0);
+            ::unlinkat(dir.get(), tempName.c_str(), 0);
         return writeError(path, err);
     };
 
@@ -283,17 +266,17 @@ Status replaceFile(const std::string& path, std::string_view bytes) {
         // Keep the replaced file's owner (root writing another user's file, as `cp` onto it
         // keeps it) and permission bits (the set-id bits are not carried onto an export).
         struct stat mine {};
-        if (::fstat(file.fd, &mine) != 0)
+        if (::fstat(file.get(), &mine) != 0)
             return fail(errno);
         if (::geteuid() == 0 &&
             (mine.st_uid != t.existing->st_uid || mine.st_gid != t.existing->st_gid))
-            if (::fchown(file.fd, t.existing->st_uid, t.existing->st_gid) != 0)
+            if (::fchown(file.get(), t.existing->st_uid, t.existing->st_gid) != 0)
                 return fail(errno);
-        if (::fchmod(file.fd, t.existing->st_mode & 0777) != 0)
+        if (::fchmod(file.get(), t.existing->st_mode & 0777) != 0)
             return fail(errno);
     }
     for (std::size_t done = 0; done < bytes.size();) {
-        const ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
+        const ssize_t n = ::write(file.get(), bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -302,19 +285,19 @@ Status replaceFile(const std::string& path, std::string_view bytes) {
     }
     // Data that never reached the disk (a full disk seen only at writeback, NFS) fails here,
     // before the file replaces anything.
-    if (::fsync(file.fd) != 0)
+    if (::fsync(file.get()) != 0)
         return fail(errno);
     if (tempName.empty()) {
         // Give the unnamed file a name beside the target (open(2)'s O_TMPFILE example), then
         // rename it over the target: rename(2) replaces the entry atomically.
-        const std::string self = "/proc/self/fd/" + std::to_string(file.fd);
+        const std::string self = "/proc/self/fd/" + std::to_string(file.get());
         for (int attempt = 0; attempt < 100 && tempName.empty(); ++attempt) {
             const std::string candidate = temporaryName(t.name);
-            if (::linkat(AT_FDCWD, self.c_str(), dir.fd, candidate.c_str(), AT_SYMLINK_FOLLOW) ==
+            if (::linkat(AT_FDCWD, self.c_str(), dir.get(), candidate.c_str(), AT_SYMLINK_FOLLOW) ==
                     0 ||
                 // Without /proc: AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH (linkat(2)).
                 (errno == ENOENT &&
-                 ::linkat(file.fd, "", dir.fd, candidate.c_str(), AT_EMPTY_PATH) == 0))
+                 ::linkat(file.get(), "", dir.get(), candidate.c_str(), AT_EMPTY_PATH) == 0))
                 tempName = candidate;
             else if (errno != EEXIST)
                 return fail(errno);
@@ -328,38 +311,18 @@ Status replaceFile(const std::string& path, std::string_view bytes) {
     // just before the rename (which replaces the entry itself and never follows a link).
     struct stat now {};
     if (::lstat(path.c_str(), &now) == 0 && (S_ISLNK(now.st_mode) || !S_ISREG(now.st_mode))) {
-        ::unlinkat(dir.fd, tempName.c_str(), 0);
+        ::unlinkat(dir.get(), tempName.c_str(), 0);
         return S_ISLNK(now.st_mode)
                    ? symlinkRefusal(path)
                    : Error{ErrorCode::BadFile, path + ": " + notRegular(now.st_mode)};
     }
-    if (::renameat(dir.fd, tempName.c_str(), dir.fd, t.name.c_str()) != 0)
+    if (::renameat(dir.get(), tempName.c_str(), dir.get(), t.name.c_str()) != 0)
         return fail(errno);
     return {};
 }
 
 AppendFile::AppendFile(int fd, std::string path, bool needsNewline)
     : m_fd(fd), m_path(std::move(path)), m_needsNewline(needsNewline) {}
-
-AppendFile::AppendFile(AppendFile&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)),
-      m_needsNewline(other.m_needsNewline) {}
-
-AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
-    if (this != &other) {
-        if (m_fd >= 0)
-            ::close(m_fd);
-        m_fd = std::exchange(other.m_fd, -1);
-        m_path = std::move(other.m_path);
-        m_needsNewline = other.m_needsNewline;
-    }
-    return *this;
-}
-
-AppendFile::~AppendFile() {
-    if (m_fd >= 0)
-        ::close(m_fd);
-}
 
 Result<AppendFile> AppendFile::open(const std::string& path) {
     auto examined = examine(path);
@@ -392,9 +355,9 @@ Result<AppendFile> AppendFile::open(const std::string& path) {
     if (st.st_size > 0) {
         // The last byte, through a descriptor of its own (this one is write-only; a file that
         // cannot be read is taken to end its last line).
-        Fd reader(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+        OwnedFd reader(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
         char last = '\n';
-        if (reader.fd >= 0 && ::pread(reader.fd, &last, 1, st.st_size - 1) == 1)
+        if (reader.get() >= 0 && ::pread(reader.get(), &last, 1, st.st_size - 1) == 1)
             file.m_needsNewline = last != '\n';
     }
     return file;
@@ -409,18 +372,18 @@ Status AppendFile::appendLine(std::string_view line) {
     if (bytes.empty() || bytes.back() != '\n')
         bytes += '\n';
     struct stat before {};
-    if (::fstat(m_fd, &before) != 0)
+    if (::fstat(m_fd.get(), &before) != 0)
         return writeError(m_path, errno);
     // One write() for the line; a short one (the disk filled mid-line) is continued, and the
     // write that fails gives the reason.
     for (std::size_t done = 0; done < bytes.size();) {
-        const ssize_t n = ::write(m_fd, bytes.data() + done, bytes.size() - done);
+        const ssize_t n = ::write(m_fd.get(), bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             const int err = n < 0 ? errno : EIO;
             // Cut the part of the line that did go out: the file keeps whole lines only.
-            (void)::ftruncate(m_fd, before.st_size);
+            (void)::ftruncate(m_fd.get(), before.st_size);
             return writeError(m_path, err);
         }
         done += std::size_t(n);

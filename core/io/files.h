@@ -31,6 +31,26 @@ namespace kvl::io {
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{64} << 20;
 inline constexpr const char* kMaxFileBytesText = "64 MiB";
 
+// An open file descriptor (or none, -1), closed on destruction and when another is moved into
+// it. Move-only: the one owner of a descriptor, for RegularFile, AppendFile and replaceFile.
+class OwnedFd {
+public:
+    OwnedFd() = default;
+    explicit OwnedFd(int fd) : m_fd(fd) {}
+    OwnedFd(OwnedFd&& other) noexcept : m_fd(other.release()) {}
+    OwnedFd& operator=(OwnedFd&& other) noexcept;
+    ~OwnedFd();
+
+    int get() const { return m_fd; }
+    // Gives up ownership of the descriptor (the caller closes it); this object becomes empty.
+    int release();
+    // Closes now and reports close()'s own error (0 or errno).
+    int close();
+
+private:
+    int m_fd = -1;
+};
+
 // A regular file opened for reading after the checks readFile makes. Move-only; closes its
 // descriptor on destruction.
 class RegularFile {
@@ -40,13 +60,7 @@ public:
     // no size limit applies.
     static Result<RegularFile> open(const std::string& path);
 
-    RegularFile(RegularFile&& other) noexcept;
-    RegularFile& operator=(RegularFile&& other) noexcept;
-    RegularFile(const RegularFile&) = delete;
-    RegularFile& operator=(const RegularFile&) = delete;
-    ~RegularFile();
-
-    int fd() const { return m_fd; }
+    int fd() const { return m_fd.get(); }
     std::int64_t size() const { return m_size; } // at open time
     const std::string& path() const { return m_path; }
 
@@ -55,11 +69,11 @@ public:
     Result<std::size_t> read(void* buffer, std::size_t n);
 
     // Gives up ownership of the descriptor (the caller closes it); this object becomes empty.
-    int release();
+    int release() { return m_fd.release(); }
 
 private:
     RegularFile(int fd, std::int64_t size, std::string path);
-    int m_fd = -1;
+    OwnedFd m_fd;
     std::int64_t m_size = 0;
     std::string m_path;
 };
@@ -103,12 +117,6 @@ public:
     // is refused too. An existing file whose last line lacks its newline gets one first.
     static Result<AppendFile> open(const std::string& path);
 
-    AppendFile(AppendFile&& other) noexcept;
-    AppendFile& operator=(AppendFile&& other) noexcept;
-    AppendFile(const AppendFile&) = delete;
-    AppendFile& operator=(const AppendFile&) = delete;
-    ~AppendFile();
-
     // Appends `line` (a '\n' is added when it lacks one). On a failure (Io "PATH: strerror")
     // the file is cut back to its length before the call.
     Status appendLine(std::string_view line);
@@ -117,7 +125,7 @@ public:
 
 private:
     AppendFile(int fd, std::string path, bool needsNewline);
-    int m_fd = -1;
+    OwnedFd m_fd;
     std::string m_path;
     bool m_needsNewline = false; // the existing file ended in a partial line
 };

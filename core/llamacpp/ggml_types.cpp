@@ -1,5 +1,6 @@
 #include "ggml_types.h"
 
+#include "core/enum_names.h"
 #include "core/saturating.h"
 
 #include <array>
@@ -30,6 +31,13 @@ constexpr std::array<GgmlTypeInfo, 33> kTypes{{
 // GgmlKvType order -> ggml type id.
 constexpr std::array<int, 9> kKvTypeIds{0, 1, 30, 8, 2, 3, 20, 6, 7};
 
+// The -ctk / -ctv type that stores each KV dtype llama.cpp has one for.
+constexpr EnumRow<KvDtype, GgmlKvType> kKvTypeForDtype[] = {{KvDtype::Fp32, GgmlKvType::F32},
+                                                            {KvDtype::Fp16, GgmlKvType::F16},
+                                                            {KvDtype::Bf16, GgmlKvType::Bf16},
+                                                            {KvDtype::Int8, GgmlKvType::Q8_0},
+                                                            {KvDtype::Int4, GgmlKvType::Q4_0}};
+
 } // namespace
 
 const GgmlTypeInfo* ggmlType(int id) {
@@ -57,20 +65,7 @@ std::string_view ggmlKvTypeName(GgmlKvType t) {
 }
 
 std::optional<GgmlKvType> kvTypeForDtype(KvDtype d) {
-    switch (d) {
-    case KvDtype::Fp32:
-        return GgmlKvType::F32;
-    case KvDtype::Fp16:
-        return GgmlKvType::F16;
-    case KvDtype::Bf16:
-        return GgmlKvType::Bf16;
-    case KvDtype::Int8:
-        return GgmlKvType::Q8_0;
-    case KvDtype::Int4:
-        return GgmlKvType::Q4_0;
-    default:
-        return std::nullopt;
-    }
+    return lookup(kKvTypeForDtype, d);
 }
 
 std::optional<GgmlKvType> parseGgmlKvType(std::string_view name) {

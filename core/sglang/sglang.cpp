@@ -1,6 +1,7 @@
 #include "sglang.h"
 
 #include "core/engines.h"
+#include "core/enum_names.h"
 
 #include "core/engine.h"
 #include "core/ledger.h"
@@ -32,20 +33,12 @@ double round3(double x) {
 // --kv-cache-dtype names SGLang takes (server_args.py): auto, fp8_e4m3, fp8_e5m2, fp4_e2m1,
 // bf16 / bfloat16. It has no integer KV cache.
 std::string kvCacheDtypeName(KvDtype d) {
-    switch (d) {
-    case KvDtype::Fp8E4M3:
-        return "fp8_e4m3";
-    case KvDtype::Fp8E5M2:
-        return "fp8_e5m2";
-    case KvDtype::Fp4E2M1:
-        return "fp4_e2m1";
-    case KvDtype::Bf16:
-        return "bf16";
-    case KvDtype::Fp16:
-        return "float16";
-    default:
-        return {};
-    }
+    constexpr EnumRow<KvDtype> kNames[] = {{KvDtype::Fp8E4M3, "fp8_e4m3"},
+                                           {KvDtype::Fp8E5M2, "fp8_e5m2"},
+                                           {KvDtype::Fp4E2M1, "fp4_e2m1"},
+                                           {KvDtype::Bf16, "bf16"},
+                                           {KvDtype::Fp16, "float16"}};
+    return std::string(lookupOr(kNames, d));
 }
 
 std::int64_t defaultChunkedPrefillSize(std::int64_t mib) {

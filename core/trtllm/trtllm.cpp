@@ -1,6 +1,7 @@
 #include "trtllm.h"
 
 #include "core/engines.h"
+#include "core/enum_names.h"
 
 #include "core/ledger.h"
 #include "core/saturating.h"
@@ -29,19 +30,12 @@ std::string trtDtype(const Scenario& s) {
 } // namespace
 
 std::string kvCacheDtypeName(KvDtype d) {
-    switch (d) {
-    case KvDtype::Fp8E4M3:
-        return "fp8";
-    case KvDtype::Int8:
-        return "int8";
-    case KvDtype::Fp4E2M1:
-        return "nvfp4";
-    case KvDtype::Fp16:
-    case KvDtype::Bf16:
-        return "auto";
-    default:
-        return {};
-    }
+    constexpr EnumRow<KvDtype> kNames[] = {{KvDtype::Fp8E4M3, "fp8"},
+                                           {KvDtype::Int8, "int8"},
+                                           {KvDtype::Fp4E2M1, "nvfp4"},
+                                           {KvDtype::Fp16, "auto"},
+                                           {KvDtype::Bf16, "auto"}};
+    return std::string(lookupOr(kNames, d));
 }
 
 std::int64_t cacheSizePerToken(const Scenario& s) {

@@ -9,6 +9,7 @@
 #define BOOST_USE_ASAN
 #endif
 #include "gpu_probe/emu/simt.h"
+#include "core/enum_names.h"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
@@ -201,26 +202,15 @@ struct Warp {
     std::vector<PendingExchange> pending; // slots reused: live ones are the warp's open exchanges
 };
 
+// The CUDA intrinsic each exchange stands for, as fault reports name it.
+constexpr core::EnumRow<Exchange, const char*> kExchangeNames[] = {
+    {Exchange::Sync, "__syncwarp"},     {Exchange::Idx, "__shfl_sync"},
+    {Exchange::Up, "__shfl_up_sync"},   {Exchange::Down, "__shfl_down_sync"},
+    {Exchange::Xor, "__shfl_xor_sync"}, {Exchange::Ballot, "__ballot_sync"},
+    {Exchange::Any, "__any_sync"},      {Exchange::All, "__all_sync"}};
+
 const char* exchangeName(Exchange kind) {
-    switch (kind) {
-    case Exchange::Sync:
-        return "__syncwarp";
-    case Exchange::Idx:
-        return "__shfl_sync";
-    case Exchange::Up:
-        return "__shfl_up_sync";
-    case Exchange::Down:
-        return "__shfl_down_sync";
-    case Exchange::Xor:
-        return "__shfl_xor_sync";
-    case Exchange::Ballot:
-        return "__ballot_sync";
-    case Exchange::Any:
-        return "__any_sync";
-    case Exchange::All:
-        return "__all_sync";
-    }
-    return "?";
+    return core::lookupOr(kExchangeNames, kind, "?");
 }
 
 class Block;

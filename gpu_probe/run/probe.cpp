@@ -1,5 +1,6 @@
 #include "gpu_probe/run/probe.h"
 
+#include "core/enum_names.h"
 #include "core/io/model_table.h"
 #include "core/ledger.h"
 #include "gpu_probe/ops.h"
@@ -136,15 +137,10 @@ Result<std::int64_t> predictedPoolBytes(const core::ModelSpec& model, const KvFo
 }
 
 std::string_view probeStatusName(ProbeStatus status) {
-    switch (status) {
-    case ProbeStatus::Ok:
-        return "ok";
-    case ProbeStatus::Failed:
-        return "failed";
-    case ProbeStatus::Cancelled:
-        return "cancelled";
-    }
-    return "failed";
+    constexpr core::EnumRow<ProbeStatus> kNames[] = {{ProbeStatus::Ok, "ok"},
+                                                     {ProbeStatus::Failed, "failed"},
+                                                     {ProbeStatus::Cancelled, "cancelled"}};
+    return core::lookupOr(kNames, status, "failed");
 }
 
 ProbeStatus statusFor(const Error& error) {

@@ -3,8 +3,10 @@
 // overflow bounds.
 
 #include "core/engine.h"
+#include "core/kv_cache.h"
 #include "core/kv_format.h"
 #include "core/ledger.h"
+#include "core/result.h"
 #include "core/units.h"
 
 #include <QtTest>
@@ -86,6 +88,9 @@ private slots:
     void validation();
     void units_data();
     void units();
+    void names_data();
+    void names();
+    void nameFallbacks();
 };
 
 void TestCore::kvFormatBytes_data() {
@@ -582,6 +587,122 @@ void TestCore::units() {
     QCOMPARE(QString::fromStdString(withThousands(131072)), QStringLiteral("131,072"));
     QCOMPARE(QString::fromStdString(withThousands(-1234567)), QStringLiteral("-1,234,567"));
     QCOMPARE(QString::fromStdString(formatTokens(32768)), QStringLiteral("32K"));
+}
+
+// Each enum's names (core/enum_names.h tables): the name function gives the name and the parser
+// reads it back; an alias (the last column) is read but never written.
+void TestCore::names_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<int>("value");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("alias");
+    QTest::addRow("layer full") << QStringLiteral("layer") << int(LayerKind::Full) << "full"
+                                << false;
+    QTest::addRow("layer sliding")
+        << QStringLiteral("layer") << int(LayerKind::Sliding) << "sliding" << false;
+    QTest::addRow("layer chunked")
+        << QStringLiteral("layer") << int(LayerKind::Chunked) << "chunked" << false;
+    QTest::addRow("layer mla") << QStringLiteral("layer") << int(LayerKind::Mla) << "mla" << false;
+    QTest::addRow("layer state") << QStringLiteral("layer") << int(LayerKind::State) << "state"
+                                 << false;
+    QTest::addRow("layer none") << QStringLiteral("layer") << int(LayerKind::None) << "none"
+                                << false;
+    QTest::addRow("state mamba1") << QStringLiteral("state") << int(StateKind::Mamba1) << "mamba1"
+                                  << false;
+    QTest::addRow("state mamba2") << QStringLiteral("state") << int(StateKind::Mamba2) << "mamba2"
+                                  << false;
+    QTest::addRow("state gated_delta_net")
+        << QStringLiteral("state") << int(StateKind::GatedDeltaNet) << "gated_delta_net" << false;
+    QTest::addRow("state short_conv")
+        << QStringLiteral("state") << int(StateKind::ShortConv) << "short_conv" << false;
+    QTest::addRow("weight fp32") << QStringLiteral("weight") << int(WeightDtype::Fp32) << "fp32"
+                                 << false;
+    QTest::addRow("weight fp16") << QStringLiteral("weight") << int(WeightDtype::Fp16) << "fp16"
+                                 << false;
+    QTest::addRow("weight bf16") << QStringLiteral("weight") << int(WeightDtype::Bf16) << "bf16"
+                                 << false;
+    QTest::addRow("weight fp8") << QStringLiteral("weight") << int(WeightDtype::Fp8) << "fp8"
+                                << false;
+    QTest::addRow("weight int8") << QStringLiteral("weight") << int(WeightDtype::Int8) << "int8"
+                                 << false;
+    QTest::addRow("weight int4") << QStringLiteral("weight") << int(WeightDtype::Int4) << "int4"
+                                 << false;
+    QTest::addRow("weight fp4") << QStringLiteral("weight") << int(WeightDtype::Fp4) << "fp4"
+                                << false;
+    QTest::addRow("weight float16")
+        << QStringLiteral("weight") << int(WeightDtype::Fp16) << "float16" << true;
+    QTest::addRow("weight bfloat16")
+        << QStringLiteral("weight") << int(WeightDtype::Bf16) << "bfloat16" << true;
+    QTest::addRow("weight float32")
+        << QStringLiteral("weight") << int(WeightDtype::Fp32) << "float32" << true;
+    QTest::addRow("weight fp8_e4m3")
+        << QStringLiteral("weight") << int(WeightDtype::Fp8) << "fp8_e4m3" << true;
+    QTest::addRow("weight mxfp4") << QStringLiteral("weight") << int(WeightDtype::Fp4) << "mxfp4"
+                                  << true;
+    QTest::addRow("weight nvfp4") << QStringLiteral("weight") << int(WeightDtype::Fp4) << "nvfp4"
+                                  << true;
+    QTest::addRow("granularity none")
+        << QStringLiteral("granularity") << int(Granularity::None) << "none" << false;
+    QTest::addRow("granularity per-tensor")
+        << QStringLiteral("granularity") << int(Granularity::PerTensor) << "per-tensor" << false;
+    QTest::addRow("granularity per-head")
+        << QStringLiteral("granularity") << int(Granularity::PerHead) << "per-head" << false;
+    QTest::addRow("granularity per-token-head")
+        << QStringLiteral("granularity") << int(Granularity::PerTokenHead) << "per-token-head"
+        << false;
+    QTest::addRow("granularity per-group")
+        << QStringLiteral("granularity") << int(Granularity::PerGroup) << "per-group" << false;
+    QTest::addRow("granularity kivi") << QStringLiteral("granularity")
+                                      << int(Granularity::KPerChannelVPerToken) << "kivi" << false;
+    QTest::addRow("granularity ds-mla")
+        << QStringLiteral("granularity") << int(Granularity::DsMla) << "ds-mla" << false;
+    QTest::addRow("granularity turboquant")
+        << QStringLiteral("granularity") << int(Granularity::TurboQuant) << "turboquant" << false;
+    QTest::addRow("granularity per-token")
+        << QStringLiteral("granularity") << int(Granularity::PerTokenHead) << "per-token" << true;
+    QTest::addRow("granularity k-per-channel")
+        << QStringLiteral("granularity") << int(Granularity::KPerChannelVPerToken)
+        << "k-per-channel" << true;
+}
+
+void TestCore::names() {
+    QFETCH(QString, kind);
+    QFETCH(int, value);
+    QFETCH(QString, name);
+    QFETCH(bool, alias);
+    const std::string text = name.toStdString();
+    const auto asInt = [](auto parsed) { return parsed ? int(*parsed) : -1; };
+    std::string_view shown;
+    int parsed = -1;
+    if (kind == QLatin1String("layer")) {
+        shown = layerKindName(static_cast<LayerKind>(value));
+        parsed = asInt(parseLayerKind(text));
+    } else if (kind == QLatin1String("state")) {
+        shown = stateKindName(static_cast<StateKind>(value));
+        parsed = asInt(parseStateKind(text));
+    } else if (kind == QLatin1String("weight")) {
+        shown = weightDtypeName(static_cast<WeightDtype>(value));
+        parsed = asInt(parseWeightDtype(text));
+    } else {
+        shown = granularityName(static_cast<Granularity>(value));
+        parsed = asInt(parseGranularity(text));
+    }
+    QCOMPARE(parsed, value);
+    if (!alias)
+        QCOMPARE(std::string(shown), text);
+}
+
+// A value out of its enum's range is named as before the tables (a switch's fallback).
+void TestCore::nameFallbacks() {
+    QCOMPARE(std::string(layerKindName(static_cast<LayerKind>(99))), std::string("full"));
+    QCOMPARE(std::string(stateKindName(static_cast<StateKind>(99))), std::string("mamba2"));
+    QCOMPARE(std::string(specTypeName(static_cast<SpecType>(99))), std::string("full_attention"));
+    QCOMPARE(std::string(kvl::errorCodeName(static_cast<kvl::ErrorCode>(99))),
+             std::string("error"));
+    QCOMPARE(std::string(specTypeName(SpecType::ChunkedLocal)),
+             std::string("chunked_local_attention"));
+    QCOMPARE(std::string(kvl::errorCodeName(kvl::ErrorCode::Io)), std::string("i/o error"));
+    QVERIFY(!parseLayerKind("Full").has_value());
 }
 
 QTEST_APPLESS_MAIN(TestCore)
