@@ -1262,25 +1262,44 @@ void MainWindow::applyHubResult(const widgets::HfFetchResult& result) {
     emit hubOpened(true, message);
 }
 
+namespace {
+
+// A dialog of one read-only page and a Close button (Help > Formulas, Keyboard shortcuts):
+// made on first use, then found again by its name. `made` says whether this call made it.
+struct PageDialog {
+    QDialog* dialog;
+    QTextBrowser* text;
+    bool made;
+};
+
+PageDialog pageDialog(QWidget* window, const QString& name, const QString& title,
+                      const QString& textName, QSize size) {
+    if (auto* dialog = window->findChild<QDialog*>(name))
+        return {dialog, dialog->findChild<QTextBrowser*>(textName), false};
+    auto* dialog = new QDialog(window);
+    dialog->setObjectName(name);
+    dialog->setWindowTitle(title);
+    auto* v = new QVBoxLayout(dialog);
+    auto* text = new QTextBrowser(dialog);
+    text->setObjectName(textName);
+    v->addWidget(text);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+    v->addWidget(buttons);
+    dialog->resize(size);
+    return {dialog, text, true};
+}
+
+} // namespace
+
 QDialog* MainWindow::showFormulas() {
-    auto* dialog = findChild<QDialog*>(QStringLiteral("formulasDialog"));
-    if (!dialog) {
-        dialog = new QDialog(this);
-        dialog->setObjectName(QStringLiteral("formulasDialog"));
-        dialog->setWindowTitle(tr("Formulas"));
-        auto* v = new QVBoxLayout(dialog);
-        auto* text = new QTextBrowser(dialog);
-        text->setObjectName(QStringLiteral("formulaTable"));
-        text->setHtml(formulasHtml());
-        v->addWidget(text);
-        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
-        v->addWidget(buttons);
-        dialog->resize(820, 560);
-    }
-    dialog->show();
-    dialog->raise();
-    return dialog;
+    const PageDialog page = pageDialog(this, QStringLiteral("formulasDialog"), tr("Formulas"),
+                                       QStringLiteral("formulaTable"), QSize(820, 560));
+    if (page.made)
+        page.text->setHtml(formulasHtml());
+    page.dialog->show();
+    page.dialog->raise();
+    return page.dialog;
 }
 
 QList<QPair<QString, QString>> MainWindow::shortcuts() const {
@@ -1303,20 +1322,9 @@ QList<QPair<QString, QString>> MainWindow::shortcuts() const {
 }
 
 QDialog* MainWindow::showShortcuts() {
-    auto* dialog = findChild<QDialog*>(QStringLiteral("shortcutsDialog"));
-    if (!dialog) {
-        dialog = new QDialog(this);
-        dialog->setObjectName(QStringLiteral("shortcutsDialog"));
-        dialog->setWindowTitle(tr("Keyboard shortcuts"));
-        auto* v = new QVBoxLayout(dialog);
-        auto* text = new QTextBrowser(dialog);
-        text->setObjectName(QStringLiteral("shortcutsTable"));
-        v->addWidget(text);
-        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
-        v->addWidget(buttons);
-        dialog->resize(460, 520);
-    }
+    const PageDialog page =
+        pageDialog(this, QStringLiteral("shortcutsDialog"), tr("Keyboard shortcuts"),
+                   QStringLiteral("shortcutsTable"), QSize(460, 520));
     // Generated from the actions themselves, so the list cannot drift from the menus.
     QString html = QStringLiteral("<table cellpadding='4'>");
     for (const auto& [what, keys] : shortcuts())
@@ -1325,10 +1333,10 @@ QDialog* MainWindow::showShortcuts() {
     html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
                 .arg(tr("Click / drag"), tr("on a curve chart: move the context there"));
     html += QStringLiteral("</table>");
-    dialog->findChild<QTextBrowser*>(QStringLiteral("shortcutsTable"))->setHtml(html);
-    dialog->show();
-    dialog->raise();
-    return dialog;
+    page.text->setHtml(html);
+    page.dialog->show();
+    page.dialog->raise();
+    return page.dialog;
 }
 
 void MainWindow::addRecentFile(const QString& path) {
