@@ -122,10 +122,10 @@ void CurveChart::resizeEvent(QResizeEvent* event) {
 std::int64_t CurveChart::contextAt(const QPoint& pos) const {
     if (!m_snapshot || m_snapshot->sweep.contexts.empty())
         return 0;
-    const QPoint p = plot()->mapFrom(this, pos);
-    if (!plot()->axisRect()->rect().contains(p))
+    const auto p = plotPointAt(pos);
+    if (!p)
         return 0;
-    const double key = plot()->xAxis->pixelToCoord(p.x());
+    const double key = plot()->xAxis->pixelToCoord(p->x());
     const auto& ctx = m_snapshot->sweep.contexts;
     const double lo = double(ctx.front()), hi = double(ctx.back());
     // The slider's stops (1, 1.25, 1.5, 1.75 x 2^k): a click gives the round number the slider
