@@ -22,6 +22,17 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 QString exactInt(double v) {
     return QString::number(static_cast<qlonglong>(std::llround(v)));
 }
+
+// The label of a level line (the KV pool, the max_num_seqs cap): x a fraction of the axis
+// rect, y the line's level in plot coordinates, standing on the line.
+QCPItemText* levelLabel(QCustomPlot* p, Qt::Alignment horizontal, const QFont& font) {
+    auto* t = new QCPItemText(p);
+    t->setPositionAlignment(horizontal | Qt::AlignBottom);
+    t->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    t->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    t->setFont(font);
+    return t;
+}
 } // namespace
 
 CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m_kind(kind) {
@@ -50,11 +61,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
 
     m_poolLine = new QCPItemStraightLine(p);
     m_poolLine->setClipToAxisRect(true);
-    m_poolLabel = new QCPItemText(p);
-    m_poolLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    m_poolLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_poolLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_poolLabel->setFont(legendFont);
+    m_poolLabel = levelLabel(p, Qt::AlignRight, legendFont);
     m_poolLine->setVisible(kind == CurveKind::Memory);
     m_poolLabel->setVisible(kind == CurveKind::Memory);
 
@@ -64,11 +71,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     placeLegendInRow(p, 3);
     m_capLine = new QCPItemStraightLine(p);
     m_capLine->setClipToAxisRect(true);
-    m_capLabelItem = new QCPItemText(p);
-    m_capLabelItem->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_capLabelItem->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_capLabelItem->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_capLabelItem->setFont(legendFont);
+    m_capLabelItem = levelLabel(p, Qt::AlignLeft, legendFont);
     m_capLabelItem->setClipToAxisRect(true);
     m_capLine->setVisible(false);
     m_capLabelItem->setVisible(false);
