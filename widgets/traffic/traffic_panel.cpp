@@ -28,7 +28,6 @@
 
 #include <cerrno>
 #include <cmath>
-#include <iterator>
 
 #ifdef Q_OS_LINUX
 #include <sys/resource.h>
@@ -188,35 +187,18 @@ QGridLayout* TrafficPanel::buildInputGrid() {
     prefix->addWidget(m_prefixTokens, 1);
     prefix->addWidget(buddyLabel(tr("of"), m_prefixShare));
     prefix->addWidget(m_prefixShare, 1);
-    // Each field after its label, row by row; the shared prefix's cell is its layout.
-    struct Cell {
-        QString label;
-        QWidget* field;
-        QLayout* layout = nullptr;
-    };
-    const Cell cells[] = {
-        {tr("R&ate:"), m_rate},
-        {tr("Pro&mpt tokens:"), m_prompt},
-        {tr("O&utput tokens:"), m_output},
-        {tr("Shared &prefix:"), m_prefixTokens, prefix},
-        {tr("Re&quests:"), m_requests},
-        {tr("S&eed:"), m_seed},
-        {tr("SLO TT&FT:"), m_sloTtft},
-        {tr("TP&OT:"), m_sloTpot},
-        {tr("for"), m_attainment},
-    };
-    constexpr int kPerRow = 3;
-    for (int i = 0; i < static_cast<int>(std::size(cells)); ++i) {
-        const Cell& c = cells[i];
-        const int row = i / kPerRow;
-        const int column = 2 * (i % kPerRow);
-        form->addWidget(buddyLabel(c.label, c.field), row, column);
-        if (c.layout)
-            form->addLayout(c.layout, row, column + 1);
-        else
-            form->addWidget(c.field, row, column + 1);
-    }
-    form->setColumnStretch(2 * kPerRow, 1);
+    addLabelledRow(form, 0,
+                   {{tr("R&ate:"), m_rate},
+                    {tr("Pro&mpt tokens:"), m_prompt},
+                    {tr("O&utput tokens:"), m_output}});
+    addLabelledRow(form, 1,
+                   {{tr("Shared &prefix:"), m_prefixTokens, prefix},
+                    {tr("Re&quests:"), m_requests},
+                    {tr("S&eed:"), m_seed}});
+    addLabelledRow(
+        form, 2,
+        {{tr("SLO TT&FT:"), m_sloTtft}, {tr("TP&OT:"), m_sloTpot}, {tr("for"), m_attainment}});
+    form->setColumnStretch(6, 1);
     return form;
 }
 
