@@ -355,29 +355,31 @@ void MainWindow::buildTabs(QWidget* ledger) {
                                 "predicts them (measured points overlaid)"));
     m_tabs->setTabToolTip(1, tr("Run the real KV store and paged-attention kernels, or open a GPU "
                                 "machine's results: memory, speed and quality per KV format"));
+    // A panel's tab: the panel named (the tests find it by its name), its title and tip.
+    auto addPanelTab = [this](QWidget* panel, const char* name, const QString& title,
+                              const QString& tip) {
+        panel->setObjectName(QLatin1String(name));
+        m_tabs->setTabToolTip(m_tabs->addTab(panel, title), tip);
+    };
     // --- U1: the Speed and Deployment tabs ---
     m_speedPanel = new widgets::SpeedPanel;
-    m_speedPanel->setObjectName(QStringLiteral("speedPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_speedPanel, tr("&Speed: predicted")),
-                          tr("Decode speed vs concurrency and context per ladder step: an "
-                             "estimate, calibrated by probe results when loaded"));
+    addPanelTab(m_speedPanel, "speedPanel", tr("&Speed: predicted"),
+                tr("Decode speed vs concurrency and context per ladder step: an "
+                   "estimate, calibrated by probe results when loaded"));
     m_deploymentPanel = new widgets::DeploymentPanel;
-    m_deploymentPanel->setObjectName(QStringLiteral("deploymentPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_deploymentPanel, tr("&Deployment")),
-                          tr("N users at a context: the fewest GPUs of each kind and the "
-                             "TP x PP x DP layout vLLM runs"));
+    addPanelTab(m_deploymentPanel, "deploymentPanel", tr("&Deployment"),
+                tr("N users at a context: the fewest GPUs of each kind and the "
+                   "TP x PP x DP layout vLLM runs"));
     // --- end U1 ---
     m_trafficPanel = new widgets::TrafficPanel;
-    m_trafficPanel->setObjectName(QStringLiteral("trafficPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_trafficPanel, tr("&Traffic: simulated")),
-                          tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
-                             "per replica: latency vs rate per ladder step, the sustainable rate "
-                             "at an SLO, KV occupancy and queue over time"));
+    addPanelTab(m_trafficPanel, "trafficPanel", tr("&Traffic: simulated"),
+                tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
+                   "per replica: latency vs rate per ladder step, the sustainable rate "
+                   "at an SLO, KV occupancy and queue over time"));
     m_enginesPanel = new widgets::EnginesPanel;
-    m_enginesPanel->setObjectName(QStringLiteral("enginesPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_enginesPanel, tr("&Engines")),
-                          tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
-                             "per replica for the same model, GPU and workload, per ladder step"));
+    addPanelTab(m_enginesPanel, "enginesPanel", tr("&Engines"),
+                tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
+                   "per replica for the same model, GPU and workload, per ladder step"));
 }
 
 void MainWindow::buildStatusBar() {
