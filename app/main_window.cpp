@@ -355,29 +355,31 @@ void MainWindow::buildTabs(QWidget* ledger) {
                                 "predicts them (measured points overlaid)"));
     m_tabs->setTabToolTip(1, tr("Run the real KV store and paged-attention kernels, or open a GPU "
                                 "machine's results: memory, speed and quality per KV format"));
+    // A panel's tab: the panel named (the tests find it by its name), its title and tip.
+    auto addPanelTab = [this](QWidget* panel, const char* name, const QString& title,
+                              const QString& tip) {
+        panel->setObjectName(QLatin1String(name));
+        m_tabs->setTabToolTip(m_tabs->addTab(panel, title), tip);
+    };
     // --- U1: the Speed and Deployment tabs ---
     m_speedPanel = new widgets::SpeedPanel;
-    m_speedPanel->setObjectName(QStringLiteral("speedPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_speedPanel, tr("&Speed: predicted")),
-                          tr("Decode speed vs concurrency and context per ladder step: an "
-                             "estimate, calibrated by probe results when loaded"));
+    addPanelTab(m_speedPanel, "speedPanel", tr("&Speed: predicted"),
+                tr("Decode speed vs concurrency and context per ladder step: an "
+                   "estimate, calibrated by probe results when loaded"));
     m_deploymentPanel = new widgets::DeploymentPanel;
-    m_deploymentPanel->setObjectName(QStringLiteral("deploymentPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_deploymentPanel, tr("&Deployment")),
-                          tr("N users at a context: the fewest GPUs of each kind and the "
-                             "TP x PP x DP layout vLLM runs"));
+    addPanelTab(m_deploymentPanel, "deploymentPanel", tr("&Deployment"),
+                tr("N users at a context: the fewest GPUs of each kind and the "
+                   "TP x PP x DP layout vLLM runs"));
     // --- end U1 ---
     m_trafficPanel = new widgets::TrafficPanel;
-    m_trafficPanel->setObjectName(QStringLiteral("trafficPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_trafficPanel, tr("&Traffic: simulated")),
-                          tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
-                             "per replica: latency vs rate per ladder step, the sustainable rate "
-                             "at an SLO, KV occupancy and queue over time"));
+    addPanelTab(m_trafficPanel, "trafficPanel", tr("&Traffic: simulated"),
+                tr("Requests arriving at a rate, simulated through vLLM v1's scheduler "
+                   "per replica: latency vs rate per ladder step, the sustainable rate "
+                   "at an SLO, KV occupancy and queue over time"));
     m_enginesPanel = new widgets::EnginesPanel;
-    m_enginesPanel->setObjectName(QStringLiteral("enginesPanel"));
-    m_tabs->setTabToolTip(m_tabs->addTab(m_enginesPanel, tr("&Engines")),
-                          tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
-                             "per replica for the same model, GPU and workload, per ladder step"));
+    addPanelTab(m_enginesPanel, "enginesPanel", tr("&Engines"),
+                tr("vLLM, SGLang, TensorRT-LLM and llama.cpp side by side: requests "
+                   "per replica for the same model, GPU and workload, per ladder step"));
 }
 
 void MainWindow::buildStatusBar() {
@@ -1262,25 +1264,44 @@ void MainWindow::applyHubResult(const widgets::HfFetchResult& result) {
     emit hubOpened(true, message);
 }
 
+namespace {
+
+// A dialog of one read-only page and a Close button (Help > Formulas, Keyboard shortcuts):
+// made on first use, then found again by its name. `made` says whether this call made it.
+struct PageDialog {
+    QDialog* dialog;
+    QTextBrowser* text;
+    bool made;
+};
+
+PageDialog pageDialog(QWidget* window, const QString& name, const QString& title,
+                      const QString& textName, QSize size) {
+    if (auto* dialog = window->findChild<QDialog*>(name))
+        return {dialog, dialog->findChild<QTextBrowser*>(textName), false};
+    auto* dialog = new QDialog(window);
+    dialog->setObjectName(name);
+    dialog->setWindowTitle(title);
+    auto* v = new QVBoxLayout(dialog);
+    auto* text = new QTextBrowser(dialog);
+    text->setObjectName(textName);
+    v->addWidget(text);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+    v->addWidget(buttons);
+    dialog->resize(size);
+    return {dialog, text, true};
+}
+
+} // namespace
+
 QDialog* MainWindow::showFormulas() {
-    auto* dialog = findChild<QDialog*>(QStringLiteral("formulasDialog"));
-    if (!dialog) {
-        dialog = new QDialog(this);
-        dialog->setObjectName(QStringLiteral("formulasDialog"));
-        dialog->setWindowTitle(tr("Formulas"));
-        auto* v = new QVBoxLayout(dialog);
-        auto* text = new QTextBrowser(dialog);
-        text->setObjectName(QStringLiteral("formulaTable"));
-        text->setHtml(formulasHtml());
-        v->addWidget(text);
-        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
-        v->addWidget(buttons);
-        dialog->resize(820, 560);
-    }
-    dialog->show();
-    dialog->raise();
-    return dialog;
+    const PageDialog page = pageDialog(this, QStringLiteral("formulasDialog"), tr("Formulas"),
+                                       QStringLiteral("formulaTable"), QSize(820, 560));
+    if (page.made)
+        page.text->setHtml(formulasHtml());
+    page.dialog->show();
+    page.dialog->raise();
+    return page.dialog;
 }
 
 QList<QPair<QString, QString>> MainWindow::shortcuts() const {
@@ -1303,20 +1324,9 @@ QList<QPair<QString, QString>> MainWindow::shortcuts() const {
 }
 
 QDialog* MainWindow::showShortcuts() {
-    auto* dialog = findChild<QDialog*>(QStringLiteral("shortcutsDialog"));
-    if (!dialog) {
-        dialog = new QDialog(this);
-        dialog->setObjectName(QStringLiteral("shortcutsDialog"));
-        dialog->setWindowTitle(tr("Keyboard shortcuts"));
-        auto* v = new QVBoxLayout(dialog);
-        auto* text = new QTextBrowser(dialog);
-        text->setObjectName(QStringLiteral("shortcutsTable"));
-        v->addWidget(text);
-        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-        connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
-        v->addWidget(buttons);
-        dialog->resize(460, 520);
-    }
+    const PageDialog page =
+        pageDialog(this, QStringLiteral("shortcutsDialog"), tr("Keyboard shortcuts"),
+                   QStringLiteral("shortcutsTable"), QSize(460, 520));
     // Generated from the actions themselves, so the list cannot drift from the menus.
     QString html = QStringLiteral("<table cellpadding='4'>");
     for (const auto& [what, keys] : shortcuts())
@@ -1325,10 +1335,10 @@ QDialog* MainWindow::showShortcuts() {
     html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
                 .arg(tr("Click / drag"), tr("on a curve chart: move the context there"));
     html += QStringLiteral("</table>");
-    dialog->findChild<QTextBrowser*>(QStringLiteral("shortcutsTable"))->setHtml(html);
-    dialog->show();
-    dialog->raise();
-    return dialog;
+    page.text->setHtml(html);
+    page.dialog->show();
+    page.dialog->raise();
+    return page.dialog;
 }
 
 void MainWindow::addRecentFile(const QString& path) {

@@ -30,22 +30,31 @@ void remember() {
 }
 } // namespace
 
+namespace {
+// Each theme with its name in QSettings: themeName and parseTheme read this one table, so a
+// theme added here is both written and read back.
+struct ThemeName {
+    Theme theme;
+    const char* name;
+};
+constexpr ThemeName kThemeNames[] = {
+    {Theme::System, "system"},
+    {Theme::Light, "light"},
+    {Theme::Dark, "dark"},
+};
+} // namespace
+
 QString themeName(Theme theme) {
-    switch (theme) {
-    case Theme::System:
-        return QStringLiteral("system");
-    case Theme::Light:
-        return QStringLiteral("light");
-    case Theme::Dark:
-        return QStringLiteral("dark");
-    }
+    for (const ThemeName& t : kThemeNames)
+        if (t.theme == theme)
+            return QLatin1String(t.name);
     return {};
 }
 
 std::optional<Theme> parseTheme(const QString& name) {
-    for (Theme t : {Theme::System, Theme::Light, Theme::Dark})
-        if (name.compare(themeName(t), Qt::CaseInsensitive) == 0)
-            return t;
+    for (const ThemeName& t : kThemeNames)
+        if (name.compare(QLatin1String(t.name), Qt::CaseInsensitive) == 0)
+            return t.theme;
     return std::nullopt;
 }
 

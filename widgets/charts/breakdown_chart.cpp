@@ -342,11 +342,11 @@ QString BreakdownChart::tooltipAt(const QPoint& pos) const {
     if (!m_snapshot)
         return {};
     const QCustomPlot* p = plot();
-    const QPoint local = p->mapFrom(this, pos);
-    if (!p->axisRect()->rect().contains(local))
+    const auto local = plotPointAt(pos);
+    if (!local)
         return {};
-    const double key = p->yAxis->pixelToCoord(local.y());
-    const double value = p->xAxis->pixelToCoord(local.x());
+    const double key = p->yAxis->pixelToCoord(local->y());
+    const double value = p->xAxis->pixelToCoord(local->x());
     const bool onCurrent = std::abs(key - (m_reference ? 1.0 : 0.0)) <= 0.3;
     const bool onReference = m_reference && std::abs(key) <= 0.3;
     if (!onCurrent && !onReference)

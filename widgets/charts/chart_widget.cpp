@@ -477,10 +477,18 @@ QString ChartWidget::describePoint(const QCPGraph* graph, int index) const {
     return QStringLiteral("%1\n%2, %3").arg(graph->name()).arg(it->key).arg(it->value);
 }
 
-QString ChartWidget::tooltipAt(const QPoint& pos) const {
+std::optional<QPoint> ChartWidget::plotPointAt(const QPoint& pos) const {
     const QPoint p = m_plot->mapFrom(this, pos);
     if (!m_plot->axisRect()->rect().contains(p))
+        return std::nullopt;
+    return p;
+}
+
+QString ChartWidget::tooltipAt(const QPoint& pos) const {
+    const auto at = plotPointAt(pos);
+    if (!at)
         return {};
+    const QPoint p = *at;
     const QCPGraph* best = nullptr;
     int bestIndex = -1;
     double bestDist = 12.0 * 12.0; // px^2: only points near the mouse

@@ -18,6 +18,7 @@
 #include <QWidget>
 
 #include <functional>
+#include <optional>
 
 class QCustomPlot;
 class QCPPainter;
@@ -112,6 +113,9 @@ signals:
 
 protected:
     QCustomPlot* plot() const { return m_plot; }
+    // `pos` (this widget's coordinates) in the plot's, or nothing outside the axis rect: where a
+    // tooltip or a click means a point of the data.
+    std::optional<QPoint> plotPointAt(const QPoint& pos) const;
     const ChartColors& colors() const { return m_colors; }
     virtual void applyColors(); // base: background, axes, grid, legend; subclasses restyle
     virtual void unitsChanged() {}

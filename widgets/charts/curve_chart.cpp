@@ -22,6 +22,17 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 QString exactInt(double v) {
     return QString::number(static_cast<qlonglong>(std::llround(v)));
 }
+
+// The label of a level line (the KV pool, the max_num_seqs cap): x a fraction of the axis
+// rect, y the line's level in plot coordinates, standing on the line.
+QCPItemText* levelLabel(QCustomPlot* p, Qt::Alignment horizontal, const QFont& font) {
+    auto* t = new QCPItemText(p);
+    t->setPositionAlignment(horizontal | Qt::AlignBottom);
+    t->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    t->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    t->setFont(font);
+    return t;
+}
 } // namespace
 
 CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m_kind(kind) {
@@ -50,11 +61,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
 
     m_poolLine = new QCPItemStraightLine(p);
     m_poolLine->setClipToAxisRect(true);
-    m_poolLabel = new QCPItemText(p);
-    m_poolLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    m_poolLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_poolLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_poolLabel->setFont(legendFont);
+    m_poolLabel = levelLabel(p, Qt::AlignRight, legendFont);
     m_poolLine->setVisible(kind == CurveKind::Memory);
     m_poolLabel->setVisible(kind == CurveKind::Memory);
 
@@ -64,11 +71,7 @@ CurveChart::CurveChart(CurveKind kind, QWidget* parent) : ChartWidget(parent), m
     placeLegendInRow(p, 3);
     m_capLine = new QCPItemStraightLine(p);
     m_capLine->setClipToAxisRect(true);
-    m_capLabelItem = new QCPItemText(p);
-    m_capLabelItem->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_capLabelItem->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_capLabelItem->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_capLabelItem->setFont(legendFont);
+    m_capLabelItem = levelLabel(p, Qt::AlignLeft, legendFont);
     m_capLabelItem->setClipToAxisRect(true);
     m_capLine->setVisible(false);
     m_capLabelItem->setVisible(false);
@@ -122,10 +125,10 @@ void CurveChart::resizeEvent(QResizeEvent* event) {
 std::int64_t CurveChart::contextAt(const QPoint& pos) const {
     if (!m_snapshot || m_snapshot->sweep.contexts.empty())
         return 0;
-    const QPoint p = plot()->mapFrom(this, pos);
-    if (!plot()->axisRect()->rect().contains(p))
+    const auto p = plotPointAt(pos);
+    if (!p)
         return 0;
-    const double key = plot()->xAxis->pixelToCoord(p.x());
+    const double key = plot()->xAxis->pixelToCoord(p->x());
     const auto& ctx = m_snapshot->sweep.contexts;
     const double lo = double(ctx.front()), hi = double(ctx.back());
     // The slider's stops (1, 1.25, 1.5, 1.75 x 2^k): a click gives the round number the slider

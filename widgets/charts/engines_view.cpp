@@ -3,6 +3,7 @@
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/chart_registry.h"
 #include "widgets/export/csv.h"
+#include "widgets/export/html_table.h"
 #include "widgets/state/status_text.h"
 
 #include <qcustomplot.h>
@@ -154,12 +155,7 @@ QString EnginesModel::csv() const {
 
 QString EnginesModel::html() const {
     QString h = QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr>");
-    for (int c = 0; c < columnCount(); ++c)
-        h += QStringLiteral("<th>%1</th>")
-                 .arg(headerData(c, Qt::Horizontal)
-                          .toString()
-                          .toHtmlEscaped()
-                          .replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+    h += htmlHeaderCells(*this);
     h += QStringLiteral("</tr>");
     for (int r = 0; r < rowCount(); ++r) {
         h += QStringLiteral("<tr>");
@@ -300,10 +296,10 @@ QString EnginesChart::tooltipAt(const QPoint& pos) const {
     if (!m_c || m_c->rows.empty())
         return {};
     const QCustomPlot* p = plot();
-    const QPoint local = p->mapFrom(this, pos);
-    if (!p->axisRect()->rect().contains(local))
+    const auto local = plotPointAt(pos);
+    if (!local)
         return {};
-    const double x = p->xAxis->pixelToCoord(local.x());
+    const double x = p->xAxis->pixelToCoord(local->x());
     const auto r =
         static_cast<std::size_t>(std::clamp<long>(std::lround(x), 0, long(m_c->rows.size()) - 1));
     const auto& row = m_c->rows[r];

@@ -2,6 +2,7 @@
 
 #include "core/engine.h"
 #include "core/hybrid_note.h"
+#include "widgets/export/html_table.h"
 
 #include <QApplication>
 #include <QFont>
@@ -467,12 +468,7 @@ QString LadderModel::csv() const {
 
 QString LadderModel::html() const {
     QString out = QStringLiteral("<table cellspacing=0 cellpadding=3 border=1 width=100%><tr>");
-    for (int c = 0; c < columnCount(); ++c)
-        out += QStringLiteral("<th>%1</th>")
-                   .arg(headerData(c, Qt::Horizontal)
-                            .toString()
-                            .toHtmlEscaped()
-                            .replace(QLatin1Char('\n'), QStringLiteral("<br>")));
+    out += htmlHeaderCells(*this);
     out += QStringLiteral("</tr>");
     for (int r = 0; r < rowCount(); ++r) {
         const bool bold = r + 1 == rowCount();

@@ -308,26 +308,24 @@ void PredictedSpeedChart::rebuild() {
     const bool empty = !m_error.isEmpty() || !m_snapshot;
     m_emptyLabel->setVisible(empty && m_snapshot);
     m_emptyLabel->setText(m_error);
-    // The limits of the current scenario, per replica.
-    const double memX = memoryLineX(), seqX = maxNumSeqsLineX();
-    m_memoryLine->setVisible(!std::isnan(memX));
-    m_memoryText->setVisible(!std::isnan(memX));
-    m_seqsLine->setVisible(!std::isnan(seqX));
-    m_seqsText->setVisible(!std::isnan(seqX));
-    if (!std::isnan(memX)) {
-        m_memoryLine->point1->setCoords(memX, 0);
-        m_memoryLine->point2->setCoords(memX, 1);
-        m_memoryText->position->setCoords(memX, 0.02);
-        m_memoryText->setText(memoryLineLabel());
-        xmax = std::max(xmax, memX);
-    }
-    if (!std::isnan(seqX)) {
-        m_seqsLine->point1->setCoords(seqX, 0);
-        m_seqsLine->point2->setCoords(seqX, 1);
-        m_seqsText->position->setCoords(seqX, 0.12);
-        m_seqsText->setText(maxNumSeqsLineLabel());
-        xmax = std::max(xmax, seqX);
-    }
+    // The limits of the current scenario, per replica: a vertical line at x (NaN: hidden) with
+    // its label `textY` up the plot, the label made only when shown.
+    auto placeLimit = [&](QCPItemStraightLine* line, QCPItemText* text, double x, double textY,
+                          QString (PredictedSpeedChart::*label)() const) {
+        line->setVisible(!std::isnan(x));
+        text->setVisible(!std::isnan(x));
+        if (std::isnan(x))
+            return;
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        text->position->setCoords(x, textY);
+        text->setText((this->*label)());
+        xmax = std::max(xmax, x);
+    };
+    placeLimit(m_memoryLine, m_memoryText, memoryLineX(), 0.02,
+               &PredictedSpeedChart::memoryLineLabel);
+    placeLimit(m_seqsLine, m_seqsText, maxNumSeqsLineX(), 0.12,
+               &PredictedSpeedChart::maxNumSeqsLineLabel);
     if (concurrencyView) {
         p->xAxis->setRange(0.8, std::max(4.0, xmax * 1.35));
     } else if (m_snapshot && !m_snapshot->sweep.contexts.empty()) {

@@ -221,19 +221,15 @@ void DeploymentPanel::createSearchFields() {
 QGridLayout* DeploymentPanel::buildInputGrid() {
     auto* form = new QGridLayout;
     form->setHorizontalSpacing(8);
-    form->addWidget(buddyLabel(tr("&Users:"), m_users), 0, 0);
-    form->addWidget(m_users, 0, 1);
-    form->addWidget(buddyLabel(tr("C&ontext:"), m_context), 0, 2);
-    form->addWidget(m_context, 0, 3);
-    form->addWidget(buddyLabel(tr("Shared pre&fix:"), m_prefix), 0, 4);
-    form->addWidget(m_prefix, 0, 5);
+    addLabelledRow(form, 0,
+                   {{tr("&Users:"), m_users},
+                    {tr("C&ontext:"), m_context},
+                    {tr("Shared pre&fix:"), m_prefix}});
     form->addWidget(m_gpuButton, 0, 6, 1, 2);
-    form->addWidget(buddyLabel(tr("Max &GPUs:"), m_maxGpus), 1, 0);
-    form->addWidget(m_maxGpus, 1, 1);
-    form->addWidget(buddyLabel(tr("GPUs per &node:"), m_perNode), 1, 2);
-    form->addWidget(m_perNode, 1, 3);
-    form->addWidget(buddyLabel(tr("&Rank by:"), m_rank), 1, 4);
-    form->addWidget(m_rank, 1, 5);
+    addLabelledRow(form, 1,
+                   {{tr("Max &GPUs:"), m_maxGpus},
+                    {tr("GPUs per &node:"), m_perNode},
+                    {tr("&Rank by:"), m_rank}});
     form->addWidget(m_planButton, 1, 6);
     form->addWidget(m_cancelButton, 1, 7);
     // Spanning the first four columns, so that its longer label widens none of them.

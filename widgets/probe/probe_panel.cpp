@@ -228,11 +228,18 @@ QGroupBox* ProbePanel::buildMeasureBox() {
     m_modelLabel->setWordWrap(true);
     form->addRow(tr("Layer:"), m_modelLabel);
     form->addRow(tr("Formats:"), buildFormatList());
-    m_batch = new QSpinBox;
-    m_batch->setObjectName(QStringLiteral("batchSpin"));
-    m_batch->setRange(1, 256);
-    m_batch->setToolTip(tr("Requests decoded together (one query token each)"));
-    connect(m_batch, &QSpinBox::valueChanged, this, [this] { m_editedBatch = true; });
+    // A field that follows the scenario until the user edits it; `edited` remembers the edit.
+    auto followingSpin = [this](const char* name, int lo, int hi, const QString& tip,
+                                bool& edited) {
+        auto* s = new QSpinBox;
+        s->setObjectName(QLatin1String(name));
+        s->setRange(lo, hi);
+        s->setToolTip(tip);
+        connect(s, &QSpinBox::valueChanged, this, [flag = &edited] { *flag = true; });
+        return s;
+    };
+    m_batch = followingSpin("batchSpin", 1, 256,
+                            tr("Requests decoded together (one query token each)"), m_editedBatch);
     form->addRow(tr("Batch:"), m_batch);
     m_contexts = new QLineEdit;
     m_contexts->setObjectName(QStringLiteral("contextsEdit"));
@@ -241,19 +248,16 @@ QGroupBox* ProbePanel::buildMeasureBox() {
                               "the run fits in half of the free memory"));
     connect(m_contexts, &QLineEdit::textEdited, this, [this] { m_editedContexts = true; });
     form->addRow(tr("Contexts:"), m_contexts);
-    m_block = new QSpinBox;
-    m_block->setObjectName(QStringLiteral("blockSpin"));
-    m_block->setRange(1, 1024);
-    m_block->setToolTip(tr("Tokens per page (vLLM --block-size); KIVI formats round up to 32"));
-    connect(m_block, &QSpinBox::valueChanged, this, [this] { m_editedBlock = true; });
+    m_block = followingSpin("blockSpin", 1, 1024,
+                            tr("Tokens per page (vLLM --block-size); KIVI formats round up to 32"),
+                            m_editedBlock);
     form->addRow(tr("Block size:"), m_block);
-    m_prefix = new QSpinBox;
-    m_prefix->setObjectName(QStringLiteral("prefixSpin"));
-    m_prefix->setRange(0, 1 << 24);
+    m_prefix =
+        followingSpin("prefixSpin", 0, 1 << 24,
+                      tr("Prompt tokens shared by every request of the batch (its full blocks "
+                         "are stored once)"),
+                      m_editedPrefix);
     m_prefix->setSingleStep(128);
-    m_prefix->setToolTip(tr("Prompt tokens shared by every request of the batch (its full blocks "
-                            "are stored once)"));
-    connect(m_prefix, &QSpinBox::valueChanged, this, [this] { m_editedPrefix = true; });
     form->addRow(tr("Shared prefix:"), m_prefix);
     form->addRow(tr("Repeats:"), buildRepeatsRow());
     m_defaultsButton = new QPushButton(tr("Reset to Scenario"));

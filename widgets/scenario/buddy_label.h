@@ -1,8 +1,12 @@
 #pragma once
-// A form's label whose mnemonic ("&Users:") gives its field the keyboard focus: the input rows
-// of the Deployment and Traffic tabs.
+// A form's label whose mnemonic ("&Users:") gives its field the keyboard focus, and rows of
+// such labelled fields: the input grids of the Deployment and Traffic tabs.
 
+#include <QGridLayout>
 #include <QLabel>
+#include <QLayout>
+
+#include <initializer_list>
 
 namespace kvl::widgets {
 
@@ -10,6 +14,28 @@ inline QLabel* buddyLabel(const QString& text, QWidget* buddy) {
     auto* l = new QLabel(text);
     l->setBuddy(buddy);
     return l;
+}
+
+// One field of an input row: its label, the widget the label's mnemonic focuses and, where the
+// field is more than that widget (a spin box with its share beside it), the layout shown.
+struct LabelledField {
+    QString label;
+    QWidget* field;
+    QLayout* layout = nullptr;
+};
+
+// Puts `fields` in row `row` of `grid`, each after its label: columns 0 and 1, 2 and 3, ...
+inline void addLabelledRow(QGridLayout* grid, int row,
+                           std::initializer_list<LabelledField> fields) {
+    int column = 0;
+    for (const LabelledField& f : fields) {
+        grid->addWidget(buddyLabel(f.label, f.field), row, column);
+        if (f.layout)
+            grid->addLayout(f.layout, row, column + 1);
+        else
+            grid->addWidget(f.field, row, column + 1);
+        column += 2;
+    }
 }
 
 } // namespace kvl::widgets

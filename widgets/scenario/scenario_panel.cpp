@@ -114,6 +114,17 @@ QGroupBox* makeLever(const QString& title, const QString& name, const QString& t
     return g;
 }
 
+// A whole-number field that commits when editing ends (no keyboard tracking), as every spin box
+// of the panel does.
+QSpinBox* intSpin(QWidget* parent, const char* name, int lo, int hi, const QString& tip) {
+    auto* sp = new QSpinBox(parent);
+    sp->setObjectName(QLatin1String(name));
+    sp->setRange(lo, hi);
+    sp->setKeyboardTracking(false);
+    sp->setToolTip(tip);
+    return sp;
+}
+
 QFormLayout* form(QWidget* w) {
     auto* f = new QFormLayout(w);
     f->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -212,22 +223,13 @@ QWidget* ScenarioPanel::buildModelGroup() {
     grid->setObjectName(QStringLiteral("geometryEditor"));
     auto* f = form(grid);
     f->setContentsMargins(0, 0, 0, 0);
-    auto spin = [&](const QString& name, int lo, int hi, const QString& tip) {
-        auto* s = new QSpinBox(grid);
-        s->setObjectName(name);
-        s->setRange(lo, hi);
-        s->setKeyboardTracking(false);
-        s->setToolTip(tip);
-        return s;
-    };
-    m_layers = spin(QStringLiteral("layersSpin"), 1, core::kMaxLayers,
-                    tr("Decoder layers; the model's layer pattern (sliding / full) repeats"));
-    m_qHeads =
-        spin(QStringLiteral("qHeadsSpin"), 1, core::kMaxHeads, tr("Query (attention) heads"));
-    m_kvHeads = spin(QStringLiteral("kvHeadsSpin"), 1, core::kMaxHeads,
-                     tr("Key/value heads the checkpoint stores (num_key_value_heads)"));
-    m_headDim = spin(QStringLiteral("headDimSpin"), 1, core::kMaxHeadDim,
-                     tr("Elements per head (config head_dim, else hidden_size / heads)"));
+    m_layers = intSpin(grid, "layersSpin", 1, core::kMaxLayers,
+                       tr("Decoder layers; the model's layer pattern (sliding / full) repeats"));
+    m_qHeads = intSpin(grid, "qHeadsSpin", 1, core::kMaxHeads, tr("Query (attention) heads"));
+    m_kvHeads = intSpin(grid, "kvHeadsSpin", 1, core::kMaxHeads,
+                        tr("Key/value heads the checkpoint stores (num_key_value_heads)"));
+    m_headDim = intSpin(grid, "headDimSpin", 1, core::kMaxHeadDim,
+                        tr("Elements per head (config head_dim, else hidden_size / heads)"));
     m_paramsB = new QDoubleSpinBox(grid);
     m_paramsB->setObjectName(QStringLiteral("paramsSpin"));
     m_paramsB->setRange(0.001, 100000);
@@ -276,25 +278,21 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
     m_gpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_gpu->setMinimumContentsLength(14);
     m_gpu->setToolTip(tr("Memory as the CUDA driver reports it (torch total_memory)"));
-    auto count = [&](const char* name, int hi, const QString& tip) {
-        auto* sp = new QSpinBox(box);
-        sp->setObjectName(QLatin1String(name));
-        sp->setRange(1, hi);
-        sp->setKeyboardTracking(false);
-        sp->setToolTip(tip);
-        return sp;
+    // TP, PP, DP and DCP: 1 to 64 each.
+    auto count = [&](const char* name, const QString& tip) {
+        return intSpin(box, name, 1, 64, tip);
     };
-    m_gpuCount = count("gpuCountSpin", 64,
+    m_gpuCount = count("gpuCountSpin",
                        tr("vLLM --tensor-parallel-size: must divide the attention heads. "
                           "Weights split over the GPUs; KV heads per GPU = max(1, KV heads / TP): "
                           "with fewer KV heads than GPUs heads are replicated, not split"));
-    m_pp = count("ppSpin", 64,
+    m_pp = count("ppSpin",
                  tr("vLLM --pipeline-parallel-size: layers split over stages (unevenly when they "
                     "do not divide); the stage with the fewest blocks limits the replica"));
-    m_dp = count("dpSpin", 64,
+    m_dp = count("dpSpin",
                  tr("vLLM --data-parallel-size: independent replicas, each with its own weights "
                     "and KV cache; the cluster serves DP times a replica's requests"));
-    m_dcp = count("dcpSpin", 64,
+    m_dcp = count("dcpSpin",
                   tr("vLLM --decode-context-parallel-size: shards the KV cache along tokens inside "
                      "a TP group, so MLA's latent (or replicated KV heads) is not kept TP times. "
                      "Must divide TP"));
@@ -351,15 +349,6 @@ std::pair<QWidget*, QFormLayout*> engineOptions(QWidget* box, const char* name) 
     auto* sf = form(w);
     sf->setContentsMargins(0, 0, 0, 0);
     return {w, sf};
-}
-
-QSpinBox* intSpin(QWidget* parent, const char* name, int lo, int hi, const QString& tip) {
-    auto* sp = new QSpinBox(parent);
-    sp->setObjectName(QLatin1String(name));
-    sp->setRange(lo, hi);
-    sp->setKeyboardTracking(false);
-    sp->setToolTip(tip);
-    return sp;
 }
 
 QDoubleSpinBox* fractionSpin(QWidget* parent, const char* name, double lo, const QString& tip) {
@@ -519,13 +508,10 @@ void ScenarioPanel::buildVllmOptions(QWidget* box) {
             .arg(qs(core::oldestKnownVllm().series())));
     m_versionInfo = new WrapLabel(box);
     m_versionInfo->setObjectName(QStringLiteral("vllmVersionInfo"));
-    m_maxNumSeqs = new QSpinBox(box);
-    m_maxNumSeqs->setObjectName(QStringLiteral("maxNumSeqsSpin"));
-    m_maxNumSeqs->setRange(0, static_cast<int>(core::kMaxRequests));
-    m_maxNumSeqs->setKeyboardTracking(false);
-    m_maxNumSeqs->setToolTip(tr("vLLM --max-num-seqs: running requests per replica; 0 = vLLM's "
-                                "default for the GPU (1024 from 70 GiB and not an A100, else "
-                                "256)"));
+    m_maxNumSeqs = intSpin(box, "maxNumSeqsSpin", 0, static_cast<int>(core::kMaxRequests),
+                           tr("vLLM --max-num-seqs: running requests per replica; 0 = vLLM's "
+                              "default for the GPU (1024 from 70 GiB and not an A100, else "
+                              "256)"));
     m_asyncScheduling = new QCheckBox(tr("async scheduling"), box);
     m_asyncScheduling->setObjectName(QStringLiteral("asyncSchedulingCheck"));
     m_asyncScheduling->setToolTip(tr("vLLM --async-scheduling (on by default; "
@@ -611,11 +597,8 @@ QWidget* ScenarioPanel::buildQuantGroup() {
                    core::Granularity::PerHead, core::Granularity::PerTokenHead,
                    core::Granularity::PerGroup, core::Granularity::KPerChannelVPerToken})
         m_granularity->addItem(granularityText(g), static_cast<int>(g));
-    m_groupSize = new QSpinBox(m_quantGroup);
-    m_groupSize->setObjectName(QStringLiteral("groupSizeSpin"));
-    m_groupSize->setRange(1, core::kMaxHeadDim);
-    m_groupSize->setKeyboardTracking(false);
-    m_groupSize->setToolTip(tr("G elements share one scale (and zero): 32-128 is usual"));
+    m_groupSize = intSpin(m_quantGroup, "groupSizeSpin", 1, core::kMaxHeadDim,
+                          tr("G elements share one scale (and zero): 32-128 is usual"));
     m_scaleType = new QComboBox(m_quantGroup);
     m_scaleType->setObjectName(QStringLiteral("scaleTypeCombo"));
     m_scaleType->addItem(tr("fp32 scales"), static_cast<int>(core::ScaleType::Fp32));
@@ -669,12 +652,10 @@ QWidget* ScenarioPanel::buildPrefixGroup() {
     m_prefixTokens->setSingleStep(256);
     m_prefixTokens->setToolTip(tr("P: tokens of the shared prompt prefix (system prompt, few-shot "
                                   "examples, a document)"));
-    m_prefixRequests = new QSpinBox(m_prefixGroup);
-    m_prefixRequests->setObjectName(QStringLiteral("prefixRequestsSpin"));
-    m_prefixRequests->setRange(0, static_cast<int>(core::kMaxRequests));
+    m_prefixRequests =
+        intSpin(m_prefixGroup, "prefixRequestsSpin", 0, static_cast<int>(core::kMaxRequests),
+                tr("N: requests that share one copy of the prefix"));
     m_prefixRequests->setSpecialValueText(tr("all requests"));
-    m_prefixRequests->setKeyboardTracking(false);
-    m_prefixRequests->setToolTip(tr("N: requests that share one copy of the prefix"));
     m_prefixInfo = new WrapLabel(m_prefixGroup);
     m_prefixInfo->setObjectName(QStringLiteral("prefixInfo"));
     auto* shared = new QHBoxLayout;
@@ -707,14 +688,11 @@ QWidget* ScenarioPanel::buildWorkloadGroup() {
     m_maxModelLen->setRange(0, 1 << 24);
     m_maxModelLen->setToolTip(tr("vLLM --max-model-len: what an unpaged request reserves, and "
                                  "the M of vLLM's \"maximum concurrency\" line"));
-    m_targetRequests = new QSpinBox(box);
-    m_targetRequests->setObjectName(QStringLiteral("targetRequestsSpin"));
-    m_targetRequests->setRange(0, static_cast<int>(core::kMaxRequests));
+    m_targetRequests = intSpin(box, "targetRequestsSpin", 0, static_cast<int>(core::kMaxRequests),
+                               tr("--target-requests: the concurrent requests (users) the "
+                                  "deployment must hold, cluster-wide; the breakdown shows them "
+                                  "and, when they do not fit, the banner says what would"));
     m_targetRequests->setSpecialValueText(tr("as many as fit"));
-    m_targetRequests->setKeyboardTracking(false);
-    m_targetRequests->setToolTip(tr("--target-requests: the concurrent requests (users) the "
-                                    "deployment must hold, cluster-wide; the breakdown shows them "
-                                    "and, when they do not fit, the banner says what would"));
     auto* ctx = new QHBoxLayout;
     ctx->addWidget(m_contextSlider, 1);
     ctx->addWidget(m_context);

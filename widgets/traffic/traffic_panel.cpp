@@ -187,24 +187,17 @@ QGridLayout* TrafficPanel::buildInputGrid() {
     prefix->addWidget(m_prefixTokens, 1);
     prefix->addWidget(buddyLabel(tr("of"), m_prefixShare));
     prefix->addWidget(m_prefixShare, 1);
-    form->addWidget(buddyLabel(tr("R&ate:"), m_rate), 0, 0);
-    form->addWidget(m_rate, 0, 1);
-    form->addWidget(buddyLabel(tr("Pro&mpt tokens:"), m_prompt), 0, 2);
-    form->addWidget(m_prompt, 0, 3);
-    form->addWidget(buddyLabel(tr("O&utput tokens:"), m_output), 0, 4);
-    form->addWidget(m_output, 0, 5);
-    form->addWidget(buddyLabel(tr("Shared &prefix:"), m_prefixTokens), 1, 0);
-    form->addLayout(prefix, 1, 1);
-    form->addWidget(buddyLabel(tr("Re&quests:"), m_requests), 1, 2);
-    form->addWidget(m_requests, 1, 3);
-    form->addWidget(buddyLabel(tr("S&eed:"), m_seed), 1, 4);
-    form->addWidget(m_seed, 1, 5);
-    form->addWidget(buddyLabel(tr("SLO TT&FT:"), m_sloTtft), 2, 0);
-    form->addWidget(m_sloTtft, 2, 1);
-    form->addWidget(buddyLabel(tr("TP&OT:"), m_sloTpot), 2, 2);
-    form->addWidget(m_sloTpot, 2, 3);
-    form->addWidget(buddyLabel(tr("for"), m_attainment), 2, 4);
-    form->addWidget(m_attainment, 2, 5);
+    addLabelledRow(form, 0,
+                   {{tr("R&ate:"), m_rate},
+                    {tr("Pro&mpt tokens:"), m_prompt},
+                    {tr("O&utput tokens:"), m_output}});
+    addLabelledRow(form, 1,
+                   {{tr("Shared &prefix:"), m_prefixTokens, prefix},
+                    {tr("Re&quests:"), m_requests},
+                    {tr("S&eed:"), m_seed}});
+    addLabelledRow(
+        form, 2,
+        {{tr("SLO TT&FT:"), m_sloTtft}, {tr("TP&OT:"), m_sloTpot}, {tr("for"), m_attainment}});
     form->setColumnStretch(6, 1);
     return form;
 }
