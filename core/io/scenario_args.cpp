@@ -9,7 +9,9 @@
 #include "core/llamacpp/ggml_types.h"
 #include "core/names.h"
 #include "core/units.h"
+#include "core/vllm_command.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -471,17 +473,12 @@ const std::array kOptions{
                            "align, with prefix caching on)",
                    .defaultOf = [](const Scenario&) { return std::string("auto"); },
                    .apply = [](Scenario& s, const std::string& v) -> Status {
-                       using core::MambaCacheMode;
-                       if (v == "auto")
-                           s.engine.mambaCacheMode = MambaCacheMode::Auto;
-                       else if (v == "none")
-                           s.engine.mambaCacheMode = MambaCacheMode::None;
-                       else if (v == "align")
-                           s.engine.mambaCacheMode = MambaCacheMode::Align;
-                       else if (v == "all")
-                           s.engine.mambaCacheMode = MambaCacheMode::All;
-                       else
+                       const auto& names = core::kMambaCacheModeNames;
+                       const auto it = std::find(names.begin(), names.end(), v);
+                       if (it == names.end())
                            return bad("expected auto, none, align or all, got '" + v + "'");
+                       s.engine.mambaCacheMode =
+                           static_cast<core::MambaCacheMode>(it - names.begin());
                        return {};
                    }},
     ScenarioOption{.name = "mamba-ssm-cache-dtype",
