@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <type_traits>
 
 namespace kvl::io {
 
@@ -206,10 +207,16 @@ template <class Field> constexpr auto defaultInt(Field) {
     return [](const Scenario& b) { return std::to_string(Field{}(b)); };
 }
 
-// 0 is "auto": the engine's own choice.
-template <class Field> constexpr auto defaultIntOrAuto(Field) {
+// 0 is "auto": the engine's own choice, shown as what it comes to for the base scenario where
+// `effective` (a function of the scenario) says.
+template <auto effective = nullptr, class Field> constexpr auto defaultIntOrAuto(Field) {
     return [](const Scenario& b) {
-        return Field{}(b) > 0 ? std::to_string(Field{}(b)) : std::string("auto");
+        if (Field{}(b) > 0)
+            return std::to_string(Field{}(b));
+        if constexpr (std::is_null_pointer_v<decltype(effective)>)
+            return std::string("auto");
+        else
+            return "auto, " + std::to_string(effective(b)) + " here";
     };
 }
 
@@ -249,6 +256,17 @@ constexpr ScenarioOption intOption(std::string_view name, std::string_view help,
             .help = help,
             .defaultOf = defaultInt(field),
             .apply = applyInt<lo, hi>(field)};
+}
+
+// "auto" or a whole number in [lo, hi], as defaultIntOrAuto shows it.
+template <std::int64_t lo, std::int64_t hi, auto effective = nullptr, class Field>
+constexpr ScenarioOption intOrAutoOption(std::string_view name, std::string_view help,
+                                         Field field) {
+    return {.name = name,
+            .valueName = "N",
+            .help = help,
+            .defaultOf = defaultIntOrAuto<effective>(field),
+            .apply = applyIntOrAuto<lo, hi>(field)};
 }
 
 template <bool value = true, class Field>
@@ -411,33 +429,16 @@ const std::array kOptions{
                        },
                    .apply = applyTokens<1, core::kMaxContext>(
                        [](auto& s) -> auto& { return s.workload.maxModelLen; })},
-    ScenarioOption{
-        .name = "max-num-batched-tokens",
-        .valueName = "N",
-        .help = "vLLM --max-num-batched-tokens: tokens per scheduler step, which sizes what "
-                "sliding and chunked layers keep in flight; auto = vLLM's default for the GPU",
-        .defaultOf =
-            [](const Scenario& b) {
-                return b.workload.maxNumBatchedTokens > 0
-                           ? std::to_string(b.workload.maxNumBatchedTokens)
-                           : "auto, " + std::to_string(core::effectiveMaxNumBatchedTokens(b)) +
-                                 " here";
-            },
-        .apply = applyIntOrAuto<1, core::kMaxContext>(
-            [](auto& s) -> auto& { return s.workload.maxNumBatchedTokens; })},
-    ScenarioOption{
-        .name = "max-num-seqs",
-        .valueName = "N",
-        .help = "vLLM --max-num-seqs: running requests per replica; auto = vLLM's default for "
-                "the GPU",
-        .defaultOf =
-            [](const Scenario& b) {
-                return b.engine.maxNumSeqs > 0
-                           ? std::to_string(b.engine.maxNumSeqs)
-                           : "auto, " + std::to_string(core::effectiveMaxNumSeqs(b)) + " here";
-            },
-        .apply = applyIntOrAuto<1, core::kMaxRequests>(
-            [](auto& s) -> auto& { return s.engine.maxNumSeqs; })},
+    intOrAutoOption<1, core::kMaxContext, core::effectiveMaxNumBatchedTokens>(
+        "max-num-batched-tokens",
+        "vLLM --max-num-batched-tokens: tokens per scheduler step, which sizes what "
+        "sliding and chunked layers keep in flight; auto = vLLM's default for the GPU",
+        [](auto& s) -> auto& { return s.workload.maxNumBatchedTokens; }),
+    intOrAutoOption<1, core::kMaxRequests, core::effectiveMaxNumSeqs>(
+        "max-num-seqs",
+        "vLLM --max-num-seqs: running requests per replica; auto = vLLM's default for "
+        "the GPU",
+        [](auto& s) -> auto& { return s.engine.maxNumSeqs; }),
     flagOption(
         "disable-hybrid-kv-cache-manager",
         "vLLM --disable-hybrid-kv-cache-manager: sliding and chunked layers "
@@ -497,14 +498,11 @@ const std::array kOptions{
                        s.engine.mambaSsmCacheDtype = *d;
                        return {};
                    }},
-    ScenarioOption{
-        .name = "concurrency",
-        .valueName = "N",
-        .help = "running requests for the speed estimate; auto = as many as fit (at most "
-                "max-num-seqs)",
-        .defaultOf = defaultIntOrAuto([](auto& s) -> auto& { return s.workload.concurrency; }),
-        .apply = applyIntOrAuto<1, core::kMaxRequests>(
-            [](auto& s) -> auto& { return s.workload.concurrency; })},
+    intOrAutoOption<1, core::kMaxRequests>(
+        "concurrency",
+        "running requests for the speed estimate; auto = as many as fit (at most "
+        "max-num-seqs)",
+        [](auto& s) -> auto& { return s.workload.concurrency; }),
     ScenarioOption{.name = "gpu",
                    .valueName = "ID",
                    .help = "a catalog GPU (kvledger gpus lists them)",
