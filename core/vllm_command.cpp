@@ -137,19 +137,8 @@ VllmServeCommand vllmServeCommand(const Scenario& s) {
     if (!s.engine.asyncScheduling)
         flag(c, "--no-async-scheduling");
     if (s.model.countLayers(LayerKind::State) > 0) {
-        switch (s.engine.mambaCacheMode) {
-        case MambaCacheMode::Auto:
-            break;
-        case MambaCacheMode::None:
-            flag(c, "--mamba-cache-mode", "none");
-            break;
-        case MambaCacheMode::Align:
-            flag(c, "--mamba-cache-mode", "align");
-            break;
-        case MambaCacheMode::All:
-            flag(c, "--mamba-cache-mode", "all");
-            break;
-        }
+        if (s.engine.mambaCacheMode != MambaCacheMode::Auto)
+            flag(c, "--mamba-cache-mode", std::string(mambaCacheModeName(s.engine.mambaCacheMode)));
         if (s.engine.mambaSsmCacheDtype)
             flag(c, "--mamba-ssm-cache-dtype",
                  *s.engine.mambaSsmCacheDtype == KvDtype::Fp32   ? "float32"

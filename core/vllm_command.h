@@ -5,7 +5,9 @@
 
 #include "core/scenario.h"
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvl::core {
@@ -20,6 +22,14 @@ struct VllmServeCommand {
 };
 
 VllmServeCommand vllmServeCommand(const Scenario& s);
+
+// vLLM's --mamba-cache-mode values by MambaCacheMode, in its order; "auto" is vLLM's own choice
+// (the flag left out). The scenario file and the command line read and write the same names.
+inline constexpr std::array<std::string_view, 4> kMambaCacheModeNames{"auto", "none", "align",
+                                                                      "all"};
+inline std::string_view mambaCacheModeName(MambaCacheMode mode) {
+    return kMambaCacheModeNames[static_cast<std::size_t>(mode)];
+}
 
 // The Hugging Face repository of a model ("meta-llama/Meta-Llama-3-8B"), or its id.
 std::string huggingFaceRepo(const ModelSpec& model);

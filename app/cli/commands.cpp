@@ -33,46 +33,52 @@ std::vector<std::string> gpuIds() {
     return ids;
 }
 
-int runModels(const Invocation& inv, std::ostream& out) {
-    const bool json = inv.has("json");
-    const auto& models = io::builtinModels();
-    if (json) {
-        Json a = Json::array();
-        for (const auto& m : models)
-            a.push_back({{"id", m.id},
-                         {"name", m.name},
-                         {"family", m.family},
-                         {"layers", m.numLayers()},
-                         {"q_heads", m.qHeads},
-                         {"kv_heads", m.kvHeads},
-                         {"head_dim", m.headDim},
-                         {"params", m.params},
-                         {"max_context", m.maxContext},
-                         {"kv_bytes_per_token", cli::nativeBytesPerToken(m)}});
-        out << io::dumpJson(a) << "\n";
+// `items` as kvledger models and gpus print them: a table, or with --json an array of
+// `toJson(item)`.
+template <class T, class ToJson>
+int printCatalog(const Invocation& inv, std::ostream& out, const std::vector<T>& items,
+                 ToJson toJson, void (*printTable)(std::ostream&, const std::vector<T>&)) {
+    if (!inv.has("json")) {
+        printTable(out, items);
         return 0;
     }
-    cli::printModelsTable(out, models);
+    Json a = Json::array();
+    for (const auto& item : items)
+        a.push_back(toJson(item));
+    out << io::dumpJson(a) << "\n";
     return 0;
 }
 
+int runModels(const Invocation& inv, std::ostream& out) {
+    return printCatalog(
+        inv, out, io::builtinModels(),
+        [](const core::ModelSpec& m) -> Json {
+            return {{"id", m.id},
+                    {"name", m.name},
+                    {"family", m.family},
+                    {"layers", m.numLayers()},
+                    {"q_heads", m.qHeads},
+                    {"kv_heads", m.kvHeads},
+                    {"head_dim", m.headDim},
+                    {"params", m.params},
+                    {"max_context", m.maxContext},
+                    {"kv_bytes_per_token", cli::nativeBytesPerToken(m)}};
+        },
+        cli::printModelsTable);
+}
+
 int runGpus(const Invocation& inv, std::ostream& out) {
-    const bool json = inv.has("json");
-    const auto& gpus = io::builtinGpus();
-    if (json) {
-        Json a = Json::array();
-        for (const auto& g : gpus)
-            a.push_back({{"id", g.id},
-                         {"name", g.name},
-                         {"vendor", g.vendor},
-                         {"memory_bytes", g.memoryBytes},
-                         {"bandwidth_gbs", g.bandwidthGBs},
-                         {"memory_type", g.memoryType}});
-        out << io::dumpJson(a) << "\n";
-        return 0;
-    }
-    cli::printGpusTable(out, gpus);
-    return 0;
+    return printCatalog(
+        inv, out, io::builtinGpus(),
+        [](const core::GpuSpec& g) -> Json {
+            return {{"id", g.id},
+                    {"name", g.name},
+                    {"vendor", g.vendor},
+                    {"memory_bytes", g.memoryBytes},
+                    {"bandwidth_gbs", g.bandwidthGBs},
+                    {"memory_type", g.memoryType}};
+        },
+        cli::printGpusTable);
 }
 
 int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {

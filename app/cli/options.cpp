@@ -10,6 +10,8 @@
 #include "core/scenario.h"
 #include "core/sim/workload.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +57,22 @@ Status positiveInt(const std::string& v, std::int64_t hi) {
         return bad("must be between 1 and " + std::to_string(hi) + ", got " + v);
     return {};
 }
+
+// One of a few words: "expected light or dark, got 'x'".
+template <const auto& words> Status oneOf(const std::string& v) {
+    if (std::find(words.begin(), words.end(), v) != words.end())
+        return {};
+    std::string list;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + std::string(words[i]);
+    return bad("expected " + list + ", got '" + v + "'");
+}
+
+// --rank, --tab and --theme's words, as the commands read them.
+constexpr std::array<std::string_view, 2> kRanks{"gpus", "throughput"};
+constexpr std::array<std::string_view, 6> kTabs{"ledger",     "measured", "speed",
+                                                "deployment", "traffic",  "engines"};
+constexpr std::array<std::string_view, 2> kThemes{"light", "dark"};
 
 std::string sizeText(QSize s) {
     return std::to_string(s.width()) + "x" + std::to_string(s.height());
@@ -133,11 +151,7 @@ std::vector<AppOption> planOptions() {
         {"rank", "R",
          "order the layouts of the fewest GPUs by gpus (capacity) or throughput (default "
          "gpus)",
-         [](const std::string& v) -> Status {
-             return v == "gpus" || v == "throughput"
-                        ? Status{}
-                        : Status{bad("expected gpus or throughput, got '" + v + "'")};
-         }},
+         oneOf<kRanks>},
     };
 }
 
@@ -221,22 +235,11 @@ std::vector<AppOption> viewOptions() {
         {"tab", "T",
          "the tab shown: ledger, measured, speed, deployment, traffic or engines (default "
          "ledger)",
-         [](const std::string& v) -> Status {
-             return v == "ledger" || v == "measured" || v == "speed" || v == "deployment" ||
-                            v == "traffic" || v == "engines"
-                        ? Status{}
-                        : Status{bad("expected ledger, measured, speed, deployment, traffic "
-                                     "or engines, got '" +
-                                     v + "'")};
-         }},
+         oneOf<kTabs>},
         {"theme", "T",
          "light or dark (default light): the window's colours, and an exported chart's or "
          "table's; the PDF report prints light",
-         [](const std::string& v) -> Status {
-             return v == "light" || v == "dark"
-                        ? Status{}
-                        : Status{bad("expected light or dark, got '" + v + "'")};
-         }},
+         oneOf<kThemes>},
     };
 }
 

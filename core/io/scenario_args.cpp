@@ -9,13 +9,16 @@
 #include "core/llamacpp/ggml_types.h"
 #include "core/names.h"
 #include "core/units.h"
+#include "core/vllm_command.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <type_traits>
 
 namespace kvl::io {
 
@@ -194,6 +197,83 @@ Status setGgmlType(Scenario& s, const std::string& v) {
     return {};
 }
 
+// Most rows read or set one scenario field. A row names that field once, as an accessor such
+// as [](auto& s) -> auto& { return s.workload.context; } (one lambda serves the const base and
+// the scenario being built), and these make the row's defaultOf and apply from it, the range
+// as template arguments. A captureless lambda's type is default-constructible (C++20), so
+// Field{} is the accessor again and what these return converts to the rows' plain function
+// pointers. Rows that do more than read or set their field keep their own lambdas.
+template <class Field> constexpr auto defaultInt(Field) {
+    return [](const Scenario& b) { return std::to_string(Field{}(b)); };
+}
+
+// 0 is "auto": the engine's own choice, shown as what it comes to for the base scenario where
+// `effective` (a function of the scenario) says.
+template <auto effective = nullptr, class Field> constexpr auto defaultIntOrAuto(Field) {
+    return [](const Scenario& b) {
+        if (Field{}(b) > 0)
+            return std::to_string(Field{}(b));
+        if constexpr (std::is_null_pointer_v<decltype(effective)>)
+            return std::string("auto");
+        else
+            return "auto, " + std::to_string(effective(b)) + " here";
+    };
+}
+
+template <std::int64_t lo, std::int64_t hi, class Field> constexpr auto applyInt(Field) {
+    return [](Scenario& s, const std::string& v) { return setInt(v, lo, hi, Field{}(s)); };
+}
+
+template <std::int64_t lo, std::int64_t hi, class Field> constexpr auto applyIntOrAuto(Field) {
+    return [](Scenario& s, const std::string& v) { return setIntOrAuto(v, lo, hi, Field{}(s)); };
+}
+
+template <std::int64_t lo, std::int64_t hi, class Field> constexpr auto applyTokens(Field) {
+    return [](Scenario& s, const std::string& v) { return setTokens(v, lo, hi, Field{}(s)); };
+}
+
+template <class Field> constexpr auto applyGiB(Field) {
+    return [](Scenario& s, const std::string& v) { return setGiB(v, Field{}(s)); };
+}
+
+template <class Field> constexpr auto applyFraction(Field) {
+    return [](Scenario& s, const std::string& v) { return setFraction(v, Field{}(s)); };
+}
+
+// A flag: giving it sets the field to `value`.
+template <bool value = true, class Field> constexpr auto applyFlag(Field) {
+    return [](Scenario& s, const std::string&) -> Status {
+        Field{}(s) = value;
+        return {};
+    };
+}
+
+// A whole number in [lo, hi] whose default is the base scenario's value.
+template <std::int64_t lo, std::int64_t hi, class Field>
+constexpr ScenarioOption intOption(std::string_view name, std::string_view help, Field field) {
+    return {.name = name,
+            .valueName = "N",
+            .help = help,
+            .defaultOf = defaultInt(field),
+            .apply = applyInt<lo, hi>(field)};
+}
+
+// "auto" or a whole number in [lo, hi], as defaultIntOrAuto shows it.
+template <std::int64_t lo, std::int64_t hi, auto effective = nullptr, class Field>
+constexpr ScenarioOption intOrAutoOption(std::string_view name, std::string_view help,
+                                         Field field) {
+    return {.name = name,
+            .valueName = "N",
+            .help = help,
+            .defaultOf = defaultIntOrAuto<effective>(field),
+            .apply = applyIntOrAuto<lo, hi>(field)};
+}
+
+template <bool value = true, class Field>
+constexpr ScenarioOption flagOption(std::string_view name, std::string_view help, Field field) {
+    return {.name = name, .help = help, .apply = applyFlag<value>(field)};
+}
+
 // One row per option. A row says what the option sets, its range and its default; the
 // parser, the help and the README's option list all come from here.
 const std::array kOptions{
@@ -302,11 +382,7 @@ const std::array kOptions{
         .valueName = "N",
         .help = "paged KV with N tokens per block (vLLM --block-size); auto = the block size "
                 "vLLM picks for the model and GPU",
-        .defaultOf =
-            [](const Scenario& b) {
-                return b.levers.paging.blockSize > 0 ? std::to_string(b.levers.paging.blockSize)
-                                                     : std::string("auto");
-            },
+        .defaultOf = defaultIntOrAuto([](auto& s) -> auto& { return s.levers.paging.blockSize; }),
         .apply = [](Scenario& s, const std::string& v) -> Status {
             s.levers.paging.enabled = true;
             std::int64_t n = 0;
@@ -317,10 +393,8 @@ const std::array kOptions{
         }},
     ScenarioOption{.name = "no-paging",
                    .help = "contiguous KV: every request reserves max-model-len up front",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.levers.paging.enabled = false;
-                       return {};
-                   },
+                   .apply =
+                       applyFlag<false>([](auto& s) -> auto& { return s.levers.paging.enabled; }),
                    .excludes = "block-size"},
     ScenarioOption{.name = "prefix-tokens",
                    .valueName = "N",
@@ -335,25 +409,15 @@ const std::array kOptions{
                        s.levers.prefix.enabled = s.levers.prefix.sharedTokens > 0;
                        return st;
                    }},
-    ScenarioOption{
-        .name = "prefix-requests",
-        .valueName = "N",
-        .help = "requests sharing one prefix copy, 0 = all",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.levers.prefix.sharingRequests); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, core::kMaxRequests, s.levers.prefix.sharingRequests);
-            }},
-    ScenarioOption{
-        .name = "context",
-        .valueName = "N",
-        .help = "tokens per request (8192, 32K or 1M); at most the max model len",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.workload.context); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setTokens(v, 1, core::kMaxContext, s.workload.context);
-            }},
+    intOption<0, core::kMaxRequests>(
+        "prefix-requests", "requests sharing one prefix copy, 0 = all",
+        [](auto& s) -> auto& { return s.levers.prefix.sharingRequests; }),
+    ScenarioOption{.name = "context",
+                   .valueName = "N",
+                   .help = "tokens per request (8192, 32K or 1M); at most the max model len",
+                   .defaultOf = defaultInt([](auto& s) -> auto& { return s.workload.context; }),
+                   .apply = applyTokens<1, core::kMaxContext>(
+                       [](auto& s) -> auto& { return s.workload.context; })},
     ScenarioOption{.name = "max-model-len",
                    .valueName = "N",
                    .help = "vLLM --max-model-len (8192, 128K or 1M)",
@@ -363,62 +427,32 @@ const std::array kOptions{
                                       ? std::to_string(b.workload.maxModelLen)
                                       : std::string("the model's maximum");
                        },
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setTokens(v, 1, core::kMaxContext, s.workload.maxModelLen);
-                       }},
-    ScenarioOption{
-        .name = "max-num-batched-tokens",
-        .valueName = "N",
-        .help = "vLLM --max-num-batched-tokens: tokens per scheduler step, which sizes what "
-                "sliding and chunked layers keep in flight; auto = vLLM's default for the GPU",
-        .defaultOf =
-            [](const Scenario& b) {
-                return b.workload.maxNumBatchedTokens > 0
-                           ? std::to_string(b.workload.maxNumBatchedTokens)
-                           : "auto, " + std::to_string(core::effectiveMaxNumBatchedTokens(b)) +
-                                 " here";
-            },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setIntOrAuto(v, 1, core::kMaxContext, s.workload.maxNumBatchedTokens);
-            }},
-    ScenarioOption{
-        .name = "max-num-seqs",
-        .valueName = "N",
-        .help = "vLLM --max-num-seqs: running requests per replica; auto = vLLM's default for "
-                "the GPU",
-        .defaultOf =
-            [](const Scenario& b) {
-                return b.engine.maxNumSeqs > 0
-                           ? std::to_string(b.engine.maxNumSeqs)
-                           : "auto, " + std::to_string(core::effectiveMaxNumSeqs(b)) + " here";
-            },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setIntOrAuto(v, 1, core::kMaxRequests, s.engine.maxNumSeqs);
-            }},
-    ScenarioOption{.name = "disable-hybrid-kv-cache-manager",
-                   .help = "vLLM --disable-hybrid-kv-cache-manager: sliding and chunked layers "
-                           "keep every token, as full attention does",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.engine.disableHybridKvCacheManager = true;
-                       return {};
-                   }},
-    ScenarioOption{.name = "allow-chunked-local-hybrid",
-                   .help = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1: keep the hybrid "
-                           "KV cache manager for chunked local attention (Llama-4) in vLLM "
-                           "0.10.1-0.12, which disable it by default",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.engine.allowChunkedLocalHybrid = true;
-                       return {};
-                   }},
-    ScenarioOption{.name = "no-async-scheduling",
-                   .help = "vLLM --no-async-scheduling: one batch in flight instead of two",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.engine.asyncScheduling = false;
-                       return {};
-                   }},
+                   .apply = applyTokens<1, core::kMaxContext>(
+                       [](auto& s) -> auto& { return s.workload.maxModelLen; })},
+    intOrAutoOption<1, core::kMaxContext, core::effectiveMaxNumBatchedTokens>(
+        "max-num-batched-tokens",
+        "vLLM --max-num-batched-tokens: tokens per scheduler step, which sizes what "
+        "sliding and chunked layers keep in flight; auto = vLLM's default for the GPU",
+        [](auto& s) -> auto& { return s.workload.maxNumBatchedTokens; }),
+    intOrAutoOption<1, core::kMaxRequests, core::effectiveMaxNumSeqs>(
+        "max-num-seqs",
+        "vLLM --max-num-seqs: running requests per replica; auto = vLLM's default for "
+        "the GPU",
+        [](auto& s) -> auto& { return s.engine.maxNumSeqs; }),
+    flagOption(
+        "disable-hybrid-kv-cache-manager",
+        "vLLM --disable-hybrid-kv-cache-manager: sliding and chunked layers "
+        "keep every token, as full attention does",
+        [](auto& s) -> auto& { return s.engine.disableHybridKvCacheManager; }),
+    flagOption(
+        "allow-chunked-local-hybrid",
+        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1: keep the hybrid "
+        "KV cache manager for chunked local attention (Llama-4) in vLLM "
+        "0.10.1-0.12, which disable it by default",
+        [](auto& s) -> auto& { return s.engine.allowChunkedLocalHybrid; }),
+    flagOption<false>(
+        "no-async-scheduling", "vLLM --no-async-scheduling: one batch in flight instead of two",
+        [](auto& s) -> auto& { return s.engine.asyncScheduling; }),
     ScenarioOption{.name = "vllm-version",
                    .valueName = "X.Y[.Z]",
                    .help = "the vLLM release to follow (0.10 and later): its log lines, defaults "
@@ -440,17 +474,12 @@ const std::array kOptions{
                            "align, with prefix caching on)",
                    .defaultOf = [](const Scenario&) { return std::string("auto"); },
                    .apply = [](Scenario& s, const std::string& v) -> Status {
-                       using core::MambaCacheMode;
-                       if (v == "auto")
-                           s.engine.mambaCacheMode = MambaCacheMode::Auto;
-                       else if (v == "none")
-                           s.engine.mambaCacheMode = MambaCacheMode::None;
-                       else if (v == "align")
-                           s.engine.mambaCacheMode = MambaCacheMode::Align;
-                       else if (v == "all")
-                           s.engine.mambaCacheMode = MambaCacheMode::All;
-                       else
+                       const auto& names = core::kMambaCacheModeNames;
+                       const auto it = std::find(names.begin(), names.end(), v);
+                       if (it == names.end())
                            return bad("expected auto, none, align or all, got '" + v + "'");
+                       s.engine.mambaCacheMode =
+                           static_cast<core::MambaCacheMode>(it - names.begin());
                        return {};
                    }},
     ScenarioOption{.name = "mamba-ssm-cache-dtype",
@@ -469,21 +498,11 @@ const std::array kOptions{
                        s.engine.mambaSsmCacheDtype = *d;
                        return {};
                    }},
-    ScenarioOption{.name = "concurrency",
-                   .valueName = "N",
-                   .help =
-                       "running requests for the speed estimate; auto = as many as fit (at most "
-                       "max-num-seqs)",
-                   .defaultOf =
-                       [](const Scenario& b) {
-                           return b.workload.concurrency > 0
-                                      ? std::to_string(b.workload.concurrency)
-                                      : std::string("auto");
-                       },
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setIntOrAuto(v, 1, core::kMaxRequests, s.workload.concurrency);
-                       }},
+    intOrAutoOption<1, core::kMaxRequests>(
+        "concurrency",
+        "running requests for the speed estimate; auto = as many as fit (at most "
+        "max-num-seqs)",
+        [](auto& s) -> auto& { return s.workload.concurrency; }),
     ScenarioOption{.name = "gpu",
                    .valueName = "ID",
                    .help = "a catalog GPU (kvledger gpus lists them)",
@@ -498,98 +517,60 @@ const std::array kOptions{
                        s.hardware.gpu = *g;
                        return {};
                    }},
-    ScenarioOption{
-        .name = "tp",
-        .valueName = "N",
-        .help = "tensor-parallel size (vLLM --tensor-parallel-size)",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.hardware.gpuCount); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxGpus, s.hardware.gpuCount);
-            }},
-    ScenarioOption{
-        .name = "pp",
-        .valueName = "N",
-        .help = "pipeline-parallel size (vLLM --pipeline-parallel-size)",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.hardware.pipelineParallel); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxGpus, s.hardware.pipelineParallel);
-            }},
-    ScenarioOption{
-        .name = "dp",
-        .valueName = "N",
-        .help = "data-parallel replicas (vLLM --data-parallel-size)",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.hardware.dataParallel); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxGpus, s.hardware.dataParallel);
-            }},
-    ScenarioOption{.name = "enable-expert-parallel",
-                   .help = "vLLM --enable-expert-parallel: experts spread over TP x DP GPUs",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.hardware.expertParallel = true;
-                       return {};
-                   }},
-    ScenarioOption{
-        .name = "dcp",
-        .valueName = "N",
-        .help = "decode-context-parallel size (vLLM --decode-context-parallel-size)",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.hardware.decodeContextParallel); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, core::kMaxGpus, s.hardware.decodeContextParallel);
-            }},
+    intOption<1, core::kMaxGpus>(
+        "tp", "tensor-parallel size (vLLM --tensor-parallel-size)",
+        [](auto& s) -> auto& { return s.hardware.gpuCount; }),
+    intOption<1, core::kMaxGpus>(
+        "pp", "pipeline-parallel size (vLLM --pipeline-parallel-size)",
+        [](auto& s) -> auto& { return s.hardware.pipelineParallel; }),
+    intOption<1, core::kMaxGpus>(
+        "dp", "data-parallel replicas (vLLM --data-parallel-size)",
+        [](auto& s) -> auto& { return s.hardware.dataParallel; }),
+    flagOption(
+        "enable-expert-parallel", "vLLM --enable-expert-parallel: experts spread over TP x DP GPUs",
+        [](auto& s) -> auto& { return s.hardware.expertParallel; }),
+    intOption<1, core::kMaxGpus>(
+        "dcp", "decode-context-parallel size (vLLM --decode-context-parallel-size)",
+        [](auto& s) -> auto& { return s.hardware.decodeContextParallel; }),
     ScenarioOption{
         .name = "gpu-mem-util",
         .valueName = "F",
         .help = "fraction of GPU memory vLLM may use (--gpu-memory-utilization)",
         .defaultOf = [](const Scenario& b) { return shortNumber(core::gpuMemoryUtilization(b)); },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setFraction(v, s.hardware.memoryUtilization); }},
-    ScenarioOption{
-        .name = "activation-gib",
-        .valueName = "F",
-        .help = "peak activation memory per GPU, GiB",
-        .defaultOf = [](const Scenario& b) { return reserveDefault(b, true); },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.activationBytes); }},
-    ScenarioOption{
-        .name = "overhead-gib",
-        .valueName = "F",
-        .help = "non-torch memory and CUDA graphs per GPU, GiB",
-        .defaultOf = [](const Scenario& b) { return reserveDefault(b, false); },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.overheadBytes); }},
-    ScenarioOption{
-        .name = "cuda-graph-gib",
-        .valueName = "F",
-        .help = "CUDA graphs' memory in vLLM's profile per GPU, GiB; 0 = off "
-                "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
-        .defaultOf =
-            [](const Scenario& b) {
-                const auto r = core::computeLedger(b);
-                return b.hardware.cudaGraphBytes
-                           ? shortNumber(core::bytesToGiB(r.cudaGraphBytes))
-                           : "the release's estimate, " +
-                                 shortNumber(core::bytesToGiB(r.cudaGraphBytes)) + " here";
-            },
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.cudaGraphBytes); }},
-    ScenarioOption{
-        .name = "kv-memory-gib",
-        .valueName = "F",
-        .help = "fix the KV pool per GPU, GiB (vLLM kv_cache_memory_bytes)",
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.hardware.kvMemoryBytes); }},
+        .apply = applyFraction([](auto& s) -> auto& { return s.hardware.memoryUtilization; })},
+    ScenarioOption{.name = "activation-gib",
+                   .valueName = "F",
+                   .help = "peak activation memory per GPU, GiB",
+                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, true); },
+                   .apply = applyGiB([](auto& s) -> auto& { return s.hardware.activationBytes; })},
+    ScenarioOption{.name = "overhead-gib",
+                   .valueName = "F",
+                   .help = "non-torch memory and CUDA graphs per GPU, GiB",
+                   .defaultOf = [](const Scenario& b) { return reserveDefault(b, false); },
+                   .apply = applyGiB([](auto& s) -> auto& { return s.hardware.overheadBytes; })},
+    ScenarioOption{.name = "cuda-graph-gib",
+                   .valueName = "F",
+                   .help = "CUDA graphs' memory in vLLM's profile per GPU, GiB; 0 = off "
+                           "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+                   .defaultOf =
+                       [](const Scenario& b) {
+                           const auto r = core::computeLedger(b);
+                           return b.hardware.cudaGraphBytes
+                                      ? shortNumber(core::bytesToGiB(r.cudaGraphBytes))
+                                      : "the release's estimate, " +
+                                            shortNumber(core::bytesToGiB(r.cudaGraphBytes)) +
+                                            " here";
+                       },
+                   .apply = applyGiB([](auto& s) -> auto& { return s.hardware.cudaGraphBytes; })},
+    ScenarioOption{.name = "kv-memory-gib",
+                   .valueName = "F",
+                   .help = "fix the KV pool per GPU, GiB (vLLM kv_cache_memory_bytes)",
+                   .apply = applyGiB([](auto& s) -> auto& { return s.hardware.kvMemoryBytes; })},
     ScenarioOption{.name = "kv-memory-bytes",
                    .valueName = "N",
                    .help = "fix the KV pool per GPU, bytes",
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setInt(v, 0, std::int64_t{1} << 50, s.hardware.kvMemoryBytes);
-                       },
+                   .apply = applyInt<0, std::int64_t{1} << 50>(
+                       [](auto& s) -> auto& { return s.hardware.kvMemoryBytes; }),
                    .excludes = "kv-memory-gib"},
     ScenarioOption{.name = "weight-dtype",
                    .valueName = "D",
@@ -611,10 +592,8 @@ const std::array kOptions{
     ScenarioOption{.name = "target-requests",
                    .valueName = "N",
                    .help = "also answer how many GPUs hold N requests at the context",
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setInt(v, 0, core::kMaxRequests, s.workload.targetRequests);
-                       }},
+                   .apply = applyInt<0, core::kMaxRequests>(
+                       [](auto& s) -> auto& { return s.workload.targetRequests; })},
     ScenarioOption{
         .name = "kv-granularity",
         .valueName = "G",
@@ -642,10 +621,8 @@ const std::array kOptions{
                                   g(core::Granularity::KPerChannelVPerToken) +
                                   " kivi, at most head_dim";
                        },
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setInt(v, 1, 4096, s.levers.quant.format.groupSize);
-                       },
+                   .apply = applyInt<1, 4096>(
+                       [](auto& s) -> auto& { return s.levers.quant.format.groupSize; }),
                    .phase = OptionPhase::Refine},
     ScenarioOption{.name = "layers",
                    .valueName = "N",
@@ -670,30 +647,15 @@ const std::array kOptions{
             s.engine.kind = *e;
             return {};
         }},
-    ScenarioOption{
-        .name = "ctx-size",
-        .valueName = "N",
-        .help = "llama.cpp -c: context cells; 0 = the model's training context",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nCtx); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, core::kMaxContext, s.engine.llamacpp.nCtx);
-            }},
-    ScenarioOption{
-        .name = "parallel",
-        .valueName = "N",
-        .help = "llama.cpp -np: sequences (slots) the cache holds",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nParallel); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, 4096, s.engine.llamacpp.nParallel);
-            }},
-    ScenarioOption{.name = "kv-unified",
-                   .help = "llama.cpp --kv-unified: one KV stream shared by every sequence",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.engine.llamacpp.kvUnified = true;
-                       return {};
-                   }},
+    intOption<0, core::kMaxContext>(
+        "ctx-size", "llama.cpp -c: context cells; 0 = the model's training context",
+        [](auto& s) -> auto& { return s.engine.llamacpp.nCtx; }),
+    intOption<1, 4096>(
+        "parallel", "llama.cpp -np: sequences (slots) the cache holds",
+        [](auto& s) -> auto& { return s.engine.llamacpp.nParallel; }),
+    flagOption(
+        "kv-unified", "llama.cpp --kv-unified: one KV stream shared by every sequence",
+        [](auto& s) -> auto& { return s.engine.llamacpp.kvUnified; }),
     ScenarioOption{.name = "cache-type-k",
                    .valueName = "T",
                    .help = "llama.cpp -ctk: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1",
@@ -704,21 +666,12 @@ const std::array kOptions{
                    .help = "llama.cpp -ctv: the same types as -ctk",
                    .defaultOf = ggmlTypeDefault<&core::LlamaCppOptions::typeV>,
                    .apply = setGgmlType<&core::LlamaCppOptions::typeV>},
-    ScenarioOption{.name = "swa-full",
-                   .help = "llama.cpp --swa-full: sliding layers keep the whole context",
-                   .apply = [](Scenario& s, const std::string&) -> Status {
-                       s.engine.llamacpp.swaFull = true;
-                       return {};
-                   }},
-    ScenarioOption{
-        .name = "ubatch-size",
-        .valueName = "N",
-        .help = "llama.cpp -ub: the micro-batch the SWA cache keeps beyond the window",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.llamacpp.nUbatch); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, 1 << 20, s.engine.llamacpp.nUbatch);
-            }},
+    flagOption(
+        "swa-full", "llama.cpp --swa-full: sliding layers keep the whole context",
+        [](auto& s) -> auto& { return s.engine.llamacpp.swaFull; }),
+    intOption<1, 1 << 20>(
+        "ubatch-size", "llama.cpp -ub: the micro-batch the SWA cache keeps beyond the window",
+        [](auto& s) -> auto& { return s.engine.llamacpp.nUbatch; }),
     ScenarioOption{.name = "mem-fraction-static",
                    .valueName = "F",
                    .help = "SGLang --mem-fraction-static; auto = SGLang's default for the GPU",
@@ -730,69 +683,36 @@ const std::array kOptions{
                        }
                        return setFraction(v, s.engine.sglang.memFractionStatic);
                    }},
-    ScenarioOption{
-        .name = "max-total-tokens",
-        .valueName = "N",
-        .help = "SGLang --max-total-tokens: a cap on the token pool; 0 = none",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.engine.sglang.maxTotalTokens); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, core::kMaxContext, s.engine.sglang.maxTotalTokens);
-            }},
-    ScenarioOption{
-        .name = "page-size",
-        .valueName = "N",
-        .help = "SGLang --page-size: the pool is rounded down to whole pages",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.sglang.pageSize); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, 1 << 20, s.engine.sglang.pageSize);
-            }},
-    ScenarioOption{
-        .name = "chunked-prefill-size",
-        .valueName = "N",
-        .help = "SGLang --chunked-prefill-size; 0 = SGLang's default for the GPU",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.engine.sglang.chunkedPrefillSize); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, core::kMaxContext, s.engine.sglang.chunkedPrefillSize);
-            }},
-    ScenarioOption{
-        .name = "cuda-graph-max-bs",
-        .valueName = "N",
-        .help = "SGLang --cuda-graph-max-bs; 0 = SGLang's default for the GPU",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.engine.sglang.cudaGraphMaxBs); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, 1 << 20, s.engine.sglang.cudaGraphMaxBs);
-            }},
+    intOption<0, core::kMaxContext>(
+        "max-total-tokens", "SGLang --max-total-tokens: a cap on the token pool; 0 = none",
+        [](auto& s) -> auto& { return s.engine.sglang.maxTotalTokens; }),
+    intOption<1, 1 << 20>(
+        "page-size", "SGLang --page-size: the pool is rounded down to whole pages",
+        [](auto& s) -> auto& { return s.engine.sglang.pageSize; }),
+    intOption<0, core::kMaxContext>(
+        "chunked-prefill-size", "SGLang --chunked-prefill-size; 0 = SGLang's default for the GPU",
+        [](auto& s) -> auto& { return s.engine.sglang.chunkedPrefillSize; }),
+    intOption<0, 1 << 20>(
+        "cuda-graph-max-bs", "SGLang --cuda-graph-max-bs; 0 = SGLang's default for the GPU",
+        [](auto& s) -> auto& { return s.engine.sglang.cudaGraphMaxBs; }),
     ScenarioOption{.name = "swa-full-tokens-ratio",
                    .valueName = "F",
                    .help = "SGLang --swa-full-tokens-ratio: sliding-layer tokens per full-layer "
                            "token (default 0.8)",
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setFraction(v, s.engine.sglang.swaFullTokensRatio);
-                       }},
-    ScenarioOption{.name = "free-before-load-gib",
-                   .valueName = "X",
-                   .help = "SGLang: free GPU memory before the weights load (its 'Load weight "
-                           "begin. avail mem'); default the GPU's memory less 0.5 GiB",
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setGiB(v, s.engine.sglang.freeBeforeLoadBytes);
-                       }},
-    ScenarioOption{.name = "free-after-load-gib",
-                   .valueName = "X",
-                   .help = "SGLang: free GPU memory after the weights load (its 'Load weight "
-                           "end. avail mem'); default the memory before less the weights",
-                   .apply =
-                       [](Scenario& s, const std::string& v) {
-                           return setGiB(v, s.engine.sglang.freeAfterLoadBytes);
-                       }},
+                   .apply = applyFraction(
+                       [](auto& s) -> auto& { return s.engine.sglang.swaFullTokensRatio; })},
+    ScenarioOption{
+        .name = "free-before-load-gib",
+        .valueName = "X",
+        .help = "SGLang: free GPU memory before the weights load (its 'Load weight "
+                "begin. avail mem'); default the GPU's memory less 0.5 GiB",
+        .apply = applyGiB([](auto& s) -> auto& { return s.engine.sglang.freeBeforeLoadBytes; })},
+    ScenarioOption{
+        .name = "free-after-load-gib",
+        .valueName = "X",
+        .help = "SGLang: free GPU memory after the weights load (its 'Load weight "
+                "end. avail mem'); default the memory before less the weights",
+        .apply = applyGiB([](auto& s) -> auto& { return s.engine.sglang.freeAfterLoadBytes; })},
     ScenarioOption{
         .name = "free-gpu-memory-fraction",
         .valueName = "F",
@@ -800,35 +720,19 @@ const std::array kOptions{
         .defaultOf =
             [](const Scenario& b) { return shortNumber(b.engine.trtllm.freeGpuMemoryFraction); },
         .apply =
-            [](Scenario& s, const std::string& v) {
-                return setFraction(v, s.engine.trtllm.freeGpuMemoryFraction);
-            }},
-    ScenarioOption{
-        .name = "max-tokens",
-        .valueName = "N",
-        .help = "TensorRT-LLM kv_cache_config.max_tokens: a cap on the pool; 0 = none",
-        .defaultOf = [](const Scenario& b) { return std::to_string(b.engine.trtllm.maxTokens); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 0, core::kMaxContext, s.engine.trtllm.maxTokens);
-            }},
-    ScenarioOption{
-        .name = "tokens-per-block",
-        .valueName = "N",
-        .help = "TensorRT-LLM kv_cache_config.tokens_per_block",
-        .defaultOf =
-            [](const Scenario& b) { return std::to_string(b.engine.trtllm.tokensPerBlock); },
-        .apply =
-            [](Scenario& s, const std::string& v) {
-                return setInt(v, 1, 1 << 20, s.engine.trtllm.tokensPerBlock);
-            }},
-    ScenarioOption{
-        .name = "peak-memory-gib",
-        .valueName = "X",
-        .help = "TensorRT-LLM: the profiling run's peak less its own KV; default "
-                "KV Ledger's estimate (weights + reserves)",
-        .apply = [](Scenario& s,
-                    const std::string& v) { return setGiB(v, s.engine.trtllm.peakMemoryBytes); }},
+            applyFraction([](auto& s) -> auto& { return s.engine.trtllm.freeGpuMemoryFraction; })},
+    intOption<0, core::kMaxContext>(
+        "max-tokens", "TensorRT-LLM kv_cache_config.max_tokens: a cap on the pool; 0 = none",
+        [](auto& s) -> auto& { return s.engine.trtllm.maxTokens; }),
+    intOption<1, 1 << 20>(
+        "tokens-per-block", "TensorRT-LLM kv_cache_config.tokens_per_block",
+        [](auto& s) -> auto& { return s.engine.trtllm.tokensPerBlock; }),
+    ScenarioOption{.name = "peak-memory-gib",
+                   .valueName = "X",
+                   .help = "TensorRT-LLM: the profiling run's peak less its own KV; default "
+                           "KV Ledger's estimate (weights + reserves)",
+                   .apply =
+                       applyGiB([](auto& s) -> auto& { return s.engine.trtllm.peakMemoryBytes; })},
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "scenario_file.h"
 
 #include "core/llamacpp/ggml_types.h"
+#include "core/vllm_command.h"
 
 #include "files.h"
 #include "json.h"
@@ -21,8 +22,6 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB, as core's va
 
 constexpr std::array<std::string_view, 4> kModeNames{"native", "mha", "gqa", "mqa"};
 constexpr std::array<std::string_view, 2> kScaleNames{"fp32", "fp16"};
-// core::MambaCacheMode, in order; vLLM's --mamba-cache-mode names, "auto" = vLLM's choice.
-constexpr std::array<std::string_view, 4> kMambaModeNames{"auto", "none", "align", "all"};
 
 // The window every sliding layer of `m` has in common, and the chunk every chunked layer has
 // (0: no such layer, or they differ and each entry carries its own).
@@ -185,8 +184,7 @@ Out engineToJson(const core::EngineOptions& e) {
             {"allow_chunked_local_hybrid", e.allowChunkedLocalHybrid},
             {"async_scheduling", e.asyncScheduling},
             {"max_num_seqs", e.maxNumSeqs},
-            {"mamba_cache_mode",
-             std::string(kMambaModeNames[static_cast<std::size_t>(e.mambaCacheMode)])},
+            {"mamba_cache_mode", std::string(core::mambaCacheModeName(e.mambaCacheMode))},
             {"mamba_ssm_cache_dtype", e.mambaSsmCacheDtype
                                           ? Out(std::string(core::dtypeName(*e.mambaSsmCacheDtype)))
                                           : Out(nullptr)},
@@ -449,8 +447,9 @@ core::EngineOptions engineFromJson(const Field& j) {
     readBool(j["allow_chunked_local_hybrid"], e.allowChunkedLocalHybrid);
     readBool(j["async_scheduling"], e.asyncScheduling);
     readInt(j["max_num_seqs"], e.maxNumSeqs, 0, core::kMaxRequests); // 0 = vLLM's default
-    e.mambaCacheMode = static_cast<core::MambaCacheMode>(readName(
-        j["mamba_cache_mode"], kMambaModeNames, static_cast<std::size_t>(e.mambaCacheMode)));
+    e.mambaCacheMode = static_cast<core::MambaCacheMode>(
+        readName(j["mamba_cache_mode"], core::kMambaCacheModeNames,
+                 static_cast<std::size_t>(e.mambaCacheMode)));
     if (const Field d = j["mamba_ssm_cache_dtype"]; d.present()) {
         const auto dt = d.isString() ? core::parseDtype(d.string()) : std::nullopt;
         if (!dt || (*dt != core::KvDtype::Fp32 && *dt != core::KvDtype::Fp16 &&
