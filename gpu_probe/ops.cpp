@@ -100,18 +100,10 @@ Result<SideLayout> sideLayout(const core::KvFormat& format, const PageLayout& pa
     return side;
 }
 
-// What an exception caught on a worker thread becomes.
-Error errorFromException(const std::exception_ptr& failure) {
-    try {
-        std::rethrow_exception(failure);
-    } catch (const std::bad_alloc&) {
-        return Error{ErrorCode::OutOfMemory, "out of host memory in a worker thread"};
-    } catch (const std::exception& e) {
-        return Error{ErrorCode::Internal, std::string("a worker thread failed: ") + e.what()};
-    } catch (...) {
-        return Error{ErrorCode::Internal, "a worker thread failed with an unknown exception"};
-    }
-}
+// What an exception caught on a worker thread says.
+constexpr ExceptionWords kWorkerThreadWords{
+    "out of host memory in a worker thread",
+    "a worker thread failed: ", "a worker thread failed with an unknown exception"};
 
 } // namespace
 
@@ -121,6 +113,18 @@ Error cancelledError() {
 
 bool cancelRequested(const std::atomic<bool>* cancel) {
     return cancel && cancel->load(std::memory_order_relaxed);
+}
+
+Error errorFromException(const std::exception_ptr& failure, const ExceptionWords& words) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+        return Error{ErrorCode::OutOfMemory, words.outOfMemory};
+    } catch (const std::exception& e) {
+        return Error{ErrorCode::Internal, std::string(words.failed) + e.what()};
+    } catch (...) {
+        return Error{ErrorCode::Internal, words.unknown};
+    }
 }
 
 int blockSizeFor(const core::KvFormat& format, int requested) {
@@ -237,7 +241,7 @@ Status parallelFor(std::int64_t n, int threads, const std::atomic<bool>* cancel,
     if (!started)
         return started;
     if (failure)
-        return errorFromException(failure);
+        return errorFromException(failure, kWorkerThreadWords);
     if (cancelled && next.load() < n)
         return cancelledError();
     return {};

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 
 namespace kvl::probe {
@@ -18,6 +19,16 @@ namespace kvl::probe {
 // The error every cancelled step returns, and the poll of the flag another thread may set.
 Error cancelledError();
 bool cancelRequested(const std::atomic<bool>* cancel);
+
+// What a caught exception becomes: OutOfMemory for std::bad_alloc, Internal for anything else.
+// The words say where it was caught: `outOfMemory` as is, `failed` followed by a std::exception's
+// what(), `unknown` for an exception of any other type.
+struct ExceptionWords {
+    const char* outOfMemory;
+    const char* failed;
+    const char* unknown;
+};
+Error errorFromException(const std::exception_ptr& failure, const ExceptionWords& words);
 
 // The block size `format` needs when `requested` is asked for. KIVI (Liu et al., "KIVI: A
 // Tuning-Free Asymmetric 2bit Quantization for KV Cache", 2024) quantizes keys per channel over

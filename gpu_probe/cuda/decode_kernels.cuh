@@ -39,7 +39,6 @@ constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kMaxQPerCta = 8;
 constexpr int kMaxHeadDim = 256;
 constexpr int kGenericQPerCta = 4;
-constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Register budget per q-head count: with NQ queries a lane holds NQ x 8 query and NQ x 8
@@ -668,60 +667,12 @@ __global__ void __launch_bounds__(128) decodeReduceKernel(DecodeParams p) {
 
 // ---- host side
 
-// The largest power of two dividing every offset a side's rows start at.
-std::int64_t alignmentOf(std::int64_t a, std::int64_t b, std::int64_t c) {
-    std::int64_t x = a | b | c;
-    return x == 0 ? 256 : (x & -x);
-}
-
 // The fast kernel's format for a layout, or false (the generic kernel runs it).
 bool fastFormat(const PageLayout& L, const void* pool, Kv& kind) {
-    const SideLayout &k = L.k, &v = L.v;
-    if (L.headDim % 8 != 0 || L.headDim > kMaxHeadDim ||
-        reinterpret_cast<std::uintptr_t>(pool) % 16 != 0)
+    if (reinterpret_cast<std::uintptr_t>(pool) % 16 != 0 || !fastKvFormat(L, kMaxHeadDim, kind))
         return false;
-    auto plain = [](const SideLayout& s, int codec, int bits) {
-        return s.codec == codec && s.bits == bits && s.group == 0 && s.tokenGroup == 0;
-    };
-    // {scale, zero} fp16 groups a lane's 8 elements share.
-    auto halfGroups = [&](const SideLayout& s, int bits) {
-        return s.codec == kCodecIntAsym && s.bits == bits && s.tokenGroup == 0 && s.group > 0 &&
-               s.group % 8 == 0 && s.scaleBytes == 2 && s.hasZero;
-    };
-    if (plain(k, kCodecF16, 16) && plain(v, kCodecF16, 16))
-        kind = Kv::F16;
-    else if (plain(k, kCodecBF16, 16) && plain(v, kCodecBF16, 16))
-        kind = Kv::BF16;
-    else if (plain(k, kCodecF32, 32) && plain(v, kCodecF32, 32))
-        kind = Kv::F32;
-    else if (plain(k, kCodecE4M3, 8) && plain(v, kCodecE4M3, 8))
-        kind = Kv::E4M3;
-    else if (plain(k, kCodecE5M2, 8) && plain(v, kCodecE5M2, 8))
-        kind = Kv::E5M2;
-    else if (k.codec == kCodecIntSym && k.bits == 8 && k.group == L.headDim && k.scaleBytes == 4 &&
-             !k.hasZero && v.codec == kCodecIntSym && v.bits == 8 && v.group == L.headDim &&
-             v.scaleBytes == 4 && !v.hasZero)
-        kind = Kv::Int8;
-    else if (halfGroups(k, 4) && halfGroups(v, 4))
-        kind = Kv::Int4;
-    else if ((k.bits == 4 || k.bits == 2) && k.codec == kCodecIntAsym &&
-             k.tokenGroup == kKiviTokenGroup && k.scaleBytes == 2 && k.hasZero &&
-             halfGroups(v, k.bits) && L.blockSize % kKiviTokenGroup == 0)
-        kind = k.bits == 4 ? Kv::Kivi4 : Kv::Kivi2;
-    else
-        return false;
-    // Row vectors: aligned to min(bytes, 16) wherever a page, head and side start.
-    const std::int64_t align = alignmentOf(L.pageBytes, L.headStride, vSideOffset(L));
-    const int kVec = std::min(k.bits, 16), vVec = std::min(v.bits, 16); // 8 elements' bytes
-    if (align < kVec || align < vVec)
-        return false;
-    // Meta words: 4-byte aligned (KIVI's 32-byte channel runs: 16).
-    const int metaAlign = kind == Kv::Kivi4 || kind == Kv::Kivi2 ? 16 : 4;
-    if ((k.group > 0 || k.tokenGroup > 0) && (align < metaAlign || k.metaOffset % metaAlign != 0))
-        return false;
-    if (v.group > 0 && (align < 4 || v.metaOffset % 4 != 0))
-        return false;
-    return true;
+    // KIVI keys: a page holds whole token groups.
+    return (kind != Kv::Kivi4 && kind != Kv::Kivi2) || L.blockSize % kKiviTokenGroup == 0;
 }
 
 DecodeParams decodeParams(const AttentionArgs& a, int qChunks) {

@@ -14,11 +14,13 @@
 #include "gpu_probe/cuda/dialect.cuh"
 #include "gpu_probe/kv_quant.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kvl::probe::KVL_KERNEL_NS {
 
 inline constexpr int kLaneElems = 8;
+inline constexpr unsigned kFull = 0xffffffffu; // every lane of a warp, for the *_sync intrinsics
 inline constexpr int kKiviTokenGroup = 32;
 
 enum class Kv : int { F16, BF16, F32, E4M3, E5M2, Int8, Int4, Kivi4, Kivi2 };
@@ -248,6 +250,66 @@ __device__ __forceinline__ void inputToFloat8(const uint4& in, bool bf16, float 
 
 __device__ __forceinline__ float2 scaleZeroPair(unsigned w) {
     return half2BitsToFloat2(w); // .x = fp16 scale, .y = fp16 zero (storeScalar's order)
+}
+
+// ---- host side: which layouts the fast kernels take
+
+// The largest power of two dividing every offset a side's rows start at.
+inline std::int64_t alignmentOf(std::int64_t a, std::int64_t b, std::int64_t c) {
+    const std::int64_t x = a | b | c;
+    return x == 0 ? 256 : (x & -x);
+}
+
+// The format of a layout as the fast decode and store kernels both read it, or false (the
+// generic kernels run it): head_dim a multiple of 8 up to `maxHeadDim`, both sides of one Kv
+// format, rows and meta words aligned as the lanes load them. Each launcher adds what its own
+// kernels need besides (fastFormat, fastStoreFormat).
+inline bool fastKvFormat(const PageLayout& L, int maxHeadDim, Kv& kind) {
+    const SideLayout &k = L.k, &v = L.v;
+    if (L.headDim % 8 != 0 || L.headDim > maxHeadDim)
+        return false;
+    auto plain = [](const SideLayout& s, int codec, int bits) {
+        return s.codec == codec && s.bits == bits && s.group == 0 && s.tokenGroup == 0;
+    };
+    // {scale, zero} fp16 groups a lane's 8 elements share.
+    auto halfGroups = [&](const SideLayout& s, int bits) {
+        return s.codec == kCodecIntAsym && s.bits == bits && s.tokenGroup == 0 && s.group > 0 &&
+               s.group % 8 == 0 && s.scaleBytes == 2 && s.hasZero;
+    };
+    if (plain(k, kCodecF16, 16) && plain(v, kCodecF16, 16))
+        kind = Kv::F16;
+    else if (plain(k, kCodecBF16, 16) && plain(v, kCodecBF16, 16))
+        kind = Kv::BF16;
+    else if (plain(k, kCodecF32, 32) && plain(v, kCodecF32, 32))
+        kind = Kv::F32;
+    else if (plain(k, kCodecE4M3, 8) && plain(v, kCodecE4M3, 8))
+        kind = Kv::E4M3;
+    else if (plain(k, kCodecE5M2, 8) && plain(v, kCodecE5M2, 8))
+        kind = Kv::E5M2;
+    else if (k.codec == kCodecIntSym && k.bits == 8 && k.group == L.headDim && k.scaleBytes == 4 &&
+             !k.hasZero && v.codec == kCodecIntSym && v.bits == 8 && v.group == L.headDim &&
+             v.scaleBytes == 4 && !v.hasZero)
+        kind = Kv::Int8;
+    else if (halfGroups(k, 4) && halfGroups(v, 4))
+        kind = Kv::Int4;
+    else if ((k.bits == 4 || k.bits == 2) && k.codec == kCodecIntAsym &&
+             k.tokenGroup == kKiviTokenGroup && k.scaleBytes == 2 && k.hasZero &&
+             halfGroups(v, k.bits))
+        kind = k.bits == 4 ? Kv::Kivi4 : Kv::Kivi2;
+    else
+        return false;
+    // Row vectors: aligned to min(bytes, 16) wherever a page, head and side start.
+    const std::int64_t align = alignmentOf(L.pageBytes, L.headStride, vSideOffset(L));
+    const int kVec = std::min(k.bits, 16), vVec = std::min(v.bits, 16); // 8 elements' bytes
+    if (align < kVec || align < vVec)
+        return false;
+    // Meta words: 4-byte aligned (KIVI's 32-byte channel runs: 16).
+    const int metaAlign = kind == Kv::Kivi4 || kind == Kv::Kivi2 ? 16 : 4;
+    if ((k.group > 0 || k.tokenGroup > 0) && (align < metaAlign || k.metaOffset % metaAlign != 0))
+        return false;
+    if (v.group > 0 && (align < 4 || v.metaOffset % 4 != 0))
+        return false;
+    return true;
 }
 
 } // namespace kvl::probe::KVL_KERNEL_NS

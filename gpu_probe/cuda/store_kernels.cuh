@@ -27,7 +27,6 @@ constexpr int kStoreWarps = 8;
 constexpr int kStoreThreads = 32 * kStoreWarps;
 constexpr int kStoreMaxHeadDim = 256;
 constexpr int kGenericMaxHeadDim = 1024;
-constexpr unsigned kFull = 0xffffffffu;
 
 struct StoreParams {
     gptr<const std::uint16_t> k, v;
@@ -304,61 +303,22 @@ __global__ void __launch_bounds__(128) storeGenericKiviKeysKernel(StoreParams p)
 
 // ---- host side
 
-std::int64_t alignmentOf(std::int64_t a, std::int64_t b, std::int64_t c) {
-    const std::int64_t x = a | b | c;
-    return x == 0 ? 256 : (x & -x);
-}
-
 // The fast kernels' format for a layout, or false.
 bool fastStoreFormat(const StoreArgs& a, Kv& kind) {
     const PageLayout& L = a.layout;
-    const SideLayout &k = L.k, &v = L.v;
-    if (L.headDim % 8 != 0 || L.headDim > kStoreMaxHeadDim ||
-        reinterpret_cast<std::uintptr_t>(a.pool) % 16 != 0 ||
+    if (reinterpret_cast<std::uintptr_t>(a.pool) % 16 != 0 ||
         reinterpret_cast<std::uintptr_t>(a.k) % 16 != 0 ||
-        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0)
+        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0 || !fastKvFormat(L, kStoreMaxHeadDim, kind))
         return false;
-    auto plain = [](const SideLayout& s, int codec, int bits) {
-        return s.codec == codec && s.bits == bits && s.group == 0 && s.tokenGroup == 0;
-    };
-    // fp16 {scale, zero} groups of G elements: G / 8 lanes, a power of two (or the whole row).
-    auto halfGroups = [&](const SideLayout& s, int bits) {
+    // fp16 {scale, zero} groups of G elements: G / 8 lanes, a power of two (or the whole row),
+    // as storeSide's shuffle reductions over a group's lanes need.
+    auto powerOfTwoLanes = [](const SideLayout& s) {
         const int lanes = s.group / 8;
-        return s.codec == kCodecIntAsym && s.bits == bits && s.tokenGroup == 0 && s.group > 0 &&
-               s.group % 8 == 0 && (s.group >= s.dim || (lanes & (lanes - 1)) == 0) &&
-               s.scaleBytes == 2 && s.hasZero;
+        return s.group >= s.dim || (lanes & (lanes - 1)) == 0;
     };
-    if (plain(k, kCodecF16, 16) && plain(v, kCodecF16, 16))
-        kind = Kv::F16;
-    else if (plain(k, kCodecBF16, 16) && plain(v, kCodecBF16, 16))
-        kind = Kv::BF16;
-    else if (plain(k, kCodecF32, 32) && plain(v, kCodecF32, 32))
-        kind = Kv::F32;
-    else if (plain(k, kCodecE4M3, 8) && plain(v, kCodecE4M3, 8))
-        kind = Kv::E4M3;
-    else if (plain(k, kCodecE5M2, 8) && plain(v, kCodecE5M2, 8))
-        kind = Kv::E5M2;
-    else if (k.codec == kCodecIntSym && k.bits == 8 && k.group == L.headDim && k.scaleBytes == 4 &&
-             !k.hasZero && v.codec == kCodecIntSym && v.bits == 8 && v.group == L.headDim &&
-             v.scaleBytes == 4 && !v.hasZero)
-        kind = Kv::Int8;
-    else if (halfGroups(k, 4) && halfGroups(v, 4))
-        kind = Kv::Int4;
-    else if ((k.bits == 4 || k.bits == 2) && k.codec == kCodecIntAsym &&
-             k.tokenGroup == kKiviTokenGroup && k.scaleBytes == 2 && k.hasZero &&
-             halfGroups(v, k.bits))
-        kind = k.bits == 4 ? Kv::Kivi4 : Kv::Kivi2;
-    else
+    if (kind == Kv::Int4 && !powerOfTwoLanes(L.k))
         return false;
-    const std::int64_t align = alignmentOf(L.pageBytes, L.headStride, vSideOffset(L));
-    if (align < std::min(k.bits, 16) || align < std::min(v.bits, 16))
-        return false;
-    const int metaAlign = kind == Kv::Kivi4 || kind == Kv::Kivi2 ? 16 : 4;
-    if ((k.group > 0 || k.tokenGroup > 0) && (align < metaAlign || k.metaOffset % metaAlign != 0))
-        return false;
-    if (v.group > 0 && (align < 4 || v.metaOffset % 4 != 0))
-        return false;
-    return true;
+    return (kind != Kv::Int4 && kind != Kv::Kivi4 && kind != Kv::Kivi2) || powerOfTwoLanes(L.v);
 }
 
 StoreParams storeParams(const StoreArgs& a) {

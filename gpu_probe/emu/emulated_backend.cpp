@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 
 namespace kvl::probe {
@@ -73,16 +74,10 @@ public:
         std::free(memory);
     }
     Status upload(void* dst, const void* src, std::size_t n) override {
-        if (Status inside = within(dst, n, "upload"); !inside)
-            return inside;
-        std::memcpy(dst, src, n);
-        return {};
+        return copyBytes(dst, src, n, "upload", {dst});
     }
     Status download(void* dst, const void* src, std::size_t n) override {
-        if (Status inside = within(src, n, "download"); !inside)
-            return inside;
-        std::memcpy(dst, src, n);
-        return {};
+        return copyBytes(dst, src, n, "download", {src});
     }
     Status fill(void* dst, std::uint8_t byte, std::size_t n) override {
         if (Status inside = within(dst, n, "fill"); !inside)
@@ -91,12 +86,7 @@ public:
         return {};
     }
     Status copy(void* dst, const void* src, std::size_t n) override {
-        if (Status inside = within(dst, n, "copy"); !inside)
-            return inside;
-        if (Status inside = within(src, n, "copy"); !inside)
-            return inside;
-        std::memcpy(dst, src, n);
-        return {};
+        return copyBytes(dst, src, n, "copy", {dst, src});
     }
     Status store(const StoreArgs& args) override {
         begin();
@@ -136,6 +126,16 @@ private:
         const std::string& why = emu::lastLaunchError();
         return Error{ErrorCode::Internal,
                      "emulated-cuda: " + (why.empty() ? std::string("launch failed") : why)};
+    }
+    // A memcpy whose device ends (cudaMemcpy's kind says which they are) must each lie inside
+    // one allocation; it copies nothing when one does not.
+    Status copyBytes(void* dst, const void* src, std::size_t n, const char* what,
+                     std::initializer_list<const void*> deviceEnds) const {
+        for (const void* end : deviceEnds)
+            if (Status inside = within(end, n, what); !inside)
+                return inside;
+        std::memcpy(dst, src, n);
+        return {};
     }
     Status within(const void* p, std::size_t n, const char* what) const {
         const emu::Span span = emu::findAllocation(p);

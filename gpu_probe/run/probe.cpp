@@ -10,7 +10,6 @@
 #include <cctype>
 #include <exception>
 #include <memory>
-#include <new>
 
 namespace kvl::probe {
 
@@ -234,16 +233,10 @@ ProbeResult runPhases(const ProbePlan& plan, const ProgressFn& progress,
     return result;
 }
 
+// What an exception that escapes a probe's steps becomes.
 Error errorFrom(const std::exception_ptr& failure) {
-    try {
-        std::rethrow_exception(failure);
-    } catch (const std::bad_alloc&) {
-        return Error{ErrorCode::OutOfMemory, "out of host memory"};
-    } catch (const std::exception& e) {
-        return Error{ErrorCode::Internal, std::string("internal error: ") + e.what()};
-    } catch (...) {
-        return Error{ErrorCode::Internal, "internal error"};
-    }
+    return errorFromException(failure,
+                              {"out of host memory", "internal error: ", "internal error"});
 }
 
 } // namespace
