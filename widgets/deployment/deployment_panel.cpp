@@ -2,7 +2,7 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/deployment/plan_model.h"
-#include "widgets/scenario/buddy_label.h"
+#include "widgets/scenario/form_parts.h"
 #include "widgets/scenario/token_spin_box.h"
 #include "widgets/state/latest_job.h"
 
@@ -211,10 +211,8 @@ void DeploymentPanel::createSearchFields() {
                               "flagged, and not the best while one above it exists; so is one "
                               "of more than %1 pipeline stages")
                                .arg(core::kMaxRecommendedPipelineStages));
-    m_planButton = new QPushButton(tr("&Plan"));
-    m_planButton->setObjectName(QStringLiteral("planButton"));
-    m_cancelButton = new QPushButton(tr("Cancel"));
-    m_cancelButton->setObjectName(QStringLiteral("planCancelButton"));
+    m_planButton = namedButton(tr("&Plan"), "planButton");
+    m_cancelButton = namedButton(tr("Cancel"), "planCancelButton");
     m_cancelButton->setEnabled(false);
 }
 
@@ -341,12 +339,10 @@ QHBoxLayout* DeploymentPanel::buildCommandRow() {
     m_commandTitle = new QLabel;
     m_commandTitle->setObjectName(QStringLiteral("planCommandTitle"));
     cmdRow->addWidget(m_commandTitle, 1);
-    m_applyButton = new QPushButton(tr("&Apply Layout to Scenario"));
-    m_applyButton->setObjectName(QStringLiteral("planApplyButton"));
-    m_applyButton->setToolTip(tr("Set the scenario's GPU, TP, PP, DP, EP, DCP and max model "
-                                 "length to the selected row's plan (or double-click the row)"));
-    m_copyButton = new QPushButton(tr("&Copy Command"));
-    m_copyButton->setObjectName(QStringLiteral("planCopyButton"));
+    m_applyButton = namedButton(tr("&Apply Layout to Scenario"), "planApplyButton",
+                                tr("Set the scenario's GPU, TP, PP, DP, EP, DCP and max model "
+                                   "length to the selected row's plan (or double-click the row)"));
+    m_copyButton = namedButton(tr("&Copy Command"), "planCopyButton");
     cmdRow->addWidget(m_applyButton);
     cmdRow->addWidget(m_copyButton);
     return cmdRow;

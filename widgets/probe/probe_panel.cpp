@@ -5,6 +5,7 @@
 #include "widgets/probe/probe_charts.h"
 #include "widgets/probe/probe_overlay.h"
 #include "widgets/probe/probe_results_model.h"
+#include "widgets/scenario/form_parts.h"
 
 #include "gpu_probe/backend.h"
 #include "gpu_probe/io/probe_json.h"
@@ -260,10 +261,9 @@ QGroupBox* ProbePanel::buildMeasureBox() {
     m_prefix->setSingleStep(128);
     form->addRow(tr("Shared prefix:"), m_prefix);
     form->addRow(tr("Repeats:"), buildRepeatsRow());
-    m_defaultsButton = new QPushButton(tr("Reset to Scenario"));
-    m_defaultsButton->setObjectName(QStringLiteral("defaultsButton"));
-    m_defaultsButton->setToolTip(tr("Model layer, KV format, block size, prefix and context from "
-                                    "the scenario on the left"));
+    m_defaultsButton = namedButton(tr("Reset to Scenario"), "defaultsButton",
+                                   tr("Model layer, KV format, block size, prefix and context from "
+                                      "the scenario on the left"));
     connect(m_defaultsButton, &QPushButton::clicked, this, &ProbePanel::resetToScenario);
     form->addRow(QString(), m_defaultsButton);
     return whatBox;
@@ -311,12 +311,10 @@ QGroupBox* ProbePanel::buildRunBox() {
     auto* runBox = new QGroupBox(tr("Run"));
     auto* rl = new QVBoxLayout(runBox);
     auto* buttons = new QHBoxLayout;
-    m_runButton = new QPushButton(tr("Run"));
-    m_runButton->setObjectName(QStringLiteral("runButton"));
+    m_runButton = namedButton(tr("Run"), "runButton",
+                              tr("Measure on a worker thread; the window stays usable"));
     m_runButton->setDefault(true);
-    m_runButton->setToolTip(tr("Measure on a worker thread; the window stays usable"));
-    m_cancelButton = new QPushButton(tr("Cancel"));
-    m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
+    m_cancelButton = namedButton(tr("Cancel"), "cancelButton");
     buttons->addWidget(m_runButton, 1);
     buttons->addWidget(m_cancelButton);
     rl->addLayout(buttons);
@@ -336,13 +334,12 @@ QGroupBox* ProbePanel::buildRunBox() {
 
 QHBoxLayout* ProbePanel::buildFileButtons() {
     auto* files = new QHBoxLayout;
-    m_openButton = new QPushButton(tr("Open Results..."));
-    m_openButton->setObjectName(QStringLiteral("openResultsButton"));
-    m_openButton->setToolTip(tr("Load `kvprobe bench --json` or `kvprobe run --json` output, e.g. "
-                                "from a GPU machine"));
-    m_saveButton = new QPushButton(tr("Save Results..."));
-    m_saveButton->setObjectName(QStringLiteral("saveResultsButton"));
-    m_saveButton->setToolTip(tr("Save the shown results as kvprobe JSON"));
+    m_openButton =
+        namedButton(tr("Open Results..."), "openResultsButton",
+                    tr("Load `kvprobe bench --json` or `kvprobe run --json` output, e.g. "
+                       "from a GPU machine"));
+    m_saveButton = namedButton(tr("Save Results..."), "saveResultsButton",
+                               tr("Save the shown results as kvprobe JSON"));
     files->addWidget(m_openButton);
     files->addWidget(m_saveButton);
     // The window owns the file dialogs (File > Open Probe Results...); the buttons ask for them.

@@ -1,4 +1,5 @@
 #include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/form_parts.h"
 #include "widgets/scenario/wrap_label.h"
 
 #include "core/deployment.h"
@@ -198,18 +199,18 @@ QWidget* ScenarioPanel::buildModelGroup() {
     m_picker = new ModelPicker(box);
     v->addWidget(m_picker);
     auto* row = new QHBoxLayout;
-    m_importButton = new QPushButton(tr("Import config.json..."), box);
-    m_importButton->setObjectName(QStringLiteral("importButton"));
-    m_importButton->setToolTip(tr("Add a model from a HuggingFace config.json (head_dim, KV heads, "
-                                  "sliding windows and MLA are read as vLLM reads them)"));
-    m_resetModel = new QPushButton(tr("Reset fields"), box);
-    m_resetModel->setObjectName(QStringLiteral("resetModelButton"));
-    m_resetModel->setToolTip(tr("Undo the what-if edits of the model's geometry"));
-    m_geometryToggle = new QPushButton(tr("Edit geometry"), box);
-    m_geometryToggle->setObjectName(QStringLiteral("geometryToggle"));
+    m_importButton =
+        namedButton(tr("Import config.json..."), "importButton",
+                    tr("Add a model from a HuggingFace config.json (head_dim, KV heads, "
+                       "sliding windows and MLA are read as vLLM reads them)"),
+                    box);
+    m_resetModel = namedButton(tr("Reset fields"), "resetModelButton",
+                               tr("Undo the what-if edits of the model's geometry"), box);
+    m_geometryToggle = namedButton(tr("Edit geometry"), "geometryToggle",
+                                   tr("Show the model's layers, heads, head_dim, parameters and "
+                                      "max context, to try a what-if"),
+                                   box);
     m_geometryToggle->setCheckable(true);
-    m_geometryToggle->setToolTip(tr("Show the model's layers, heads, head_dim, parameters and "
-                                    "max context, to try a what-if"));
     row->addWidget(m_importButton);
     row->addWidget(m_geometryToggle);
     row->addWidget(m_resetModel);
@@ -548,10 +549,7 @@ void ScenarioPanel::buildVllmOptions(QWidget* box) {
         reserve("overheadSpin", tr("--overhead-gib: non-torch memory (NCCL, CUDA context) and CUDA "
                                    "graphs per GPU; estimated until you set it"));
     auto estimateButton = [&](const char* name) {
-        auto* b = new QPushButton(tr("Estimate"), box);
-        b->setObjectName(QLatin1String(name));
-        b->setToolTip(tr("Use KV Ledger's estimate again"));
-        return b;
+        return namedButton(tr("Estimate"), name, tr("Use KV Ledger's estimate again"), box);
     };
     m_activationEstimate = estimateButton("activationEstimateButton");
     m_overheadEstimate = estimateButton("overheadEstimateButton");

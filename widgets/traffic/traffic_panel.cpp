@@ -2,7 +2,7 @@
 
 #include "widgets/charts/chart_factory.h"
 #include "widgets/charts/chart_registry.h"
-#include "widgets/scenario/buddy_label.h"
+#include "widgets/scenario/form_parts.h"
 #include "widgets/scenario/token_spin_box.h"
 #include "widgets/state/latest_job.h"
 #include "widgets/traffic/traffic_charts.h"
@@ -210,8 +210,7 @@ QHBoxLayout* TrafficPanel::buildRunRow() {
     m_progress->setTextVisible(false);
     m_progress->setMaximumWidth(160);
     m_progress->setVisible(false);
-    m_cancelButton = new QPushButton(tr("Cancel"));
-    m_cancelButton->setObjectName(QStringLiteral("trafficCancelButton"));
+    m_cancelButton = namedButton(tr("Cancel"), "trafficCancelButton");
     m_cancelButton->setEnabled(false);
     connect(m_cancelButton, &QPushButton::clicked, this, [this] {
         cancel();

@@ -1,10 +1,12 @@
 #pragma once
-// A form's label whose mnemonic ("&Users:") gives its field the keyboard focus, and rows of
-// such labelled fields: the input grids of the Deployment and Traffic tabs.
+// The parts the panels' forms are made of: a label whose mnemonic ("&Users:") gives its field
+// the keyboard focus, rows of such labelled fields (the input grids of the Deployment and
+// Traffic tabs), and a push button with the object name the tests and style sheets find it by.
 
 #include <QGridLayout>
 #include <QLabel>
 #include <QLayout>
+#include <QPushButton>
 
 #include <initializer_list>
 
@@ -36,6 +38,16 @@ inline void addLabelledRow(QGridLayout* grid, int row,
             grid->addWidget(f.field, row, column + 1);
         column += 2;
     }
+}
+
+// A push button named `objectName`, with `toolTip` where it says more than its text.
+inline QPushButton* namedButton(const QString& text, const char* objectName,
+                                const QString& toolTip = {}, QWidget* parent = nullptr) {
+    auto* b = new QPushButton(text, parent);
+    b->setObjectName(QLatin1String(objectName));
+    if (!toolTip.isEmpty())
+        b->setToolTip(toolTip);
+    return b;
 }
 
 } // namespace kvl::widgets
