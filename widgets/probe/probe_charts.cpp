@@ -285,8 +285,8 @@ SpeedChart::SpeedChart(QWidget* parent) : ProbeChart(parent) {
     p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new TokenLogTicker));
     p->yAxis->setTicker(plainLogTicker());
     p->yAxis->setNumberFormat(QStringLiteral("gb"));
-    p->xAxis->setLabel(tr("Context length (tokens per request, log; formats side by side)"));
-    p->yAxis->setLabel(tr("ms per step, one layer, batch (log)"));
+    p->xAxis->setLabel(tr("Context, tokens per request (log)"));
+    p->yAxis->setLabel(tr("ms per step, one layer (log)"));
     applyColors();
 }
 
