@@ -39,6 +39,8 @@ private slots:
     void versionNoteFollowsEngine();
     void bannerHoldsHeight_data();
     void bannerHoldsHeight();
+    void layoutSizesAsTheCommandLine_data();
+    void layoutSizesAsTheCommandLine();
 };
 
 void TestScenarioPanel::sliderEndsAtMaxModelLen_data() {
@@ -343,6 +345,56 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
     compare();
     if (change != QLatin1String("format")) // (the tags shown as text may wrap the same)
         QVERIFY2(cached.heightForWidth(160) != before, qPrintable(change)); // a real change
+}
+
+void TestScenarioPanel::layoutSizesAsTheCommandLine_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("dp");
+    QTest::addColumn<QString>("typedIntoDp"); // then typed into the DP box, "" for nothing
+    QTest::addColumn<int>("dpAfter");
+    QTest::newRow("dp 64") << 1 << 1 << 64 << "" << 64;
+    QTest::newRow("dp 128 (a plan with --max-gpus 128)") << 1 << 1 << 128 << "" << 128;
+    QTest::newRow("tp 8 x dp 512") << 8 << 1 << 512 << "" << 512;
+    QTest::newRow("dp kMaxGpus") << 1 << 1 << core::kMaxGpus << "" << core::kMaxGpus;
+    QTest::newRow("typed 200") << 1 << 1 << 1 << "200" << 200;
+    QTest::newRow("typed kMaxGpus")
+        << 1 << 1 << 1 << QString::number(core::kMaxGpus) << core::kMaxGpus;
+}
+
+void TestScenarioPanel::layoutSizesAsTheCommandLine() {
+    // The layout boxes take what `kvledger --tp/--pp/--dp` takes (1 to core::kMaxGpus): a
+    // scenario file or an applied plan larger than the boxes' range must not be clamped to it.
+    QFETCH(int, tp);
+    QFETCH(int, pp);
+    QFETCH(int, dp);
+    QFETCH(QString, typedIntoDp);
+    QFETCH(int, dpAfter);
+    widgets::ScenarioPanel panel;
+    panel.resize(420, 1400);
+    panel.show();
+    core::Scenario s = io::defaultScenario();
+    s.hardware.gpuCount = tp;
+    s.hardware.pipelineParallel = pp;
+    s.hardware.dataParallel = dp;
+    panel.setScenario(s);
+    auto* dpSpin = panel.findChild<QSpinBox*>(QStringLiteral("dpSpin"));
+    QVERIFY(dpSpin);
+    if (!typedIntoDp.isEmpty())
+        test::typeInto(dpSpin, typedIntoDp);
+    QCOMPARE(dpSpin->value(), dpAfter);
+    QCOMPARE(panel.scenario().hardware.dataParallel, dpAfter);
+    QCOMPARE(panel.scenario().hardware.gpuCount, tp);
+    QCOMPARE(panel.scenario().hardware.pipelineParallel, pp);
+    for (const char* name : {"gpuCountSpin", "dpSpin", "dcpSpin"}) {
+        auto* spin = panel.findChild<QSpinBox*>(QLatin1String(name));
+        QVERIFY(spin);
+        QCOMPARE(spin->maximum(), core::kMaxGpus);
+    }
+    // PP: at most one stage a layer.
+    auto* ppSpin = panel.findChild<QSpinBox*>(QStringLiteral("ppSpin"));
+    QVERIFY(ppSpin);
+    QCOMPARE(ppSpin->maximum(), s.model.numLayers());
 }
 
 QTEST_MAIN(TestScenarioPanel)

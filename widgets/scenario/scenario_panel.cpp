@@ -33,6 +33,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvl::widgets {
@@ -279,9 +280,10 @@ QWidget* ScenarioPanel::buildHardwareGroup() {
     m_gpu->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_gpu->setMinimumContentsLength(14);
     m_gpu->setToolTip(tr("Memory as the CUDA driver reports it (torch total_memory)"));
-    // TP, PP, DP and DCP: 1 to 64 each.
+    // TP, PP, DP and DCP: what the command line's --tp/--pp/--dp take, so a scenario file or a
+    // plan applied from the Deployment tab is shown as it is, not clamped to the box.
     auto count = [&](const char* name, const QString& tip) {
-        return intSpin(box, name, 1, 64, tip);
+        return intSpin(box, name, 1, core::kMaxGpus, tip);
     };
     m_gpuCount = count("gpuCountSpin",
                        tr("vLLM --tensor-parallel-size: must divide the attention heads. "
@@ -1195,7 +1197,7 @@ void ScenarioPanel::updateEnabledStates() {
                                   : tr("Prefix sharing needs paging (lever 3)"));
     // Layout controls that apply to this model only.
     m_ep->setVisible(m.isMoe() || s.hardware.expertParallel);
-    setMaximumIfChanged(m_pp, std::max(1, m.numLayers()));
+    setMaximumIfChanged(m_pp, std::clamp(m.numLayers(), 1, core::kMaxGpus));
     const int tp = std::max(1, s.hardware.gpuCount);
     const int copies = core::kvCopiesUnderTp(m, tp);
     m_dcp->setEnabled(copies > 1 || s.hardware.decodeContextParallel > 1);
