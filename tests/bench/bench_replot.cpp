@@ -75,8 +75,18 @@ public:
     std::map<QString, int> geometryByWidget;
     int geometryChanges = 0;
     static QString nameOf(const QObject* o) {
-        return QString::fromLatin1(o->metaObject()->className()) + QLatin1Char('/') +
-               o->objectName();
+        QString name =
+            QString::fromLatin1(o->metaObject()->className()) + QLatin1Char('/') + o->objectName();
+        // A widget without a name of its own (a label, a spin box's line edit) is named by the
+        // nearest ancestor that has one, so the report says which control it belongs to.
+        if (o->objectName().isEmpty() || o->objectName().startsWith(QLatin1String("qt_")))
+            for (const QObject* a = o->parent(); a; a = a->parent())
+                if (!a->objectName().isEmpty() &&
+                    !a->objectName().startsWith(QLatin1String("qt_"))) {
+                    name += QLatin1String(" in ") + a->objectName();
+                    break;
+                }
+        return name;
     }
     bool eventFilter(QObject* o, QEvent* e) override {
         if (e->type() == QEvent::Resize && qobject_cast<QCustomPlot*>(o))
@@ -284,6 +294,9 @@ int main(int argc, char** argv) {
 
     std::vector<double> replotMs, paintedMs, recomputeMs, cpuMs;
     std::map<std::string, std::vector<double>> replotByKind, recomputeByKind;
+    // Per kind of change, the milliseconds of each stage summed over its changes: the
+    // synchronous recompute (wall time), then the event loop's GUI-thread CPU time by event.
+    std::map<std::string, std::map<std::string, double>> stagesByKind;
     const int warmup = 12;
     int resizedAtStart = 0;
     std::map<QString, double> spanAtStart;
@@ -300,6 +313,7 @@ int main(int argc, char** argv) {
                 spanAtStart[name] = span.totalMs;
         }
         const Op& op = ops[static_cast<std::size_t>(i) % ops.size()];
+        const std::map<std::string, double> eventsBefore = app.msByEvent;
         const auto c0 = threadCpu();
         const auto t0 = Clock::now();
         op.run(i);
@@ -320,6 +334,12 @@ int main(int argc, char** argv) {
         replotByKind[op.kind].push_back(ms(t0, t2));
         paintedMs.push_back(ms(t0, t3));
         cpuMs.push_back((c3 - c0).count());
+        std::map<std::string, double>& stages = stagesByKind[op.kind];
+        stages["recompute"] += ms(t0, t1);
+        for (const auto& [event, total] : app.msByEvent) {
+            const auto before = eventsBefore.find(event);
+            stages[event] += total - (before == eventsBefore.end() ? 0.0 : before->second);
+        }
     }
 
     const double median = percentile(replotMs, 0.5);
@@ -395,10 +415,16 @@ int main(int argc, char** argv) {
                     span.count > 0 ? (span.totalMs - spanAtStart[name]) / double(changes) : 0.0);
     // Per kind of change: which edits are slow (the vLLM version selector's log lines and
     // release notes are part of the recompute).
-    std::printf("  per change kind (n, recompute p95 ms, replotted p95 ms):\n");
-    for (const auto& [kind, times] : replotByKind)
-        std::printf("    %-16s %4zu  %7.2f  %7.2f\n", kind.c_str(), times.size(),
-                    percentile(recomputeByKind[kind], 0.95), percentile(times, 0.95));
+    std::printf("  per change kind (n, recompute p95 ms, replotted p95 ms; then the mean ms per "
+                "change of: recompute, chart replot, paint, layout, other):\n");
+    for (const auto& [kind, times] : replotByKind) {
+        std::map<std::string, double>& st = stagesByKind[kind];
+        const double n = double(times.size());
+        std::printf("    %-16s %4zu  %7.2f  %7.2f   %5.2f %5.2f %5.2f %5.2f %5.2f\n", kind.c_str(),
+                    times.size(), percentile(recomputeByKind[kind], 0.95), percentile(times, 0.95),
+                    st["recompute"] / n, st["chart replot"] / n, st["paint"] / n, st["layout"] / n,
+                    (st["other events"] + st["timers and queued calls"]) / n);
+    }
     if (!jsonPath.isEmpty()) {
         QJsonObject j;
         j[QStringLiteral("changes")] = changes;
