@@ -225,10 +225,7 @@ void BreakdownChart::fitText() {
     if (height() < 330 && !m_layerMix.isEmpty() && text.endsWith(m_layerMix))
         text.chop(m_layerMix.size() + 1);
     m_verdictItem->setText(wrapToWidth(text, m_verdictItem->font(), w));
-    QCPLegend* legend = plot()->legend;
-    const int columns = legendColumnsFor(legend, std::max(160, width() - 16), 3);
-    legend->setWrap(columns);
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true); // re-flows the entries
+    fitLegendColumns(plot()->legend, std::max(160, width() - 16));
 }
 
 void BreakdownChart::unitsChanged() {

@@ -3,6 +3,7 @@
 // entry allows (lines broken to a pixel width: text_width.h). Private to kvl_widgets (the _p
 // suffix): QCustomPlot stays out of every public header.
 
+#include "widgets/charts/text_stamp_p.h"
 #include "widgets/charts/text_width.h"
 
 #include <QFont>
@@ -10,6 +11,8 @@
 #include <QString>
 
 #include <qcustomplot.h>
+
+#include <QtMath>
 
 #include <algorithm>
 
@@ -27,6 +30,21 @@ inline int legendColumnsFor(const QCPLegend* legend, int width, int maxColumns) 
     return std::clamp(width / std::max(1, entry), 1, std::max(1, maxColumns));
 }
 
+// Lays a below-the-plot legend out in as many columns as fit `width` (legendColumnsFor, at most
+// three), entries flowing row by row. Re-flowing takes every entry out of the grid and puts it
+// back, which QCustomPlot follows with a new layout: about 1% of a change's time when done at
+// every change (perf of bench_replot), though the columns rarely change. QCPLegend re-flows
+// itself when an entry is removed, and an entry added goes to the next free cell in this
+// order, so the grid is in order whenever its wrap and fill order are.
+inline void fitLegendColumns(QCPLegend* legend, int width) {
+    const int columns = legendColumnsFor(legend, width, 3);
+    if (legend->wrap() == columns && legend->fillOrder() == QCPLayoutGrid::foColumnsFirst &&
+        legend->columnCount() <= columns)
+        return;
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true); // re-flows the entries
+}
+
 // A chart's title or note that measures its text once per text and font. QCustomPlot lays its
 // plot out again at every replot, and QCPTextElement asks QFontMetrics for the text's
 // bounding box twice each time (its minimum and maximum size): shaping every title and note of
@@ -36,6 +54,12 @@ public:
     using QCPTextElement::QCPTextElement;
 
 protected:
+    // As QCPTextElement::draw, copied from a TextStamp while the text stays the same.
+    void draw(QCPPainter* painter) override {
+        if (!m_stamp.draw(painter, mRect, mTextFlags, mText, mainFont(), mainTextColor(),
+                          &mTextBoundingRect))
+            QCPTextElement::draw(painter);
+    }
     // As QCPTextElement computes them, from the remembered text size.
     QSize minimumOuterSizeHint() const override {
         const QSize t = textSize();
@@ -60,7 +84,107 @@ private:
     mutable QString m_text;
     mutable QFont m_font;
     mutable QSize m_size;
+    TextStamp m_stamp;
 };
+
+// A legend entry that measures its text once per text and font and copies the drawn text from
+// a TextStamp: QCPPlottableLegendItem measures its plottable's name at each layout and each
+// draw and draws it again, 9% of a change's instructions in bench_replot (callgrind). Sizes,
+// places and draws as QCPPlottableLegendItem (QCustomPlot 2.1) does. ChartWidget puts these in
+// place of the entries QCustomPlot makes (useCachedLegendItems).
+class CachedLegendItem : public QCPPlottableLegendItem {
+public:
+    using QCPPlottableLegendItem::QCPPlottableLegendItem;
+
+protected:
+    void draw(QCPPainter* painter) override {
+        if (!mPlottable)
+            return;
+        const QSize iconSize = mParentLegend->iconSize();
+        const QRect textRect = measured(iconSize.height());
+        const QRect at(mRect.x() + iconSize.width() + mParentLegend->iconTextPadding(), mRect.y(),
+                       textRect.width(), std::max(textRect.height(), iconSize.height()));
+        if (!m_stamp.draw(painter, at, Qt::TextDontClip, mPlottable->name(), getFont(),
+                          getTextColor())) {
+            QCPPlottableLegendItem::draw(painter);
+            return;
+        }
+        const QRect iconRect(mRect.topLeft(), iconSize);
+        painter->save();
+        painter->setClipRect(iconRect, Qt::IntersectClip);
+        (mPlottable->*legendIcon())(painter, iconRect);
+        painter->restore();
+        if (getIconBorderPen().style() != Qt::NoPen) {
+            painter->setPen(getIconBorderPen());
+            painter->setBrush(Qt::NoBrush);
+            const int halfPen = qCeil(painter->pen().widthF() * 0.5) + 1;
+            painter->setClipRect(mOuterRect.adjusted(-halfPen, -halfPen, halfPen, halfPen));
+            painter->drawRect(iconRect);
+        }
+    }
+    QSize minimumOuterSizeHint() const override {
+        if (!mPlottable)
+            return {};
+        const QSize iconSize = mParentLegend->iconSize();
+        const QRect textRect = measured(iconSize.height());
+        return {iconSize.width() + mParentLegend->iconTextPadding() + textRect.width() +
+                    mMargins.left() + mMargins.right(),
+                std::max(textRect.height(), iconSize.height()) + mMargins.top() +
+                    mMargins.bottom()};
+    }
+
+private:
+    // QCPAbstractPlottable::drawLegendIcon is protected, and QCustomPlot befriends
+    // QCPPlottableLegendItem but not what derives from it; a class derived from the plottable
+    // may name the member, and the pointer calls the plottable's own override.
+    using IconFunction = void (QCPAbstractPlottable::*)(QCPPainter*, const QRectF&) const;
+    struct IconAccess : QCPAbstractPlottable {
+        static IconFunction pointer() { return &IconAccess::drawLegendIcon; }
+    };
+    static IconFunction legendIcon() { return IconAccess::pointer(); }
+
+    // QFontMetrics::boundingRect of the name as QCPPlottableLegendItem asks it, remembered.
+    QRect measured(int iconHeight) const {
+        const QFont font = getFont();
+        if (m_iconHeight != iconHeight || m_name != mPlottable->name() || m_font != font) {
+            m_iconHeight = iconHeight;
+            m_name = mPlottable->name();
+            m_font = font;
+            m_textRect =
+                QFontMetrics(font).boundingRect(0, 0, 0, iconHeight, Qt::TextDontClip, m_name);
+        }
+        return m_textRect;
+    }
+    mutable int m_iconHeight = -1;
+    mutable QString m_name;
+    mutable QFont m_font;
+    mutable QRect m_textRect;
+    TextStamp m_stamp;
+};
+
+// Puts a CachedLegendItem in the place of each entry QCustomPlot made for a plottable
+// (QCPAbstractPlottable::addToLegend makes a plain QCPPlottableLegendItem), keeping its cell,
+// font, colours and selection. Cheap when there is nothing to replace: run before each replot.
+inline void useCachedLegendItems(QCPLegend* legend) {
+    for (int row = 0; row < legend->rowCount(); ++row)
+        for (int col = 0; col < legend->columnCount(); ++col) {
+            auto* plain = qobject_cast<QCPPlottableLegendItem*>(legend->element(row, col));
+            if (!plain || dynamic_cast<CachedLegendItem*>(plain))
+                continue;
+            auto* cached = new CachedLegendItem(legend, plain->plottable());
+            cached->setFont(plain->font());
+            cached->setTextColor(plain->textColor());
+            cached->setSelectedFont(plain->selectedFont());
+            cached->setSelectedTextColor(plain->selectedTextColor());
+            cached->setSelectable(plain->selectable());
+            cached->setSelected(plain->selected());
+            cached->setLayer(plain->layer());
+            cached->setVisible(plain->visible());
+            legend->take(plain);
+            delete plain;
+            legend->addElement(row, col, cached);
+        }
+}
 
 // A row of its own under the title (row 1) for the cursor's exact values, where they never
 // hide a curve; the text element that shows them, empty until the cursor moves.

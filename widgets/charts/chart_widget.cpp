@@ -41,6 +41,12 @@ ChartWidget::ChartWidget(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->plotLayout()->addElement(0, 0, titleElement);
     m_plot->setMouseTracking(true);
     m_plot->installEventFilter(this);
+    // Every chart's legend entries measure and draw their text once (CachedLegendItem), those
+    // added since the last replot included.
+    connect(m_plot, &QCustomPlot::beforeReplot, this, [this] {
+        if (m_plot->legend)
+            useCachedLegendItems(m_plot->legend);
+    });
     connect(m_plot, &QCustomPlot::afterReplot, this, [this] {
         ++m_replotCount;
         m_replotPending = false;

@@ -248,10 +248,7 @@ void PredictedSpeedChart::updateAssumptions() {
     m_assumptionsLabel->setText(wrapToWidth(m_assumptions, m_assumptionsLabel->font(), w));
     const bool empty = !m_error.isEmpty() || !m_snapshot;
     m_cursorLabel->setText(empty ? QString() : wrapToWidth(m_cursorText, m_cursorLabel->font(), w));
-    QCPLegend* legend = plot()->legend;
-    const int columns = legendColumnsFor(legend, w, 3);
-    legend->setWrap(columns);
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true); // re-flows the entries
+    fitLegendColumns(plot()->legend, w);
 }
 
 void PredictedSpeedChart::rebuild() {

@@ -37,12 +37,6 @@ QCPTextElement* addLegendAndNote(QCustomPlot* p, const QFont& base) {
     return note;
 }
 
-void fitLegend(QCustomPlot* p, int width) {
-    QCPLegend* legend = p->legend;
-    legend->setWrap(legendColumnsFor(legend, width, 3));
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-}
-
 QString shortAssumptions(const TrafficInputs& in) {
     return QCoreApplication::translate("kvl::widgets::TrafficLatencyChart",
                                        "Simulated (vLLM v1 scheduler, Poisson arrivals, at least "
@@ -248,7 +242,7 @@ void TrafficLatencyChart::rebuild() {
         m_result ? tr("Solid: p99; dashed: p50. %1").arg(shortAssumptions(m_result->inputs))
                  : QString();
     m_note->setText(wrapToWidth(note, m_note->font(), w));
-    fitLegend(p, w);
+    fitLegendColumns(p->legend, w);
     requestReplot();
 }
 
@@ -389,7 +383,7 @@ void TrafficTimelineChart::rebuild() {
     if (m_result)
         note += shortAssumptions(m_result->inputs);
     m_note->setText(wrapToWidth(note, m_note->font(), w));
-    fitLegend(p, w);
+    fitLegendColumns(p->legend, w);
     requestReplot();
 }
 
