@@ -1,4 +1,5 @@
 #include "widgets/scenario/scenario_panel.h"
+#include "widgets/scenario/cached_group_box.h"
 #include "widgets/scenario/form_parts.h"
 #include "widgets/scenario/wrap_label.h"
 
@@ -108,7 +109,7 @@ bool sameGeometry(const core::ModelSpec& a, const core::ModelSpec& b) {
 }
 
 QGroupBox* makeLever(const QString& title, const QString& name, const QString& tip) {
-    auto* g = new QGroupBox(title);
+    auto* g = new CachedGroupBox(title);
     g->setObjectName(name);
     g->setCheckable(true);
     g->setToolTip(tip);
@@ -194,7 +195,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
 }
 
 QWidget* ScenarioPanel::buildModelGroup() {
-    auto* box = new QGroupBox(tr("Model"));
+    auto* box = new CachedGroupBox(tr("Model"));
     auto* v = new QVBoxLayout(box);
     v->setContentsMargins(8, 6, 8, 6);
     m_picker = new ModelPicker(box);
@@ -272,7 +273,7 @@ bool ScenarioPanel::geometryEditorShown() const {
 }
 
 QWidget* ScenarioPanel::buildHardwareGroup() {
-    auto* box = new QGroupBox(tr("Deployment"));
+    auto* box = new CachedGroupBox(tr("Deployment"));
     box->setObjectName(QStringLiteral("hardwareGroup"));
     auto* f = form(box);
     m_gpu = new QComboBox(box);
@@ -376,7 +377,7 @@ QHBoxLayout* withButton(QWidget* w, QWidget* b) {
 } // namespace
 
 QWidget* ScenarioPanel::buildEngineGroup() {
-    auto* box = new QGroupBox(tr("Engine and reserves"));
+    auto* box = new CachedGroupBox(tr("Engine and reserves"));
     box->setObjectName(QStringLiteral("engineGroup"));
     auto* f = form(box);
     // The engine whose rules size the KV pool (--engine): each has its own unit in core.
@@ -669,7 +670,7 @@ QWidget* ScenarioPanel::buildPrefixGroup() {
 }
 
 QWidget* ScenarioPanel::buildWorkloadGroup() {
-    auto* box = new QGroupBox(tr("Workload"));
+    auto* box = new CachedGroupBox(tr("Workload"));
     box->setObjectName(QStringLiteral("workloadGroup"));
     auto* f = form(box);
     m_contextSlider = new QSlider(Qt::Horizontal, box);
