@@ -207,7 +207,12 @@ void TestEngines::sglangRefusesInt8() {
     s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
     const auto e = core::computeEngine(s);
-    QVERIFY(e.error.find("SGLang has no int8") != std::string::npos);
+    // The list is kvDtypeFlagText's, the flag text the other engines' messages use.
+    const std::string why = "SGLang has no int8 KV cache (--kv-cache-dtype takes auto, fp8_e4m3, "
+                            "fp8_e5m2, fp4_e2m1, bf16)";
+    QCOMPARE(e.error, why);
+    QCOMPARE(core::sglang::compute(s).error, why);
+    QCOMPARE(core::computeEngineAs(s, core::Engine::Sglang).error, why);
     QCOMPARE(e.requestsAtContext, qint64(0));
 }
 
