@@ -48,6 +48,7 @@ private slots:
     void sglangDefaultFraction();
     void sglangTokens();
     void sglangRefusesInt8();
+    void trtllmRefusesInt4();
     void trtllmBytesPerToken_data();
     void trtllmBytesPerToken();
     void trtllmBlocksRoundUp();
@@ -214,6 +215,17 @@ void TestEngines::sglangRefusesInt8() {
     QCOMPARE(core::sglang::compute(s).error, why);
     QCOMPARE(core::computeEngineAs(s, core::Engine::Sglang).error, why);
     QCOMPARE(e.requestsAtContext, qint64(0));
+}
+
+void TestEngines::trtllmRefusesInt4() {
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Trtllm);
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
+    const std::string why =
+        "TensorRT-LLM has no int4 KV cache (kv_cache_config.dtype takes auto, fp8, int8, nvfp4)";
+    QCOMPARE(core::trtllm::compute(s).error, why);
+    QCOMPARE(core::computeEngine(s).error, why);
+    QCOMPARE(core::computeEngineAs(s, core::Engine::Trtllm).error, why);
 }
 
 void TestEngines::trtllmBytesPerToken_data() {
