@@ -12,6 +12,7 @@
 #include <QSize>
 #include <QStringList>
 
+#include <array>
 #include <map>
 #include <ostream>
 #include <string>
@@ -41,6 +42,11 @@ Result<Invocation> parseCommand(std::string_view command, const std::vector<std:
 
 // The help of one command, or the overview of all ("" or "help").
 std::string helpText(std::string_view command = {});
+
+// The window's tabs by the names --tab takes, in the window's tab order: --tab checks its value
+// against them and MainWindow::showTab brings the tab of a name to the front.
+inline constexpr std::array<std::string_view, 6> kTabNames{"ledger",     "measured", "speed",
+                                                           "deployment", "traffic",  "engines"};
 
 // Values of the export options, checked by parseCommand already.
 inline constexpr double kMinScale = 0.25, kMaxScale = 8;

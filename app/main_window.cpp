@@ -342,6 +342,7 @@ QWidget* MainWindow::buildLadderBox() {
 }
 
 void MainWindow::buildTabs(QWidget* ledger) {
+    // The tabs in kTabNames' order (app/cli.h): --tab and showTab find a tab by its place.
     // The probe gets a tab of its own: its table and charts need the room, and the ledger's
     // charts keep theirs (measured points appear on them as overlays).
     m_probePanel = new widgets::ProbePanel;
@@ -1036,6 +1037,15 @@ bool MainWindow::saveScenarioFile(const QString& path) {
 
 void MainWindow::showMeasuredTab() {
     m_tabs->setCurrentWidget(m_probePanel);
+}
+
+bool MainWindow::showTab(std::string_view name) {
+    // kTabNames are in the tab bar's order (buildTabs).
+    const auto named = std::find(kTabNames.begin(), kTabNames.end(), name);
+    if (named == kTabNames.end())
+        return false;
+    m_tabs->setCurrentIndex(static_cast<int>(named - kTabNames.begin()));
+    return true;
 }
 
 bool MainWindow::openProbeResults(const QString& path) {

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 class QAction;
@@ -93,6 +94,9 @@ public:
     widgets::EnginesPanel* enginesPanel() const { return m_enginesPanel; }
     QTabWidget* tabs() const { return m_tabs; }
     void showMeasuredTab();
+    // Brings the tab that --tab calls `name` (kTabNames, app/cli.h) to the front; false, and no
+    // tab changed, for a name that is no tab's.
+    bool showTab(std::string_view name);
     // Loads kvprobe results JSON into the probe panel; false (message in the panel) when bad.
     bool openProbeResults(const QString& path);
     // The chart of a chart registry name ("memory", "quality", ...); nullptr for the tables

@@ -5,8 +5,6 @@
 #include "main_window.h"
 #include "theme.h"
 
-#include "widgets/charts/engines_view.h"
-#include "widgets/charts/speed_panel.h"
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/export/atomic_write.h"
 #include "widgets/probe/probe_panel.h"
@@ -16,7 +14,6 @@
 #include <QApplication>
 #include <QBuffer>
 #include <QElapsedTimer>
-#include <QTabWidget>
 #include <QWindow>
 
 namespace kvl::app {
@@ -57,17 +54,11 @@ std::optional<Failure> applyTrafficOptions(MainWindow& w, const Invocation& o) {
 
 // --tab and --theme.
 void showTab(MainWindow& w, const Invocation& o) {
-    if (o.value("tab") == "measured")
-        w.showMeasuredTab();
-    else if (o.value("tab") == "speed")
-        w.tabs()->setCurrentWidget(w.speedPanel());
-    else if (o.value("tab") == "engines")
-        w.tabs()->setCurrentWidget(w.enginesPanel());
-    else if (o.value("tab") == "deployment") {
-        w.tabs()->setCurrentWidget(w.deploymentPanel());
+    const std::string tab = o.value("tab"); // "" (no --tab): the window's first tab, the ledger
+    w.showTab(tab);
+    if (tab == "deployment") {
         w.deploymentPanel()->planNow(); // the picture shows the plan, not "Planning…"
-    } else if (o.value("tab") == "traffic") {
-        w.tabs()->setCurrentWidget(w.trafficPanel());
+    } else if (tab == "traffic") {
         // The picture shows the simulation, not "Simulating…": it runs here, on this thread,
         // the same computation the tab's worker runs.
         w.trafficPanel()->computeNow();

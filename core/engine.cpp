@@ -376,13 +376,21 @@ KvFormat storedKvFormat(const Scenario& s) {
 
 namespace {
 
-// vLLM's --kv-cache-dtype names for an unquantized cache and for the per-token-head scaled ones:
-// vllmCacheDtype writes them, formatForVllmCacheDtype reads them back.
-constexpr EnumRow<KvDtype> kVllmUnscaledNames[] = {{KvDtype::Fp16, "float16"},
-                                                   {KvDtype::Bf16, "bfloat16"}};
+// vLLM's --kv-cache-dtype names for an unquantized cache, for the per-token-head scaled ones and
+// for the TurboQuant presets (name, key bits, value bits: TQ_PRESETS in
+// vllm/model_executor/layers/quantization/turboquant/config.py): vllmCacheDtype writes them,
+// formatForVllmCacheDtype reads them back, vllmCacheDtypeNames lists them (in these orders).
+constexpr EnumRow<KvDtype> kVllmUnscaledNames[] = {{KvDtype::Bf16, "bfloat16"},
+                                                   {KvDtype::Fp16, "float16"}};
 constexpr EnumRow<KvDtype> kVllmPerTokenHeadNames[] = {{KvDtype::Int8, "int8_per_token_head"},
                                                        {KvDtype::Fp8E4M3, "fp8_per_token_head"},
                                                        {KvDtype::Int4, "int4_per_token_head"}};
+constexpr std::array<std::tuple<std::string_view, int, int>, 4> kVllmTurboQuantPresets{{
+    {"turboquant_k8v4", 8, 4},
+    {"turboquant_4bit_nc", 4, 4},
+    {"turboquant_k3v4_nc", 3, 4},
+    {"turboquant_3bit_nc", 3, 3},
+}};
 
 } // namespace
 
@@ -412,14 +420,9 @@ std::optional<std::string> vllmCacheDtype(const Scenario& s) {
     case Granularity::DsMla:
         return std::string("fp8_ds_mla");
     case Granularity::TurboQuant:
-        if (f.keyBits == 8 && f.valueBits == 4)
-            return std::string("turboquant_k8v4");
-        if (f.keyBits == 4 && f.valueBits == 4)
-            return std::string("turboquant_4bit_nc");
-        if (f.keyBits == 3 && f.valueBits == 4)
-            return std::string("turboquant_k3v4_nc");
-        if (f.keyBits == 3 && f.valueBits == 3)
-            return std::string("turboquant_3bit_nc");
+        for (const auto& [preset, keyBits, valueBits] : kVllmTurboQuantPresets)
+            if (f.keyBits == keyBits && f.valueBits == valueBits)
+                return std::string(preset);
         return std::nullopt;
     case Granularity::PerHead:
     case Granularity::KPerChannelVPerToken:
@@ -429,21 +432,18 @@ std::optional<std::string> vllmCacheDtype(const Scenario& s) {
 }
 
 std::vector<std::string> vllmCacheDtypeNames() {
-    return {"auto",
-            "bfloat16",
-            "float16",
-            "fp8",
-            "fp8_e4m3",
-            "fp8_e5m2",
-            "fp8_ds_mla",
-            "int8_per_token_head",
-            "fp8_per_token_head",
-            "int4_per_token_head",
-            "nvfp4",
-            "turboquant_k8v4",
-            "turboquant_4bit_nc",
-            "turboquant_k3v4_nc",
-            "turboquant_3bit_nc"};
+    // The tables' names, and between them those formatForVllmCacheDtype reads by a rule of
+    // their own.
+    std::vector<std::string> names{"auto"};
+    for (const auto& row : kVllmUnscaledNames)
+        names.emplace_back(row.value);
+    names.insert(names.end(), {"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"});
+    for (const auto& row : kVllmPerTokenHeadNames)
+        names.emplace_back(row.value);
+    names.emplace_back("nvfp4");
+    for (const auto& preset : kVllmTurboQuantPresets)
+        names.emplace_back(std::get<0>(preset));
+    return names;
 }
 
 Result<KvFormat> formatForVllmCacheDtype(std::string_view name, const ModelSpec& model) {
@@ -473,14 +473,7 @@ Result<KvFormat> formatForVllmCacheDtype(std::string_view name, const ModelSpec&
         f.granularity = Granularity::DsMla;
         return f;
     }
-    // TQ_PRESETS (vllm/model_executor/layers/quantization/turboquant/config.py).
-    constexpr std::array<std::tuple<std::string_view, int, int>, 4> kTurboQuant{{
-        {"turboquant_k8v4", 8, 4},
-        {"turboquant_4bit_nc", 4, 4},
-        {"turboquant_k3v4_nc", 3, 4},
-        {"turboquant_3bit_nc", 3, 3},
-    }};
-    for (const auto& [preset, keyBits, valueBits] : kTurboQuant) {
+    for (const auto& [preset, keyBits, valueBits] : kVllmTurboQuantPresets) {
         if (name != preset)
             continue;
         if (model.isMla())

@@ -204,6 +204,11 @@ std::string kvDtypeFlagText(Engine e) {
     return std::string(lookupOr(kFlagTexts, e));
 }
 
+std::string noKvCacheError(Engine e, KvDtype d) {
+    return std::string(engineDisplayName(e)) + " has no " + std::string(dtypeName(d)) +
+           " KV cache (" + kvDtypeFlagText(e) + ")";
+}
+
 Scenario scenarioForEngine(const Scenario& s, Engine e) {
     Scenario out = s;
     out.engine.kind = e;
@@ -233,8 +238,7 @@ EngineResult computeEngineAs(const Scenario& s, Engine e) {
         EngineResult r;
         r.engine = e;
         r.formatOffered = false;
-        r.error = std::string(engineDisplayName(e)) + " has no " + std::string(dtypeName(d)) +
-                  " KV cache (" + kvDtypeFlagText(e) + ")";
+        r.error = noKvCacheError(e, d);
         return r;
     }
     return computeEngine(scenarioForEngine(s, e));

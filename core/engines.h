@@ -61,6 +61,9 @@ bool engineOffersKvDtype(Engine e, KvDtype d);
 // The flag of engine `e` that names the KV dtype, and what it takes, for messages:
 // "--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16".
 std::string kvDtypeFlagText(Engine e);
+// The error of engine `e` asked for a KV cache of `d` it has none of, naming what its flag takes:
+// "SGLang has no int8 KV cache (--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16)".
+std::string noKvCacheError(Engine e, KvDtype d);
 
 // The scenario as engine `e` runs it: s.engine.kind = e; for SGLang, TensorRT-LLM and llama.cpp
 // the attention lever's KV heads become the model's (a regrouped checkpoint); for llama.cpp,

@@ -58,20 +58,23 @@ Status positiveInt(const std::string& v, std::int64_t hi) {
     return {};
 }
 
+// A few words as a sentence lists them: "light or dark", "gpus, throughput or ...".
+template <class Words> std::string orList(const Words& words) {
+    std::string list;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + std::string(words[i]);
+    return list;
+}
+
 // One of a few words: "expected light or dark, got 'x'".
 template <const auto& words> Status oneOf(const std::string& v) {
     if (std::find(words.begin(), words.end(), v) != words.end())
         return {};
-    std::string list;
-    for (std::size_t i = 0; i < words.size(); ++i)
-        list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + std::string(words[i]);
-    return bad("expected " + list + ", got '" + v + "'");
+    return bad("expected " + orList(words) + ", got '" + v + "'");
 }
 
-// --rank, --tab and --theme's words, as the commands read them.
+// --rank and --theme's words, as the commands read them (--tab's are kTabNames, app/cli.h).
 constexpr std::array<std::string_view, 2> kRanks{"gpus", "throughput"};
-constexpr std::array<std::string_view, 6> kTabs{"ledger",     "measured", "speed",
-                                                "deployment", "traffic",  "engines"};
 constexpr std::array<std::string_view, 2> kThemes{"light", "dark"};
 
 std::string sizeText(QSize s) {
@@ -232,10 +235,7 @@ std::vector<AppOption> viewOptions() {
                  return bad("expected a number from 0 to 1000000, got '" + v + "'");
              return {};
          }},
-        {"tab", "T",
-         "the tab shown: ledger, measured, speed, deployment, traffic or engines (default "
-         "ledger)",
-         oneOf<kTabs>},
+        {"tab", "T", "the tab shown: " + orList(kTabNames) + " (default ledger)", oneOf<kTabNames>},
         {"theme", "T",
          "light or dark (default light): the window's colours, and an exported chart's or "
          "table's; the PDF report prints light",

@@ -293,8 +293,7 @@ Result compute(const Scenario& s) {
     const KvDtype dtype = s.levers.quant.enabled ? s.levers.quant.format.dtype : m.nativeKvDtype;
     const std::string sgName = kvCacheDtypeName(dtype);
     if (sgName.empty()) {
-        r.error = "SGLang has no " + std::string(dtypeName(dtype)) +
-                  " KV cache (--kv-cache-dtype takes auto, fp8_e4m3, fp8_e5m2, fp4_e2m1, bf16)";
+        r.error = noKvCacheError(Engine::Sglang, dtype);
         return r;
     }
     const bool fp4 = dtype == KvDtype::Fp4E2M1;

@@ -73,8 +73,7 @@ Result compute(const Scenario& s) {
     const auto& m = s.model;
     r.kvDtype = trtDtype(s);
     if (r.kvDtype.empty()) {
-        r.error = "TensorRT-LLM has no " + std::string(dtypeName(s.levers.quant.format.dtype)) +
-                  " KV cache (kv_cache_config.dtype takes auto, fp8, int8, nvfp4)";
+        r.error = noKvCacheError(Engine::Trtllm, s.levers.quant.format.dtype);
         return r;
     }
     r.kvSizePerToken = cacheSizePerToken(s);

@@ -48,6 +48,7 @@ private slots:
     void sglangDefaultFraction();
     void sglangTokens();
     void sglangRefusesInt8();
+    void trtllmRefusesInt4();
     void trtllmBytesPerToken_data();
     void trtllmBytesPerToken();
     void trtllmBlocksRoundUp();
@@ -207,8 +208,24 @@ void TestEngines::sglangRefusesInt8() {
     s.levers.quant.enabled = true;
     s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int8);
     const auto e = core::computeEngine(s);
-    QVERIFY(e.error.find("SGLang has no int8") != std::string::npos);
+    // The list is kvDtypeFlagText's, the flag text the other engines' messages use.
+    const std::string why = "SGLang has no int8 KV cache (--kv-cache-dtype takes auto, fp8_e4m3, "
+                            "fp8_e5m2, fp4_e2m1, bf16)";
+    QCOMPARE(e.error, why);
+    QCOMPARE(core::sglang::compute(s).error, why);
+    QCOMPARE(core::computeEngineAs(s, core::Engine::Sglang).error, why);
     QCOMPARE(e.requestsAtContext, qint64(0));
+}
+
+void TestEngines::trtllmRefusesInt4() {
+    core::Scenario s = on("llama-3.1-8b", core::Engine::Trtllm);
+    s.levers.quant.enabled = true;
+    s.levers.quant.format = core::KvFormat::defaultFor(core::KvDtype::Int4);
+    const std::string why =
+        "TensorRT-LLM has no int4 KV cache (kv_cache_config.dtype takes auto, fp8, int8, nvfp4)";
+    QCOMPARE(core::trtllm::compute(s).error, why);
+    QCOMPARE(core::computeEngine(s).error, why);
+    QCOMPARE(core::computeEngineAs(s, core::Engine::Trtllm).error, why);
 }
 
 void TestEngines::trtllmBytesPerToken_data() {

@@ -166,6 +166,7 @@ private slots:
     void pipelineStagesTakeTheFewestBlocks();
     void cacheDtypeNames_data();
     void cacheDtypeNames();
+    void cacheDtypeNameList();
 };
 
 void TestVllmV1::capacity_data() {
@@ -553,6 +554,40 @@ void TestVllmV1::cacheDtypeNames() {
     // INT4 per group of 128 with a zero point has no vLLM name.
     s.levers.quant = {true, KvFormat::defaultFor(KvDtype::Int4)};
     QVERIFY(!vllmCacheDtype(s).has_value());
+}
+
+void TestVllmV1::cacheDtypeNameList() {
+    // Every --kv-cache-dtype name the ledger models, in the order --help lists them: built from
+    // the name tables and the names read by a rule of their own, none lost or moved.
+    const std::vector<std::string> names{"auto",
+                                         "bfloat16",
+                                         "float16",
+                                         "fp8",
+                                         "fp8_e4m3",
+                                         "fp8_e5m2",
+                                         "fp8_ds_mla",
+                                         "int8_per_token_head",
+                                         "fp8_per_token_head",
+                                         "int4_per_token_head",
+                                         "nvfp4",
+                                         "turboquant_k8v4",
+                                         "turboquant_4bit_nc",
+                                         "turboquant_k3v4_nc",
+                                         "turboquant_3bit_nc"};
+    QStringList got, want;
+    for (const std::string& name : vllmCacheDtypeNames())
+        got << QString::fromStdString(name);
+    for (const std::string& name : names)
+        want << QString::fromStdString(name);
+    QCOMPARE(got, want);
+    // Each reads back as a format: fp8_ds_mla for DeepSeek's MLA latent, the rest for a model of
+    // full attention layers.
+    const ModelSpec full = attentionModel(32, 32, 8, 128, 8192);
+    for (const std::string& name : names) {
+        const bool dsMla = name == "fp8_ds_mla";
+        const auto f = formatForVllmCacheDtype(name, dsMla ? deepseekV3() : full);
+        QVERIFY2(f.ok(), name.c_str());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestVllmV1)

@@ -157,6 +157,7 @@ private slots:
     void exportFromTabBehindIsCurrent_data();
     void exportFromTabBehindIsCurrent();
     void tabsBehindFollowWhenInFront();
+    void showTabByName();
     void openSpecialFiles_data();
     void openSpecialFiles();
     void saveOnFullDisk();
@@ -1024,6 +1025,31 @@ void TestMainWindow::tabsBehindFollowWhenInFront() {
     else
         w->trafficPanel();
     QVERIFY2(text() != shown, qPrintable(text()));
+}
+
+void TestMainWindow::showTabByName() {
+    // --tab's words name the window's tabs, one each, in the tab bar's order: showTab (what
+    // `kvledger screenshot --tab` calls) brings the one named to the front.
+    MainWindow* w = m_window.get();
+    QTabWidget* tabs = w->tabs();
+    QCOMPARE(tabs->count(), int(app::kTabNames.size()));
+    const char* const panels[] = {nullptr,        "probePanel",  "speedPanel", "deploymentPanel",
+                                  "trafficPanel", "enginesPanel"}; // the ledger's has no name
+    static_assert(std::size(panels) == app::kTabNames.size());
+    for (std::size_t i = std::size(panels); i-- > 0;) {
+        const QString name =
+            QString::fromUtf8(app::kTabNames[i].data(), int(app::kTabNames[i].size()));
+        QVERIFY2(w->showTab(app::kTabNames[i]), qPrintable(name));
+        QWidget* shown = tabs->currentWidget();
+        if (panels[i])
+            QCOMPARE(shown->objectName(), QString::fromLatin1(panels[i]));
+        else
+            QVERIFY2(shown->isAncestorOf(w->chart(QStringLiteral("memory"))), qPrintable(name));
+    }
+    QCOMPARE(tabs->currentIndex(), 0); // the ledger, named last
+    QVERIFY(!w->showTab("probe"));     // no tab's name: nothing changes
+    QVERIFY(!w->showTab(""));
+    QCOMPARE(tabs->currentIndex(), 0);
 }
 
 void TestMainWindow::statusBarNotRepaintedWhole() {

@@ -9,6 +9,7 @@
 #include "main_window.h"
 
 #include "widgets/charts/curve_chart.h"
+#include "widgets/export/html_table.h"
 #include "widgets/probe/probe_charts.h"
 #include "widgets/probe/probe_overlay.h"
 #include "widgets/probe/probe_panel.h"
@@ -185,6 +186,7 @@ private slots:
     void contextFollowsScenario();
     void cpuContextFitsHostMemory_data();
     void cpuContextFitsHostMemory();
+    void htmlHeaderIsEscaped();
 
 private:
     // Sets the controls for a tiny CPU run: one format, batch 2, context 512, 1 repeat.
@@ -1284,6 +1286,26 @@ void TestProbePanel::cpuContextFitsHostMemory() {
     QVERIFY2(need(got) <= budget, qPrintable(QString::number(got)));
     if (got < wanted) // the largest halving that fits: twice it does not
         QVERIFY(need(got * 2) > budget);
+}
+
+void TestProbePanel::htmlHeaderIsEscaped() {
+    // The report's probe table writes its header row as the ladder's and the engines' tables do
+    // (htmlHeaderCells): escaped, so a title with '<' or '&' is text, not markup.
+    struct Titled : widgets::ProbeResultsModel {
+        QVariant headerData(int section, Qt::Orientation o, int role) const override {
+            if (section == FormatColumn && o == Qt::Horizontal && role == Qt::DisplayRole)
+                return QStringLiteral("Format <b> & scale");
+            return ProbeResultsModel::headerData(section, o, role);
+        }
+    } titled;
+    const QString html = titled.html();
+    QVERIFY2(html.contains(QStringLiteral("<th>Format &lt;b&gt; &amp; scale</th>")),
+             qPrintable(html));
+    QVERIFY2(!html.contains(QStringLiteral("<b>")), qPrintable(html));
+    const widgets::ProbeResultsModel* models[] = {&titled, panel()->model()};
+    for (const widgets::ProbeResultsModel* m : models)
+        QVERIFY(m->html().contains(QStringLiteral("<tr>") + widgets::htmlHeaderCells(*m) +
+                                   QStringLiteral("</tr>")));
 }
 
 QTEST_MAIN(TestProbePanel)

@@ -1,6 +1,6 @@
 #pragma once
-// The header row of a table model's HTML copy (the ladder's and the engines' tables): each
-// column's header, escaped, with its line breaks as <br>.
+// The header row of a table model's HTML copy (the ladder's, the engines' and the probe results'
+// tables): each column's header, escaped, with its line breaks as <br>.
 
 #include <QAbstractItemModel>
 #include <QString>

@@ -1,6 +1,7 @@
 #include "widgets/probe/probe_results_model.h"
 
 #include "widgets/export/csv.h"
+#include "widgets/export/html_table.h"
 #include "widgets/state/ledger_view_state.h"
 
 #include "core/io/catalog.h"
@@ -349,8 +350,7 @@ QString ProbeResultsModel::csv() const {
 
 QString ProbeResultsModel::html() const {
     QString h = QStringLiteral("<table border=1 cellspacing=0 cellpadding=2 width=100%><tr>");
-    for (int c = 0; c < ColumnCount; ++c)
-        h += QStringLiteral("<th>%1</th>").arg(headerData(c, Qt::Horizontal).toString());
+    h += htmlHeaderCells(*this);
     h += QStringLiteral("</tr>");
     for (int row = 0; row < rowCount(); ++row) {
         h += QStringLiteral("<tr>");
