@@ -27,9 +27,6 @@ GpuSpec gpu(const char* id, std::int64_t memory, int cc) {
 GpuSpec h100() {
     return gpu("h100-80gb", 85017821184LL, 90);
 }
-GpuSpec b200() {
-    return gpu("b200", 191'503'000'000LL, 100);
-}
 
 ModelSpec attentionModel(int layers, int q, int kv, int head, std::int64_t maxCtx) {
     ModelSpec m;
