@@ -322,6 +322,11 @@ void TestChartText::groupBoxDrawnOncePerLook() {
     group->setChecked(false); // a new look: drawn again
     group->repaint();
     QCOMPARE(group->drawnByStyle(), drawn + 1);
+    group->setChecked(true); // toggled back and forth: both looks are kept
+    group->repaint();
+    group->setChecked(false);
+    group->repaint();
+    QCOMPARE(group->drawnByStyle(), drawn + 1);
     group->resize(320, 80);
     group->repaint();
     QCOMPARE(group->drawnByStyle(), drawn + 2);

@@ -31,19 +31,24 @@ void CachedGroupBox::paintEvent(QPaintEvent* event) {
                     style(),
                     font(),
                     option.text};
-    if (!(look == m_look) || m_picture.isNull()) {
+    Picture* hit = nullptr;
+    for (Picture& p : m_pictures)
+        if (!p.picture.isNull() && p.look == look)
+            hit = &p;
+    if (!hit) {
         QPixmap picture(look.size * look.dpr);
         picture.setDevicePixelRatio(look.dpr);
         picture.fill(background.color());
         QStylePainter p(&picture, this);
         p.drawComplexControl(QStyle::CC_GroupBox, option);
         p.end();
-        m_picture = picture;
-        m_look = look;
+        hit = &m_pictures[m_next];
+        m_next = (m_next + 1) % m_pictures.size();
+        *hit = Picture{look, picture};
         ++m_drawnByStyle;
     }
     QPainter p(this);
-    p.drawPixmap(0, 0, m_picture);
+    p.drawPixmap(0, 0, hit->picture);
 }
 
 } // namespace kvl::widgets

@@ -1,17 +1,21 @@
 #pragma once
-// A group box that draws itself once per size and look, then copies the picture. Every lever
-// toggle shows or hides rows, which moves the groups below it, and Qt repaints a moved widget
-// whole: the Fusion style then lays the title out three times (each sub-control's rectangle
-// measures it) and stretches its frame image over the box, 8% of a KV-format toggle's time
-// (perf and callgrind of `bench_replot --only quant`). The picture is drawn on the group's own
-// background colour, so the title's text is antialiased as it would be on the window; a
-// palette whose window brush is not a plain colour is drawn by the style at every paint.
+// A group box that draws itself once per size and look, then copies the picture (the last two
+// looks are kept). Every lever toggle shows or hides rows, which moves the groups below it, and
+// Qt repaints a moved widget whole: the Fusion style then lays the title out three times (each
+// sub-control's rectangle measures it) and stretches its frame image over the box, 8% of a
+// KV-format toggle's time (perf and callgrind of `bench_replot --only quant`). The picture is
+// drawn on the group's own background colour, so the title's text is antialiased as it would
+// be on the window; a palette whose window brush is not a plain colour is drawn by the style
+// at every paint.
 
 #include <QFont>
 #include <QGroupBox>
 #include <QPixmap>
 #include <QSize>
 #include <QString>
+
+#include <array>
+#include <cstddef>
 
 class QStyle;
 
@@ -42,8 +46,13 @@ private:
         QString title;
         bool operator==(const Look&) const = default;
     };
-    Look m_look;
-    QPixmap m_picture;
+    // Two looks: a lever toggled back and forth (checked and taller, unchecked and shorter).
+    struct Picture {
+        Look look;
+        QPixmap picture;
+    };
+    std::array<Picture, 2> m_pictures;
+    std::size_t m_next = 0; // the one to replace next
     int m_drawnByStyle = 0;
 };
 
