@@ -154,24 +154,17 @@ QString EnginesModel::csv() const {
 }
 
 QString EnginesModel::html() const {
-    QString h = QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr>");
-    h += htmlHeaderCells(*this);
-    h += QStringLiteral("</tr>");
-    for (int r = 0; r < rowCount(); ++r) {
-        h += QStringLiteral("<tr>");
-        for (int c = 0; c < columnCount(); ++c) {
-            const QModelIndex i = index(r, c);
-            const bool grey = c >= FirstEngineColumn && !data(i, OfferedRole).toBool();
-            const QString text = data(i).toString().toHtmlEscaped();
-            h += c == StepColumn ? QStringLiteral("<td>%1</td>").arg(text)
-                 : grey
-                     ? QStringLiteral("<td align=\"right\"><font color=\"#888888\">%1</font></td>")
-                           .arg(text)
-                     : QStringLiteral("<td align=\"right\">%1</td>").arg(text);
-        }
-        h += QStringLiteral("</tr>");
-    }
-    return h + QStringLiteral("</table>");
+    return htmlTable(*this, QStringLiteral("border=\"1\" cellspacing=\"0\" cellpadding=\"3\""),
+                     [this](int r, int c) {
+                         const QModelIndex i = index(r, c);
+                         const bool grey = c >= FirstEngineColumn && !data(i, OfferedRole).toBool();
+                         const QString text = data(i).toString().toHtmlEscaped();
+                         return c == StepColumn ? QStringLiteral("<td>%1</td>").arg(text)
+                                : grey          ? QStringLiteral("<td align=\"right\"><font "
+                                                                          "color=\"#888888\">%1</font></td>")
+                                             .arg(text)
+                                       : QStringLiteral("<td align=\"right\">%1</td>").arg(text);
+                     });
 }
 
 // --- the chart ---

@@ -467,26 +467,17 @@ QString LadderModel::csv() const {
 }
 
 QString LadderModel::html() const {
-    QString out = QStringLiteral("<table cellspacing=0 cellpadding=3 border=1 width=100%><tr>");
-    out += htmlHeaderCells(*this);
-    out += QStringLiteral("</tr>");
-    for (int r = 0; r < rowCount(); ++r) {
-        const bool bold = r + 1 == rowCount();
-        const bool applied = data(index(r, 0), AppliedRole).toBool();
-        out += QStringLiteral("<tr>");
-        for (int c = 0; c < columnCount(); ++c) {
-            QString cell = text(r, c).toHtmlEscaped();
-            if (bold)
-                cell = QStringLiteral("<b>") + cell + QStringLiteral("</b>");
-            if (!applied)
-                cell = QStringLiteral("<font color=#888888>") + cell + QStringLiteral("</font>");
-            out += QStringLiteral("<td align=%1>%2</td>")
-                       .arg(c == 0 ? QStringLiteral("left") : QStringLiteral("right"), cell);
-        }
-        out += QStringLiteral("</tr>");
-    }
-    out += QStringLiteral("</table>");
-    return out;
+    return htmlTable(*this, QStringLiteral("cellspacing=0 cellpadding=3 border=1 width=100%"),
+                     [this](int r, int c) {
+                         QString cell = text(r, c).toHtmlEscaped();
+                         if (r + 1 == rowCount())
+                             cell = QStringLiteral("<b>") + cell + QStringLiteral("</b>");
+                         if (!data(index(r, 0), AppliedRole).toBool())
+                             cell = QStringLiteral("<font color=#888888>") + cell +
+                                    QStringLiteral("</font>");
+                         return QStringLiteral("<td align=%1>%2</td>")
+                             .arg(c == 0 ? QStringLiteral("left") : QStringLiteral("right"), cell);
+                     });
 }
 
 } // namespace kvl::widgets

@@ -349,19 +349,13 @@ QString ProbeResultsModel::csv() const {
 }
 
 QString ProbeResultsModel::html() const {
-    QString h = QStringLiteral("<table border=1 cellspacing=0 cellpadding=2 width=100%><tr>");
-    h += htmlHeaderCells(*this);
-    h += QStringLiteral("</tr>");
-    for (int row = 0; row < rowCount(); ++row) {
-        h += QStringLiteral("<tr>");
-        for (int c = 0; c < ColumnCount; ++c)
-            h += QStringLiteral("<td align=%1>%2</td>")
-                     .arg(c <= WorkloadColumn ? QStringLiteral("left") : QStringLiteral("right"),
-                          data(index(row, c)).toString().toHtmlEscaped());
-        h += QStringLiteral("</tr>");
-    }
-    h += QStringLiteral("</table>");
-    return h;
+    return htmlTable(*this, QStringLiteral("border=1 cellspacing=0 cellpadding=2 width=100%"),
+                     [this](int row, int c) {
+                         return QStringLiteral("<td align=%1>%2</td>")
+                             .arg(c <= WorkloadColumn ? QStringLiteral("left")
+                                                      : QStringLiteral("right"),
+                                  data(index(row, c)).toString().toHtmlEscaped());
+                     });
 }
 
 QString probeSourceText(const probe::ProbeReport& report, const QString& origin) {
