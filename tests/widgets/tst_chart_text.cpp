@@ -7,10 +7,13 @@
 #include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_stamp_p.h"
 #include "widgets/scenario/cached_group_box.h"
+#include "widgets/scenario/scenario_panel.h"
 
 #include <QApplication>
 #include <QGroupBox>
 #include <QImage>
+#include <QScreen>
+#include <QScrollArea>
 #include <QTest>
 #include <QVBoxLayout>
 
@@ -84,6 +87,8 @@ private slots:
     void groupBoxAsQGroupBox_data();
     void groupBoxAsQGroupBox();
     void groupBoxDrawnOncePerLook();
+    void panelOnScreenAsDrawnAnew_data();
+    void panelOnScreenAsDrawnAnew();
 };
 
 void TestChartText::stampDrawsAsDrawText_data() {
@@ -335,6 +340,43 @@ void TestChartText::groupBoxDrawnOncePerLook() {
     QCOMPARE(group->drawnByStyle(), drawn + 3);
     group->repaint(); // nothing changed
     QCOMPARE(group->drawnByStyle(), drawn + 3);
+}
+
+void TestChartText::panelOnScreenAsDrawnAnew_data() {
+    QTest::addColumn<QStringList>("toggles"); // levers switched in turn, each then painted
+    QTest::addRow("KV format on and off") << QStringList{"quantGroup", "quantGroup"};
+    QTest::addRow("KV format, then paging") << QStringList{"quantGroup", "pagingGroup"};
+    QTest::addRow("every lever") << QStringList{"attentionGroup", "quantGroup", "pagingGroup",
+                                                "prefixGroup", "attentionGroup"};
+}
+
+void TestChartText::panelOnScreenAsDrawnAnew() {
+    // The scenario panel paints incrementally: its groups are opaque, so a group that a lever
+    // above only moves is moved as pixels (QWidgetPrivate::moveRect), not repainted. What is on
+    // the screen after the levers are toggled must be what drawing the whole panel anew gives.
+    // (This test caught WA_StaticContents on the panel, tried to spare repainting it when its
+    // height changes: a slider above the levers kept its old focus colour on screen.)
+    QFETCH(QStringList, toggles);
+    QScrollArea scroll;
+    auto* panel = new widgets::ScenarioPanel;
+    scroll.setWidget(panel);
+    scroll.setWidgetResizable(true);
+    scroll.resize(420, 760);
+    scroll.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&scroll));
+    QScreen* screen = scroll.screen();
+    for (const QString& name : toggles) {
+        auto* lever = panel->findChild<QGroupBox*>(name);
+        QVERIFY2(lever, qPrintable(name));
+        lever->setChecked(!lever->isChecked());
+        // The layout, the moves, the scroll bar's new range and the partial repaints, each
+        // queued by the one before.
+        QTest::qWait(50);
+        const QImage onScreen = screen->grabWindow(scroll.winId()).toImage();
+        const QImage anew = scroll.grab().toImage();
+        QCOMPARE(onScreen.size(), anew.size());
+        QVERIFY2(largestDifference(onScreen, anew) == 0, qPrintable(name));
+    }
 }
 
 QTEST_MAIN(TestChartText)
