@@ -45,6 +45,30 @@ inline void fitLegendColumns(QCPLegend* legend, int width) {
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true); // re-flows the entries
 }
 
+// QFontMetrics::boundingRect(0, 0, 0, height, Qt::TextDontClip, text), remembered for the last
+// text, font and height asked: what QCustomPlot's text elements and legend entries measure at
+// every layout and draw.
+class RememberedBounds {
+public:
+    QRect of(const QFont& font, int height, const QString& text) const {
+        if (!m_measured || m_height != height || m_text != text || m_font != font) {
+            m_height = height;
+            m_text = text;
+            m_font = font;
+            m_bounds = QFontMetrics(font).boundingRect(0, 0, 0, height, Qt::TextDontClip, text);
+            m_measured = true;
+        }
+        return m_bounds;
+    }
+
+private:
+    mutable bool m_measured = false;
+    mutable int m_height = 0;
+    mutable QString m_text;
+    mutable QFont m_font;
+    mutable QRect m_bounds;
+};
+
 // A chart's title or note that measures its text once per text and font. QCustomPlot lays its
 // plot out again at every replot, and QCPTextElement asks QFontMetrics for the text's
 // bounding box twice each time (its minimum and maximum size): shaping every title and note of
@@ -71,19 +95,8 @@ protected:
     }
 
 private:
-    QSize textSize() const {
-        if (!m_measured || mText != m_text || mFont != m_font) {
-            m_text = mText;
-            m_font = mFont;
-            m_size = QFontMetrics(mFont).boundingRect(0, 0, 0, 0, Qt::TextDontClip, mText).size();
-            m_measured = true;
-        }
-        return m_size;
-    }
-    mutable bool m_measured = false;
-    mutable QString m_text;
-    mutable QFont m_font;
-    mutable QSize m_size;
+    QSize textSize() const { return m_bounds.of(mFont, 0, mText).size(); }
+    RememberedBounds m_bounds;
     TextStamp m_stamp;
 };
 
@@ -143,22 +156,11 @@ private:
     };
     static IconFunction legendIcon() { return IconAccess::pointer(); }
 
-    // QFontMetrics::boundingRect of the name as QCPPlottableLegendItem asks it, remembered.
+    // The name's bounding box as QCPPlottableLegendItem measures it.
     QRect measured(int iconHeight) const {
-        const QFont font = getFont();
-        if (m_iconHeight != iconHeight || m_name != mPlottable->name() || m_font != font) {
-            m_iconHeight = iconHeight;
-            m_name = mPlottable->name();
-            m_font = font;
-            m_textRect =
-                QFontMetrics(font).boundingRect(0, 0, 0, iconHeight, Qt::TextDontClip, m_name);
-        }
-        return m_textRect;
+        return m_bounds.of(getFont(), iconHeight, mPlottable->name());
     }
-    mutable int m_iconHeight = -1;
-    mutable QString m_name;
-    mutable QFont m_font;
-    mutable QRect m_textRect;
+    RememberedBounds m_bounds;
     TextStamp m_stamp;
 };
 
