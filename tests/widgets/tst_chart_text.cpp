@@ -71,6 +71,25 @@ QSize sizeOf(QCPAbstractLegendItem* item) {
     return static_cast<QCPLayoutElement*>(item)->minimumOuterSizeHint();
 }
 
+// Every message Qt's logging gets while it lives (qDebug included, which QTest::failOnWarning
+// does not cover).
+class MessageCatcher {
+public:
+    MessageCatcher() {
+        s_caught.clear();
+        m_previous = qInstallMessageHandler(
+            [](QtMsgType, const QMessageLogContext&, const QString& text) { s_caught << text; });
+    }
+    ~MessageCatcher() { qInstallMessageHandler(m_previous); }
+    MessageCatcher(const MessageCatcher&) = delete;
+    MessageCatcher& operator=(const MessageCatcher&) = delete;
+    QStringList caught() const { return s_caught; }
+
+private:
+    static inline QStringList s_caught;
+    QtMessageHandler m_previous = nullptr;
+};
+
 } // namespace
 
 class TestChartText : public QObject {
@@ -266,6 +285,23 @@ void TestChartText::legendColumns() {
     widgets::fitLegendColumns(p.legend, width);
     QCOMPARE(p.legend->element(0, 0), first);
     QCOMPARE(p.legend->columnCount(), columns);
+    // The entries become cached ones in the same cells, and the last row's empty cells are
+    // passed over without QCustomPlot's "Requested cell is empty" debug line (it went to the
+    // terminal twice per change).
+    QList<QCPLayoutElement*> before;
+    for (int i = 0; i < entries; ++i)
+        before << p.legend->element(i / columns, i % columns);
+    {
+        const MessageCatcher messages;
+        widgets::useCachedLegendItems(p.legend);
+        QCOMPARE(messages.caught(), QStringList());
+    }
+    QCOMPARE(legendNames(p.legend), names);
+    for (int i = 0; i < entries; ++i) {
+        QCPLayoutElement* cell = p.legend->element(i / columns, i % columns);
+        QVERIFY(dynamic_cast<widgets::CachedLegendItem*>(cell));
+        QVERIFY(cell != before[i]);
+    }
     // A narrower chart: one column, still in order.
     widgets::fitLegendColumns(p.legend, 40);
     QCOMPARE(p.legend->columnCount(), 1);

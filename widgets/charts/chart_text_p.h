@@ -167,25 +167,29 @@ private:
 // Puts a CachedLegendItem in the place of each entry QCustomPlot made for a plottable
 // (QCPAbstractPlottable::addToLegend makes a plain QCPPlottableLegendItem), keeping its cell,
 // font, colours and selection. Cheap when there is nothing to replace: run before each replot.
+// Cells are visited by index: QCPLayoutGrid::element(row, col) prints a debug message for each
+// empty cell, and a legend's last row is often part empty.
 inline void useCachedLegendItems(QCPLegend* legend) {
-    for (int row = 0; row < legend->rowCount(); ++row)
-        for (int col = 0; col < legend->columnCount(); ++col) {
-            auto* plain = qobject_cast<QCPPlottableLegendItem*>(legend->element(row, col));
-            if (!plain || dynamic_cast<CachedLegendItem*>(plain))
-                continue;
-            auto* cached = new CachedLegendItem(legend, plain->plottable());
-            cached->setFont(plain->font());
-            cached->setTextColor(plain->textColor());
-            cached->setSelectedFont(plain->selectedFont());
-            cached->setSelectedTextColor(plain->selectedTextColor());
-            cached->setSelectable(plain->selectable());
-            cached->setSelected(plain->selected());
-            cached->setLayer(plain->layer());
-            cached->setVisible(plain->visible());
-            legend->take(plain);
-            delete plain;
-            legend->addElement(row, col, cached);
-        }
+    for (int i = 0; i < legend->elementCount(); ++i) {
+        auto* plain = qobject_cast<QCPPlottableLegendItem*>(legend->elementAt(i));
+        if (!plain || dynamic_cast<CachedLegendItem*>(plain))
+            continue;
+        int row = 0;
+        int col = 0;
+        legend->indexToRowCol(i, row, col);
+        auto* cached = new CachedLegendItem(legend, plain->plottable());
+        cached->setFont(plain->font());
+        cached->setTextColor(plain->textColor());
+        cached->setSelectedFont(plain->selectedFont());
+        cached->setSelectedTextColor(plain->selectedTextColor());
+        cached->setSelectable(plain->selectable());
+        cached->setSelected(plain->selected());
+        cached->setLayer(plain->layer());
+        cached->setVisible(plain->visible());
+        legend->take(plain);
+        delete plain;
+        legend->addElement(row, col, cached);
+    }
 }
 
 // A row of its own under the title (row 1) for the cursor's exact values, where they never
