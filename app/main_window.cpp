@@ -213,6 +213,11 @@ void MainWindow::buildUi() {
     scroll->setWidget(m_panel);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Always there: at 1600x1000 the panel's height is about the window's, and a lever or a
+    // note's wrap that tips it over showed or hid the bar, which narrowed or widened every row
+    // of the panel (a full re-layout and repaint, and the text jumping sideways under the
+    // user's pointer).
+    scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
     scroll->setMinimumWidth(m_panel->sizeHint().width() + 24);
     scroll->setFrameShape(QFrame::NoFrame);
     QWidget* ledger = buildLedgerTab();
