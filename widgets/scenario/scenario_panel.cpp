@@ -171,6 +171,14 @@ void showRow(QFormLayout* f, QLayout* field, bool on) {
 } // namespace
 
 ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
+    // Static contents: in a scroll area, a lever or a wrapped note that changes the panel's
+    // height resizes the panel, and Qt repaints a resized widget whole, with every field in it
+    // (QWidgetPrivate::invalidateBackingStore_resizeHelper), unless it is static; then only the
+    // strip uncovered is painted, and groups that only moved are still moved as pixels. Such
+    // changes painted 80-170 widgets instead of 20-50 (bench_replot's slowest changes).
+    // tst_chart_text::panelOnScreenAsDrawnAnew checks the screen against a fresh render after
+    // levers are toggled.
+    setAttribute(Qt::WA_StaticContents);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(6);
