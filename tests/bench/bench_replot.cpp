@@ -293,6 +293,15 @@ int main(int argc, char** argv) {
     app.installEventFilter(&resizes);
 
     std::vector<double> replotMs, paintedMs, recomputeMs, cpuMs;
+    // Each measured change, for the list of those the p95 rests on.
+    struct Change {
+        int index;
+        const char* kind;
+        double replotMs;
+        double cpuMs;
+        int widgetsPainted;
+    };
+    std::vector<Change> perChange;
     std::map<std::string, std::vector<double>> replotByKind, recomputeByKind;
     // Per kind of change, the milliseconds of each stage summed over its changes: the
     // synchronous recompute (wall time), then the event loop's GUI-thread CPU time by event.
@@ -314,6 +323,7 @@ int main(int argc, char** argv) {
         }
         const Op& op = ops[static_cast<std::size_t>(i) % ops.size()];
         const std::map<std::string, double> eventsBefore = app.msByEvent;
+        const int paintsBefore = resizes.paints;
         const auto c0 = threadCpu();
         const auto t0 = Clock::now();
         op.run(i);
@@ -334,6 +344,8 @@ int main(int argc, char** argv) {
         replotByKind[op.kind].push_back(ms(t0, t2));
         paintedMs.push_back(ms(t0, t3));
         cpuMs.push_back((c3 - c0).count());
+        perChange.push_back(
+            {i, op.kind, ms(t0, t2), (c3 - c0).count(), resizes.paints - paintsBefore});
         std::map<std::string, double>& stages = stagesByKind[op.kind];
         stages["recompute"] += ms(t0, t1);
         for (const auto& [event, total] : app.msByEvent) {
@@ -424,6 +436,20 @@ int main(int argc, char** argv) {
                     times.size(), percentile(recomputeByKind[kind], 0.95), percentile(times, 0.95),
                     st["recompute"] / n, st["chart replot"] / n, st["paint"] / n, st["layout"] / n,
                     (st["other events"] + st["timers and queued calls"]) / n);
+    }
+    {
+        // The changes at and above the p95 (5% of them): which kinds, in which states, set it.
+        // Wall time mixes in the host's noise; the GUI thread's CPU time and the widgets painted
+        // say whether the change itself was heavy.
+        std::vector<Change> slowest = perChange;
+        std::sort(slowest.begin(), slowest.end(),
+                  [](const Change& a, const Change& b) { return a.replotMs > b.replotMs; });
+        slowest.resize(std::min(slowest.size(), perChange.size() / 20 + 1));
+        std::printf("  the slowest changes (change number, kind, replotted ms, GUI CPU ms, widgets "
+                    "painted):\n");
+        for (const Change& c : slowest)
+            std::printf("    %4d %-16s %7.2f %7.2f %4d\n", c.index, c.kind, c.replotMs, c.cpuMs,
+                        c.widgetsPainted);
     }
     if (!jsonPath.isEmpty()) {
         QJsonObject j;
