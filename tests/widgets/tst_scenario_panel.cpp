@@ -308,8 +308,9 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel_data() {
 }
 
 void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
-    // WrapLabel remembers heightForWidth; whatever changes the layout of its text, it must
-    // answer exactly what QLabel would, never a height remembered from before the change.
+    // WrapLabel remembers heightForWidth and its size hints for its last few texts; whatever
+    // changes the layout of its text, it must answer exactly what QLabel would, never an answer
+    // remembered from before the change, and the same again when the change is undone.
     QFETCH(QString, text);
     QFETCH(QString, change);
     widgets::WrapLabel cached(text);
@@ -320,6 +321,10 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
         for (int w : widths) {
             QCOMPARE(cached.heightForWidth(w), plainLabel.heightForWidth(w));
             QCOMPARE(cached.heightForWidth(w), plainLabel.heightForWidth(w)); // from the cache
+        }
+        for (int twice = 0; twice < 2; ++twice) {
+            QCOMPARE(cached.sizeHint(), plainLabel.sizeHint());
+            QCOMPARE(cached.minimumSizeHint(), plainLabel.minimumSizeHint());
         }
     };
     compare();
@@ -340,11 +345,24 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
         else
             l.setContentsMargins(30, 8, 30, 8);
     };
+    const QSize sizeBefore = cached.sizeHint();
     apply(cached);
     apply(plainLabel);
     compare();
     if (change != QLatin1String("format")) // (the tags shown as text may wrap the same)
         QVERIFY2(cached.heightForWidth(160) != before, qPrintable(change)); // a real change
+    if (change == QLatin1String("text")) {
+        // Back to the first text, then the second again: answers found among those kept.
+        const QString longer =
+            text + QStringLiteral(" and one more clause to wrap over another line");
+        for (const QString& t : {text, longer}) {
+            cached.setText(t);
+            plainLabel.setText(t);
+            compare();
+        }
+        cached.setText(text);
+        QCOMPARE(cached.sizeHint(), sizeBefore);
+    }
 }
 
 void TestScenarioPanel::layoutSizesAsTheCommandLine_data() {
