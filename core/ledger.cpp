@@ -5,6 +5,7 @@
 #include "saturating.h"
 
 #include "engine.h"
+#include "enum_names.h"
 #include "plan_p.h"
 #include "units.h"
 
@@ -249,28 +250,13 @@ namespace {
 
 // The model's layers by the kind the KV cache holds for them.
 void countLayerMix(const Scenario& s, LedgerResult& r) {
-    for (const auto& layer : s.model.layers) {
-        switch (heldLayer(layer).kind) {
-        case LayerKind::Full:
-            ++r.layerMix.full;
-            break;
-        case LayerKind::Sliding:
-            ++r.layerMix.sliding;
-            break;
-        case LayerKind::Chunked:
-            ++r.layerMix.chunked;
-            break;
-        case LayerKind::Mla:
-            ++r.layerMix.mla;
-            break;
-        case LayerKind::State:
-            ++r.layerMix.state;
-            break;
-        case LayerKind::None:
-            ++r.layerMix.none;
-            break;
-        }
-    }
+    constexpr EnumRow<LayerKind, int LayerMix::*> kCounters[] = {
+        {LayerKind::Full, &LayerMix::full},       {LayerKind::Sliding, &LayerMix::sliding},
+        {LayerKind::Chunked, &LayerMix::chunked}, {LayerKind::Mla, &LayerMix::mla},
+        {LayerKind::State, &LayerMix::state},     {LayerKind::None, &LayerMix::none}};
+    for (const auto& layer : s.model.layers)
+        if (const auto counter = lookup(kCounters, heldLayer(layer).kind))
+            ++(r.layerMix.**counter);
 }
 
 // Whether vLLM refuses to start with this pool, and why: the KV cache groups, no memory
