@@ -23,8 +23,18 @@
 class QCustomPlot;
 class QCPPainter;
 class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
 
 namespace kvl::widgets {
+
+// A line that marks a limit on a chart (the memory limit, max_num_seqs, an SLO, a sustainable
+// rate) and its label, both clipped to the axis rect: chart_text_p.h addMarkedLines makes a
+// chart's two, styleMarkedLines colours them.
+struct MarkedLine {
+    QCPItemStraightLine* line = nullptr;
+    QCPItemText* text = nullptr;
+};
 
 class ChartWidget : public QWidget {
     Q_OBJECT
