@@ -126,6 +126,8 @@ protected:
     // `pos` (this widget's coordinates) in the plot's, or nothing outside the axis rect: where a
     // tooltip or a click means a point of the data.
     std::optional<QPoint> plotPointAt(const QPoint& pos) const;
+    // The same point in the axes' coordinates (x on the x axis, y on the y axis).
+    std::optional<QPointF> plotCoordsAt(const QPoint& pos) const;
     const ChartColors& colors() const { return m_colors; }
     virtual void applyColors(); // base: background, axes, grid, legend; subclasses restyle
     virtual void unitsChanged() {}

@@ -288,11 +288,10 @@ void EnginesChart::rebuild() {
 QString EnginesChart::tooltipAt(const QPoint& pos) const {
     if (!m_c || m_c->rows.empty())
         return {};
-    const QCustomPlot* p = plot();
-    const auto local = plotPointAt(pos);
-    if (!local)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return {};
-    const double x = p->xAxis->pixelToCoord(local->x());
+    const double x = at->x();
     const auto r =
         static_cast<std::size_t>(std::clamp<long>(std::lround(x), 0, long(m_c->rows.size()) - 1));
     const auto& row = m_c->rows[r];

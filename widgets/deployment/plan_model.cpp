@@ -469,11 +469,10 @@ bool GpusNeededChart::fitRowFont() {
 }
 
 QString GpusNeededChart::tooltipAt(const QPoint& pos) const {
-    const QCustomPlot* p = plot();
-    const auto local = plotPointAt(pos);
-    if (!local)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return {};
-    const int i = static_cast<int>(std::lround(p->yAxis->pixelToCoord(local->y())));
+    const int i = static_cast<int>(std::lround(at->y()));
     if (i < 0 || i >= static_cast<int>(m_barList.size()))
         return {};
     const Bar& b = m_barList[static_cast<std::size_t>(i)];
