@@ -4,6 +4,7 @@
 #include "widgets/charts/chart_registry.h"
 #include "widgets/export/csv.h"
 #include "widgets/export/html_table.h"
+#include "widgets/scenario/form_parts.h"
 #include "widgets/state/status_text.h"
 
 #include <qcustomplot.h>
@@ -321,15 +322,10 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QWidget(parent) {
     m_chart =
         static_cast<EnginesChart*>(createChart(*findChartSpec(QStringLiteral("engines")), this));
     m_model = new EnginesModel(this);
-    m_table = new QTableView(this);
-    m_table->setObjectName(QStringLiteral("enginesTable"));
-    m_table->setModel(m_model);
-    m_table->setAlternatingRowColors(true);
-    m_table->verticalHeader()->setVisible(false);
+    m_table = resultsTable(m_model, "enginesTable", this);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_table->horizontalHeader()->setSectionResizeMode(EnginesModel::StepColumn,
                                                       QHeaderView::ResizeToContents);
-    m_table->setWordWrap(false);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_chart);
     split->addWidget(m_table);
