@@ -67,58 +67,44 @@ int PlanTableModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal)
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return {};
-    if (role == Qt::DisplayRole) {
-        switch (section) {
-        case GpuColumn:
-            return tr("GPU");
-        case FitsColumn:
-            return tr("Fits");
-        case GpusColumn:
-            return tr("GPUs");
-        case LayoutColumn:
-            return tr("Layout");
-        case RequestsPerReplicaColumn:
-            return tr("Requests\nper replica");
-        case ClusterRequestsColumn:
-            return tr("Requests\ncluster");
-        case KvPerGpuColumn:
-            return tr("KV\nper GPU");
-        case WeightsPerGpuColumn:
-            return tr("Weights\nper GPU");
-        case HeadroomPerGpuColumn:
-            return tr("Headroom\nper GPU");
-        case TokensPerUserColumn:
-            return tr("tokens/s\nper user");
-        case ClusterTokensColumn:
-            return tr("tokens/s\ncluster");
-        case ReasonColumn:
-            return tr("Why not / note");
-        default:
-            return {};
-        }
-    }
-    if (role == Qt::ToolTipRole) {
-        switch (section) {
-        case GpusColumn:
-            return tr("The fewest GPUs of this kind (TP x PP x DP) whose layout vLLM accepts and "
-                      "that hold the users");
-        case RequestsPerReplicaColumn:
-            return tr("Requests of the context one replica (TP x PP GPUs) holds: what memory "
-                      "holds, capped by max_num_seqs");
-        case KvPerGpuColumn:
-            return tr("The users' KV on the busiest GPU");
-        case HeadroomPerGpuColumn:
-            return tr("The KV pool of a GPU minus the users' KV on it");
-        case TokensPerUserColumn:
-        case ClusterTokensColumn:
-            return tr("Predicted decode speed at the users' concurrency (an estimate, datasheet "
-                      "efficiencies)");
-        default:
-            return {};
-        }
-    }
+    // One entry a column, in Column's order; a column without a tooltip has none.
+    static const char* const names[] = {QT_TR_NOOP("GPU"),
+                                        QT_TR_NOOP("Fits"),
+                                        QT_TR_NOOP("GPUs"),
+                                        QT_TR_NOOP("Layout"),
+                                        QT_TR_NOOP("Requests\nper replica"),
+                                        QT_TR_NOOP("Requests\ncluster"),
+                                        QT_TR_NOOP("KV\nper GPU"),
+                                        QT_TR_NOOP("Weights\nper GPU"),
+                                        QT_TR_NOOP("Headroom\nper GPU"),
+                                        QT_TR_NOOP("tokens/s\nper user"),
+                                        QT_TR_NOOP("tokens/s\ncluster"),
+                                        QT_TR_NOOP("Why not / note")};
+    static const char* const speedTip =
+        QT_TR_NOOP("Predicted decode speed at the users' concurrency (an estimate, datasheet "
+                   "efficiencies)");
+    static const char* const tips[] = {
+        nullptr,
+        nullptr,
+        QT_TR_NOOP("The fewest GPUs of this kind (TP x PP x DP) whose layout vLLM accepts and "
+                   "that hold the users"),
+        nullptr,
+        QT_TR_NOOP("Requests of the context one replica (TP x PP GPUs) holds: what memory "
+                   "holds, capped by max_num_seqs"),
+        nullptr,
+        QT_TR_NOOP("The users' KV on the busiest GPU"),
+        nullptr,
+        QT_TR_NOOP("The KV pool of a GPU minus the users' KV on it"),
+        speedTip,
+        speedTip,
+        nullptr};
+    static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
+    if (role == Qt::DisplayRole)
+        return tr(names[section]);
+    if (role == Qt::ToolTipRole && tips[section])
+        return tr(tips[section]);
     return {};
 }
 
