@@ -35,21 +35,13 @@ QString layoutShortText(const core::Layout& l) {
     return qs(core::layoutLabel(l)).replace(QStringLiteral(" x "), QStringLiteral(" × "));
 }
 
-PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+PlanTableModel::PlanTableModel(QObject* parent) : UnitsTableModel(parent) {}
 
 void PlanTableModel::setPlan(std::shared_ptr<const core::PlanResult> plan, core::UnitSystem units) {
     beginResetModel();
     m_plan = std::move(plan);
     m_units = units;
     endResetModel();
-}
-
-void PlanTableModel::setUnits(core::UnitSystem units) {
-    if (units == m_units)
-        return;
-    m_units = units;
-    if (rowCount() > 0)
-        emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
 }
 
 const core::GpuPlan* PlanTableModel::gpuPlan(int row) const {
