@@ -338,12 +338,11 @@ void BreakdownChart::rebuild() {
 QString BreakdownChart::tooltipAt(const QPoint& pos) const {
     if (!m_snapshot)
         return {};
-    const QCustomPlot* p = plot();
-    const auto local = plotPointAt(pos);
-    if (!local)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return {};
-    const double key = p->yAxis->pixelToCoord(local->y());
-    const double value = p->xAxis->pixelToCoord(local->x());
+    const double key = at->y(); // the bars lie along the y axis
+    const double value = at->x();
     const bool onCurrent = std::abs(key - (m_reference ? 1.0 : 0.0)) <= 0.3;
     const bool onReference = m_reference && std::abs(key) <= 0.3;
     if (!onCurrent && !onReference)

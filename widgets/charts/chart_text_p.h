@@ -3,6 +3,8 @@
 // entry allows (lines broken to a pixel width: text_width.h). Private to kvl_widgets (the _p
 // suffix): QCustomPlot stays out of every public header.
 
+#include "widgets/charts/chart_colors.h"
+#include "widgets/charts/chart_widget.h"
 #include "widgets/charts/text_stamp_p.h"
 #include "widgets/charts/text_width.h"
 
@@ -211,6 +213,38 @@ inline QCPItemText* addEmptyLabel(QCustomPlot* p) {
     t->setPositionAlignment(Qt::AlignCenter);
     t->setVisible(false);
     return t;
+}
+
+// A chart's two marked lines (MarkedLine), their labels in `font`. Both lines are made before
+// both labels: items are drawn in the order they were made, so no line crosses a label.
+inline void addMarkedLines(QCustomPlot* p, const QFont& font, MarkedLine& first,
+                           MarkedLine& second) {
+    for (MarkedLine* m : {&first, &second}) {
+        m->line = new QCPItemStraightLine(p);
+        m->line->setClipToAxisRect(true);
+    }
+    for (MarkedLine* m : {&first, &second}) {
+        m->text = new QCPItemText(p);
+        m->text->setFont(font);
+        m->text->setClipToAxisRect(true);
+    }
+}
+
+// The colours of a chart's two marked lines: the first (a memory or latency limit) dashed in
+// the KV line's colour, its label too; the second (a request count or rate) dash-dotted in the
+// cursor's, its label in the foreground colour.
+inline void styleMarkedLines(const ChartColors& c, const MarkedLine& first,
+                             const MarkedLine& second) {
+    first.line->setPen(QPen(c.kvLine, 1.5, Qt::DashLine));
+    first.text->setColor(c.kvLine);
+    second.line->setPen(QPen(c.cursor, 1.5, Qt::DashDotLine));
+    second.text->setColor(c.foreground);
+}
+
+// Shows or hides a marked line and its label together.
+inline void showMarkedLine(const MarkedLine& m, bool on) {
+    m.line->setVisible(on);
+    m.text->setVisible(on);
 }
 
 // Moves the legend out of the plot into row `row` of the layout, under the plot where it never

@@ -490,6 +490,13 @@ std::optional<QPoint> ChartWidget::plotPointAt(const QPoint& pos) const {
     return p;
 }
 
+std::optional<QPointF> ChartWidget::plotCoordsAt(const QPoint& pos) const {
+    const auto at = plotPointAt(pos);
+    if (!at)
+        return std::nullopt;
+    return QPointF(m_plot->xAxis->pixelToCoord(at->x()), m_plot->yAxis->pixelToCoord(at->y()));
+}
+
 QString ChartWidget::tooltipAt(const QPoint& pos) const {
     const auto at = plotPointAt(pos);
     if (!at)

@@ -23,8 +23,18 @@
 class QCustomPlot;
 class QCPPainter;
 class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
 
 namespace kvl::widgets {
+
+// A line that marks a limit on a chart (the memory limit, max_num_seqs, an SLO, a sustainable
+// rate) and its label, both clipped to the axis rect: chart_text_p.h addMarkedLines makes a
+// chart's two, styleMarkedLines colours them.
+struct MarkedLine {
+    QCPItemStraightLine* line = nullptr;
+    QCPItemText* text = nullptr;
+};
 
 class ChartWidget : public QWidget {
     Q_OBJECT
@@ -116,6 +126,8 @@ protected:
     // `pos` (this widget's coordinates) in the plot's, or nothing outside the axis rect: where a
     // tooltip or a click means a point of the data.
     std::optional<QPoint> plotPointAt(const QPoint& pos) const;
+    // The same point in the axes' coordinates (x on the x axis, y on the y axis).
+    std::optional<QPointF> plotCoordsAt(const QPoint& pos) const;
     const ChartColors& colors() const { return m_colors; }
     virtual void applyColors(); // base: background, axes, grid, legend; subclasses restyle
     virtual void unitsChanged() {}

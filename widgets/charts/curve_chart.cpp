@@ -125,10 +125,10 @@ void CurveChart::resizeEvent(QResizeEvent* event) {
 std::int64_t CurveChart::contextAt(const QPoint& pos) const {
     if (!m_snapshot || m_snapshot->sweep.contexts.empty())
         return 0;
-    const auto p = plotPointAt(pos);
-    if (!p)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return 0;
-    const double key = plot()->xAxis->pixelToCoord(p->x());
+    const double key = at->x();
     const auto& ctx = m_snapshot->sweep.contexts;
     const double lo = double(ctx.front()), hi = double(ctx.back());
     // The slider's stops (1, 1.25, 1.5, 1.75 x 2^k): a click gives the round number the slider

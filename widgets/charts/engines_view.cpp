@@ -4,6 +4,7 @@
 #include "widgets/charts/chart_registry.h"
 #include "widgets/export/csv.h"
 #include "widgets/export/html_table.h"
+#include "widgets/scenario/form_parts.h"
 #include "widgets/state/status_text.h"
 
 #include <qcustomplot.h>
@@ -288,11 +289,10 @@ void EnginesChart::rebuild() {
 QString EnginesChart::tooltipAt(const QPoint& pos) const {
     if (!m_c || m_c->rows.empty())
         return {};
-    const QCustomPlot* p = plot();
-    const auto local = plotPointAt(pos);
-    if (!local)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return {};
-    const double x = p->xAxis->pixelToCoord(local->x());
+    const double x = at->x();
     const auto r =
         static_cast<std::size_t>(std::clamp<long>(std::lround(x), 0, long(m_c->rows.size()) - 1));
     const auto& row = m_c->rows[r];
@@ -322,15 +322,10 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QWidget(parent) {
     m_chart =
         static_cast<EnginesChart*>(createChart(*findChartSpec(QStringLiteral("engines")), this));
     m_model = new EnginesModel(this);
-    m_table = new QTableView(this);
-    m_table->setObjectName(QStringLiteral("enginesTable"));
-    m_table->setModel(m_model);
-    m_table->setAlternatingRowColors(true);
-    m_table->verticalHeader()->setVisible(false);
+    m_table = resultsTable(m_model, "enginesTable", this);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_table->horizontalHeader()->setSectionResizeMode(EnginesModel::StepColumn,
                                                       QHeaderView::ResizeToContents);
-    m_table->setWordWrap(false);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_chart);
     split->addWidget(m_table);

@@ -56,13 +56,8 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
     p->plotLayout()->setRowStretchFactor(1, 0.001);
     p->plotLayout()->setRowStretchFactor(4, 0.001);
 
-    m_memoryLine = new QCPItemStraightLine(p);
-    m_seqsLine = new QCPItemStraightLine(p);
-    for (QCPItemStraightLine* l : {m_memoryLine, m_seqsLine})
-        l->setClipToAxisRect(true);
-    m_memoryText = new QCPItemText(p);
-    m_seqsText = new QCPItemText(p);
-    for (QCPItemText* t : {m_memoryText, m_seqsText}) {
+    addMarkedLines(p, small, m_memory, m_seqs);
+    for (QCPItemText* t : {m_memory.text, m_seqs.text}) {
         t->position->setTypeX(QCPItemPosition::ptPlotCoords);
         t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
         // Along the line, on its right, reading upwards: every curve ends at or left of the
@@ -70,8 +65,6 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
         t->setRotation(-90);
         t->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
         t->setPadding(QMargins(0, 3, 4, 1));
-        t->setFont(small);
-        t->setClipToAxisRect(true);
     }
     m_emptyLabel = addEmptyLabel(p);
     m_tracer = new QCPItemTracer(p);
@@ -86,10 +79,7 @@ PredictedSpeedChart::PredictedSpeedChart(SpeedView view, QWidget* parent)
 void PredictedSpeedChart::applyColors() {
     styleAxes();
     const ChartColors& c = colors();
-    m_memoryLine->setPen(QPen(c.kvLine, 1.5, Qt::DashLine));
-    m_memoryText->setColor(c.kvLine);
-    m_seqsLine->setPen(QPen(c.cursor, 1.5, Qt::DashDotLine));
-    m_seqsText->setColor(c.foreground);
+    styleMarkedLines(c, m_memory, m_seqs);
     m_cursorLabel->setTextColor(c.foreground);
     m_assumptionsLabel->setTextColor(c.cursor.darker(c.dark ? 70 : 130));
     m_emptyLabel->setColor(c.kvLine);
@@ -307,22 +297,19 @@ void PredictedSpeedChart::rebuild() {
     m_emptyLabel->setText(m_error);
     // The limits of the current scenario, per replica: a vertical line at x (NaN: hidden) with
     // its label `textY` up the plot, the label made only when shown.
-    auto placeLimit = [&](QCPItemStraightLine* line, QCPItemText* text, double x, double textY,
+    auto placeLimit = [&](const MarkedLine& m, double x, double textY,
                           QString (PredictedSpeedChart::*label)() const) {
-        line->setVisible(!std::isnan(x));
-        text->setVisible(!std::isnan(x));
+        showMarkedLine(m, !std::isnan(x));
         if (std::isnan(x))
             return;
-        line->point1->setCoords(x, 0);
-        line->point2->setCoords(x, 1);
-        text->position->setCoords(x, textY);
-        text->setText((this->*label)());
+        m.line->point1->setCoords(x, 0);
+        m.line->point2->setCoords(x, 1);
+        m.text->position->setCoords(x, textY);
+        m.text->setText((this->*label)());
         xmax = std::max(xmax, x);
     };
-    placeLimit(m_memoryLine, m_memoryText, memoryLineX(), 0.02,
-               &PredictedSpeedChart::memoryLineLabel);
-    placeLimit(m_seqsLine, m_seqsText, maxNumSeqsLineX(), 0.12,
-               &PredictedSpeedChart::maxNumSeqsLineLabel);
+    placeLimit(m_memory, memoryLineX(), 0.02, &PredictedSpeedChart::memoryLineLabel);
+    placeLimit(m_seqs, maxNumSeqsLineX(), 0.12, &PredictedSpeedChart::maxNumSeqsLineLabel);
     if (concurrencyView) {
         p->xAxis->setRange(0.8, std::max(4.0, xmax * 1.35));
     } else if (m_snapshot && !m_snapshot->sweep.contexts.empty()) {

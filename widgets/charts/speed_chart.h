@@ -17,7 +17,6 @@
 
 #include <vector>
 
-class QCPItemStraightLine;
 class QCPItemText;
 class QCPItemTracer;
 class QCPTextElement;
@@ -90,10 +89,8 @@ private:
 
     QCPTextElement* m_cursorLabel = nullptr;
     QCPTextElement* m_assumptionsLabel = nullptr;
-    QCPItemStraightLine* m_memoryLine = nullptr;
-    QCPItemStraightLine* m_seqsLine = nullptr;
-    QCPItemText* m_memoryText = nullptr;
-    QCPItemText* m_seqsText = nullptr;
+    MarkedLine m_memory; // the memory limit's line and label
+    MarkedLine m_seqs;   // max_num_seqs
     QCPItemText* m_emptyLabel = nullptr;
     QCPItemTracer* m_tracer = nullptr;
 };

@@ -184,16 +184,10 @@ void DeploymentPanel::createWorkloadFields() {
 }
 
 void DeploymentPanel::createSearchFields() {
-    m_maxGpus = new QSpinBox;
-    m_maxGpus->setObjectName(QStringLiteral("planMaxGpusSpin"));
-    m_maxGpus->setRange(1, 512);
-    m_maxGpus->setValue(core::kMaxPlanGpus);
-    m_maxGpus->setToolTip(tr("The most GPUs a plan may use (TP x PP x DP)"));
-    m_perNode = new QSpinBox;
-    m_perNode->setObjectName(QStringLiteral("planGpusPerNodeSpin"));
-    m_perNode->setRange(1, 64);
-    m_perNode->setValue(kPlanDefaultGpusPerNode);
-    m_perNode->setToolTip(tr("GPUs per node: a layout whose TP x PP stays inside one node "
+    m_maxGpus = namedSpin("planMaxGpusSpin", 1, 512, core::kMaxPlanGpus,
+                          tr("The most GPUs a plan may use (TP x PP x DP)"));
+    m_perNode = namedSpin("planGpusPerNodeSpin", 1, 64, kPlanDefaultGpusPerNode,
+                          tr("GPUs per node: a layout whose TP x PP stays inside one node "
                              "ranks first"));
     m_rank = new QComboBox;
     m_rank->setObjectName(QStringLiteral("planRankCombo"));
@@ -245,16 +239,11 @@ void DeploymentPanel::buildTable() {
     m_proxy = new QSortFilterProxyModel(this);
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(PlanTableModel::SortRole);
-    m_table = new QTableView;
-    m_table->setObjectName(QStringLiteral("planTable"));
-    m_table->setModel(m_proxy);
+    m_table = resultsTable(m_proxy, "planTable");
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(PlanTableModel::GpusColumn, Qt::AscendingOrder);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_table->setAlternatingRowColors(true);
-    m_table->setWordWrap(false);
-    m_table->verticalHeader()->setVisible(false);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // The note takes the width left and is elided (whole in its tooltip): a long one must not
     // push the numbers off screen.

@@ -35,21 +35,13 @@ QString layoutShortText(const core::Layout& l) {
     return qs(core::layoutLabel(l)).replace(QStringLiteral(" x "), QStringLiteral(" × "));
 }
 
-PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+PlanTableModel::PlanTableModel(QObject* parent) : UnitsTableModel(parent) {}
 
 void PlanTableModel::setPlan(std::shared_ptr<const core::PlanResult> plan, core::UnitSystem units) {
     beginResetModel();
     m_plan = std::move(plan);
     m_units = units;
     endResetModel();
-}
-
-void PlanTableModel::setUnits(core::UnitSystem units) {
-    if (units == m_units)
-        return;
-    m_units = units;
-    if (rowCount() > 0)
-        emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
 }
 
 const core::GpuPlan* PlanTableModel::gpuPlan(int row) const {
@@ -67,58 +59,44 @@ int PlanTableModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal)
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return {};
-    if (role == Qt::DisplayRole) {
-        switch (section) {
-        case GpuColumn:
-            return tr("GPU");
-        case FitsColumn:
-            return tr("Fits");
-        case GpusColumn:
-            return tr("GPUs");
-        case LayoutColumn:
-            return tr("Layout");
-        case RequestsPerReplicaColumn:
-            return tr("Requests\nper replica");
-        case ClusterRequestsColumn:
-            return tr("Requests\ncluster");
-        case KvPerGpuColumn:
-            return tr("KV\nper GPU");
-        case WeightsPerGpuColumn:
-            return tr("Weights\nper GPU");
-        case HeadroomPerGpuColumn:
-            return tr("Headroom\nper GPU");
-        case TokensPerUserColumn:
-            return tr("tokens/s\nper user");
-        case ClusterTokensColumn:
-            return tr("tokens/s\ncluster");
-        case ReasonColumn:
-            return tr("Why not / note");
-        default:
-            return {};
-        }
-    }
-    if (role == Qt::ToolTipRole) {
-        switch (section) {
-        case GpusColumn:
-            return tr("The fewest GPUs of this kind (TP x PP x DP) whose layout vLLM accepts and "
-                      "that hold the users");
-        case RequestsPerReplicaColumn:
-            return tr("Requests of the context one replica (TP x PP GPUs) holds: what memory "
-                      "holds, capped by max_num_seqs");
-        case KvPerGpuColumn:
-            return tr("The users' KV on the busiest GPU");
-        case HeadroomPerGpuColumn:
-            return tr("The KV pool of a GPU minus the users' KV on it");
-        case TokensPerUserColumn:
-        case ClusterTokensColumn:
-            return tr("Predicted decode speed at the users' concurrency (an estimate, datasheet "
-                      "efficiencies)");
-        default:
-            return {};
-        }
-    }
+    // One entry a column, in Column's order; a column without a tooltip has none.
+    static const char* const names[] = {QT_TR_NOOP("GPU"),
+                                        QT_TR_NOOP("Fits"),
+                                        QT_TR_NOOP("GPUs"),
+                                        QT_TR_NOOP("Layout"),
+                                        QT_TR_NOOP("Requests\nper replica"),
+                                        QT_TR_NOOP("Requests\ncluster"),
+                                        QT_TR_NOOP("KV\nper GPU"),
+                                        QT_TR_NOOP("Weights\nper GPU"),
+                                        QT_TR_NOOP("Headroom\nper GPU"),
+                                        QT_TR_NOOP("tokens/s\nper user"),
+                                        QT_TR_NOOP("tokens/s\ncluster"),
+                                        QT_TR_NOOP("Why not / note")};
+    static const char* const speedTip =
+        QT_TR_NOOP("Predicted decode speed at the users' concurrency (an estimate, datasheet "
+                   "efficiencies)");
+    static const char* const tips[] = {
+        nullptr,
+        nullptr,
+        QT_TR_NOOP("The fewest GPUs of this kind (TP x PP x DP) whose layout vLLM accepts and "
+                   "that hold the users"),
+        nullptr,
+        QT_TR_NOOP("Requests of the context one replica (TP x PP GPUs) holds: what memory "
+                   "holds, capped by max_num_seqs"),
+        nullptr,
+        QT_TR_NOOP("The users' KV on the busiest GPU"),
+        nullptr,
+        QT_TR_NOOP("The KV pool of a GPU minus the users' KV on it"),
+        speedTip,
+        speedTip,
+        nullptr};
+    static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
+    if (role == Qt::DisplayRole)
+        return tr(names[section]);
+    if (role == Qt::ToolTipRole && tips[section])
+        return tr(tips[section]);
     return {};
 }
 
@@ -469,11 +447,10 @@ bool GpusNeededChart::fitRowFont() {
 }
 
 QString GpusNeededChart::tooltipAt(const QPoint& pos) const {
-    const QCustomPlot* p = plot();
-    const auto local = plotPointAt(pos);
-    if (!local)
+    const auto at = plotCoordsAt(pos);
+    if (!at)
         return {};
-    const int i = static_cast<int>(std::lround(p->yAxis->pixelToCoord(local->y())));
+    const int i = static_cast<int>(std::lround(at->y()));
     if (i < 0 || i >= static_cast<int>(m_barList.size()))
         return {};
     const Bar& b = m_barList[static_cast<std::size_t>(i)];

@@ -5,11 +5,10 @@
 // bar chart "GPUs needed per GPU kind", kinds that fit nothing hatched grey.
 
 #include "widgets/charts/chart_widget.h"
+#include "widgets/state/units_table_model.h"
 
 #include "core/planner.h"
 #include "core/units.h"
-
-#include <QAbstractTableModel>
 
 #include <memory>
 #include <vector>
@@ -25,7 +24,7 @@ QString layoutText(const core::Layout& l);
 // "TP 4 × PP 3", the short form of core::layoutLabel with the multiplication sign.
 QString layoutShortText(const core::Layout& l);
 
-class PlanTableModel : public QAbstractTableModel {
+class PlanTableModel : public UnitsTableModel {
     Q_OBJECT
 public:
     enum Column {
@@ -49,7 +48,6 @@ public:
 
     explicit PlanTableModel(QObject* parent = nullptr);
     void setPlan(std::shared_ptr<const core::PlanResult> plan, core::UnitSystem units);
-    void setUnits(core::UnitSystem units);
     const core::PlanResult* plan() const { return m_plan.get(); }
     const core::GpuPlan* gpuPlan(int row) const; // nullptr when out of range
 
@@ -69,7 +67,6 @@ private:
     QVariant displayText(const core::GpuPlan& g, const core::Deployment* d, int col) const;
 
     std::shared_ptr<const core::PlanResult> m_plan;
-    core::UnitSystem m_units = core::UnitSystem::Binary;
 };
 
 class GpusNeededChart : public ChartWidget {

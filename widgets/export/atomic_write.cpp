@@ -7,6 +7,8 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <array>
+
 namespace kvl::widgets {
 
 namespace {
@@ -19,6 +21,23 @@ QString tr(const char* text) {
 bool endsWithin(const QByteArray& bytes, const QByteArray& trailer, qsizetype slack) {
     const qsizetype from = std::max<qsizetype>(0, bytes.size() - trailer.size() - slack);
     return bytes.indexOf(trailer, from) >= 0;
+}
+
+// What a file of each kind (in FileKind's order) is named: the suffix it must have (none for
+// Data) and the kind as an error calls it, both in one place so that a new kind names both.
+struct KindName {
+    const char* suffix;
+    const char* what;
+};
+constexpr std::array<KindName, 4> kKindNames{{
+    {nullptr, nullptr},
+    {"png", QT_TRANSLATE_NOOP("kvl::widgets::AtomicWrite", "a PNG image")},
+    {"pdf", QT_TRANSLATE_NOOP("kvl::widgets::AtomicWrite", "a PDF document")},
+    {"svg", QT_TRANSLATE_NOOP("kvl::widgets::AtomicWrite", "an SVG image")},
+}};
+
+const KindName& kindName(FileKind kind) {
+    return kKindNames[static_cast<std::size_t>(kind)];
 }
 
 } // namespace
@@ -52,17 +71,8 @@ Status verifyFileContent(const QByteArray& bytes, FileKind kind, const QString& 
 }
 
 QString fileKindSuffix(FileKind kind) {
-    switch (kind) {
-    case FileKind::Data:
-        return {};
-    case FileKind::Png:
-        return QStringLiteral("png");
-    case FileKind::Pdf:
-        return QStringLiteral("pdf");
-    case FileKind::Svg:
-        return QStringLiteral("svg");
-    }
-    return {};
+    const char* suffix = kindName(kind).suffix;
+    return suffix ? QString::fromLatin1(suffix) : QString();
 }
 
 Status writeFileAtomically(const QString& path, const QByteArray& bytes, FileKind kind) {
@@ -73,12 +83,10 @@ Status writeFileAtomically(const QString& path, const QByteArray& bytes, FileKin
         return ok;
     if (const QString suffix = fileKindSuffix(kind);
         !suffix.isEmpty() && QFileInfo(path).suffix().compare(suffix, Qt::CaseInsensitive) != 0) {
-        const QString what = kind == FileKind::Png   ? tr("a PNG image")
-                             : kind == FileKind::Pdf ? tr("a PDF document")
-                                                     : tr("an SVG image");
-        return makeError(ErrorCode::BadInput, tr("Could not write %1: %2 is named *.%3")
-                                                  .arg(QDir::toNativeSeparators(path), what, suffix)
-                                                  .toStdString());
+        return makeError(ErrorCode::BadInput,
+                         tr("Could not write %1: %2 is named *.%3")
+                             .arg(QDir::toNativeSeparators(path), tr(kindName(kind).what), suffix)
+                             .toStdString());
     }
     const auto written =
         io::replaceFile(QFile::encodeName(path).toStdString(),

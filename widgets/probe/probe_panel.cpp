@@ -290,17 +290,12 @@ QListWidget* ProbePanel::buildFormatList() {
 
 QHBoxLayout* ProbePanel::buildRepeatsRow() {
     auto* rowRT = new QHBoxLayout;
-    m_repeats = new QSpinBox;
-    m_repeats->setObjectName(QStringLiteral("repeatsSpin"));
-    m_repeats->setRange(1, 100);
-    m_repeats->setValue(3);
-    m_repeats->setToolTip(tr("Timed repeats after one warm-up; the median is shown"));
-    m_threads = new QSpinBox;
-    m_threads->setObjectName(QStringLiteral("threadsSpin"));
-    m_threads->setRange(1, std::max(1, probe::defaultThreads()));
-    m_threads->setValue(defaultProbeThreads());
-    m_threads->setToolTip(tr("CPU threads for the probe; (cores - 1) by default, so the window "
-                             "keeps a core and stays responsive"));
+    m_repeats = namedSpin("repeatsSpin", 1, 100, 3,
+                          tr("Timed repeats after one warm-up; the median is shown"));
+    m_threads =
+        namedSpin("threadsSpin", 1, std::max(1, probe::defaultThreads()), defaultProbeThreads(),
+                  tr("CPU threads for the probe; (cores - 1) by default, so the window "
+                     "keeps a core and stays responsive"));
     rowRT->addWidget(m_repeats);
     rowRT->addWidget(new QLabel(tr("threads")));
     rowRT->addWidget(m_threads);
@@ -375,13 +370,8 @@ QWidget* ProbePanel::buildResults() {
     m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_message->setVisible(false);
     resl->addWidget(m_message);
-    m_view = new QTableView;
-    m_view->setObjectName(QStringLiteral("resultsView"));
-    m_view->setModel(m_model);
-    m_view->setAlternatingRowColors(true);
+    m_view = resultsTable(m_model, "resultsView");
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setWordWrap(false);
-    m_view->verticalHeader()->setVisible(false);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setStretchLastSection(true);
     resl->addWidget(m_view, 1);

@@ -29,7 +29,7 @@ QString num(double v, char fmt, int prec) {
 
 } // namespace
 
-ProbeResultsModel::ProbeResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
+ProbeResultsModel::ProbeResultsModel(QObject* parent) : UnitsTableModel(parent) {}
 
 void ProbeResultsModel::setReport(const probe::ProbeReport& report) {
     beginResetModel();
@@ -43,14 +43,6 @@ void ProbeResultsModel::setReport(const probe::ProbeReport& report) {
 
 void ProbeResultsModel::clear() {
     setReport(probe::ProbeReport{});
-}
-
-void ProbeResultsModel::setUnits(core::UnitSystem units) {
-    if (units == m_units)
-        return;
-    m_units = units;
-    if (rowCount() > 0)
-        emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
 }
 
 int ProbeResultsModel::rowCount(const QModelIndex& parent) const {

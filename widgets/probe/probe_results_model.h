@@ -8,14 +8,13 @@
 #include "core/units.h"
 #include "gpu_probe/io/results_io.h"
 #include "widgets/probe/calibration.h"
-
-#include <QAbstractTableModel>
+#include "widgets/state/units_table_model.h"
 
 #include <vector>
 
 namespace kvl::widgets {
 
-class ProbeResultsModel : public QAbstractTableModel {
+class ProbeResultsModel : public UnitsTableModel {
     Q_OBJECT
 public:
     enum Column {
@@ -47,7 +46,6 @@ public:
     void clear();
     const probe::ProbeReport& report() const { return m_report; }
     bool isEmpty() const { return m_report.rows.empty(); }
-    void setUnits(core::UnitSystem units);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -66,7 +64,6 @@ private:
 
     probe::ProbeReport m_report;
     std::vector<PredictedAttention> m_predicted; // one per row
-    core::UnitSystem m_units = core::UnitSystem::Binary;
 };
 
 // "NVIDIA H200 · 2026-11-29 (from bench.json)": the results' label and where they came from

@@ -1,12 +1,16 @@
 #pragma once
 // The parts the panels' forms are made of: a label whose mnemonic ("&Users:") gives its field
 // the keyboard focus, rows of such labelled fields (the input grids of the Deployment and
-// Traffic tabs), and a push button with the object name the tests and style sheets find it by.
+// Traffic tabs), a push button and a spin box with the object name the tests and style sheets
+// find them by, and the table view the tabs show their results in.
 
 #include <QGridLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLayout>
 #include <QPushButton>
+#include <QSpinBox>
+#include <QTableView>
 
 #include <initializer_list>
 
@@ -48,6 +52,30 @@ inline QPushButton* namedButton(const QString& text, const char* objectName,
     if (!toolTip.isEmpty())
         b->setToolTip(toolTip);
     return b;
+}
+
+// A spin box named `objectName` holding `value` in [lo, hi], with `toolTip`.
+inline QSpinBox* namedSpin(const char* objectName, int lo, int hi, int value,
+                           const QString& toolTip) {
+    auto* s = new QSpinBox;
+    s->setObjectName(QLatin1String(objectName));
+    s->setRange(lo, hi);
+    s->setValue(value);
+    s->setToolTip(toolTip);
+    return s;
+}
+
+// A table view of `model` named `objectName`, as the Engines, Deployment and Probe tabs show
+// their results: rows striped, each cell on one line, no row numbers.
+inline QTableView* resultsTable(QAbstractItemModel* model, const char* objectName,
+                                QWidget* parent = nullptr) {
+    auto* t = new QTableView(parent);
+    t->setObjectName(QLatin1String(objectName));
+    t->setModel(model);
+    t->setAlternatingRowColors(true);
+    t->setWordWrap(false);
+    t->verticalHeader()->setVisible(false);
+    return t;
 }
 
 } // namespace kvl::widgets

@@ -81,28 +81,19 @@ TrafficLatencyChart::TrafficLatencyChart(TrafficMetric metric, QWidget* parent)
     m_note = addLegendAndNote(p, font());
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
-    m_sloLine = new QCPItemStraightLine(p);
-    m_rateLine = new QCPItemStraightLine(p);
-    m_sloText = new QCPItemText(p);
-    m_rateText = new QCPItemText(p);
-    for (QCPItemStraightLine* l : {m_sloLine, m_rateLine})
-        l->setClipToAxisRect(true);
-    for (QCPItemText* t : {m_sloText, m_rateText}) {
-        t->setFont(small);
-        t->setClipToAxisRect(true);
-    }
+    addMarkedLines(p, small, m_slo, m_rate);
     // The SLO label sits above its line at the left; the rate label reads upwards along its
     // line, on the right of it, at the bottom (the curves rise to the right, away from it).
-    m_sloText->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_sloText->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_sloText->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_sloText->setPadding(QMargins(4, 1, 4, 2));
+    m_slo.text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    m_slo.text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_slo.text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_slo.text->setPadding(QMargins(4, 1, 4, 2));
     // The rate label: level, ending at its line near the top, on the chart's background so
     // that a curve behind it never makes it unreadable.
-    m_rateText->position->setTypeX(QCPItemPosition::ptPlotCoords);
-    m_rateText->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-    m_rateText->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-    m_rateText->setPadding(QMargins(4, 1, 4, 1));
+    m_rate.text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    m_rate.text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_rate.text->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    m_rate.text->setPadding(QMargins(4, 1, 4, 1));
     m_emptyLabel = addEmptyLabel(p);
     applyColors();
 }
@@ -110,12 +101,9 @@ TrafficLatencyChart::TrafficLatencyChart(TrafficMetric metric, QWidget* parent)
 void TrafficLatencyChart::applyColors() {
     styleCommon();
     const ChartColors& c = colors();
-    m_sloLine->setPen(QPen(c.kvLine, 1.5, Qt::DashLine));
-    m_sloText->setColor(c.kvLine);
-    m_rateLine->setPen(QPen(c.cursor, 1.5, Qt::DashDotLine));
-    m_rateText->setColor(c.foreground);
-    m_rateText->setBrush(QBrush(c.background));
-    m_sloText->setBrush(QBrush(c.background));
+    styleMarkedLines(c, m_slo, m_rate);
+    m_rate.text->setBrush(QBrush(c.background));
+    m_slo.text->setBrush(QBrush(c.background));
     rebuild();
 }
 
@@ -186,25 +174,23 @@ void TrafficLatencyChart::rebuild() {
         }
     }
     const double sloY = sloLineY(), rateX = sustainableLineX();
-    m_sloLine->setVisible(show && !std::isnan(sloY));
-    m_sloText->setVisible(show && !std::isnan(sloY));
-    m_rateLine->setVisible(show && !std::isnan(rateX));
-    m_rateText->setVisible(show && !std::isnan(rateX));
+    showMarkedLine(m_slo, show && !std::isnan(sloY));
+    showMarkedLine(m_rate, show && !std::isnan(rateX));
     if (show && !std::isnan(sloY)) {
-        m_sloLine->point1->setCoords(1, sloY);
-        m_sloLine->point2->setCoords(2, sloY);
-        m_sloText->position->setCoords(0.01, sloY);
-        m_sloText->setText(tr("SLO %1 ms (%2% of requests)")
-                               .arg(msText(sloY))
-                               .arg(m_result->inputs.attainment * 100, 0, 'g', 3));
+        m_slo.line->point1->setCoords(1, sloY);
+        m_slo.line->point2->setCoords(2, sloY);
+        m_slo.text->position->setCoords(0.01, sloY);
+        m_slo.text->setText(tr("SLO %1 ms (%2% of requests)")
+                                .arg(msText(sloY))
+                                .arg(m_result->inputs.attainment * 100, 0, 'g', 3));
         ymin = std::min(ymin, sloY);
         ymax = std::max(ymax, sloY);
     }
     if (show && !std::isnan(rateX)) {
-        m_rateLine->point1->setCoords(rateX, 1);
-        m_rateLine->point2->setCoords(rateX, 2);
-        m_rateText->position->setCoords(rateX, 0.03);
-        m_rateText->setText(tr("sustainable: %1 req/s").arg(trafficRateQ(rateX)));
+        m_rate.line->point1->setCoords(rateX, 1);
+        m_rate.line->point2->setCoords(rateX, 2);
+        m_rate.text->position->setCoords(rateX, 0.03);
+        m_rate.text->setText(tr("sustainable: %1 req/s").arg(trafficRateQ(rateX)));
         xmin = std::min(xmin, rateX);
         xmax = std::max(xmax, rateX);
     }
@@ -222,8 +208,8 @@ void TrafficLatencyChart::rebuild() {
         // (a sustainable rate at the lowest rates had its label cut off at the left).
         const QCPRange r = p->xAxis->range();
         const bool leftHalf = std::log(rateX) < 0.5 * (std::log(r.lower) + std::log(r.upper));
-        m_rateText->setPositionAlignment((leftHalf ? Qt::AlignLeft : Qt::AlignRight) |
-                                         Qt::AlignTop);
+        m_rate.text->setPositionAlignment((leftHalf ? Qt::AlignLeft : Qt::AlignRight) |
+                                          Qt::AlignTop);
     }
     QString empty = m_status;
     if (empty.isEmpty() && m_result && !m_result->error.empty())

@@ -11,7 +11,6 @@
 
 #include <memory>
 
-class QCPItemStraightLine;
 class QCPItemText;
 class QCPTextElement;
 
@@ -68,10 +67,8 @@ private:
     const core::sim::Percentiles& of(const TrafficPoint& p) const;
 
     TrafficMetric m_metric;
-    QCPItemStraightLine* m_sloLine = nullptr;
-    QCPItemStraightLine* m_rateLine = nullptr;
-    QCPItemText* m_sloText = nullptr;
-    QCPItemText* m_rateText = nullptr;
+    MarkedLine m_slo;  // the SLO: a horizontal line
+    MarkedLine m_rate; // the sustainable rate: a vertical line
 };
 
 class TrafficTimelineChart : public TrafficChart {
