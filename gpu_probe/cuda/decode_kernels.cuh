@@ -669,7 +669,7 @@ __global__ void __launch_bounds__(128) decodeReduceKernel(DecodeParams p) {
 
 // The fast kernel's format for a layout, or false (the generic kernel runs it).
 bool fastFormat(const PageLayout& L, const void* pool, Kv& kind) {
-    if (reinterpret_cast<std::uintptr_t>(pool) % 16 != 0 || !fastKvFormat(L, kMaxHeadDim, kind))
+    if (reinterpret_cast<std::uintptr_t>(pool) % 16 != 0 || !fastKvFormat(L, kind))
         return false;
     // KIVI keys: a page holds whole token groups.
     return (kind != Kv::Kivi4 && kind != Kv::Kivi2) || L.blockSize % kKiviTokenGroup == 0;
@@ -745,36 +745,12 @@ template <Kv F, int L> cudaError_t byQHeads(const DecodeParams& p, int nq, cudaS
     }
 }
 
-template <Kv F> cudaError_t byLanes(const DecodeParams& p, int nq, cudaStream_t s) {
-    if (p.headDim <= 64)
-        return byQHeads<F, 8>(p, nq, s);
-    if (p.headDim <= 128)
-        return byQHeads<F, 16>(p, nq, s);
-    return byQHeads<F, 32>(p, nq, s);
-}
-
 cudaError_t byFormat(Kv kind, const DecodeParams& p, int nq, cudaStream_t s) {
-    switch (kind) {
-    case Kv::F16:
-        return byLanes<Kv::F16>(p, nq, s);
-    case Kv::BF16:
-        return byLanes<Kv::BF16>(p, nq, s);
-    case Kv::F32:
-        return byLanes<Kv::F32>(p, nq, s);
-    case Kv::E4M3:
-        return byLanes<Kv::E4M3>(p, nq, s);
-    case Kv::E5M2:
-        return byLanes<Kv::E5M2>(p, nq, s);
-    case Kv::Int8:
-        return byLanes<Kv::Int8>(p, nq, s);
-    case Kv::Int4:
-        return byLanes<Kv::Int4>(p, nq, s);
-    case Kv::Kivi4:
-        return byLanes<Kv::Kivi4>(p, nq, s);
-    case Kv::Kivi2:
-        return byLanes<Kv::Kivi2>(p, nq, s);
-    }
-    return cudaErrorNotSupported;
+    return withKvFormat(kind, [&](auto format) {
+        return withRowLanes(p.headDim, [&](auto lanes) {
+            return byQHeads<decltype(format)::value, decltype(lanes)::value>(p, nq, s);
+        });
+    });
 }
 
 } // namespace

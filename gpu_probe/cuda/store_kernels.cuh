@@ -25,7 +25,6 @@ namespace {
 
 constexpr int kStoreWarps = 8;
 constexpr int kStoreThreads = 32 * kStoreWarps;
-constexpr int kStoreMaxHeadDim = 256;
 constexpr int kGenericMaxHeadDim = 1024;
 
 struct StoreParams {
@@ -308,7 +307,7 @@ bool fastStoreFormat(const StoreArgs& a, Kv& kind) {
     const PageLayout& L = a.layout;
     if (reinterpret_cast<std::uintptr_t>(a.pool) % 16 != 0 ||
         reinterpret_cast<std::uintptr_t>(a.k) % 16 != 0 ||
-        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0 || !fastKvFormat(L, kStoreMaxHeadDim, kind))
+        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0 || !fastKvFormat(L, kind))
         return false;
     // fp16 {scale, zero} groups of G elements: G / 8 lanes, a power of two (or the whole row),
     // as storeSide's shuffle reductions over a group's lanes need.
@@ -346,18 +345,13 @@ StoreParams storeParams(const StoreArgs& a) {
 
 template <Kv F> cudaError_t launchRows(const StoreParams& p, cudaStream_t stream) {
     const std::int64_t items = p.numTokens * p.kvHeads;
-    auto go = [&](auto* kernel, int lanes) {
-        const std::int64_t perBlock = std::int64_t(kStoreWarps) * (32 / lanes);
-        return launchKernel("storeRowsKernel", kernel,
+    KVL_CUDA_CALL(withRowLanes(p.headDim, [&](auto lanes) {
+        constexpr int L = decltype(lanes)::value;
+        const std::int64_t perBlock = std::int64_t(kStoreWarps) * (32 / L);
+        return launchKernel("storeRowsKernel", &storeRowsKernel<F, L>,
                             dim3(unsigned((items + perBlock - 1) / perBlock)), dim3(kStoreThreads),
                             0, stream, p);
-    };
-    if (p.headDim <= 64)
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 8>, 8));
-    else if (p.headDim <= 128)
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 16>, 16));
-    else
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 32>, 32));
+    }));
     if constexpr (F == Kv::Kivi4 || F == Kv::Kivi2)
         KVL_CUDA_CALL(launchKernel("storeKiviKeysKernel", &storeKiviKeysKernel<F>,
                                    dim3(unsigned((items + kStoreWarps - 1) / kStoreWarps)),
@@ -375,28 +369,9 @@ cudaError_t launchStore(const StoreArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     const StoreParams p = storeParams(a);
     Kv kind = Kv::F16;
-    if (fastStoreFormat(a, kind)) {
-        switch (kind) {
-        case Kv::F16:
-            return launchRows<Kv::F16>(p, stream);
-        case Kv::BF16:
-            return launchRows<Kv::BF16>(p, stream);
-        case Kv::F32:
-            return launchRows<Kv::F32>(p, stream);
-        case Kv::E4M3:
-            return launchRows<Kv::E4M3>(p, stream);
-        case Kv::E5M2:
-            return launchRows<Kv::E5M2>(p, stream);
-        case Kv::Int8:
-            return launchRows<Kv::Int8>(p, stream);
-        case Kv::Int4:
-            return launchRows<Kv::Int4>(p, stream);
-        case Kv::Kivi4:
-            return launchRows<Kv::Kivi4>(p, stream);
-        case Kv::Kivi2:
-            return launchRows<Kv::Kivi2>(p, stream);
-        }
-    }
+    if (fastStoreFormat(a, kind))
+        return withKvFormat(
+            kind, [&](auto format) { return launchRows<decltype(format)::value>(p, stream); });
     const std::int64_t items = a.numTokens * L.kvHeads;
     const dim3 grid(unsigned((items + 127) / 128));
     KVL_CUDA_CALL(
