@@ -111,6 +111,39 @@ KVL_HD int tableEntries(int blockSize) {
     return kPartitionTokens / blockSize + 2;
 }
 
+// A CTA's share of the grid (partition x (KV head, q-head chunk) x request): KV head h, request
+// r, q heads [qBegin, qBegin + nq) with nq <= NQ, and the partition's tokens [t0, t1), none
+// (t1 <= t0) where it starts at or past the request's length.
+struct DecodeCta {
+    int part, h, r, qBegin, nq;
+    std::int64_t t0, t1;
+};
+template <int NQ> __device__ __forceinline__ DecodeCta decodeCta(const DecodeParams& p) {
+    DecodeCta c;
+    c.part = int(blockIdx.x);
+    c.h = int(blockIdx.y) / p.qChunks;
+    const int chunk = int(blockIdx.y) % p.qChunks;
+    c.r = int(blockIdx.z);
+    const int gs = p.qHeads / p.kvHeads;
+    c.qBegin = c.h * gs + chunk * NQ;
+    c.nq = std::min(NQ, gs - chunk * NQ);
+    const std::int64_t len = ldg(p.lens + c.r);
+    c.t0 = std::int64_t(c.part) * kPartitionTokens;
+    c.t1 = std::min<std::int64_t>(len, c.t0 + kPartitionTokens);
+    return c;
+}
+
+// The partition's block-table entries (its blocks b0 .. b1 of request r) into shared memory, by
+// the whole CTA (a barrier after publishes them); returns b0.
+__device__ __forceinline__ std::int64_t loadBlockTable(const DecodeParams& p, const DecodeShared& s,
+                                                       int r, std::int64_t t0, std::int64_t t1) {
+    const int B = p.blockSize;
+    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
+    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
+        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    return b0;
+}
+
 // After every warp has written its m, l and acc: the CTA's result for its partition.
 template <int NQ>
 __device__ __forceinline__ void mergeWarps(const DecodeParams& p, const DecodeShared& s, int nq,
@@ -425,18 +458,9 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     constexpr bool kKivi = Side<F, true>::kMeta == Meta::ChannelF16x2;
     KVL_DYNAMIC_SHARED(float, smem);
 
-    const int part = int(blockIdx.x);
-    const int h = int(blockIdx.y) / p.qChunks;
-    const int chunk = int(blockIdx.y) % p.qChunks;
-    const int r = int(blockIdx.z);
-    const int gs = p.qHeads / p.kvHeads;
-    const int qBegin = h * gs + chunk * NQ;
-    const int nq = std::min(NQ, gs - chunk * NQ);
-    const std::int64_t len = ldg(p.lens + r);
-    const std::int64_t t0 = std::int64_t(part) * kPartitionTokens;
-    if (t0 >= len) // the whole CTA: the barriers below stay uniform
+    const auto [part, h, r, qBegin, nq, t0, t1] = decodeCta<NQ>(p);
+    if (t0 >= t1) // the whole CTA: the barriers below stay uniform
         return;
-    const std::int64_t t1 = std::min<std::int64_t>(len, t0 + kPartitionTokens);
     const int D = p.headDim, B = p.blockSize;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const int sub = lane / L;      // which of the instruction's T tokens
@@ -444,9 +468,7 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     const bool active = c0 < D;    // lanes past head_dim (80, 96, 112, 160, 192) idle
     const DecodeShared s = carveShared(smem, NQ, D, tableEntries(B));
 
-    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
-    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
-        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    const std::int64_t b0 = loadBlockTable(p, s, r, t0, t1);
     DecodeLane ln;
     ln.h = h;
     ln.D = D;
@@ -539,18 +561,9 @@ __global__ void __launch_bounds__(kDecodeThreads) decodeGenericKernel(DecodePara
     constexpr int NQ = kGenericQPerCta;
     constexpr int kPer = kMaxHeadDim / 32;
     KVL_DYNAMIC_SHARED(float, smem);
-    const int part = int(blockIdx.x);
-    const int h = int(blockIdx.y) / p.qChunks;
-    const int chunk = int(blockIdx.y) % p.qChunks;
-    const int r = int(blockIdx.z);
-    const int gs = p.qHeads / p.kvHeads;
-    const int qBegin = h * gs + chunk * NQ;
-    const int nq = std::min(NQ, gs - chunk * NQ);
-    const std::int64_t len = ldg(p.lens + r);
-    const std::int64_t t0 = std::int64_t(part) * kPartitionTokens;
-    if (t0 >= len)
+    const auto [part, h, r, qBegin, nq, t0, t1] = decodeCta<NQ>(p);
+    if (t0 >= t1)
         return;
-    const std::int64_t t1 = std::min<std::int64_t>(len, t0 + kPartitionTokens);
     const int D = p.headDim, B = p.blockSize;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const DecodeShared s = carveShared(smem, NQ, D, tableEntries(B));
@@ -559,9 +572,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decodeGenericKernel(DecodePara
         reinterpret_cast<std::uint8_t*>(s.extra) + std::size_t(warp) * std::size_t(kBytes + vBytes);
     const SideLayout kLay = stagedLayout(p.k), vLay = stagedLayout(p.v);
 
-    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
-    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
-        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    const std::int64_t b0 = loadBlockTable(p, s, r, t0, t1);
     const float qs = p.smScaleLog2 * ldg(p.kScale + h);
     float q[NQ][kPer];
 #pragma unroll

@@ -128,16 +128,32 @@ __global__ void __launch_bounds__(kStoreThreads) storeRowsKernel(StoreParams p) 
     storeSide<F, false, L>(p.vs, side + p.vOffset, off, c0, x, vs, active, write);
 }
 
-// The leader of a KIVI run: the first token, or one whose slot does not continue the previous
-// token's, or one that starts a token group (quantizeChannelRun's runs on the CPU).
-__device__ __forceinline__ int kiviRun(const StoreParams& p, std::int64_t t0, std::int64_t s0) {
+// The KIVI key run a (token, KV head) item leads, if it leads one: its first token t0 and slot
+// s0, KV head h and n tokens. A leader is the first token, or one whose slot does not continue
+// the previous token's, or one that starts a token group (quantizeChannelRun's runs on the CPU);
+// items past the end and padding slots lead none. A bool and an out-parameter rather than a run
+// with n = 0: storeKiviKeysKernel then keeps its 48 registers (ptxas, sm_80 / sm_90), not 51.
+struct KiviRun {
+    std::int64_t t0, s0;
+    int h, n;
+};
+__device__ __forceinline__ bool leadsKiviRun(const StoreParams& p, std::int64_t item,
+                                             KiviRun& run) {
+    if (item >= p.numTokens * p.kvHeads)
+        return false;
+    const std::int64_t t0 = item / p.kvHeads;
+    const int h = int(item % p.kvHeads);
+    const std::int64_t s0 = ldg(p.slots + t0);
+    if (s0 < 0)
+        return false;
     const int G = p.ks.tokenGroup;
     if (!(t0 == 0 || ldg(p.slots + (t0 - 1)) != s0 - 1 || s0 % G == 0))
-        return 0;
+        return false;
     int n = 1;
     while (t0 + n < p.numTokens && ldg(p.slots + (t0 + n)) == s0 + n && (s0 + n) % G != 0)
         ++n;
-    return n;
+    run = {t0, s0, h, n};
+    return true;
 }
 
 // KIVI keys, a warp per (token, KV head) of which only run leaders work: lane c0 / 8 owns 8
@@ -146,25 +162,20 @@ template <Kv F>
 __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams p) {
     using S = Side<F, true>;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const std::int64_t item = std::int64_t(blockIdx.x) * kStoreWarps + warp;
-    if (item >= p.numTokens * p.kvHeads) // uniform per warp
-        return;
-    const std::int64_t t0 = item / p.kvHeads;
-    const int h = int(item % p.kvHeads);
-    const std::int64_t s0 = ldg(p.slots + t0);
-    if (s0 < 0)
-        return;
-    const int n = kiviRun(p, t0, s0);
-    if (n == 0)
+    // One item per warp, so a warp returns as a whole. Its fields not as a structured binding:
+    // `input` below captures them (C++17, as nvcc compiles this, cannot capture a binding).
+    KiviRun run;
+    if (!leadsKiviRun(p, std::int64_t(blockIdx.x) * kStoreWarps + warp, run))
         return;
     const int c0 = lane * 8;
     if (c0 >= p.headDim)
         return;
     const SideLayout& s = p.ks;
-    const gptr<std::uint8_t> side = sideOf(p, s0, h);
-    const int off0 = int(s0 % p.blockSize);
+    const gptr<std::uint8_t> side = sideOf(p, run.s0, run.h);
+    const int off0 = int(run.s0 % p.blockSize);
     auto input = [&](int i, float(&x)[8]) {
-        const uint4 in = ldg(gcast<const uint4>(p.k + ((t0 + i) * p.kvHeads + h) * p.headDim + c0));
+        const uint4 in =
+            ldg(gcast<const uint4>(p.k + ((run.t0 + i) * p.kvHeads + run.h) * p.headDim + c0));
         inputToFloat8(in, p.bf16 != 0, x);
     };
     float mn[8], mx[8];
@@ -173,7 +184,7 @@ __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams
         mn[e] = INFINITY;
         mx[e] = -INFINITY;
     }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < run.n; ++i) {
         float x[8];
         input(i, x);
 #pragma unroll
@@ -193,7 +204,7 @@ __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams
         side + s.metaOffset + (std::int64_t(off0 / s.tokenGroup) * s.dim + c0) * 4;
     gstore(gcast<uint4>(meta), make_uint4(words[0], words[1], words[2], words[3]));
     gstore(gcast<uint4>(meta + 16), make_uint4(words[4], words[5], words[6], words[7]));
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < run.n; ++i) {
         float x[8];
         input(i, x);
         std::uint32_t q[8];
@@ -253,17 +264,10 @@ __global__ void __launch_bounds__(128) storeGenericKernel(StoreParams p) {
 // KIVI keys, any layout: one thread per (run leader, head), channel by channel; a token's
 // codes are gathered in a local row (channels share bytes) and copied out.
 __global__ void __launch_bounds__(128) storeGenericKiviKeysKernel(StoreParams p) {
-    const std::int64_t item = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (item >= p.numTokens * p.kvHeads)
+    KiviRun run;
+    if (!leadsKiviRun(p, std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, run))
         return;
-    const std::int64_t t0 = item / p.kvHeads;
-    const int h = int(item % p.kvHeads);
-    const std::int64_t s0 = ldg(p.slots + t0);
-    if (s0 < 0)
-        return;
-    const int n = kiviRun(p, t0, s0);
-    if (n == 0)
-        return;
+    const auto [t0, s0, h, n] = run;
     const SideLayout& s = p.ks;
     const gptr<std::uint8_t> side = sideOf(p, s0, h);
     const int off0 = int(s0 % p.blockSize);
