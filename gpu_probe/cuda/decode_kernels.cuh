@@ -61,7 +61,7 @@ template <Kv F, int L, int NQ> constexpr int decodeSteps() {
     return u * tokensPerStep > kKiviTokenGroup ? kKiviTokenGroup / tokensPerStep : u;
 }
 
-struct DecodeParams {
+struct DecodeParams : PageGeometry {
     gptr<const float> q;
     gptr<const std::int32_t> tables;
     gptr<const std::int32_t> lens;
@@ -70,22 +70,16 @@ struct DecodeParams {
     gptr<const float> vScale;
     gptr<float> out;
     gptr<float> scratch;
-    int batch, qHeads, kvHeads, headDim, blockSize, maxBlocksPerSeq, maxPartitions, qChunks;
-    std::int64_t pageBytes, headStride, vOffset;
+    int batch, qHeads, maxBlocksPerSeq, maxPartitions, qChunks;
     int kDataBytes, vDataBytes, kMetaOffset, vMetaOffset;
     int kGroup, vGroup, kNumGroups, vNumGroups;
     float smScaleLog2; // softmax scale x log2(e): scores in base 2
     SideLayout k, v;   // the generic kernel's element decoder
 };
 
-// Split-K scratch: [batch, qHeads, P] max logit (base 2) and exp sum, then partial outputs
-// [batch, qHeads, P, headDim].
-struct ScratchView {
-    gptr<float> maxLogit, expSum, partial;
-};
-__device__ __forceinline__ ScratchView scratchView(const DecodeParams& p) {
-    const std::int64_t rows = std::int64_t(p.batch) * p.qHeads * p.maxPartitions;
-    return {p.scratch, p.scratch + rows, p.scratch + 2 * rows};
+// The split-K scratch (op_args.h), its max logits in base 2.
+__device__ __forceinline__ SplitKScratch<gptr<float>> scratchOf(const DecodeParams& p) {
+    return splitKScratch(p.scratch, p.batch, p.qHeads, p.maxPartitions);
 }
 
 // Shared memory: [warps][NQ][D] accumulators, [warps][NQ] max and sum, then the partition's
@@ -149,7 +143,7 @@ template <int NQ>
 __device__ __forceinline__ void mergeWarps(const DecodeParams& p, const DecodeShared& s, int nq,
                                            int r, int qBegin, int part) {
     const int D = p.headDim;
-    const ScratchView out = scratchView(p);
+    const SplitKScratch<gptr<float>> out = scratchOf(p);
     for (int idx = int(threadIdx.x); idx < nq * D; idx += kDecodeThreads) {
         const int g = idx / D, c = idx % D;
         float M = -INFINITY;
@@ -659,7 +653,7 @@ __global__ void __launch_bounds__(128) decodeReduceKernel(DecodeParams p) {
     const int P = p.maxPartitions;
     const std::int64_t len = ldg(p.lens + r);
     const int np = int((len + kPartitionTokens - 1) / kPartitionTokens);
-    const ScratchView in = scratchView(p);
+    const SplitKScratch<gptr<float>> in = scratchOf(p);
     const std::int64_t base = std::int64_t(rq) * P;
     float M = -INFINITY;
     for (int i = 0; i < np; ++i)
@@ -689,6 +683,7 @@ bool fastFormat(const PageLayout& L, const void* pool, Kv& kind) {
 DecodeParams decodeParams(const AttentionArgs& a, int qChunks) {
     const PageLayout& L = a.layout;
     DecodeParams p;
+    static_cast<PageGeometry&>(p) = pageGeometry(L);
     p.q = a.q;
     p.tables = a.blockTables;
     p.lens = a.contextLens;
@@ -699,15 +694,9 @@ DecodeParams decodeParams(const AttentionArgs& a, int qChunks) {
     p.scratch = a.scratch;
     p.batch = a.batch;
     p.qHeads = a.qHeads;
-    p.kvHeads = L.kvHeads;
-    p.headDim = L.headDim;
-    p.blockSize = L.blockSize;
     p.maxBlocksPerSeq = a.maxBlocksPerSeq;
     p.maxPartitions = a.maxPartitions;
     p.qChunks = qChunks;
-    p.pageBytes = L.pageBytes;
-    p.headStride = L.headStride;
-    p.vOffset = vSideOffset(L);
     p.kDataBytes = L.k.dataBytes;
     p.vDataBytes = L.v.dataBytes;
     p.kMetaOffset = L.k.metaOffset;

@@ -27,15 +27,13 @@ constexpr int kStoreWarps = 8;
 constexpr int kStoreThreads = 32 * kStoreWarps;
 constexpr int kGenericMaxHeadDim = 1024;
 
-struct StoreParams {
+struct StoreParams : PageGeometry {
     gptr<const std::uint16_t> k, v;
     gptr<const std::int64_t> slots;
     gptr<std::uint8_t> pool;
     gptr<const float> kScale, vScale; // null: 1
     int bf16;
     std::int64_t numTokens;
-    int kvHeads, headDim, blockSize;
-    std::int64_t pageBytes, headStride, vOffset;
     SideLayout ks, vs;
     int skipKeys; // KIVI: keys by their own kernel
 };
@@ -327,6 +325,7 @@ bool fastStoreFormat(const StoreArgs& a, Kv& kind) {
 StoreParams storeParams(const StoreArgs& a) {
     const PageLayout& L = a.layout;
     StoreParams p;
+    static_cast<PageGeometry&>(p) = pageGeometry(L);
     p.k = a.k;
     p.v = a.v;
     p.slots = a.slotMapping;
@@ -335,12 +334,6 @@ StoreParams storeParams(const StoreArgs& a) {
     p.vScale = a.vScale;
     p.bf16 = a.inputDtype == kInputBF16 ? 1 : 0;
     p.numTokens = a.numTokens;
-    p.kvHeads = L.kvHeads;
-    p.headDim = L.headDim;
-    p.blockSize = L.blockSize;
-    p.pageBytes = L.pageBytes;
-    p.headStride = L.headStride;
-    p.vOffset = vSideOffset(L);
     p.ks = L.k;
     p.vs = L.v;
     p.skipKeys = L.k.tokenGroup > 0 ? 1 : 0;
