@@ -15,7 +15,6 @@
 #include "gpu_probe/cuda/kv_codecs.cuh"
 #include "gpu_probe/cuda/launchers.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
