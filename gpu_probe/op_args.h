@@ -2,6 +2,7 @@
 // Arguments of the probe's two operations, shared by the CPU backend and the CUDA launchers
 // (plain structs: nvcc compiles this header, so no STL beyond <cstdint>).
 
+#include "gpu_probe/kernel_layout.h"
 #include "gpu_probe/kv_quant.h"
 
 #include <cstdint>
@@ -41,10 +42,22 @@ struct AttentionArgs {
     const float* vScale = nullptr;
     float smScale = 0;    // usually 1/sqrt(head_dim)
     float* out = nullptr; // [batch, q_heads, head_dim]
-    // split-K scratch: [batch, kv_heads, maxPartitions, group] max & sum, and partial outputs
-    // [batch, kv_heads, maxPartitions, group, head_dim]; sized by attentionScratchFloats.
+    // split-K scratch, laid out as splitKScratch says; sized by attentionScratchFloats.
     float* scratch = nullptr;
     int maxPartitions = 0;
 };
+
+KVL_HD PageGeometry pageGeometry(const PageLayout& L) {
+    return {L.kvHeads, L.headDim, L.blockSize, L.pageBytes, L.headStride, vSideOffset(L)};
+}
+
+// The split-K scratch's three arrays in `scratch` (a pointer into global memory on the GPU):
+// rows = batch x qHeads x maxPartitions max logits, as many exp sums, then rows x head_dim
+// partial outputs.
+template <class Ptr>
+KVL_HD SplitKScratch<Ptr> splitKScratch(Ptr scratch, int batch, int qHeads, int maxPartitions) {
+    const std::int64_t rows = std::int64_t(batch) * qHeads * maxPartitions;
+    return {scratch, scratch + rows, scratch + 2 * rows};
+}
 
 } // namespace kvl::probe

@@ -330,18 +330,6 @@ Status cpuStore(const StoreArgs& args, int threads, const std::atomic<bool>* can
 
 namespace {
 
-// Split-K scratch views: per (request, q head, partition) max logit and exp sum, then the
-// partial outputs [.., head_dim].
-struct AttentionScratch {
-    float* maxLogit;
-    float* expSum;
-    float* partial;
-    AttentionScratch(const AttentionArgs& args)
-        : maxLogit(args.scratch),
-          expSum(args.scratch + std::int64_t(args.batch) * args.qHeads * args.maxPartitions),
-          partial(expSum + std::int64_t(args.batch) * args.qHeads * args.maxPartitions) {}
-};
-
 // How the vector kernels read a side (cpu_simd.h): directly for the layouts they decode, through
 // cpuDequantRow into a float tile otherwise.
 int simdRowKind(const SideLayout& side) {
@@ -397,39 +385,32 @@ namespace {
 
 // Pass 1's arguments for the vector kernels: one work item per (request, partition, run of up to
 // kSimdMaxHeadsPerItem KV heads), each head as one CTA would be on the GPU.
-SimdAttention simdAttention(const AttentionArgs& args, const AttentionScratch& scratch,
+SimdAttention simdAttention(const AttentionArgs& args, const SplitKScratch<float*>& scratch,
                             const SimdKernels& kernels) {
     const PageLayout& layout = args.layout;
     SimdAttention a{};
+    static_cast<PageGeometry&>(a) = pageGeometry(layout);
     a.q = args.q;
     a.qHeads = args.qHeads;
     a.groupSize = args.qHeads / layout.kvHeads;
-    a.kvHeads = layout.kvHeads;
     a.headsPerItem = std::min(layout.kvHeads, kSimdMaxHeadsPerItem);
-    a.headDim = layout.headDim;
-    a.blockSize = layout.blockSize;
     a.blockTables = args.blockTables;
     a.maxBlocksPerSeq = args.maxBlocksPerSeq;
     a.contextLens = args.contextLens;
     a.pool = args.pool;
-    a.pageBytes = layout.pageBytes;
-    a.headStride = layout.headStride;
-    a.vSideOffset = vSideOffset(layout);
     a.k = simdSide(layout.k, kernels);
     a.v = simdSide(layout.v, kernels);
     a.kScale = args.kScale;
     a.smScale = args.smScale;
     a.maxPartitions = args.maxPartitions;
     a.partitionTokens = kPartitionTokens;
-    a.maxLogit = scratch.maxLogit;
-    a.expSum = scratch.expSum;
-    a.partial = scratch.partial;
+    a.scratch = scratch;
     return a;
 }
 
 // Pass 2: the split-K reduce (vLLM paged_attention_v2_reduce_kernel): rescale each partition by
 // exp(m_i - M) and divide by the global sum; apply v_scale once.
-void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch,
+void reducePartitions(const AttentionArgs& args, const SplitKScratch<float*>& scratch,
                       std::int64_t requestHead) {
     const int dim = args.layout.headDim;
     const int groupSize = args.qHeads / args.layout.kvHeads;
@@ -464,7 +445,8 @@ void reducePartitions(const AttentionArgs& args, const AttentionScratch& scratch
 } // namespace
 
 Status cpuAttention(const AttentionArgs& args, int threads, const std::atomic<bool>* cancel) {
-    const AttentionScratch scratch(args);
+    const SplitKScratch<float*> scratch =
+        splitKScratch(args.scratch, args.batch, args.qHeads, args.maxPartitions);
     const SimdKernels& kernels = cpuSimd(args.layout.headDim);
     const SimdAttention simd = simdAttention(args, scratch, kernels);
     const std::int64_t headChunks = ceilDiv(simd.kvHeads, simd.headsPerItem);

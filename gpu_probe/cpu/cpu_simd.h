@@ -14,6 +14,8 @@
 // program, which would then die on a CPU without AVX-512 (the classic pitfall of per-file
 // -m flags). The cpu_simd_isolated test checks their objects define no such symbol.
 
+#include "gpu_probe/kernel_layout.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -64,30 +66,21 @@ constexpr int kSimdMaxHeadsPerItem = 8;
 
 // One work item of decode attention: (request, split-K partition, up to kSimdMaxHeadsPerItem
 // consecutive KV heads), each head as one CTA.
-struct SimdAttention {
+struct SimdAttention : PageGeometry {
     const float* q; // [batch, qHeads, headDim]
     int qHeads;
-    int groupSize; // q heads per KV head
-    int kvHeads;
+    int groupSize;    // q heads per KV head
     int headsPerItem; // 1 .. kSimdMaxHeadsPerItem
-    int headDim;
-    int blockSize;
     const std::int32_t* blockTables;
     int maxBlocksPerSeq;
     const std::int32_t* contextLens;
     const std::uint8_t* pool;
-    std::int64_t pageBytes;
-    std::int64_t headStride;
-    std::int64_t vSideOffset;
     SimdSide k, v;
     const float* kScale; // [kvHeads] out-of-page K scale (1 otherwise)
     float smScale;
     int maxPartitions;
     int partitionTokens;
-    // split-K outputs, laid out as cpu_ops.cpp's AttentionScratch
-    float* maxLogit;
-    float* expSum;
-    float* partial;
+    SplitKScratch<float*> scratch; // the split-K outputs
 };
 
 // Quantizes one token-head row of fp16 / bf16 input bits into slot `slot` of a side, with the

@@ -151,7 +151,7 @@ inline void gatherTile(const SimdAttention& a, const std::int32_t* table, int he
                        std::int64_t first, int n, Tile& tile, float* kBuffer, float* vBuffer) {
     const bool scaled = a.k.kind == kSimdI8;
     const int blockSize = a.blockSize, dim = a.headDim;
-    const std::int64_t pageBytes = a.pageBytes, vSideOffset = a.vSideOffset;
+    const std::int64_t pageBytes = a.pageBytes, vSideOffset = a.vOffset;
     const std::int64_t kMetaOffset = a.k.metaOffset, vMetaOffset = a.v.metaOffset;
     const std::uint8_t* base = a.pool + std::int64_t(head) * a.headStride;
     tile.n = n;
@@ -564,10 +564,10 @@ template <class Dec>
         const std::int64_t index =
             (std::int64_t(request) * a.qHeads + std::int64_t(head) * group + g) * a.maxPartitions +
             partition;
-        a.maxLogit[index] = w.runMax[g];
-        a.expSum[index] = Vec::load(w.runSum + g * Vec::W).hsum();
+        a.scratch.maxLogit[index] = w.runMax[g];
+        a.scratch.expSum[index] = Vec::load(w.runSum + g * Vec::W).hsum();
         const float* acc = w.acc + std::int64_t(g) * dim;
-        float* partial = a.partial + index * dim;
+        float* partial = a.scratch.partial + index * dim;
         if constexpr (Dec::kIntegerAccumulate) {
             if (integerAccumulate) {
                 Dec::unpermute(acc, dim, partial);

@@ -61,7 +61,7 @@ template <Kv F, int L, int NQ> constexpr int decodeSteps() {
     return u * tokensPerStep > kKiviTokenGroup ? kKiviTokenGroup / tokensPerStep : u;
 }
 
-struct DecodeParams {
+struct DecodeParams : PageGeometry {
     gptr<const float> q;
     gptr<const std::int32_t> tables;
     gptr<const std::int32_t> lens;
@@ -70,22 +70,16 @@ struct DecodeParams {
     gptr<const float> vScale;
     gptr<float> out;
     gptr<float> scratch;
-    int batch, qHeads, kvHeads, headDim, blockSize, maxBlocksPerSeq, maxPartitions, qChunks;
-    std::int64_t pageBytes, headStride, vOffset;
+    int batch, qHeads, maxBlocksPerSeq, maxPartitions, qChunks;
     int kDataBytes, vDataBytes, kMetaOffset, vMetaOffset;
     int kGroup, vGroup, kNumGroups, vNumGroups;
     float smScaleLog2; // softmax scale x log2(e): scores in base 2
     SideLayout k, v;   // the generic kernel's element decoder
 };
 
-// Split-K scratch: [batch, qHeads, P] max logit (base 2) and exp sum, then partial outputs
-// [batch, qHeads, P, headDim].
-struct ScratchView {
-    gptr<float> maxLogit, expSum, partial;
-};
-__device__ __forceinline__ ScratchView scratchView(const DecodeParams& p) {
-    const std::int64_t rows = std::int64_t(p.batch) * p.qHeads * p.maxPartitions;
-    return {p.scratch, p.scratch + rows, p.scratch + 2 * rows};
+// The split-K scratch (op_args.h), its max logits in base 2.
+__device__ __forceinline__ SplitKScratch<gptr<float>> scratchOf(const DecodeParams& p) {
+    return splitKScratch(p.scratch, p.batch, p.qHeads, p.maxPartitions);
 }
 
 // Shared memory: [warps][NQ][D] accumulators, [warps][NQ] max and sum, then the partition's
@@ -111,12 +105,45 @@ KVL_HD int tableEntries(int blockSize) {
     return kPartitionTokens / blockSize + 2;
 }
 
+// A CTA's share of the grid (partition x (KV head, q-head chunk) x request): KV head h, request
+// r, q heads [qBegin, qBegin + nq) with nq <= NQ, and the partition's tokens [t0, t1), none
+// (t1 <= t0) where it starts at or past the request's length.
+struct DecodeCta {
+    int part, h, r, qBegin, nq;
+    std::int64_t t0, t1;
+};
+template <int NQ> __device__ __forceinline__ DecodeCta decodeCta(const DecodeParams& p) {
+    DecodeCta c;
+    c.part = int(blockIdx.x);
+    c.h = int(blockIdx.y) / p.qChunks;
+    const int chunk = int(blockIdx.y) % p.qChunks;
+    c.r = int(blockIdx.z);
+    const int gs = p.qHeads / p.kvHeads;
+    c.qBegin = c.h * gs + chunk * NQ;
+    c.nq = std::min(NQ, gs - chunk * NQ);
+    const std::int64_t len = ldg(p.lens + c.r);
+    c.t0 = std::int64_t(c.part) * kPartitionTokens;
+    c.t1 = std::min<std::int64_t>(len, c.t0 + kPartitionTokens);
+    return c;
+}
+
+// The partition's block-table entries (its blocks b0 .. b1 of request r) into shared memory, by
+// the whole CTA (a barrier after publishes them); returns b0.
+__device__ __forceinline__ std::int64_t loadBlockTable(const DecodeParams& p, const DecodeShared& s,
+                                                       int r, std::int64_t t0, std::int64_t t1) {
+    const int B = p.blockSize;
+    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
+    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
+        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    return b0;
+}
+
 // After every warp has written its m, l and acc: the CTA's result for its partition.
 template <int NQ>
 __device__ __forceinline__ void mergeWarps(const DecodeParams& p, const DecodeShared& s, int nq,
                                            int r, int qBegin, int part) {
     const int D = p.headDim;
-    const ScratchView out = scratchView(p);
+    const SplitKScratch<gptr<float>> out = scratchOf(p);
     for (int idx = int(threadIdx.x); idx < nq * D; idx += kDecodeThreads) {
         const int g = idx / D, c = idx % D;
         float M = -INFINITY;
@@ -425,18 +452,9 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     constexpr bool kKivi = Side<F, true>::kMeta == Meta::ChannelF16x2;
     KVL_DYNAMIC_SHARED(float, smem);
 
-    const int part = int(blockIdx.x);
-    const int h = int(blockIdx.y) / p.qChunks;
-    const int chunk = int(blockIdx.y) % p.qChunks;
-    const int r = int(blockIdx.z);
-    const int gs = p.qHeads / p.kvHeads;
-    const int qBegin = h * gs + chunk * NQ;
-    const int nq = std::min(NQ, gs - chunk * NQ);
-    const std::int64_t len = ldg(p.lens + r);
-    const std::int64_t t0 = std::int64_t(part) * kPartitionTokens;
-    if (t0 >= len) // the whole CTA: the barriers below stay uniform
+    const auto [part, h, r, qBegin, nq, t0, t1] = decodeCta<NQ>(p);
+    if (t0 >= t1) // the whole CTA: the barriers below stay uniform
         return;
-    const std::int64_t t1 = std::min<std::int64_t>(len, t0 + kPartitionTokens);
     const int D = p.headDim, B = p.blockSize;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const int sub = lane / L;      // which of the instruction's T tokens
@@ -444,9 +462,7 @@ __global__ void __launch_bounds__(kDecodeThreads, decodeMinBlocks<F, NQ>())
     const bool active = c0 < D;    // lanes past head_dim (80, 96, 112, 160, 192) idle
     const DecodeShared s = carveShared(smem, NQ, D, tableEntries(B));
 
-    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
-    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
-        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    const std::int64_t b0 = loadBlockTable(p, s, r, t0, t1);
     DecodeLane ln;
     ln.h = h;
     ln.D = D;
@@ -539,18 +555,9 @@ __global__ void __launch_bounds__(kDecodeThreads) decodeGenericKernel(DecodePara
     constexpr int NQ = kGenericQPerCta;
     constexpr int kPer = kMaxHeadDim / 32;
     KVL_DYNAMIC_SHARED(float, smem);
-    const int part = int(blockIdx.x);
-    const int h = int(blockIdx.y) / p.qChunks;
-    const int chunk = int(blockIdx.y) % p.qChunks;
-    const int r = int(blockIdx.z);
-    const int gs = p.qHeads / p.kvHeads;
-    const int qBegin = h * gs + chunk * NQ;
-    const int nq = std::min(NQ, gs - chunk * NQ);
-    const std::int64_t len = ldg(p.lens + r);
-    const std::int64_t t0 = std::int64_t(part) * kPartitionTokens;
-    if (t0 >= len)
+    const auto [part, h, r, qBegin, nq, t0, t1] = decodeCta<NQ>(p);
+    if (t0 >= t1)
         return;
-    const std::int64_t t1 = std::min<std::int64_t>(len, t0 + kPartitionTokens);
     const int D = p.headDim, B = p.blockSize;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const DecodeShared s = carveShared(smem, NQ, D, tableEntries(B));
@@ -559,9 +566,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decodeGenericKernel(DecodePara
         reinterpret_cast<std::uint8_t*>(s.extra) + std::size_t(warp) * std::size_t(kBytes + vBytes);
     const SideLayout kLay = stagedLayout(p.k), vLay = stagedLayout(p.v);
 
-    const std::int64_t b0 = t0 / B, b1 = (t1 - 1) / B;
-    for (std::int64_t b = b0 + threadIdx.x; b <= b1; b += kDecodeThreads)
-        s.table[b - b0] = ldg(p.tables + std::int64_t(r) * p.maxBlocksPerSeq + b);
+    const std::int64_t b0 = loadBlockTable(p, s, r, t0, t1);
     const float qs = p.smScaleLog2 * ldg(p.kScale + h);
     float q[NQ][kPer];
 #pragma unroll
@@ -648,7 +653,7 @@ __global__ void __launch_bounds__(128) decodeReduceKernel(DecodeParams p) {
     const int P = p.maxPartitions;
     const std::int64_t len = ldg(p.lens + r);
     const int np = int((len + kPartitionTokens - 1) / kPartitionTokens);
-    const ScratchView in = scratchView(p);
+    const SplitKScratch<gptr<float>> in = scratchOf(p);
     const std::int64_t base = std::int64_t(rq) * P;
     float M = -INFINITY;
     for (int i = 0; i < np; ++i)
@@ -669,7 +674,7 @@ __global__ void __launch_bounds__(128) decodeReduceKernel(DecodeParams p) {
 
 // The fast kernel's format for a layout, or false (the generic kernel runs it).
 bool fastFormat(const PageLayout& L, const void* pool, Kv& kind) {
-    if (reinterpret_cast<std::uintptr_t>(pool) % 16 != 0 || !fastKvFormat(L, kMaxHeadDim, kind))
+    if (reinterpret_cast<std::uintptr_t>(pool) % 16 != 0 || !fastKvFormat(L, kind))
         return false;
     // KIVI keys: a page holds whole token groups.
     return (kind != Kv::Kivi4 && kind != Kv::Kivi2) || L.blockSize % kKiviTokenGroup == 0;
@@ -678,6 +683,7 @@ bool fastFormat(const PageLayout& L, const void* pool, Kv& kind) {
 DecodeParams decodeParams(const AttentionArgs& a, int qChunks) {
     const PageLayout& L = a.layout;
     DecodeParams p;
+    static_cast<PageGeometry&>(p) = pageGeometry(L);
     p.q = a.q;
     p.tables = a.blockTables;
     p.lens = a.contextLens;
@@ -688,15 +694,9 @@ DecodeParams decodeParams(const AttentionArgs& a, int qChunks) {
     p.scratch = a.scratch;
     p.batch = a.batch;
     p.qHeads = a.qHeads;
-    p.kvHeads = L.kvHeads;
-    p.headDim = L.headDim;
-    p.blockSize = L.blockSize;
     p.maxBlocksPerSeq = a.maxBlocksPerSeq;
     p.maxPartitions = a.maxPartitions;
     p.qChunks = qChunks;
-    p.pageBytes = L.pageBytes;
-    p.headStride = L.headStride;
-    p.vOffset = vSideOffset(L);
     p.kDataBytes = L.k.dataBytes;
     p.vDataBytes = L.v.dataBytes;
     p.kMetaOffset = L.k.metaOffset;
@@ -745,36 +745,12 @@ template <Kv F, int L> cudaError_t byQHeads(const DecodeParams& p, int nq, cudaS
     }
 }
 
-template <Kv F> cudaError_t byLanes(const DecodeParams& p, int nq, cudaStream_t s) {
-    if (p.headDim <= 64)
-        return byQHeads<F, 8>(p, nq, s);
-    if (p.headDim <= 128)
-        return byQHeads<F, 16>(p, nq, s);
-    return byQHeads<F, 32>(p, nq, s);
-}
-
 cudaError_t byFormat(Kv kind, const DecodeParams& p, int nq, cudaStream_t s) {
-    switch (kind) {
-    case Kv::F16:
-        return byLanes<Kv::F16>(p, nq, s);
-    case Kv::BF16:
-        return byLanes<Kv::BF16>(p, nq, s);
-    case Kv::F32:
-        return byLanes<Kv::F32>(p, nq, s);
-    case Kv::E4M3:
-        return byLanes<Kv::E4M3>(p, nq, s);
-    case Kv::E5M2:
-        return byLanes<Kv::E5M2>(p, nq, s);
-    case Kv::Int8:
-        return byLanes<Kv::Int8>(p, nq, s);
-    case Kv::Int4:
-        return byLanes<Kv::Int4>(p, nq, s);
-    case Kv::Kivi4:
-        return byLanes<Kv::Kivi4>(p, nq, s);
-    case Kv::Kivi2:
-        return byLanes<Kv::Kivi2>(p, nq, s);
-    }
-    return cudaErrorNotSupported;
+    return withKvFormat(kind, [&](auto format) {
+        return withRowLanes(p.headDim, [&](auto lanes) {
+            return byQHeads<decltype(format)::value, decltype(lanes)::value>(p, nq, s);
+        });
+    });
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace kvl::probe::KVL_KERNEL_NS {
 
@@ -260,13 +261,17 @@ inline std::int64_t alignmentOf(std::int64_t a, std::int64_t b, std::int64_t c) 
     return x == 0 ? 256 : (x & -x);
 }
 
+// A token row is L = 8 / 16 / 32 lanes of kLaneElems elements, the fewest covering head_dim, so
+// the fast kernels take head_dim up to a full warp's 256.
+inline constexpr int kRowMaxHeadDim = 32 * kLaneElems;
+
 // The format of a layout as the fast decode and store kernels both read it, or false (the
-// generic kernels run it): head_dim a multiple of 8 up to `maxHeadDim`, both sides of one Kv
+// generic kernels run it): head_dim a multiple of 8 up to kRowMaxHeadDim, both sides of one Kv
 // format, rows and meta words aligned as the lanes load them. Each launcher adds what its own
 // kernels need besides (fastFormat, fastStoreFormat).
-inline bool fastKvFormat(const PageLayout& L, int maxHeadDim, Kv& kind) {
+inline bool fastKvFormat(const PageLayout& L, Kv& kind) {
     const SideLayout &k = L.k, &v = L.v;
-    if (L.headDim % 8 != 0 || L.headDim > maxHeadDim)
+    if (L.headDim % 8 != 0 || L.headDim > kRowMaxHeadDim)
         return false;
     auto plain = [](const SideLayout& s, int codec, int bits) {
         return s.codec == codec && s.bits == bits && s.group == 0 && s.tokenGroup == 0;
@@ -310,6 +315,37 @@ inline bool fastKvFormat(const PageLayout& L, int maxHeadDim, Kv& kind) {
     if (v.group > 0 && (align < 4 || v.metaOffset % 4 != 0))
         return false;
     return true;
+}
+
+// ---- host side: from a layout's runtime format and head_dim to the kernels' template arguments
+
+// Calls launch(std::integral_constant<int, L>{}) with the lanes per token row for head_dim
+// (<= 64 / 128 / 256: 8 / 16 / 32), as the decode and store kernels both lay a row out.
+template <class Launch> cudaError_t withRowLanes(int headDim, Launch&& launch) {
+    if (headDim <= 64)
+        return launch(std::integral_constant<int, 8>{});
+    if (headDim <= 128)
+        return launch(std::integral_constant<int, 16>{});
+    return launch(std::integral_constant<int, 32>{});
+}
+
+template <Kv... Formats> struct KvList {};
+// Every Kv format: the decode and store launchers instantiate their fast kernels for each.
+using AllKvFormats = KvList<Kv::F16, Kv::BF16, Kv::F32, Kv::E4M3, Kv::E5M2, Kv::Int8, Kv::Int4,
+                            Kv::Kivi4, Kv::Kivi2>;
+
+template <class Launch, Kv... Formats>
+cudaError_t withKvFormatIn(Kv kind, Launch& launch, KvList<Formats...>) {
+    cudaError_t e = cudaErrorNotSupported;
+    // || stops at the one format equal to kind, after its launch.
+    (void)((kind == Formats && ((e = launch(std::integral_constant<Kv, Formats>{})), true)) || ...);
+    return e;
+}
+
+// Calls launch(std::integral_constant<Kv, F>{}) with the F equal to `kind` and returns its
+// result (cudaErrorNotSupported for none).
+template <class Launch> cudaError_t withKvFormat(Kv kind, Launch&& launch) {
+    return withKvFormatIn(kind, launch, AllKvFormats{});
 }
 
 } // namespace kvl::probe::KVL_KERNEL_NS

@@ -15,7 +15,6 @@
 #include "gpu_probe/cuda/kv_codecs.cuh"
 #include "gpu_probe/cuda/launchers.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -25,18 +24,15 @@ namespace {
 
 constexpr int kStoreWarps = 8;
 constexpr int kStoreThreads = 32 * kStoreWarps;
-constexpr int kStoreMaxHeadDim = 256;
 constexpr int kGenericMaxHeadDim = 1024;
 
-struct StoreParams {
+struct StoreParams : PageGeometry {
     gptr<const std::uint16_t> k, v;
     gptr<const std::int64_t> slots;
     gptr<std::uint8_t> pool;
     gptr<const float> kScale, vScale; // null: 1
     int bf16;
     std::int64_t numTokens;
-    int kvHeads, headDim, blockSize;
-    std::int64_t pageBytes, headStride, vOffset;
     SideLayout ks, vs;
     int skipKeys; // KIVI: keys by their own kernel
 };
@@ -129,16 +125,32 @@ __global__ void __launch_bounds__(kStoreThreads) storeRowsKernel(StoreParams p) 
     storeSide<F, false, L>(p.vs, side + p.vOffset, off, c0, x, vs, active, write);
 }
 
-// The leader of a KIVI run: the first token, or one whose slot does not continue the previous
-// token's, or one that starts a token group (quantizeChannelRun's runs on the CPU).
-__device__ __forceinline__ int kiviRun(const StoreParams& p, std::int64_t t0, std::int64_t s0) {
+// The KIVI key run a (token, KV head) item leads, if it leads one: its first token t0 and slot
+// s0, KV head h and n tokens. A leader is the first token, or one whose slot does not continue
+// the previous token's, or one that starts a token group (quantizeChannelRun's runs on the CPU);
+// items past the end and padding slots lead none. A bool and an out-parameter rather than a run
+// with n = 0: storeKiviKeysKernel then keeps its 48 registers (ptxas, sm_80 / sm_90), not 51.
+struct KiviRun {
+    std::int64_t t0, s0;
+    int h, n;
+};
+__device__ __forceinline__ bool leadsKiviRun(const StoreParams& p, std::int64_t item,
+                                             KiviRun& run) {
+    if (item >= p.numTokens * p.kvHeads)
+        return false;
+    const std::int64_t t0 = item / p.kvHeads;
+    const int h = int(item % p.kvHeads);
+    const std::int64_t s0 = ldg(p.slots + t0);
+    if (s0 < 0)
+        return false;
     const int G = p.ks.tokenGroup;
     if (!(t0 == 0 || ldg(p.slots + (t0 - 1)) != s0 - 1 || s0 % G == 0))
-        return 0;
+        return false;
     int n = 1;
     while (t0 + n < p.numTokens && ldg(p.slots + (t0 + n)) == s0 + n && (s0 + n) % G != 0)
         ++n;
-    return n;
+    run = {t0, s0, h, n};
+    return true;
 }
 
 // KIVI keys, a warp per (token, KV head) of which only run leaders work: lane c0 / 8 owns 8
@@ -147,25 +159,20 @@ template <Kv F>
 __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams p) {
     using S = Side<F, true>;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const std::int64_t item = std::int64_t(blockIdx.x) * kStoreWarps + warp;
-    if (item >= p.numTokens * p.kvHeads) // uniform per warp
-        return;
-    const std::int64_t t0 = item / p.kvHeads;
-    const int h = int(item % p.kvHeads);
-    const std::int64_t s0 = ldg(p.slots + t0);
-    if (s0 < 0)
-        return;
-    const int n = kiviRun(p, t0, s0);
-    if (n == 0)
+    // One item per warp, so a warp returns as a whole. Its fields not as a structured binding:
+    // `input` below captures them (C++17, as nvcc compiles this, cannot capture a binding).
+    KiviRun run;
+    if (!leadsKiviRun(p, std::int64_t(blockIdx.x) * kStoreWarps + warp, run))
         return;
     const int c0 = lane * 8;
     if (c0 >= p.headDim)
         return;
     const SideLayout& s = p.ks;
-    const gptr<std::uint8_t> side = sideOf(p, s0, h);
-    const int off0 = int(s0 % p.blockSize);
+    const gptr<std::uint8_t> side = sideOf(p, run.s0, run.h);
+    const int off0 = int(run.s0 % p.blockSize);
     auto input = [&](int i, float(&x)[8]) {
-        const uint4 in = ldg(gcast<const uint4>(p.k + ((t0 + i) * p.kvHeads + h) * p.headDim + c0));
+        const uint4 in =
+            ldg(gcast<const uint4>(p.k + ((run.t0 + i) * p.kvHeads + run.h) * p.headDim + c0));
         inputToFloat8(in, p.bf16 != 0, x);
     };
     float mn[8], mx[8];
@@ -174,7 +181,7 @@ __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams
         mn[e] = INFINITY;
         mx[e] = -INFINITY;
     }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < run.n; ++i) {
         float x[8];
         input(i, x);
 #pragma unroll
@@ -194,7 +201,7 @@ __global__ void __launch_bounds__(kStoreThreads) storeKiviKeysKernel(StoreParams
         side + s.metaOffset + (std::int64_t(off0 / s.tokenGroup) * s.dim + c0) * 4;
     gstore(gcast<uint4>(meta), make_uint4(words[0], words[1], words[2], words[3]));
     gstore(gcast<uint4>(meta + 16), make_uint4(words[4], words[5], words[6], words[7]));
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < run.n; ++i) {
         float x[8];
         input(i, x);
         std::uint32_t q[8];
@@ -254,17 +261,10 @@ __global__ void __launch_bounds__(128) storeGenericKernel(StoreParams p) {
 // KIVI keys, any layout: one thread per (run leader, head), channel by channel; a token's
 // codes are gathered in a local row (channels share bytes) and copied out.
 __global__ void __launch_bounds__(128) storeGenericKiviKeysKernel(StoreParams p) {
-    const std::int64_t item = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (item >= p.numTokens * p.kvHeads)
+    KiviRun run;
+    if (!leadsKiviRun(p, std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, run))
         return;
-    const std::int64_t t0 = item / p.kvHeads;
-    const int h = int(item % p.kvHeads);
-    const std::int64_t s0 = ldg(p.slots + t0);
-    if (s0 < 0)
-        return;
-    const int n = kiviRun(p, t0, s0);
-    if (n == 0)
-        return;
+    const auto [t0, s0, h, n] = run;
     const SideLayout& s = p.ks;
     const gptr<std::uint8_t> side = sideOf(p, s0, h);
     const int off0 = int(s0 % p.blockSize);
@@ -308,7 +308,7 @@ bool fastStoreFormat(const StoreArgs& a, Kv& kind) {
     const PageLayout& L = a.layout;
     if (reinterpret_cast<std::uintptr_t>(a.pool) % 16 != 0 ||
         reinterpret_cast<std::uintptr_t>(a.k) % 16 != 0 ||
-        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0 || !fastKvFormat(L, kStoreMaxHeadDim, kind))
+        reinterpret_cast<std::uintptr_t>(a.v) % 16 != 0 || !fastKvFormat(L, kind))
         return false;
     // fp16 {scale, zero} groups of G elements: G / 8 lanes, a power of two (or the whole row),
     // as storeSide's shuffle reductions over a group's lanes need.
@@ -324,6 +324,7 @@ bool fastStoreFormat(const StoreArgs& a, Kv& kind) {
 StoreParams storeParams(const StoreArgs& a) {
     const PageLayout& L = a.layout;
     StoreParams p;
+    static_cast<PageGeometry&>(p) = pageGeometry(L);
     p.k = a.k;
     p.v = a.v;
     p.slots = a.slotMapping;
@@ -332,12 +333,6 @@ StoreParams storeParams(const StoreArgs& a) {
     p.vScale = a.vScale;
     p.bf16 = a.inputDtype == kInputBF16 ? 1 : 0;
     p.numTokens = a.numTokens;
-    p.kvHeads = L.kvHeads;
-    p.headDim = L.headDim;
-    p.blockSize = L.blockSize;
-    p.pageBytes = L.pageBytes;
-    p.headStride = L.headStride;
-    p.vOffset = vSideOffset(L);
     p.ks = L.k;
     p.vs = L.v;
     p.skipKeys = L.k.tokenGroup > 0 ? 1 : 0;
@@ -346,18 +341,13 @@ StoreParams storeParams(const StoreArgs& a) {
 
 template <Kv F> cudaError_t launchRows(const StoreParams& p, cudaStream_t stream) {
     const std::int64_t items = p.numTokens * p.kvHeads;
-    auto go = [&](auto* kernel, int lanes) {
-        const std::int64_t perBlock = std::int64_t(kStoreWarps) * (32 / lanes);
-        return launchKernel("storeRowsKernel", kernel,
+    KVL_CUDA_CALL(withRowLanes(p.headDim, [&](auto lanes) {
+        constexpr int L = decltype(lanes)::value;
+        const std::int64_t perBlock = std::int64_t(kStoreWarps) * (32 / L);
+        return launchKernel("storeRowsKernel", &storeRowsKernel<F, L>,
                             dim3(unsigned((items + perBlock - 1) / perBlock)), dim3(kStoreThreads),
                             0, stream, p);
-    };
-    if (p.headDim <= 64)
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 8>, 8));
-    else if (p.headDim <= 128)
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 16>, 16));
-    else
-        KVL_CUDA_CALL(go(&storeRowsKernel<F, 32>, 32));
+    }));
     if constexpr (F == Kv::Kivi4 || F == Kv::Kivi2)
         KVL_CUDA_CALL(launchKernel("storeKiviKeysKernel", &storeKiviKeysKernel<F>,
                                    dim3(unsigned((items + kStoreWarps - 1) / kStoreWarps)),
@@ -375,28 +365,9 @@ cudaError_t launchStore(const StoreArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     const StoreParams p = storeParams(a);
     Kv kind = Kv::F16;
-    if (fastStoreFormat(a, kind)) {
-        switch (kind) {
-        case Kv::F16:
-            return launchRows<Kv::F16>(p, stream);
-        case Kv::BF16:
-            return launchRows<Kv::BF16>(p, stream);
-        case Kv::F32:
-            return launchRows<Kv::F32>(p, stream);
-        case Kv::E4M3:
-            return launchRows<Kv::E4M3>(p, stream);
-        case Kv::E5M2:
-            return launchRows<Kv::E5M2>(p, stream);
-        case Kv::Int8:
-            return launchRows<Kv::Int8>(p, stream);
-        case Kv::Int4:
-            return launchRows<Kv::Int4>(p, stream);
-        case Kv::Kivi4:
-            return launchRows<Kv::Kivi4>(p, stream);
-        case Kv::Kivi2:
-            return launchRows<Kv::Kivi2>(p, stream);
-        }
-    }
+    if (fastStoreFormat(a, kind))
+        return withKvFormat(
+            kind, [&](auto format) { return launchRows<decltype(format)::value>(p, stream); });
     const std::int64_t items = a.numTokens * L.kvHeads;
     const dim3 grid(unsigned((items + 127) / 128));
     KVL_CUDA_CALL(
