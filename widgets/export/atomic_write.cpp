@@ -36,6 +36,9 @@ constexpr std::array<KindName, 4> kKindNames{{
     {"svg", QT_TRANSLATE_NOOP("kvl::widgets::AtomicWrite", "an SVG image")},
 }};
 
+static_assert(kKindNames.size() == static_cast<std::size_t>(FileKind::Svg) + 1,
+              "a row for each FileKind, in its order");
+
 const KindName& kindName(FileKind kind) {
     return kKindNames[static_cast<std::size_t>(kind)];
 }
