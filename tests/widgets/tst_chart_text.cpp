@@ -9,7 +9,9 @@
 #include "widgets/scenario/cached_group_box.h"
 #include "widgets/scenario/scenario_panel.h"
 
+#include <QAbstractSpinBox>
 #include <QApplication>
+#include <QComboBox>
 #include <QGroupBox>
 #include <QImage>
 #include <QScreen>
@@ -108,6 +110,8 @@ private slots:
     void groupBoxDrawnOncePerLook();
     void panelOnScreenAsDrawnAnew_data();
     void panelOnScreenAsDrawnAnew();
+    void panelNeverSqueezed_data();
+    void panelNeverSqueezed();
 };
 
 void TestChartText::stampDrawsAsDrawText_data() {
@@ -422,6 +426,52 @@ void TestChartText::panelOnScreenAsDrawnAnew() {
         const QImage anew = scroll.grab().toImage();
         QCOMPARE(onScreen.size(), anew.size());
         QVERIFY2(largestDifference(onScreen, anew) == 0, qPrintable(name));
+    }
+}
+
+void TestChartText::panelNeverSqueezed_data() {
+    QTest::addColumn<int>("engine"); // the engine combo's index: each shows its own rows
+    for (int i = 0; i < 4; ++i)
+        QTest::addRow("engine %d", i) << i;
+}
+
+void TestChartText::panelNeverSqueezed() {
+    // In a scroll area that sizes it, the panel is laid out at the height its groups need on
+    // the first pass: a KV dtype or lever change that adds a row must not leave the fields at
+    // the bottom squeezed below their minimum for a frame (they were: the engine group's spin
+    // boxes at 14 px, then laid out and painted again once the area had resized the panel).
+    QFETCH(int, engine);
+    QScrollArea scroll;
+    auto* panel = new widgets::ScenarioPanel;
+    scroll.setWidget(panel);
+    scroll.setWidgetResizable(true);
+    scroll.resize(420, 600);
+    scroll.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&scroll));
+    panel->findChild<QComboBox*>(QStringLiteral("engineCombo"))->setCurrentIndex(engine);
+    QTest::qWait(20);
+    auto* quant = panel->findChild<QGroupBox*>(QStringLiteral("quantGroup"));
+    auto* dtype = panel->findChild<QComboBox*>(QStringLiteral("kvDtypeCombo"));
+    QVERIFY(quant && dtype);
+    auto squeezed = [&] {
+        QStringList out;
+        for (QWidget* w : panel->findChildren<QWidget*>())
+            if (w->isVisible() &&
+                (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w)) &&
+                w->height() < w->minimumSizeHint().height())
+                out << QStringLiteral("%1 %2 < %3")
+                           .arg(w->objectName())
+                           .arg(w->height())
+                           .arg(w->minimumSizeHint().height());
+        return out;
+    };
+    for (int step = 0; step < 2 * dtype->count() + 2; ++step) {
+        if (step % (dtype->count() + 1) == 0)
+            quant->setChecked(!quant->isChecked());
+        else
+            dtype->setCurrentIndex((dtype->currentIndex() + 1) % dtype->count());
+        QCoreApplication::processEvents(); // one pass: the layout requests, then the paint
+        QCOMPARE(squeezed(), QStringList());
     }
 }
 

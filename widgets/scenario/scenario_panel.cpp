@@ -19,6 +19,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -27,6 +28,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScopedValueRollback>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
@@ -192,6 +194,9 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(buildPrefixGroup());
     layout->addWidget(buildEngineGroup());
     layout->addStretch(1);
+    for (int i = 0; i < layout->count(); ++i)
+        if (QWidget* group = layout->itemAt(i)->widget())
+            group->installEventFilter(this); // eventFilter: the scroll area sizes the panel
 
     m_picker->setModels(io::builtinModels());
     {
@@ -200,6 +205,24 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent) {
             m_gpu->addItem(gpuText(g), qs(g.id));
     }
     connectEdits();
+}
+
+bool ScenarioPanel::eventFilter(QObject* watched, QEvent* event) {
+    // In a scroll area that sizes the panel (QScrollArea::widgetResizable), the area resizes
+    // the panel as soon as a group has laid itself out anew. A lever that adds a row makes its
+    // group taller when the group's layout request is handled, but the panel's own request was
+    // already queued before the area's: the panel was laid out at its old height, squeezing
+    // the groups at the bottom below their minimum (the engine group's spin boxes 14 px tall),
+    // painted so, then laid out and painted again once the area had resized it
+    // (bench_replot's trace of a KV dtype change). Watched: the groups; Qt hands a widget's
+    // layout request to its layout before its event filters, so here the group is laid out.
+    if (event->type() == QEvent::LayoutRequest && watched->parent() == this && parentWidget())
+        if (auto* area = qobject_cast<QScrollArea*>(parentWidget()->parentWidget());
+            area && area->widget() == this && area->widgetResizable()) {
+            QEvent areaRequest(QEvent::LayoutRequest);
+            QCoreApplication::sendEvent(area, &areaRequest);
+        }
+    return QWidget::eventFilter(watched, event);
 }
 
 QWidget* ScenarioPanel::buildModelGroup() {

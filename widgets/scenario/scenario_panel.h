@@ -72,6 +72,9 @@ signals:
     void errorOccurred(const QString& title, const QString& message);
     void importRequested(); // the "Import config.json..." button (the window opens the dialog)
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
     QWidget* buildModelGroup();
     QWidget* buildHardwareGroup();
