@@ -73,6 +73,17 @@ QSize sizeOf(QCPAbstractLegendItem* item) {
     return static_cast<QCPLayoutElement*>(item)->minimumOuterSizeHint();
 }
 
+// A scenario panel in `scroll`, sized by it as the window's is (widgetResizable), `height` tall
+// (less than the panel needs, so it scrolls), shown.
+widgets::ScenarioPanel* showInScrollArea(QScrollArea& scroll, int height) {
+    auto* panel = new widgets::ScenarioPanel;
+    scroll.setWidget(panel);
+    scroll.setWidgetResizable(true);
+    scroll.resize(420, height);
+    scroll.show();
+    return panel;
+}
+
 // Every message Qt's logging gets while it lives (qDebug included, which QTest::failOnWarning
 // does not cover).
 class MessageCatcher {
@@ -398,11 +409,7 @@ void TestChartText::panelOnScreenAsDrawnAnew() {
     // The panel has WA_StaticContents: when its height changes, only what is new is painted.
     QFETCH(QStringList, toggles);
     QScrollArea scroll;
-    auto* panel = new widgets::ScenarioPanel;
-    scroll.setWidget(panel);
-    scroll.setWidgetResizable(true);
-    scroll.resize(420, 760);
-    scroll.show();
+    widgets::ScenarioPanel* panel = showInScrollArea(scroll, 760);
     QVERIFY(QTest::qWaitForWindowExposed(&scroll));
     QScreen* screen = scroll.screen();
     // In the first window a process shows, the slider on the screen differs from a fresh
@@ -442,11 +449,7 @@ void TestChartText::panelNeverSqueezed() {
     // boxes at 14 px, then laid out and painted again once the area had resized the panel).
     QFETCH(int, engine);
     QScrollArea scroll;
-    auto* panel = new widgets::ScenarioPanel;
-    scroll.setWidget(panel);
-    scroll.setWidgetResizable(true);
-    scroll.resize(420, 600);
-    scroll.show();
+    widgets::ScenarioPanel* panel = showInScrollArea(scroll, 600);
     QVERIFY(QTest::qWaitForWindowExposed(&scroll));
     panel->findChild<QComboBox*>(QStringLiteral("engineCombo"))->setCurrentIndex(engine);
     QTest::qWait(20);
