@@ -1,12 +1,15 @@
 #pragma once
 // Driving real controls with QTest: groups are toggled by clicking their check box, combos and
-// spin boxes through the keyboard, as a user would. And what the export suites read back.
+// spin boxes through the keyboard, as a user would. And what the export suites read back, and
+// a counter of the paints a change causes.
 
 #include <QByteArray>
 #include <QComboBox>
+#include <QEvent>
 #include <QFile>
 #include <QGroupBox>
 #include <QLineEdit>
+#include <QObject>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStyle>
@@ -14,6 +17,17 @@
 #include <QTest>
 
 namespace kvl::test {
+
+// Counts the paint events of the widgets it is installed on as an event filter (QWidget::grab
+// paints too: turn `counting` off around it).
+struct PaintCounter : QObject {
+    int paints = 0;
+    bool counting = true;
+    bool eventFilter(QObject*, QEvent* e) override {
+        paints += counting && e->type() == QEvent::Paint ? 1 : 0;
+        return false;
+    }
+};
 
 inline void clickGroupCheck(QGroupBox* box) {
     QStyleOptionGroupBox opt;

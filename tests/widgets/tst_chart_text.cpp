@@ -4,6 +4,8 @@
 // scenario groups drawn once per look as QGroupBox draws them. Each comparison is against the
 // Qt or QCustomPlot code the shortcut stands in for, in the same process and fonts.
 
+#include "test_helpers.h"
+
 #include "widgets/charts/chart_text_p.h"
 #include "widgets/charts/text_stamp_p.h"
 #include "widgets/scenario/cached_group_box.h"
@@ -422,17 +424,30 @@ void TestChartText::panelOnScreenAsDrawnAnew() {
     QCOMPARE(
         largestDifference(screen->grabWindow(scroll.winId()).toImage(), scroll.grab().toImage()),
         0);
+    // The workload group sits above every lever: a toggle that changes the panel's height
+    // must not repaint it (without WA_StaticContents the resized panel was repainted whole).
+    test::PaintCounter workloadPaints;
+    auto* workload = panel->findChild<QWidget*>(QStringLiteral("workloadGroup"));
+    QVERIFY(workload);
+    workload->installEventFilter(&workloadPaints);
+    for (QWidget* w : workload->findChildren<QWidget*>())
+        w->installEventFilter(&workloadPaints);
     for (const QString& name : toggles) {
         auto* lever = panel->findChild<QGroupBox*>(name);
         QVERIFY2(lever, qPrintable(name));
+        const int heightBefore = panel->height();
         lever->setChecked(!lever->isChecked());
         // The layout, the moves, the scroll bar's new range and the partial repaints, each
         // queued by the one before.
         QTest::qWait(50);
+        QVERIFY2(panel->height() != heightBefore, qPrintable(name)); // the panel was resized
+        QCOMPARE(workloadPaints.paints, 0);
+        workloadPaints.counting = false;
         const QImage onScreen = screen->grabWindow(scroll.winId()).toImage();
         const QImage anew = scroll.grab().toImage();
         QCOMPARE(onScreen.size(), anew.size());
         QVERIFY2(largestDifference(onScreen, anew) == 0, qPrintable(name));
+        workloadPaints.counting = true;
     }
 }
 

@@ -31,11 +31,13 @@
 #include <QDialog>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -154,6 +156,7 @@ private slots:
     void chartsReplottedWaitsForEveryChart();
     void tabsBehindFollowWhenInFront_data();
     void statusBarNotRepaintedWhole();
+    void panelKeepsItsWidth();
     void exportFromTabBehindIsCurrent_data();
     void exportFromTabBehindIsCurrent();
     void tabsBehindFollowWhenInFront();
@@ -1056,13 +1059,7 @@ void TestMainWindow::statusBarNotRepaintedWhole() {
     // A change gives the summary a new text; the rest of the status bar (its buttons, the bar
     // behind them) is not laid out or painted again for it: at every slider step that cost a
     // whole-width repaint of the bar and of the window behind it.
-    struct PaintCounter : QObject {
-        int paints = 0;
-        bool eventFilter(QObject*, QEvent* e) override {
-            paints += e->type() == QEvent::Paint ? 1 : 0;
-            return false;
-        }
-    } counter;
+    test::PaintCounter counter;
     MainWindow* w = m_window.get();
     QVERIFY(QTest::qWaitForWindowExposed(w));
     auto* units = child<QToolButton>(w, "unitsButton");
@@ -1083,6 +1080,29 @@ void TestMainWindow::statusBarNotRepaintedWhole() {
         }
     }
     QCOMPARE(counter.paints, 0);
+}
+
+void TestMainWindow::panelKeepsItsWidth() {
+    // The window's height set so the scenario panel just fits, then a lever adds rows: the
+    // panel now needs to scroll, and its rows keep their width (the scroll bar was shown only
+    // then, narrowing every row: a full re-layout and repaint, the text moving sideways).
+    MainWindow* w = m_window.get();
+    auto* panel = w->findChild<widgets::ScenarioPanel*>();
+    QVERIFY(panel);
+    auto* scroll = qobject_cast<QScrollArea*>(panel->parentWidget()->parentWidget());
+    QVERIFY(scroll);
+    auto* quant = child<QGroupBox>(w, "quantGroup");
+    QVERIFY(!quant->isChecked());
+    const int needed = panel->minimumSizeHint().height();
+    w->resize(w->width(), w->height() + needed + 2 - scroll->viewport()->height());
+    QTRY_COMPARE(scroll->viewport()->height(), needed + 2);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    const int width = panel->width();
+    quant->setChecked(true);
+    QTRY_COMPARE(w->pendingReplots(), 0);
+    QTest::qWait(20);
+    QVERIFY(panel->height() > scroll->viewport()->height()); // it scrolls now
+    QCOMPARE(panel->width(), width);
 }
 
 void TestMainWindow::exportFromTabBehindIsCurrent_data() {

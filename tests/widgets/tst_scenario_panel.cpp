@@ -313,6 +313,7 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
     // remembered from before the change, and the same again when the change is undone.
     QFETCH(QString, text);
     QFETCH(QString, change);
+    const QString longer = text + QStringLiteral(" and one more clause to wrap over another line");
     widgets::WrapLabel cached(text);
     QLabel plainLabel(text);
     plainLabel.setWordWrap(true);
@@ -331,7 +332,7 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
     const int before = cached.heightForWidth(160);
     auto apply = [&](QLabel& l) {
         if (change == QLatin1String("text"))
-            l.setText(text + QStringLiteral(" and one more clause to wrap over another line"));
+            l.setText(longer);
         else if (change == QLatin1String("font")) {
             QFont f = l.font();
             f.setPointSizeF(f.pointSizeF() * 1.6);
@@ -353,8 +354,6 @@ void TestScenarioPanel::wrapLabelAnswersAsQLabel() {
         QVERIFY2(cached.heightForWidth(160) != before, qPrintable(change)); // a real change
     if (change == QLatin1String("text")) {
         // Back to the first text, then the second again: answers found among those kept.
-        const QString longer =
-            text + QStringLiteral(" and one more clause to wrap over another line");
         for (const QString& t : {text, longer}) {
             cached.setText(t);
             plainLabel.setText(t);

@@ -13,8 +13,7 @@ WrapLabel::WrapLabel(const QString& text, QWidget* parent) : QLabel(text, parent
 }
 
 WrapLabel::Key WrapLabel::key() const {
-    return Key{text(),   textFormat(),      wordWrap(),  margin(),
-               indent(), contentsMargins(), sizePolicy()};
+    return Key{text(), textFormat(), wordWrap(), margin(), indent(), contentsMargins()};
 }
 
 WrapLabel::Answers& WrapLabel::current() const {

@@ -14,8 +14,6 @@
 
 #include <QLabel>
 
-#include <QSizePolicy>
-
 #include <array>
 #include <optional>
 #include <utility>
@@ -36,7 +34,8 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
-    // What QLabel's own answers depend on besides the width.
+    // What QLabel's own answers depend on besides the width. (QLabel also drops its size hints
+    // at a new size policy, but works them out the same: QLabel::minimumSizeHint.)
     struct Key {
         QString text;
         Qt::TextFormat format = Qt::AutoText;
@@ -44,7 +43,6 @@ private:
         int margin = 0;
         int indent = 0;
         QMargins contents;
-        QSizePolicy policy; // QLabel keeps its own size hints only while this holds too
         bool operator==(const Key&) const = default;
     };
     Key key() const;
