@@ -1,6 +1,7 @@
 #include "cli.h"
 #include "headless.h"
 #include "main_window.h"
+#include "raster_fills.h"
 
 #include <QApplication>
 #include <QFileInfo>
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    kvl::app::keepRasterFillsSerial(); // before QApplication: see raster_fills.cpp
     // QApplication takes its own options out of argv (-style S, -platform P, -reverse, ...);
     // what is left is ours, parsed below. Nothing of ours is lost after a Qt option.
     QApplication app(argc, argv);

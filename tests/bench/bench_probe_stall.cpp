@@ -5,6 +5,7 @@
 // stall reaches 50 ms or a cancel takes 1 s.
 // Usage: bench_probe_stall [--runs N] [--cancels N]
 #include "main_window.h"
+#include "raster_fills.h"
 
 #include "widgets/probe/probe_panel.h"
 
@@ -28,6 +29,7 @@ using kvl::app::MainWindow;
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    kvl::app::keepRasterFillsSerial(); // as kvledger's main does
     QApplication app(argc, argv);
     int runs = 3, cancels = 5;
     for (int i = 1; i + 1 < argc; ++i) {

@@ -9,6 +9,7 @@
 // reallocates a chart's paint buffers and lays the window out again).
 
 #include "main_window.h"
+#include "raster_fills.h"
 
 #include "widgets/scenario/scenario_panel.h"
 
@@ -171,6 +172,7 @@ template <class T> T* child(QWidget* w, const char* name) {
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    kvl::app::keepRasterFillsSerial(); // as kvledger's main does
     TimingApplication app(argc, argv);
     int changes = 240;
     QString jsonPath;
@@ -358,8 +360,10 @@ int main(int argc, char** argv) {
     const double p95 = percentile(replotMs, 0.95);
     const double maxMs = *std::max_element(replotMs.begin(), replotMs.end());
     std::printf("bench_replot: %d changes (lever toggles, combos, spin boxes, context slider), "
-                "window 1600x1000, platform %s\n",
-                changes, qPrintable(QGuiApplication::platformName()));
+                "window 1600x1000, platform %s, raster fills %s\n",
+                changes, qPrintable(QGuiApplication::platformName()),
+                kvl::app::rasterFillsSerial() ? "on the painting thread (as kvledger)"
+                                              : "in Qt's thread pool (KVL_QT_PARALLEL_FILLS=1)");
     std::printf("  change -> all charts replotted: median %.2f ms, p95 %.2f ms, max %.2f ms "
                 "(target p95 <= 8 ms, issue 27)\n",
                 median, p95, maxMs);

@@ -20,6 +20,7 @@
 //
 // Usage: bench_traffic_stall [--seconds S]
 #include "main_window.h"
+#include "raster_fills.h"
 
 #include "widgets/traffic/traffic_panel.h"
 
@@ -77,6 +78,7 @@ double ratio(double a, double b) {
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    kvl::app::keepRasterFillsSerial(); // as kvledger's main does
     QApplication app(argc, argv);
     int seconds = 3;
     for (int i = 1; i < argc; ++i) {
