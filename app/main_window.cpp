@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "help_text.h"
+#include "steady_tab_widget.h"
 #include "theme.h"
 
 #include "widgets/charts/breakdown_chart.h"
@@ -352,7 +353,7 @@ void MainWindow::buildTabs(QWidget* ledger) {
     // charts keep theirs (measured points appear on them as overlays).
     m_probePanel = new widgets::ProbePanel;
     m_probePanel->setObjectName(QStringLiteral("probePanel"));
-    m_tabs = new QTabWidget;
+    m_tabs = new SteadyTabWidget;
     m_tabs->setObjectName(QStringLiteral("mainTabs"));
     m_tabs->setDocumentMode(true);
     m_tabs->addTab(ledger, tr("&Ledger: predicted"));

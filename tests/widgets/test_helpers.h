@@ -1,13 +1,14 @@
 #pragma once
 // Driving real controls with QTest: groups are toggled by clicking their check box, combos and
 // spin boxes through the keyboard, as a user would. And what the export suites read back, and
-// a counter of the paints a change causes.
+// a counter of the paints a change causes, and how far two pictures differ.
 
 #include <QByteArray>
 #include <QComboBox>
 #include <QEvent>
 #include <QFile>
 #include <QGroupBox>
+#include <QImage>
 #include <QLineEdit>
 #include <QObject>
 #include <QSlider>
@@ -15,6 +16,9 @@
 #include <QStyle>
 #include <QStyleOptionGroupBox>
 #include <QTest>
+
+#include <algorithm>
+#include <cstdlib>
 
 namespace kvl::test {
 
@@ -82,5 +86,24 @@ inline QByteArray readFileBytes(const QString& path) {
 // kvprobe's results of a quick CPU bench: what the measured charts and the table are drawn from.
 inline const QString kProbeResultsFile =
     QStringLiteral(KVL_SOURCE_DIR "/tests/fuzz/corpus/probe_results/cpu-bench-quick.json");
+
+// The largest difference of any channel of any pixel (premultiplied ARGB), 0 to 255.
+inline int largestDifference(const QImage& a, const QImage& b) {
+    if (a.size() != b.size())
+        return 256;
+    const QImage x = a.convertToFormat(QImage::Format_ARGB32_Premultiplied);
+    const QImage y = b.convertToFormat(QImage::Format_ARGB32_Premultiplied);
+    int worst = 0;
+    for (int row = 0; row < x.height(); ++row) {
+        const auto* p = reinterpret_cast<const QRgb*>(x.constScanLine(row));
+        const auto* q = reinterpret_cast<const QRgb*>(y.constScanLine(row));
+        for (int col = 0; col < x.width(); ++col)
+            worst = std::max({worst, std::abs(qRed(p[col]) - qRed(q[col])),
+                              std::abs(qGreen(p[col]) - qGreen(q[col])),
+                              std::abs(qBlue(p[col]) - qBlue(q[col])),
+                              std::abs(qAlpha(p[col]) - qAlpha(q[col]))});
+    }
+    return worst;
+}
 
 } // namespace kvl::test

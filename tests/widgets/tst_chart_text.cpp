@@ -28,25 +28,6 @@ using namespace kvl;
 
 namespace {
 
-// The largest difference of any channel of any pixel (premultiplied ARGB), 0 to 255.
-int largestDifference(const QImage& a, const QImage& b) {
-    if (a.size() != b.size())
-        return 256;
-    const QImage x = a.convertToFormat(QImage::Format_ARGB32_Premultiplied);
-    const QImage y = b.convertToFormat(QImage::Format_ARGB32_Premultiplied);
-    int worst = 0;
-    for (int row = 0; row < x.height(); ++row) {
-        const auto* p = reinterpret_cast<const QRgb*>(x.constScanLine(row));
-        const auto* q = reinterpret_cast<const QRgb*>(y.constScanLine(row));
-        for (int col = 0; col < x.width(); ++col)
-            worst = std::max({worst, std::abs(qRed(p[col]) - qRed(q[col])),
-                              std::abs(qGreen(p[col]) - qGreen(q[col])),
-                              std::abs(qBlue(p[col]) - qBlue(q[col])),
-                              std::abs(qAlpha(p[col]) - qAlpha(q[col]))});
-    }
-    return worst;
-}
-
 int inkedPixels(const QImage& image) {
     int n = 0;
     for (int row = 0; row < image.height(); ++row)
@@ -177,9 +158,10 @@ void TestChartText::stampDrawsAsDrawText() {
     QVERIFY(inkedPixels(direct) > 50); // the text was drawn at all
     QCOMPARE(stampBounds, directBounds);
     // Compositing the copy may round a channel by one level; anything more is a shift.
-    QVERIFY2(largestDifference(direct, stamped) <= 1,
-             qPrintable(
-                 QStringLiteral("largest difference %1").arg(largestDifference(direct, stamped))));
+    QVERIFY2(
+        test::largestDifference(direct, stamped) <= 1,
+        qPrintable(
+            QStringLiteral("largest difference %1").arg(test::largestDifference(direct, stamped))));
 }
 
 void TestChartText::stampCopiesUntilTextChanges() {
@@ -257,7 +239,7 @@ void TestChartText::legendItemsAsQCustomPlot() {
     // The same picture, replotted to the screen buffer (the path the cache takes).
     theirs.replot();
     ours.replot();
-    QVERIFY2(largestDifference(theirs.grab().toImage(), ours.grab().toImage()) <= 1,
+    QVERIFY2(test::largestDifference(theirs.grab().toImage(), ours.grab().toImage()) <= 1,
              "the cached legend draws otherwise");
     // A renamed graph: the entry is sized anew.
     theirs.graph(0)->setName(QStringLiteral("BF16, a much longer name than before"));
@@ -265,7 +247,7 @@ void TestChartText::legendItemsAsQCustomPlot() {
     QCOMPARE(sizeOf(ours.legend->item(0)), sizeOf(theirs.legend->item(0)));
     theirs.replot();
     ours.replot();
-    QVERIFY(largestDifference(theirs.grab().toImage(), ours.grab().toImage()) <= 1);
+    QVERIFY(test::largestDifference(theirs.grab().toImage(), ours.grab().toImage()) <= 1);
     // Removing a graph removes its entry, as it does for QCustomPlot's own.
     ours.removeGraph(1);
     QCOMPARE(legendNames(ours.legend),
@@ -356,7 +338,7 @@ void TestChartText::groupBoxAsQGroupBox() {
     // As the window shows them: the group on the window's background.
     const QImage a = window.grab(theirs->geometry()).toImage();
     const QImage b = window.grab(ours->geometry()).toImage();
-    QCOMPARE(largestDifference(a, b), 0);
+    QCOMPARE(test::largestDifference(a, b), 0);
     QVERIFY(ours->drawnByStyle() >= 1);
 }
 
@@ -421,9 +403,9 @@ void TestChartText::panelOnScreenAsDrawnAnew() {
     QTest::qWait(50);
     panel->findChild<QWidget*>(QStringLiteral("contextSlider"))->update();
     QTest::qWait(50);
-    QCOMPARE(
-        largestDifference(screen->grabWindow(scroll.winId()).toImage(), scroll.grab().toImage()),
-        0);
+    QCOMPARE(test::largestDifference(screen->grabWindow(scroll.winId()).toImage(),
+                                     scroll.grab().toImage()),
+             0);
     // The workload group sits above every lever: a toggle that changes the panel's height
     // must not repaint it (without WA_StaticContents the resized panel was repainted whole).
     test::PaintCounter workloadPaints;
@@ -446,7 +428,7 @@ void TestChartText::panelOnScreenAsDrawnAnew() {
         const QImage onScreen = screen->grabWindow(scroll.winId()).toImage();
         const QImage anew = scroll.grab().toImage();
         QCOMPARE(onScreen.size(), anew.size());
-        QVERIFY2(largestDifference(onScreen, anew) == 0, qPrintable(name));
+        QVERIFY2(test::largestDifference(onScreen, anew) == 0, qPrintable(name));
         workloadPaints.counting = true;
     }
 }
