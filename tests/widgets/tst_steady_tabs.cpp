@@ -107,6 +107,14 @@ void TestSteadyTabs::onScreenAsDrawnAnew_data() {
         {"a tab added",
          [](Tabs& t) { t.tabs->addTab(new QWidget, QStringLiteral("Traffic: simulated")); }},
         {"tab bar hidden", [](Tabs& t) { t.tabs->tabBar()->hide(); }},
+        {"another tab shown", [](Tabs& t) { t.tabs->setCurrentIndex(1); }},
+        {"another tab shown and back",
+         [](Tabs& t) {
+             t.tabs->setCurrentIndex(1);
+             QTest::qWait(20);
+             t.title->setText(QStringLiteral("changed while hidden"));
+             t.tabs->setCurrentIndex(0);
+         }},
     };
     for (const bool documentMode : {true, false})
         for (const auto& [name, change] : changes)
