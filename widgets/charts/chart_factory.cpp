@@ -12,31 +12,37 @@ namespace kvl::widgets {
 
 namespace {
 
-ChartWidget* makeChart(QStringView name, QWidget* p) {
-    if (name == u"memory")
+ChartWidget* makeChart(ChartId id, QWidget* p) {
+    switch (id) {
+    case ChartId::Memory:
         return new CurveChart(CurveKind::Memory, p);
-    if (name == u"concurrency")
+    case ChartId::Concurrency:
         return new CurveChart(CurveKind::Concurrency, p);
-    if (name == u"breakdown")
+    case ChartId::Breakdown:
         return new BreakdownChart(p);
-    if (name == u"speed-concurrency")
+    case ChartId::SpeedConcurrency:
         return new PredictedSpeedChart(SpeedView::Concurrency, p);
-    if (name == u"speed-context")
+    case ChartId::SpeedContext:
         return new PredictedSpeedChart(SpeedView::Context, p);
-    if (name == u"gpus-needed")
+    case ChartId::GpusNeeded:
         return new GpusNeededChart(p);
-    if (name == u"traffic-ttft")
+    case ChartId::TrafficTtft:
         return new TrafficLatencyChart(TrafficMetric::Ttft, p);
-    if (name == u"traffic-tpot")
+    case ChartId::TrafficTpot:
         return new TrafficLatencyChart(TrafficMetric::Tpot, p);
-    if (name == u"traffic-timeline")
+    case ChartId::TrafficTimeline:
         return new TrafficTimelineChart(p);
-    if (name == u"engines")
+    case ChartId::Engines:
         return new EnginesChart(p);
-    if (name == u"quality")
+    case ChartId::Quality:
         return new QualityChart(p);
-    if (name == u"speed")
+    case ChartId::Speed:
         return new SpeedChart(p);
+    case ChartId::Plan: // tables: table_export.h draws them from their models
+    case ChartId::Ladder:
+    case ChartId::Probe:
+        return nullptr;
+    }
     return nullptr;
 }
 
@@ -45,7 +51,7 @@ ChartWidget* makeChart(QStringView name, QWidget* p) {
 ChartWidget* createChart(const ChartSpec& spec, QWidget* parent) {
     if (spec.table)
         return nullptr;
-    ChartWidget* c = makeChart(QString::fromLatin1(spec.name), parent);
+    ChartWidget* c = makeChart(spec.id, parent);
     if (c)
         c->setObjectName(chartObjectName(spec));
     return c;

@@ -16,41 +16,58 @@ constexpr ExportFormats kCsv = ExportFormat::Csv;
 
 // Ledger charts first, then the tables and charts of probe results (the menu's sections).
 using S = ChartScope;
-const std::array<ChartSpec, 15> kCharts{{
-    {"memory", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Memory chart"), kAll, false, false,
-     S::Selected},
-    {"concurrency", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Concurrency chart"), kAll, false,
-     false, S::Requests},
-    {"breakdown", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Breakdown chart"), kAll, false, false,
-     S::PerGpu},
-    {"speed-concurrency",
+constexpr std::array<ChartSpec, 15> kCharts{{
+    {ChartId::Memory, "memory", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Memory chart"), kAll,
+     false, false, S::Selected},
+    {ChartId::Concurrency, "concurrency",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Concurrency chart"), kAll, false, false,
+     S::Requests},
+    {ChartId::Breakdown, "breakdown", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Breakdown chart"),
+     kAll, false, false, S::PerGpu},
+    {ChartId::SpeedConcurrency, "speed-concurrency",
      QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Speed vs c&oncurrency chart (predicted)"), kAll,
      false, false, S::PerReplica},
-    {"speed-context",
+    {ChartId::SpeedContext, "speed-context",
      QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Speed vs conte&xt chart (predicted)"), kAll, false,
      false, S::PerReplica},
-    {"gpus-needed", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&GPUs needed chart"), kAll, false,
-     false, S::ClusterGpus},
-    {"plan", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Deployment &plan table"), kCsv, false, true,
-     S::Plan},
-    {"traffic-ttft", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&TTFT vs rate chart (simulated)"),
-     kAll, false, false, S::PerReplica},
-    {"traffic-tpot", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "TP&OT vs rate chart (simulated)"),
-     kAll, false, false, S::PerReplica},
-    {"traffic-timeline",
+    {ChartId::GpusNeeded, "gpus-needed",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&GPUs needed chart"), kAll, false, false,
+     S::ClusterGpus},
+    {ChartId::Plan, "plan", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Deployment &plan table"),
+     kCsv, false, true, S::Plan},
+    {ChartId::TrafficTtft, "traffic-ttft",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&TTFT vs rate chart (simulated)"), kAll, false,
+     false, S::PerReplica},
+    {ChartId::TrafficTpot, "traffic-tpot",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "TP&OT vs rate chart (simulated)"), kAll, false,
+     false, S::PerReplica},
+    {ChartId::TrafficTimeline, "traffic-timeline",
      QT_TRANSLATE_NOOP("kvl::widgets::Charts", "KV occupancy and &queue chart (simulated)"), kAll,
      false, false, S::PerReplica},
-    {"engines", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Engines side by side chart"), kAll,
-     false, false, S::Requests},
-    {"ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll, false, true,
-     S::BytesRequests},
-    {"quality", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true,
-     false, S::ProbedPerToken},
-    {"speed", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Speed chart"), kAll, true, false,
-     S::ProbedLayer},
-    {"probe", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Probe &results table"), kCsv, true, true,
-     S::ProbedLayer},
+    {ChartId::Engines, "engines",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Engines side by side chart"), kAll, false, false,
+     S::Requests},
+    {ChartId::Ladder, "ladder", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Ladder table"), kAll,
+     false, true, S::BytesRequests},
+    {ChartId::Quality, "quality",
+     QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Quality vs memory chart"), kAll, true, false,
+     S::ProbedPerToken},
+    {ChartId::Speed, "speed", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "&Speed chart"), kAll, true,
+     false, S::ProbedLayer},
+    {ChartId::Probe, "probe", QT_TRANSLATE_NOOP("kvl::widgets::Charts", "Probe &results table"),
+     kCsv, true, true, S::ProbedLayer},
 }};
+
+// Each ChartId names one row: chart_factory.cpp makes a chart from its row's id.
+constexpr bool eachIdOnce() {
+    for (std::size_t i = 0; i < kCharts.size(); ++i)
+        for (std::size_t j = i + 1; j < kCharts.size(); ++j)
+            if (kCharts[i].id == kCharts[j].id)
+                return false;
+    return true;
+}
+static_assert(kCharts.size() == std::size_t(ChartId::Probe) + 1 && eachIdOnce(),
+              "one row per ChartId");
 
 struct FormatInfo {
     ExportFormat format;

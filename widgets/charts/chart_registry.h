@@ -2,9 +2,9 @@
 // Every chart and table KV Ledger exports, in one list: its name (kvledger export --chart, the
 // object and file names), its title (the Export menu), its formats and how the view is made.
 // The Export menu, the charts' context menus, the headless export, its checks and --help all
-// read this list, so a new chart is one row here, one case in chart_factory.cpp and its place
-// in a layout. It includes no chart: the command line links it (kvl_chart_registry, Qt Core
-// only) to name the charts without linking the widgets.
+// read this list, so a new chart is one row here, its ChartId and case in chart_factory.cpp and
+// its place in a layout. It includes no chart: the command line links it (kvl_chart_registry, Qt
+// Core only) to name the charts without linking the widgets.
 
 #include <QFlags>
 #include <QString>
@@ -34,7 +34,28 @@ enum class ChartScope : std::uint8_t {
     ProbedPerToken, // KV bytes per token of the whole model, from one measured layer: quality
 };
 
+// Which chart or table a row is: chart_factory.cpp's switch makes each chart from it, so the
+// names live in this list alone and a row without a case is a compiler warning.
+enum class ChartId : std::uint8_t {
+    Memory,
+    Concurrency,
+    Breakdown,
+    SpeedConcurrency,
+    SpeedContext,
+    GpusNeeded,
+    Plan,
+    TrafficTtft,
+    TrafficTpot,
+    TrafficTimeline,
+    Engines,
+    Ladder,
+    Quality,
+    Speed,
+    Probe,
+};
+
 struct ChartSpec {
+    ChartId id;
     const char* name;      // "memory"
     const char* menuTitle; // "&Memory chart" (translated with chartMenuTitle)
     ExportFormats formats;
