@@ -148,11 +148,11 @@ void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSys
 
 // The decode-speed estimate and, with --target-requests, the GPUs that many requests need.
 void printEstimates(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
-    if (s.workload.concurrency <= 0 && r.requestsYouCanRun == 0 && !r.error.empty()) {
-        // No request runs: a speed for one would contradict the headline's 0.
+    const std::optional<std::int64_t> speedBatch = io::speedBatch(s, r);
+    if (!speedBatch) {
         out << "\n  Decode (estimate): none, no request runs (see below)\n";
     } else {
-        const std::int64_t batch = io::speedBatch(s, r);
+        const std::int64_t batch = *speedBatch;
         const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
         if (d.stepMs > 0)
             out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)

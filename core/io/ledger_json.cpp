@@ -106,14 +106,20 @@ void addV1Json(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
 
 void addSpeedJson(Json& o, const core::Scenario& s, const core::LedgerResult& r) {
     const core::SpeedAssumptions a;
-    const std::int64_t batch = speedBatch(s, r);
-    const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context, a);
-    o["concurrency"] = batch;
-    o["decode_step_ms"] = d.stepMs;
-    o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
-    o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
-    o["ttft_ms_estimate"] = core::prefillMsEstimate(s, s.workload.context, a);
-    o["regime"] = std::string(core::regimeName(d.regime));
+    if (const auto batch = speedBatch(s, r)) {
+        const core::DecodeStep d = core::decodeStep(s, *batch, s.workload.context, a);
+        o["concurrency"] = *batch;
+        o["decode_step_ms"] = d.stepMs;
+        o["tokens_per_s_per_user"] = d.tokensPerSecondPerUser;
+        o["cluster_tokens_per_s"] = d.clusterTokensPerSecond;
+        o["ttft_ms_estimate"] = core::prefillMsEstimate(s, s.workload.context, a);
+        o["regime"] = std::string(core::regimeName(d.regime));
+    } else { // no request runs: the same keys, no figure
+        o["concurrency"] = 0;
+        for (const char* k : {"decode_step_ms", "tokens_per_s_per_user", "cluster_tokens_per_s",
+                              "ttft_ms_estimate", "regime"})
+            o[k] = nullptr;
+    }
     o["speed_assumptions"] = {{"eta_mem", a.memoryEfficiency},
                               {"eta_flops", a.flopsEfficiency},
                               {"fixed_step_ms", a.fixedStepMs},
@@ -158,9 +164,11 @@ Json deploymentJson(const core::Deployment& d) {
 } // namespace
 
 // The decode speed at the concurrency asked for (or as many requests as run) and the context.
-std::int64_t speedBatch(const core::Scenario& s, const core::LedgerResult& r) {
+std::optional<std::int64_t> speedBatch(const core::Scenario& s, const core::LedgerResult& r) {
     if (s.workload.concurrency > 0)
         return s.workload.concurrency;
+    if (r.requestsYouCanRun == 0 && !r.error.empty())
+        return std::nullopt;
     return std::max<std::int64_t>(1,
                                   std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s)));
 }

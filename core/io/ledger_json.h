@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace kvl::io {
@@ -38,7 +39,9 @@ nlohmann::ordered_json enginePlanJson(const core::Scenario& base, std::int64_t u
 
 // The concurrency the ledger's decode-speed figures are taken at: the requests asked for
 // (--concurrency), else as many as run (those that fit, capped by max_num_seqs), at least one.
-// The ledger's JSON and its table both use it.
-std::int64_t speedBatch(const core::Scenario& s, const core::LedgerResult& r);
+// None where no request runs and none was asked for (vLLM refuses to start): then no speed
+// is quoted, as a speed for one request would contradict the headline's 0. The ledger's JSON
+// (null speed fields) and its table ("none") both use it.
+std::optional<std::int64_t> speedBatch(const core::Scenario& s, const core::LedgerResult& r);
 
 } // namespace kvl::io

@@ -121,7 +121,17 @@ void TestCatalogLedger::sameNumbers() {
     QCOMPARE(r.rc, exitCode);
     const QJsonObject got = QJsonDocument::fromJson(r.out.toUtf8()).object();
     QVERIFY2(!got.isEmpty(), qPrintable(r.err));
-    const QString diff = firstDifference(want, got, QStringLiteral("$"));
+    // Where vLLM refuses to start, no request runs, and the JSON no longer quotes a decode
+    // speed for one (the table has said "none" since issue 29): concurrency 0 and the speed
+    // fields null. Every other number stays.
+    QJsonObject expected = want;
+    if (want.value(QStringLiteral("vllm_refused")).toBool()) {
+        expected[QStringLiteral("concurrency")] = 0;
+        for (const char* k : {"decode_step_ms", "tokens_per_s_per_user", "cluster_tokens_per_s",
+                              "ttft_ms_estimate", "regime"})
+            expected[QLatin1String(k)] = QJsonValue(QJsonValue::Null);
+    }
+    const QString diff = firstDifference(expected, got, QStringLiteral("$"));
     QVERIFY2(diff.isEmpty(), qPrintable(diff));
 }
 

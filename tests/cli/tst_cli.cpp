@@ -637,6 +637,19 @@ void TestCli::refusalIsAResult() {
     QVERIFY(
         o.value("error").toString().contains(QStringLiteral("estimated maximum model length is")));
     QCOMPARE(o.value("estimated_max_model_len").toInteger(), qint64(81904));
+    // No request runs, so no speed is quoted, as the table says "none": the keys are there,
+    // null (they were a speed for one request).
+    QCOMPARE(o.value("requests_you_can_run").toInteger(), qint64(0));
+    QCOMPARE(o.value("concurrency").toInteger(-1), qint64(0));
+    for (const char* k : {"decode_step_ms", "tokens_per_s_per_user", "cluster_tokens_per_s",
+                          "ttft_ms_estimate", "regime"})
+        QVERIFY2(o.contains(QLatin1String(k)) && o.value(QLatin1String(k)).isNull(), k);
+    // With --concurrency the user asked for a speed at that many requests: it is given.
+    const Run asked = run(plain({"ledger", "--model", "llama-3.1-8b", "--kv-memory-gib", "10",
+                                 "--concurrency", "4", "--json"}));
+    const auto a = QJsonDocument::fromJson(asked.out.toUtf8()).object();
+    QCOMPARE(a.value("concurrency").toInteger(), qint64(4));
+    QVERIFY(a.value("decode_step_ms").toDouble() > 0);
 }
 
 void TestCli::blockSizeVllmRefuses() {
