@@ -148,16 +148,15 @@ void printVllmPool(std::ostream& out, const core::LedgerResult& r, core::UnitSys
 
 // The decode-speed estimate and, with --target-requests, the GPUs that many requests need.
 void printEstimates(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
-    const std::optional<std::int64_t> speedBatch = io::speedBatch(s, r);
-    if (!speedBatch) {
+    const std::optional<std::int64_t> batch = io::speedBatch(s, r);
+    if (!batch) {
         out << "\n  Decode (estimate): none, no request runs (see below)\n";
     } else {
-        const std::int64_t batch = *speedBatch;
-        const core::DecodeStep d = core::decodeStep(s, batch, s.workload.context);
+        const core::DecodeStep d = core::decodeStep(s, *batch, s.workload.context);
         if (d.stepMs > 0)
             out << "\n  Decode (estimate, eta_mem " << fixed2(core::kDefaultMemoryEfficiency)
-                << "): " << withThousands(batch)
-                << (batch == 1 ? " request per replica x " : " requests per replica x ")
+                << "): " << withThousands(*batch)
+                << (*batch == 1 ? " request per replica x " : " requests per replica x ")
                 << withThousands(s.workload.context) << " tokens -> " << fixed2(d.stepMs)
                 << " ms/step, " << fixed(d.tokensPerSecondPerUser, 1) << " tokens/s per user, "
                 << withThousands(std::llround(d.clusterTokensPerSecond))
