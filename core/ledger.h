@@ -175,6 +175,12 @@ struct GpusNeeded {
     int pooledGpus = 0; // smallest count whose pooled memory holds the target
     int tensorParallel = 0; // the layout's TP (kept for the old JSON field)
     std::string note;       // where the pooled count and vLLM's layouts differ, or why none
+    // The planner's flag on that layout (under its speed floor, over 4 pipeline stages; empty
+    // when none), and then the planner's own answer on this GPU, the Deployment tab's: the
+    // fewest GPUs of a layout without a flag (0 when every layout that holds them has one).
+    std::string flag;
+    Layout recommended;
+    int recommendedGpus = 0;
     std::int64_t weightsBytes = 0;
     std::int64_t kvBytes = 0; // target requests x bytes per request (one GPU's geometry)
     std::int64_t totalBytes = 0;

@@ -176,6 +176,11 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
                 << (need.pooledGpus > 0 && need.pooledGpus != need.gpus
                         ? "; pooled memory alone would say " + std::to_string(need.pooledGpus)
                         : std::string())
+                << (need.flag.empty() ? std::string() : "; " + need.flag)
+                << (need.recommendedGpus > 0
+                        ? "; the planner's best: " + std::to_string(need.recommendedGpus) + " as " +
+                              core::layoutLabel(need.recommended)
+                        : std::string())
                 << "\n";
         else
             out << "no layout of " << core::kMaxPlanGpus

@@ -1502,6 +1502,14 @@ void TestCli::scopeOnEveryFigure_data() {
                        "Decode (estimate): none, no request runs (see below)",
                        "+paging 16                                       496 KiB             "
                        "10.48 GiB                         0"};
+    // The GPUs a target needs answer memory; a layout the planner flags says why, and the
+    // planner's own answer follows (the Deployment tab's).
+    QTest::addRow("Llama-3.1-70B 50 users at 32K: the fewest GPUs flagged")
+        << QStringList{"--model", "llama-3.1-70b",     "--context", "32K", "--tp",
+                       "4",       "--target-requests", "50"}
+        << QStringList{"-> 10 x H100 SXM 80GB as TP 2 x PP 5 (vLLM); 7.9 tokens/s per user, "
+                       "under the floor of 10; PP 5, over 4 pipeline stages; the planner's "
+                       "best: 12 as TP 2 x PP 3 x DP 2\n"};
     QTest::addRow("Qwen3-32B 32K FP8: one request")
         << QStringList{"--model", "qwen3-32b", "--context", "32768", "--kv-dtype", "fp8"}
         << QStringList{"): 1 request per replica x 32,768 tokens -> "};

@@ -120,6 +120,8 @@ std::vector<Layout> layoutsOf(const ModelSpec& m, int n) {
 class TestPlanner : public QObject {
     Q_OBJECT
 private slots:
+    void gpusNeededSaysWhenFlagged_data();
+    void gpusNeededSaysWhenFlagged();
     void layoutRules_data();
     void layoutRules();
     void unevenPipelineSplit();
@@ -414,6 +416,46 @@ void TestPlanner::seedNeedsAValidLayout() {
     // vLLM needs whole layouts: at least the pooled count, as TP x PP x DP.
     QVERIFY(g.layouts.front().layout.gpus() >= pooled);
     QVERIFY(checkLayout(s.model, g.layouts.front().layout).ok());
+}
+
+// The GPUs a target needs answer memory: the fewest GPUs of a layout vLLM accepts. Where the
+// planner flags that layout (under its 10 tokens/s floor, over 4 pipeline stages), the answer
+// carries the flag and the planner's own best on the GPU, the Deployment tab's.
+void TestPlanner::gpusNeededSaysWhenFlagged_data() {
+    QTest::addColumn<std::int64_t>("users");
+    QTest::addColumn<int>("gpus");
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QString>("flag");
+    QTest::addColumn<int>("recommendedGpus");
+    QTest::addColumn<QString>("recommended");
+    QTest::addRow("70B, 50 users at 32K: PP 5 flagged")
+        << std::int64_t{50} << 10 << "TP 2 x PP 5"
+        << "7.9 tokens/s per user, under the floor of 10; PP 5, over 4 pipeline stages" << 12
+        << "TP 2 x PP 3 x DP 2";
+    QTest::addRow("70B, 10 users at 32K: nothing flagged") << std::int64_t{10} << 4 << "TP 4"
+                                                           << "" << 0 << "";
+}
+
+void TestPlanner::gpusNeededSaysWhenFlagged() {
+    QFETCH(std::int64_t, users);
+    QFETCH(int, gpus);
+    QFETCH(QString, layout);
+    QFETCH(QString, flag);
+    QFETCH(int, recommendedGpus);
+    QFETCH(QString, recommended);
+    Scenario s = base(llama70b());
+    // The catalog's H100 (resources/gpus.json): the speed floor needs its bandwidth and FLOPs.
+    s.hardware.gpu.bandwidthGBs = 3350;
+    s.hardware.gpu.bf16Tflops = 989.5;
+    s.hardware.gpu.fp8Tflops = 1979;
+    s.workload.context = 32768;
+    const GpusNeeded need = computeGpusNeeded(s, users);
+    QCOMPARE(need.gpus, gpus);
+    QCOMPARE(QString::fromStdString(layoutLabel(need.layout)), layout);
+    QCOMPARE(QString::fromStdString(need.flag), flag);
+    QCOMPARE(need.recommendedGpus, recommendedGpus);
+    if (recommendedGpus > 0)
+        QCOMPARE(QString::fromStdString(layoutLabel(need.recommended)), recommended);
 }
 
 QTEST_APPLESS_MAIN(TestPlanner)

@@ -5,6 +5,7 @@
 #include "app/main_window.h"
 #include "widgets/deployment/deployment_panel.h"
 #include "widgets/deployment/plan_model.h"
+#include "widgets/scenario/warnings_banner.h"
 
 #include "core/io/catalog.h"
 #include "core/io/scenario_file.h"
@@ -476,6 +477,16 @@ void TestDeploymentPanel::scenarioGpuFirstAndSlowPlansFlagged() {
                                       d.flag.find("7.9 tokens/s per user, under the floor of "
                                                   "10; PP 5, over 4 pipeline stages") == 0);
     QVERIFY(slowerFewer);
+    // The banner's "needs" answers memory (the fewest GPUs, 10) and, as that layout is
+    // flagged, says why and gives this tab's answer, so the two do not seem to disagree.
+    const auto items = widgets::bannerItems(*widgets::makeLedgerView(s).snapshot);
+    QVERIFY(!items.empty());
+    QCOMPARE(items.front().kind, QStringLiteral("target"));
+    QVERIFY2(items.front().text.endsWith(
+                 QStringLiteral("; needs 10 x H100 SXM 80GB as TP 2 x PP 5 (7.9 tokens/s per "
+                                "user, under the floor of 10; PP 5, over 4 pipeline stages); "
+                                "the Deployment tab's best: 12 as TP 2 x PP 3 x DP 2")),
+             qPrintable(items.front().text));
     // A scenario whose GPU holds them fast enough is its own answer, first in the table.
     {
         core::Scenario small = s;

@@ -59,11 +59,19 @@ BannerItem missedTarget(const LedgerSnapshot& snap, std::int64_t perReplica, boo
         tr("%1 requests at %2 on %3: %4 fit%5")
             .arg(thousandsQ(target), formatTokensQ(s.workload.context), deploymentText(s),
                  thousandsQ(cluster), capped ? tr(" (max_num_seqs)") : QString());
-    if (need.gpus > 0)
+    if (need.gpus > 0) {
         text += tr("; needs %1 x %2 as %3")
                     .arg(need.gpus)
                     .arg(qs(s.hardware.gpu.name), qs(core::layoutLabel(need.layout)));
-    else
+        // The fewest GPUs answer memory; where the planner flags that layout, say why and give
+        // the Deployment tab's answer, so the two never seem to disagree.
+        if (!need.flag.empty())
+            text += need.recommendedGpus > 0 ? tr(" (%1); the Deployment tab's best: %2 as %3")
+                                                   .arg(qs(need.flag))
+                                                   .arg(need.recommendedGpus)
+                                                   .arg(qs(core::layoutLabel(need.recommended)))
+                                             : tr(" (%1)").arg(qs(need.flag));
+    } else
         text += tr("; no layout of %1 GPUs or fewer holds them (%2)")
                     .arg(core::kMaxPlanGpus)
                     .arg(qs(need.note));
