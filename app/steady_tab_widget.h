@@ -10,7 +10,8 @@ namespace kvl::app {
 // row: QLayout::activate passes updateGeometry up unconditionally), and then repaints its whole
 // area, so every widget of the page: the lever ladder, the vLLM command, the tab bar, for a
 // label's new text. This one lets QTabWidget lay out as before and repaints only when the tab
-// bar or the page stack was moved or resized; a page's own changes repaint themselves.
+// bar was moved or resized (the page stack moves with it); a page's own changes repaint
+// themselves.
 class SteadyTabWidget : public QTabWidget {
     Q_OBJECT
 public:

@@ -205,10 +205,8 @@ GpusNeeded computeGpusNeeded(const Scenario& s, std::int64_t targetRequests) {
         // The planner keeps the unflagged layouts of the fewest GPUs, best first.
         const auto unflagged = std::find_if(g.layouts.begin(), g.layouts.end(),
                                             [](const Deployment& d) { return d.flag.empty(); });
-        if (!out.flag.empty() && unflagged != g.layouts.end()) {
+        if (!out.flag.empty() && unflagged != g.layouts.end())
             out.recommended = unflagged->layout;
-            out.recommendedGpus = out.recommended.gpus();
-        }
         if (out.pooledGpus > 0 && out.gpus != out.pooledGpus)
             out.note = "pooled memory suggests " + std::to_string(out.pooledGpus) +
                        " GPUs; vLLM needs whole layouts: " + std::to_string(out.gpus) + " as " +

@@ -7,6 +7,7 @@
 #include "scenario.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,10 +178,9 @@ struct GpusNeeded {
     std::string note;       // where the pooled count and vLLM's layouts differ, or why none
     // The planner's flag on that layout (under its speed floor, over 4 pipeline stages; empty
     // when none), and then the planner's own answer on this GPU, the Deployment tab's: the
-    // fewest GPUs of a layout without a flag (0 when every layout that holds them has one).
+    // fewest GPUs of a layout without a flag (none when every layout that holds them has one).
     std::string flag;
-    Layout recommended;
-    int recommendedGpus = 0;
+    std::optional<Layout> recommended;
     std::int64_t weightsBytes = 0;
     std::int64_t kvBytes = 0; // target requests x bytes per request (one GPU's geometry)
     std::int64_t totalBytes = 0;

@@ -177,9 +177,9 @@ void printEstimates(std::ostream& out, const core::Scenario& s, const core::Ledg
                         ? "; pooled memory alone would say " + std::to_string(need.pooledGpus)
                         : std::string())
                 << (need.flag.empty() ? std::string() : "; " + need.flag)
-                << (need.recommendedGpus > 0
-                        ? "; the planner's best: " + std::to_string(need.recommendedGpus) + " as " +
-                              core::layoutLabel(need.recommended)
+                << (need.recommended
+                        ? "; the planner's best: " + std::to_string(need.recommended->gpus()) +
+                              " as " + core::layoutLabel(*need.recommended)
                         : std::string())
                 << "\n";
         else

@@ -238,7 +238,7 @@ Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
         put("gpus_needed_tensor_parallel", need.tensorParallel);
         put("gpus_needed_flag", need.flag.empty() ? Json() : Json(need.flag));
         put("gpus_needed_recommended_layout",
-            need.recommendedGpus > 0 ? Json(layoutJson(need.recommended)) : Json());
+            need.recommended ? Json(layoutJson(*need.recommended)) : Json());
         put("target_weights_bytes", need.weightsBytes);
         put("target_kv_bytes", need.kvBytes);
         put("target_total_bytes", need.totalBytes);

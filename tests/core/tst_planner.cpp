@@ -453,9 +453,9 @@ void TestPlanner::gpusNeededSaysWhenFlagged() {
     QCOMPARE(need.gpus, gpus);
     QCOMPARE(QString::fromStdString(layoutLabel(need.layout)), layout);
     QCOMPARE(QString::fromStdString(need.flag), flag);
-    QCOMPARE(need.recommendedGpus, recommendedGpus);
+    QCOMPARE(need.recommended ? need.recommended->gpus() : 0, recommendedGpus);
     if (recommendedGpus > 0)
-        QCOMPARE(QString::fromStdString(layoutLabel(need.recommended)), recommended);
+        QCOMPARE(QString::fromStdString(layoutLabel(*need.recommended)), recommended);
 }
 
 QTEST_APPLESS_MAIN(TestPlanner)

@@ -107,6 +107,17 @@ void TestSteadyTabs::onScreenAsDrawnAnew_data() {
         {"a tab added",
          [](Tabs& t) { t.tabs->addTab(new QWidget, QStringLiteral("Traffic: simulated")); }},
         {"tab bar hidden", [](Tabs& t) { t.tabs->tabBar()->hide(); }},
+        {"last tab but one removed, the bar hides itself",
+         [](Tabs& t) {
+             t.tabs->setTabBarAutoHide(true);
+             t.tabs->removeTab(1);
+         }},
+        {"tab bar hidden, then shown",
+         [](Tabs& t) {
+             t.tabs->tabBar()->hide();
+             QTest::qWait(20);
+             t.tabs->tabBar()->show();
+         }},
         {"another tab shown", [](Tabs& t) { t.tabs->setCurrentIndex(1); }},
         {"another tab shown and back",
          [](Tabs& t) {

@@ -66,11 +66,11 @@ BannerItem missedTarget(const LedgerSnapshot& snap, std::int64_t perReplica, boo
         // The fewest GPUs answer memory; where the planner flags that layout, say why and give
         // the Deployment tab's answer, so the two never seem to disagree.
         if (!need.flag.empty())
-            text += need.recommendedGpus > 0 ? tr(" (%1); the Deployment tab's best: %2 as %3")
-                                                   .arg(qs(need.flag))
-                                                   .arg(need.recommendedGpus)
-                                                   .arg(qs(core::layoutLabel(need.recommended)))
-                                             : tr(" (%1)").arg(qs(need.flag));
+            text += need.recommended ? tr(" (%1); the Deployment tab's best: %2 as %3")
+                                           .arg(qs(need.flag))
+                                           .arg(need.recommended->gpus())
+                                           .arg(qs(core::layoutLabel(*need.recommended)))
+                                     : tr(" (%1)").arg(qs(need.flag));
     } else
         text += tr("; no layout of %1 GPUs or fewer holds them (%2)")
                     .arg(core::kMaxPlanGpus)
