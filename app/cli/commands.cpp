@@ -126,6 +126,8 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
     if (inv.has("min-tokens-per-s-per-user"))
         req.minTokensPerSecondPerUser = std::stod(inv.value("min-tokens-per-s-per-user"));
     // The scenario's GPU is listed first and recommended when it holds the users unflagged.
+    // Two kinds or more named with --gpu are candidates side by side: the last of them is the
+    // scenario's GPU only because the options say one GPU, so none is preferred.
     req.preferredGpu = inv.scenario.hardware.gpu.id;
     if (inv.has("all-gpus")) {
         req.gpus = io::builtinGpus();
@@ -143,6 +145,8 @@ int runPlan(const Invocation& inv, std::ostream& out, std::ostream& err) {
             if (!seen)
                 req.gpus.push_back(*g);
         }
+        if (req.gpus.size() > 1)
+            req.preferredGpu.clear();
     } else {
         req.gpus = {inv.scenario.hardware.gpu};
     }

@@ -144,8 +144,8 @@ std::vector<AppOption> planOptions() {
         {"users", "N", "concurrent requests to hold, each of --context tokens",
          [](const std::string& v) -> Status { return positiveInt(v, core::kMaxRequests); }},
         {"all-gpus", "",
-         "try every GPU of the catalog (else each --gpu given, or the "
-         "scenario's)"},
+         "try every GPU of the catalog, the scenario's first (else each --gpu given, "
+         "side by side, or the scenario's)"},
         {"max-gpus", "N", "the most GPUs a plan may use (default 64)",
          [](const std::string& v) -> Status { return positiveInt(v, 4096); }},
         {"gpus-per-node", "N",

@@ -1571,6 +1571,16 @@ void TestCli::planNamesItsGpuAndFlagsSlowPlans_data() {
     QTest::addRow("no floor: the fewest GPUs")
         << seventy + QStringList{"--gpu", "b300", "--min-tokens-per-s-per-user", "0"}
         << QStringList{"The best plan: 3 x B300 SXM 288GB (b300) as TP 1 x PP 3"} << "b300";
+    // Kinds named side by side are candidates: the last --gpu is the scenario's GPU only
+    // because the options hold one, and is not preferred (the L40S, named last, was
+    // recommended over the B200 for that alone).
+    QTest::addRow("several kinds: none preferred")
+        << seventy + QStringList{"--gpu", "b200", "--gpu", "l40s"}
+        << QStringList{"The best plan: 4 x B200 180GB (b200) as TP 4\n"} << "b200";
+    QTest::addRow("one kind named twice: the scenario's")
+        << seventy + QStringList{"--gpu", "l40s", "--gpu", "l40s"}
+        << QStringList{"The best plan: 32 x L40S 48GB (l40s) as TP 8 x DP 4, the scenario's GPU"}
+        << "l40s";
     QTest::addRow("only flagged plans: said")
         << seventy + QStringList{"--gpu", "l4", "--max-gpus", "36"}
         << QStringList{"The best plan: 36 x L4 24GB (l4) as TP 4 x PP 9, the scenario's GPU\n  "
