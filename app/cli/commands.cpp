@@ -68,17 +68,9 @@ int runModels(const Invocation& inv, std::ostream& out) {
 }
 
 int runGpus(const Invocation& inv, std::ostream& out) {
-    return printCatalog(
-        inv, out, io::builtinGpus(),
-        [](const core::GpuSpec& g) -> Json {
-            return {{"id", g.id},
-                    {"name", g.name},
-                    {"vendor", g.vendor},
-                    {"memory_bytes", g.memoryBytes},
-                    {"bandwidth_gbs", g.bandwidthGBs},
-                    {"memory_type", g.memoryType}};
-        },
-        cli::printGpusTable);
+    return printCatalog(inv, out, io::builtinGpus(),
+                        // The catalog's GPU as a scenario file keeps it.
+                        io::gpuJson, cli::printGpusTable);
 }
 
 int runLedger(const Invocation& inv, std::ostream& out, std::ostream& err) {

@@ -173,6 +173,19 @@ std::optional<std::int64_t> speedBatch(const core::Scenario& s, const core::Ledg
                                   std::min(r.maxRequestsAtContext, core::effectiveMaxNumSeqs(s)));
 }
 
+Json gpuJson(const core::GpuSpec& g) {
+    return {{"id", g.id},
+            {"name", g.name},
+            {"vendor", g.vendor},
+            {"memory_bytes", g.memoryBytes},
+            {"bandwidth_gbs", g.bandwidthGBs},
+            {"memory_type", g.memoryType},
+            {"compute_capability", g.computeCapability},
+            {"bf16_tflops", g.bf16Tflops},
+            {"fp8_tflops", g.fp8Tflops},
+            {"source", g.source}};
+}
+
 Json ledgerJson(const core::Scenario& s, const core::LedgerResult& r,
                 const std::vector<core::LadderStep>& ladder) {
     Json o = Json::object();

@@ -17,6 +17,10 @@
 
 namespace kvl::io {
 
+// A GPU of the catalog with every field a scenario file keeps: the scenario file's "gpu" and
+// `kvledger gpus --json` write this one object.
+nlohmann::ordered_json gpuJson(const core::GpuSpec& g);
+
 // The ledger of one scenario: bytes per token and request, the pool, vLLM's blocks and
 // concurrency, vLLM v1's KV cache groups and log line, the decode-speed estimate, the GPUs a
 // --target-requests needs, the lever ladder and the vLLM command. `r` and `ladder` are

@@ -6,6 +6,7 @@
 #include "files.h"
 #include "json.h"
 #include "json_fields.h"
+#include "ledger_json.h"
 #include "model_fields.h"
 
 #include <array>
@@ -115,19 +116,6 @@ Out modelToJson(const core::ModelSpec& m) {
     if (!m.hfRepo.empty())
         j["hf_repo"] = m.hfRepo;
     return j;
-}
-
-Out gpuToJson(const core::GpuSpec& g) {
-    return {{"id", g.id},
-            {"name", g.name},
-            {"vendor", g.vendor},
-            {"memory_bytes", g.memoryBytes},
-            {"bandwidth_gbs", g.bandwidthGBs},
-            {"memory_type", g.memoryType},
-            {"compute_capability", g.computeCapability},
-            {"bf16_tflops", g.bf16Tflops},
-            {"fp8_tflops", g.fp8Tflops},
-            {"source", g.source}};
 }
 
 Out formatToJson(const core::KvFormat& f) {
@@ -539,7 +527,7 @@ std::string scenarioToJson(const core::Scenario& s) {
     Out doc = Out::object();
     doc["kvledger_scenario"] = kScenarioFileVersion;
     doc["model"] = modelToJson(s.model);
-    doc["gpu"] = gpuToJson(s.hardware.gpu);
+    doc["gpu"] = gpuJson(s.hardware.gpu);
     doc["levers"] = leversToJson(s.levers);
     doc["hardware"] = hardwareToJson(s.hardware);
     doc["workload"] = workloadToJson(s.workload);

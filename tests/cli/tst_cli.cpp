@@ -350,7 +350,25 @@ void TestCli::catalogs() {
     QVERIFY(found);
     r = run({"gpus", "--json"});
     QCOMPARE(r.rc, 0);
-    QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).array().size() >= 12);
+    const QJsonArray gpus = QJsonDocument::fromJson(r.out.toUtf8()).array();
+    QCOMPARE(gpus.size(), qsizetype(kvl::io::builtinGpus().size()));
+    // Each GPU is the object a scenario file keeps for it, every field included (the list
+    // lacked the compute capability, the TFLOPS and the source).
+    for (const kvl::core::GpuSpec& g : kvl::io::builtinGpus()) {
+        kvl::core::Scenario s = kvl::io::defaultScenario();
+        s.hardware.gpu = g;
+        const QJsonObject saved =
+            QJsonDocument::fromJson(QByteArray::fromStdString(kvl::io::scenarioToJson(s)))
+                .object()
+                .value("gpu")
+                .toObject();
+        const auto listed = std::find_if(gpus.begin(), gpus.end(), [&](const QJsonValue& v) {
+            return v.toObject().value("id").toString() == QString::fromStdString(g.id);
+        });
+        QVERIFY2(listed != gpus.end(), g.id.c_str());
+        QCOMPARE(listed->toObject(), saved);
+        QVERIFY(saved.contains("compute_capability") && saved.contains("source"));
+    }
     r = run({"models"});
     QVERIFY(r.out.contains(QLatin1String("llama-3.1-405b")));
 }
