@@ -176,7 +176,9 @@ int main(int argc, char** argv) {
     TimingApplication app(argc, argv);
     int changes = 240;
     QString jsonPath;
-    QString only; // --only KIND: that kind of change alone, to profile one (e.g. "engine")
+    // --only KIND[,KIND...]: those kinds of change alone, to profile one (e.g. "engine") or
+    // one in the state another leaves (e.g. "engine,quant").
+    QStringList only;
     const QStringList args = app.arguments();
     for (int i = 1; i < args.size(); ++i) {
         if (args[i] == QLatin1String("--json") && i + 1 < args.size())
@@ -184,10 +186,10 @@ int main(int argc, char** argv) {
         else if (args[i] == QLatin1String("--changes") && i + 1 < args.size())
             changes = std::max(200, args[++i].toInt());
         else if (args[i] == QLatin1String("--only") && i + 1 < args.size())
-            only = args[++i];
+            only = args[++i].split(QLatin1Char(','));
         else {
             std::fprintf(stderr, "usage: bench_replot [--changes N (>= 200)] [--json FILE] "
-                                 "[--only KIND]\n");
+                                 "[--only KIND[,KIND...]]\n");
             return 2;
         }
     }
@@ -266,9 +268,10 @@ int main(int argc, char** argv) {
          }},
     };
     if (!only.isEmpty()) {
-        std::erase_if(ops, [&](const Op& op) { return only != QLatin1String(op.kind); });
+        std::erase_if(ops, [&](const Op& op) { return !only.contains(QLatin1String(op.kind)); });
         if (ops.empty()) {
-            std::fprintf(stderr, "bench_replot: no change of kind %s\n", qPrintable(only));
+            std::fprintf(stderr, "bench_replot: no change of kind %s\n",
+                         qPrintable(only.join(QLatin1Char(','))));
             return 2;
         }
     }
