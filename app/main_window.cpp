@@ -749,7 +749,9 @@ void MainWindow::showView(const widgets::LedgerView& view) {
     m_clearReferenceAction->setEnabled(view.reference != nullptr);
     if (view.reference) {
         m_referenceLabel->setText(tr("Reference: %1").arg(qs(view.reference->scenario.model.name)));
-        m_referenceLabel->setToolTip(widgets::summaryLine(*view.reference, view.units));
+        // As the status line says the scenario's: every figure in the scope shown.
+        m_referenceLabel->setToolTip(
+            widgets::scopedSummaryLine(*view.reference, view.units, view.scope));
     } else if (!m_referenceLabel->text().isEmpty()) {
         // QLabel::clear re-lays out the status bar even when there is nothing to clear.
         m_referenceLabel->clear();

@@ -62,7 +62,8 @@ struct LedgerResult {
     std::int64_t kvBytesPerToken = 0;       // whole model, formula (no replication)
     std::int64_t kvBytesPerTokenPerGpu = 0; // one GPU's share, with vLLM's KV-head replication
     std::int64_t pageBytesPerGpu = 0;       // one block of B tokens across every layer, one GPU
-    std::int64_t kvBytesPerRequest = 0;     // at the context, all GPUs together
+    std::int64_t kvBytesPerRequest = 0;     // at the context, per GPU x TP x PP (a replica, copies
+                                            // of replicated KV heads and MLA latents included)
     std::int64_t kvBytesPerRequestPerGpu = 0;
     std::int64_t sharedBytesPerRequestPerGpu = 0; // saved by each request after the first
     std::vector<LayerGroupUsage> groups;

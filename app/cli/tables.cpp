@@ -72,7 +72,10 @@ void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::Led
     row("KV per token", gpu, bytes(r.kvBytesPerTokenPerGpu));
     if (r.blockSize > 0)
         row("Block (all layers)", gpu, bytes(r.pageBytesPerGpu));
-    row("KV per request @" + withThousands(r.contextTokens), "model", bytes(r.kvBytesPerRequest));
+    // Per request, a replica's TP x PP GPUs together (the window's "per replica"), copies
+    // included: MLA under TP 8 keeps its latent on all eight, eight times the model's once.
+    row("KV per request @" + withThousands(r.contextTokens), "per replica",
+        bytes(r.kvBytesPerRequest));
     if (s.hardware.gpuCount > 1 || s.hardware.pipelineParallel > 1)
         row("KV per request @" + withThousands(r.contextTokens), gpu,
             bytes(r.kvBytesPerRequestPerGpu));

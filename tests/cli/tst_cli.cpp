@@ -1508,6 +1508,14 @@ void TestCli::scopeOnEveryFigure_data() {
                        "KV/token per GPU   per request per GPU   you can run per replica",
                        "KV per token                      model        165 KiB (168,960 B)",
                        "KV per token                      per GPU      41.25 KiB (42,240 B)"};
+    // A request's KV per replica counts every copy: MLA under TP 8 keeps the whole latent on
+    // each GPU (the model's 68.62 KiB per token, 2.14 GiB at 32K), so the replica holds eight.
+    QTest::addRow("DeepSeek-V3 TP 8: MLA copies per replica")
+        << QStringList{"--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--context", "32K"}
+        << QStringList{"KV per token                      model        68.62 KiB (70,272 B)",
+                       "KV per request @32,768            per replica  17.16 GiB "
+                       "(18,421,383,168 B)",
+                       "KV per request @32,768            per GPU      2.14 GiB (2,302,672,896 B)"};
     QTest::addRow("DP 2 adds the cluster")
         << QStringList{"--model", "llama-3.1-8b", "--dp", "2"}
         << QStringList{"on 2 x H100 SXM 80GB (TP 1 x DP 2)", "you can run     cluster",

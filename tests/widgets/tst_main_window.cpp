@@ -15,6 +15,7 @@
 #include "widgets/scenario/scenario_panel.h"
 #include "widgets/scenario/token_spin_box.h"
 #include "widgets/scenario/warnings_banner.h"
+#include "widgets/state/status_text.h"
 
 #include "core/engine.h"
 #include "core/io/catalog.h"
@@ -621,6 +622,13 @@ void TestMainWindow::pinnedReference() {
     QCOMPARE(w->breakdownChart()->segments(true).size(), w->breakdownChart()->segments().size());
     QCOMPARE(w->breakdownChart()->segments(true).size(), std::size_t{widgets::kSegments});
     QCOMPARE(std::size_t{widgets::kSegments}, std::size_t{9});
+    // The reference's line in the status bar's tooltip says its figures in the scope shown, as
+    // the scenario's own line does (it mixed the model's bytes per token with the replica's
+    // bytes per request, unlabelled).
+    const QString refLine = child<QLabel>(w, "referenceLabel")->toolTip();
+    QCOMPARE(refLine, widgets::scopedSummaryLine(widgets::computeSnapshot(pinned), w->view().units,
+                                                 w->view().scope));
+    QVERIFY2(refLine.contains(QStringLiteral(" -> per GPU: ")), qPrintable(refLine));
 
     w->clearReference();
     QCOMPARE(w->memoryChart()->seriesIndex(widgets::CurveChart::referenceSeriesName()), -1);

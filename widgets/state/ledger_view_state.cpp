@@ -99,37 +99,4 @@ std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, Fig
                                          : perReplica;
 }
 
-QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units) {
-    const core::Scenario& s = snap.scenario;
-    const core::LedgerResult& r = snap.ledger;
-    QStringList parts;
-    parts << qs(s.model.name);
-    parts << qs(r.kv.attentionLabel);
-    parts << qs(core::shortLabel(r.kv.format));
-    // The block size vLLM runs with (the user's, or the backend's and the hybrid alignment's).
-    parts << (s.levers.paging.enabled ? QStringLiteral("paged %1").arg(r.blockSize)
-                                      : QStringLiteral("contiguous"));
-    if (s.levers.prefix.enabled && s.levers.prefix.sharedTokens > 0)
-        parts << QStringLiteral("prefix %1").arg(formatTokensQ(s.levers.prefix.sharedTokens));
-    else
-        parts << QStringLiteral("no prefix");
-    QString line = parts.join(QStringLiteral(" | "));
-    line += QStringLiteral(" -> %1/token").arg(formatBytesQ(r.kvBytesPerToken, units, 2));
-    line += QStringLiteral(" | %1 @%2")
-                .arg(formatBytesQ(r.kvBytesPerRequest, units, 2), formatTokensQ(r.contextTokens));
-    const QString gpu =
-        s.hardware.gpuCount > 1
-            ? QStringLiteral("%1x %2").arg(s.hardware.gpuCount).arg(qs(s.hardware.gpu.name))
-            : qs(s.hardware.gpu.name);
-    if (!r.error.empty())
-        line += QStringLiteral(" | does not fit on %1").arg(gpu); // the reason is in the banner
-    else
-        line += QStringLiteral(" | %1 %2 on %3")
-                    .arg(thousandsQ(r.maxRequestsAtContext))
-                    .arg(r.maxRequestsAtContext == 1 ? QStringLiteral("request")
-                                                     : QStringLiteral("requests"))
-                    .arg(gpu);
-    return line;
-}
-
 } // namespace kvl::widgets

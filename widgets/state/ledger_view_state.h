@@ -83,10 +83,6 @@ LedgerView makeLedgerView(const core::Scenario& s, core::UnitSystem units = {},
 // curve charts and the measured overlays on them use this one enum.
 enum class CurveKind : std::uint8_t { Memory, Concurrency };
 
-// "Llama-3-8B | GQA-8 | INT8 | paged 16 | prefix 2K -> 66 KiB/token | 2.06 GiB @32K |
-//  31 requests on H100 SXM 80GB"
-QString summaryLine(const LedgerSnapshot& snap, core::UnitSystem units);
-
 QString formatBytesQ(std::int64_t bytes, core::UnitSystem units, int decimals = 2);
 QString formatBytesQ(double bytes, core::UnitSystem units, int decimals = 2);
 QString formatTokensQ(std::int64_t tokens);
