@@ -37,6 +37,14 @@ std::string bytesText(std::int64_t b, core::UnitSystem u) {
     return formatBytes(b, u) + " (" + withThousands(b) + " B)";
 }
 
+// "  KV per token                      per GPU      41.25 KiB (42,240 B)": a figure, its scope
+// and its value, in the columns every ledger table (vLLM's and the other engines') shares.
+void printScopedRow(std::ostream& out, const std::string& figure, const char* scope,
+                    const std::string& value) {
+    out << "  " << std::left << std::setw(34) << figure << std::setw(13) << scope << value
+        << std::right << "\n";
+}
+
 // The scenario: model, GPUs, geometry, attention, KV format, paging and prefix.
 void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r) {
     const core::Layout layout = core::layoutOf(s);
@@ -63,9 +71,8 @@ void printLedgerHead(std::ostream& out, const core::Scenario& s, const core::Led
 void printLedgerRows(std::ostream& out, const core::Scenario& s, const core::LedgerResult& r,
                      core::UnitSystem u) {
     auto bytes = [u](std::int64_t b) { return bytesText(b, u); };
-    const int w = 34;
     auto row = [&](const std::string& k, const char* scope, const std::string& v) {
-        out << "  " << std::left << std::setw(w) << k << std::setw(13) << scope << v << "\n";
+        printScopedRow(out, k, scope, v);
     };
     constexpr const char* gpu = "per GPU";
     row("KV per token", "model", bytes(r.kvBytesPerToken));
@@ -394,11 +401,14 @@ void printEngineTable(std::ostream& out, const core::Scenario& s, const core::En
         << " (rules of " << r.version << ")\n";
     if (!r.error.empty())
         out << "  does not run: " << printable(r.error) << "\n";
-    out << "  KV pool per GPU        " << bytesText(r.kvPoolBytesPerGpu, u) << "\n";
-    out << "  tokens in the pool     " << withThousands(r.poolTokens) << "\n";
-    out << "  KV bytes per token     " << withThousands(r.kvBytesPerTokenPerGpu) << " per GPU\n";
-    out << "  requests of " << withThousands(s.workload.context) << " tokens  "
-        << withThousands(r.requestsAtContext) << "\n";
+    // Each GPU of a replica holds its share of every token of the pool (TP splits the heads,
+    // llama.cpp's -sm layer the layers): tokens and requests are the replica's.
+    printScopedRow(out, "KV pool", "per GPU", bytesText(r.kvPoolBytesPerGpu, u));
+    printScopedRow(out, "Tokens in the pool", "per replica", withThousands(r.poolTokens));
+    printScopedRow(out, "KV per token", "per GPU", bytesText(r.kvBytesPerTokenPerGpu, u));
+    printScopedRow(out, "Requests of " + withThousands(s.workload.context) + " you can run",
+                   "per replica", withThousands(r.requestsAtContext));
+    out << "\n"; // the figures, then what the engine prints and how to launch it
     if (!r.logLines.empty()) {
         out << "  " << core::engineDisplayName(r.engine) << " prints:\n";
         for (const auto& l : r.logLines)

@@ -1516,6 +1516,14 @@ void TestCli::scopeOnEveryFigure_data() {
                        "KV per request @32,768            per replica  17.16 GiB "
                        "(18,421,383,168 B)",
                        "KV per request @32,768            per GPU      2.14 GiB (2,302,672,896 B)"};
+    // The other engines' tables say their scopes too, in the same columns.
+    QTest::addRow("SGLang TP 2")
+        << QStringList{"--model", "qwen3-32b", "--engine",  "sglang",
+                       "--tp",    "2",         "--context", "16K"}
+        << QStringList{"  KV pool                           per GPU      35.03 GiB",
+                       "  Tokens in the pool                per replica  286,945\n",
+                       "  KV per token                      per GPU      128 KiB (131,072 B)",
+                       "  Requests of 16,384 you can run    per replica  17\n"};
     QTest::addRow("DP 2 adds the cluster")
         << QStringList{"--model", "llama-3.1-8b", "--dp", "2"}
         << QStringList{"on 2 x H100 SXM 80GB (TP 1 x DP 2)", "you can run     cluster",
