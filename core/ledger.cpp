@@ -241,7 +241,7 @@ PointResult computePoint(const Scenario& s, std::int64_t context) {
     const PointCost c = pointCost(p, context);
     PointResult r;
     r.bytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
-    r.bytesPerRequest = satMul(r.bytesPerRequestPerGpu, satMul(p.tp, p.pp));
+    r.bytesPerRequest = replicaRequestBytes(p, context);
     r.maxRequests = requestsThatFit(c.pool, c.units, c.sharedUnits, p.sharingRequests);
     return r;
 }
@@ -327,11 +327,15 @@ LedgerResult computeLedger(const Scenario& s) {
     for (int i = st.firstLayer; i < st.lastLayer; ++i)
         r.kvBytesPerTokenPerGpu =
             satAdd(r.kvBytesPerTokenPerGpu, p.layers[static_cast<std::size_t>(i)].perTokenPerGpu);
+    // Every stage's layers on each of its TP GPUs.
+    for (const auto& b : p.layers)
+        r.kvBytesPerTokenPerReplica = satAdd(r.kvBytesPerTokenPerReplica, b.perTokenPerGpu);
+    r.kvBytesPerTokenPerReplica = satMul(r.kvBytesPerTokenPerReplica, p.tp);
     fillLayerGroups(p, st, s.workload.context, r);
 
     const PointCost c = pointCost(p, s.workload.context);
     r.kvBytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
-    r.kvBytesPerRequest = satMul(r.kvBytesPerRequestPerGpu, satMul(p.tp, p.pp));
+    r.kvBytesPerRequest = replicaRequestBytes(p, s.workload.context);
     r.sharedBytesPerRequestPerGpu = satMul(c.sharedUnits, c.bytesPerUnit);
     r.blocksPerRequestAtContext = p.blockSize > 0 ? c.units : 0;
 

@@ -61,9 +61,11 @@ struct LedgerResult {
 
     std::int64_t kvBytesPerToken = 0;       // whole model, formula (no replication)
     std::int64_t kvBytesPerTokenPerGpu = 0; // one GPU's share, with vLLM's KV-head replication
-    std::int64_t pageBytesPerGpu = 0;       // one block of B tokens across every layer, one GPU
-    std::int64_t kvBytesPerRequest = 0;     // at the context, per GPU x TP x PP (a replica, copies
-                                            // of replicated KV heads and MLA latents included)
+    // A replica's TP x PP GPUs together, each stage's own layers: copies of replicated KV heads
+    // and MLA latents included, so MLA under TP 8 is 8 x the model's.
+    std::int64_t kvBytesPerTokenPerReplica = 0;
+    std::int64_t pageBytesPerGpu = 0;   // one block of B tokens across every layer, one GPU
+    std::int64_t kvBytesPerRequest = 0; // at the context, a replica's GPUs together (as above)
     std::int64_t kvBytesPerRequestPerGpu = 0;
     std::int64_t sharedBytesPerRequestPerGpu = 0; // saved by each request after the first
     std::vector<LayerGroupUsage> groups;
@@ -142,7 +144,7 @@ struct Curve {
     bool applied = true;    // false: the lever is off, the curve repeats the previous step
     bool isCurrent = false; // the last step: the scenario itself (emphasized)
     std::vector<double> bytesPerRequestPerGpu; // y of the memory chart, per context
-    std::vector<double> bytesPerRequest;       // all GPUs together
+    std::vector<double> bytesPerRequest;       // a replica's GPUs together
     std::vector<double> maxRequests;           // y of the concurrency chart
 };
 struct SweepResult {

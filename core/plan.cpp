@@ -430,6 +430,18 @@ PointCost pointCost(const Plan& p, std::int64_t context) {
     return c;
 }
 
+std::int64_t replicaRequestBytes(const Plan& p, std::int64_t context) {
+    if (p.blockSize > 0 && !p.groupError.empty())
+        return 0; // as pointCost: no request runs
+    std::int64_t perTpRank = 0;
+    for (const StagePlan& st : p.stages)
+        perTpRank =
+            satAdd(perTpRank, p.blockSize > 0 ? satMul(requestHolding(p, st.groups, context).blocks,
+                                                       st.bytesPerBlock)
+                                              : unpagedBytes(p, st, context).perRequest);
+    return satMul(perTpRank, p.tp);
+}
+
 Refusal checkEnoughMemory(const Plan& p, bool withEstimate) {
     Refusal r;
     for (const auto& st : p.stages) {

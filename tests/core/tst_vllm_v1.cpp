@@ -161,6 +161,8 @@ private slots:
     void stateBytes();
     void stateTensorParallel();
     void pipelineStagesTakeTheFewestBlocks();
+    void replicaHoldsEachLayerOnce_data();
+    void replicaHoldsEachLayerOnce();
     void cacheDtypeNames_data();
     void cacheDtypeNames();
     void cacheDtypeNameList();
@@ -522,6 +524,47 @@ void TestVllmV1::pipelineStagesTakeTheFewestBlocks() {
     QCOMPARE(r.numGpuBlocks, 20 * G / (qint64(27) * 65536));
     QCOMPARE(r.kvBytesPerTokenPerGpu, qint64(27) * 4096);
     QCOMPARE(r.kvBytesPerToken, qint64(80) * 4096);
+}
+
+// A replica's KV is each stage's layers on each of its TP GPUs: 80 layers over PP 3 are 80
+// layers' worth, not the 27-layer stage's three times (81), as busiest GPU x TP x PP counted.
+void TestVllmV1::replicaHoldsEachLayerOnce_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<bool>("paged");
+    QTest::addColumn<qint64>("perToken");   // the replica's
+    QTest::addColumn<qint64>("perRequest"); // the replica's, at 4,096 tokens
+    // 8 KV heads of 128, BF16: 4,096 B per token per layer for the whole model.
+    const qint64 model = qint64(80) * 4096;
+    QTest::addRow("TP 1") << 1 << true << model << model * 4096;
+    QTest::addRow("TP 2: the heads split") << 2 << true << model << model * 4096;
+    // TP 16 over 8 KV heads: vLLM keeps each head on two GPUs.
+    QTest::addRow("TP 16: each head twice") << 16 << true << 2 * model << 2 * model * 4096;
+    // Contiguous: every request reserves the max model length (the model's 8,192).
+    QTest::addRow("contiguous") << 2 << false << model << model * 8192;
+}
+
+void TestVllmV1::replicaHoldsEachLayerOnce() {
+    QFETCH(int, tp);
+    QFETCH(bool, paged);
+    QFETCH(qint64, perToken);
+    QFETCH(qint64, perRequest);
+    Scenario s = scenarioFor(attentionModel(80, 64, 8, 128, 8192), 20 * G);
+    s.hardware.gpuCount = tp;
+    s.hardware.pipelineParallel = 3;
+    s.levers.paging.enabled = paged;
+    const auto r = computeLedger(s);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.kvBytesPerTokenPerReplica, perToken);
+    QCOMPARE(r.kvBytesPerRequest, perRequest);
+    // The busiest GPU holds 27 of the 80 layers.
+    QCOMPARE(r.kvBytesPerTokenPerGpu * tp * 80, perToken * 27);
+    // The chart's point and the sweep say the same.
+    QCOMPARE(computePoint(s, 4096).bytesPerRequest, perRequest);
+    const SweepResult sw = computeSweep(s);
+    const auto at = std::find(sw.contexts.begin(), sw.contexts.end(), 4096);
+    QVERIFY(at != sw.contexts.end());
+    QCOMPARE(qint64(sw.curves.back().bytesPerRequest[std::size_t(at - sw.contexts.begin())]),
+             perRequest);
 }
 
 void TestVllmV1::cacheDtypeNames_data() {

@@ -279,13 +279,14 @@ void TestLadderModel::scopedColumns_data() {
 }
 
 void TestLadderModel::scopedColumns() {
-    // Llama-3-8B on TP 2 x PP 2 x DP 3: a GPU holds half the KV heads of half the layers.
+    // Llama-3-8B on TP 2 x PP 3 x DP 3: a GPU holds half the KV heads of at most 11 of the 32
+    // layers (11, 11, 10), so the replica's KV is not the busiest GPU's times 6.
     QFETCH(int, scope);
     QFETCH(QString, label);
     QFETCH(QString, requestLabel);
     core::Scenario s = scenario(true, true, false, core::AttentionMode::Native);
     s.hardware.gpuCount = 2;
-    s.hardware.pipelineParallel = 2;
+    s.hardware.pipelineParallel = 3;
     s.hardware.dataParallel = 3;
     auto view = widgets::makeLedgerView(s);
     view.scope = static_cast<widgets::FigureScope>(scope);
@@ -293,28 +294,34 @@ void TestLadderModel::scopedColumns() {
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setView(view);
     const auto ladder = core::computeLadder(s);
-    const std::int64_t gpus = scope == 0 ? 1 : scope == 1 ? 4 : 12;
-    const std::int64_t replicas = scope == 2 ? 3 : 1;
+    const auto sc = static_cast<widgets::FigureScope>(scope);
+    const std::int64_t replicas = sc == widgets::FigureScope::Cluster ? 3 : 1;
     for (int row = 0; row < model.rowCount(); ++row) {
         const auto& r = ladder[static_cast<std::size_t>(row)].result;
+        // No KV head is copied (8 over TP 2): the replica holds the model's KV once.
+        QCOMPARE(r.kvBytesPerTokenPerReplica, r.kvBytesPerToken);
+        QVERIFY(r.kvBytesPerTokenPerGpu * 6 > r.kvBytesPerTokenPerReplica);
         QCOMPARE(model
                      .data(model.index(row, widgets::LadderModel::BytesPerTokenColumn),
                            widgets::LadderModel::ExactValueRole)
                      .toLongLong(),
-                 r.kvBytesPerTokenPerGpu * gpus);
+                 sc == widgets::FigureScope::PerGpu ? r.kvBytesPerTokenPerGpu
+                                                    : r.kvBytesPerToken * replicas);
         QCOMPARE(model
                      .data(model.index(row, widgets::LadderModel::BytesPerRequestColumn),
                            widgets::LadderModel::ExactValueRole)
                      .toLongLong(),
-                 r.kvBytesPerRequestPerGpu * gpus);
+                 sc == widgets::FigureScope::PerGpu ? r.kvBytesPerRequestPerGpu
+                                                    : r.kvBytesPerRequest * replicas);
         QCOMPARE(model
                      .data(model.index(row, widgets::LadderModel::RequestsColumn),
                            widgets::LadderModel::ExactValueRole)
                      .toLongLong(),
-                 r.maxRequestsAtContext * replicas);
+                 r.requestsYouCanRun * replicas); // max_num_seqs (1,024) caps it here
     }
-    // 8 KV heads / TP 2 x 16 of 32 layers x 128 x 2 (K, V) x 1 byte + scales, per GPU.
-    QVERIFY(ladder[2].result.kvBytesPerTokenPerGpu * 4 <= ladder[2].result.kvBytesPerToken * 2);
+    // The busiest stage's 11 layers of 32, half the KV heads each.
+    QCOMPARE(ladder[2].result.kvBytesPerTokenPerGpu * 2 * 32,
+             ladder[2].result.kvBytesPerToken * 11);
     QVERIFY(model.headerData(widgets::LadderModel::BytesPerTokenColumn, Qt::Horizontal)
                 .toString()
                 .endsWith(QStringLiteral("(%1)").arg(label)));

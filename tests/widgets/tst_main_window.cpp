@@ -1410,6 +1410,8 @@ void TestMainWindow::scopeToggle_data() {
     QTest::addRow("TP 2 x DP 3") << 2 << 1 << 3;
     QTest::addRow("TP 4 x PP 2") << 4 << 2 << 1;
     QTest::addRow("TP 16: KV heads replicated") << 16 << 1 << 2;
+    // 32 layers in stages of 11, 11 and 10: a replica holds 32 layers' KV, not 3 x 11.
+    QTest::addRow("TP 2 x PP 3: unequal stages") << 2 << 3 << 2;
 }
 
 void TestMainWindow::scopeToggle() {
@@ -1436,15 +1438,24 @@ void TestMainWindow::scopeToggle() {
         QCOMPARE(int(w->view().scope), i);
         const QString label = QLatin1String(labels[i]);
         QCOMPARE(child<QToolButton>(w, "scopeButton")->text(), QStringLiteral("Figures: ") + label);
-        // The memory chart: bytes per GPU times the GPUs of the scope, exactly.
+        // The memory chart: bytes per GPU, or the replica's exact total (times DP for the
+        // cluster); with equal stages that is the GPU's times the GPUs of the scope.
         const auto* mem = w->memoryChart();
         const QVector<double> v =
             mem->seriesValues(mem->seriesIndex(widgets::CurveChart::currentSeriesName()));
         const core::SweepResult sweep = core::computeSweep(s);
+        const core::Curve& cur = sweep.curves.back();
         QCOMPARE(v.size(), qsizetype(sweep.contexts.size()));
-        for (qsizetype k = 0; k < v.size(); ++k)
-            QCOMPARE(v[k],
-                     sweep.curves.back().bytesPerRequestPerGpu[std::size_t(k)] * double(gpus[i]));
+        const bool equalStages = s.model.numLayers() % pp == 0;
+        for (qsizetype k = 0; k < v.size(); ++k) {
+            const auto at = std::size_t(k);
+            QCOMPARE(v[k], i == 0 ? cur.bytesPerRequestPerGpu[at]
+                                  : cur.bytesPerRequest[at] * double(replicas[i]));
+            if (equalStages)
+                QCOMPARE(v[k], cur.bytesPerRequestPerGpu[at] * double(gpus[i]));
+            else if (i > 0)
+                QVERIFY(v[k] < cur.bytesPerRequestPerGpu[at] * double(gpus[i]));
+        }
         QVERIFY(mem->title().contains(label));
         // Requests are per replica, the cluster's DP times that.
         const auto* conc = w->concurrencyChart();
@@ -1452,11 +1463,13 @@ void TestMainWindow::scopeToggle() {
             conc->seriesValues(conc->seriesIndex(widgets::CurveChart::currentSeriesName()));
         QCOMPARE(c.value(0), sweep.curves.back().maxRequests[0] * double(replicas[i]));
         // KV per token x context = KV per request in the same scope (4K is 256 whole blocks).
-        const std::int64_t perToken = widgets::scopeBytes(r.kvBytesPerTokenPerGpu, s, w->scope());
+        const std::int64_t perToken =
+            i == 0 ? r.kvBytesPerTokenPerGpu : r.kvBytesPerTokenPerReplica * replicas[i];
         const std::int64_t perRequest =
-            widgets::scopeBytes(r.kvBytesPerRequestPerGpu, s, w->scope());
+            i == 0 ? r.kvBytesPerRequestPerGpu : r.kvBytesPerRequest * replicas[i];
         QCOMPARE(perToken * s.workload.context, perRequest);
-        QCOMPARE(perRequest, r.kvBytesPerRequestPerGpu * gpus[i]);
+        if (equalStages)
+            QCOMPARE(perRequest, r.kvBytesPerRequestPerGpu * gpus[i]);
         const QString expected =
             QStringLiteral(" -> %1: %2/token, %3/request @4K | ")
                 .arg(label, widgets::formatBytesQ(perToken, core::UnitSystem::Binary),

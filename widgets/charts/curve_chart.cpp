@@ -231,11 +231,21 @@ void CurveChart::updateMeasured() {
     m_measuredNote = widgets::measuredNote(*m_report, *m_snapshot);
 }
 
-double CurveChart::curveValue(const core::Curve& curve, std::size_t i) const {
-    if (m_kind == CurveKind::Memory)
-        return i < curve.bytesPerRequestPerGpu.size() ? curve.bytesPerRequestPerGpu[i] : kNaN;
+double CurveChart::curveValue(const core::Curve& curve, std::size_t i,
+                              const core::Scenario& s) const {
+    if (m_kind == CurveKind::Memory) {
+        if (i >= curve.bytesPerRequestPerGpu.size() || i >= curve.bytesPerRequest.size())
+            return kNaN;
+        const double gpu = curve.bytesPerRequestPerGpu[i];
+        if (!(gpu > 0) || !std::isfinite(gpu))
+            return gpu;
+        // Per replica, the sweep's exact total (PP stages of unequal layers hold unequally).
+        auto whole = [](double b) { return static_cast<std::int64_t>(std::min(b, 9.2e18)); };
+        return static_cast<double>(
+            scopeBytes(whole(gpu), whole(curve.bytesPerRequest[i]), s, m_scope));
+    }
     const double v = i < curve.maxRequests.size() ? curve.maxRequests[i] : kNaN;
-    return v > 0 ? v : kNaN; // zero requests has no place on a log axis
+    return v > 0 ? scoped(v, s) : kNaN; // zero requests has no place on a log axis
 }
 
 std::vector<CurveChart::Series> CurveChart::seriesList(bool drawnOnly) const {
@@ -254,7 +264,7 @@ std::vector<CurveChart::Series> CurveChart::seriesList(bool drawnOnly) const {
     auto drawn = [&](const core::Curve& c) {
         std::vector<double> v(s.sweep.contexts.size());
         for (std::size_t i = 0; i < v.size(); ++i)
-            v[i] = curveValue(c, i);
+            v[i] = curveValue(c, i, s.scenario);
         return v;
     };
     auto sameLine = [](const std::vector<double>& a, const std::vector<double>& b) {
@@ -338,11 +348,11 @@ void CurveChart::rebuild() {
         const core::Scenario& scen =
             s.reference && m_reference ? m_reference->scenario : m_snapshot->scenario;
         for (std::size_t i = 0; i < s.contexts->size(); ++i) {
-            const double v = curveValue(*s.curve, i);
+            const double v = curveValue(*s.curve, i, scen);
             if (std::isnan(v))
                 continue;
             keys.push_back(static_cast<double>((*s.contexts)[i]));
-            values.push_back(scoped(v, scen));
+            values.push_back(v);
         }
         g->setData(keys, values, true);
     }
@@ -532,13 +542,15 @@ void CurveChart::updateCursor() {
     lines << tr("%1 tokens").arg(formatTokensQ(r.contextTokens));
     double y = 0;
     if (m_kind == CurveKind::Memory) {
-        const std::int64_t bytes = scopeBytes(r.kvBytesPerRequestPerGpu, scen, m_scope);
+        const std::int64_t bytes =
+            scopeBytes(r.kvBytesPerRequestPerGpu, r.kvBytesPerRequest, scen, m_scope);
         y = double(bytes);
         lines << tr("current: %1 per request %2 (%3 B)")
                      .arg(formatBytesQ(bytes, units()), scopeLabel(m_scope), thousandsQ(bytes));
         if (m_reference && !m_reference->invalid)
             lines << tr("reference: %1")
                          .arg(formatBytesQ(scopeBytes(m_reference->ledger.kvBytesPerRequestPerGpu,
+                                                      m_reference->ledger.kvBytesPerRequest,
                                                       m_reference->scenario, m_scope),
                                            units()));
     } else {

@@ -49,8 +49,8 @@ public:
 
     static QString currentSeriesName() { return tr("Current"); }
     static QString referenceSeriesName() { return tr("Pinned reference"); }
-    // The y value plotted for a curve at sweep index i (NaN when not plotted).
-    double curveValue(const core::Curve& curve, std::size_t i) const;
+    // A curve's point i as drawn: in the chart's scope, NaN where it has no place.
+    double curveValue(const core::Curve& curve, std::size_t i, const core::Scenario& s) const;
 
 signals:
     // A click or drag on the plot: the user points at a context (snapped, see contextAt).

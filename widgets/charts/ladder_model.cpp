@@ -138,9 +138,10 @@ std::int64_t LadderModel::bytes(int row, int column) const {
     const core::LedgerResult& r = st.result;
     switch (column) {
     case BytesPerTokenColumn:
-        return scopeBytes(r.kvBytesPerTokenPerGpu, st.scenario, m_scope);
+        return scopeBytes(r.kvBytesPerTokenPerGpu, r.kvBytesPerTokenPerReplica, st.scenario,
+                          m_scope);
     case BytesPerRequestColumn:
-        return scopeBytes(r.kvBytesPerRequestPerGpu, st.scenario, m_scope);
+        return scopeBytes(r.kvBytesPerRequestPerGpu, r.kvBytesPerRequest, st.scenario, m_scope);
     default:
         return 0;
     }

@@ -14,6 +14,7 @@
 #include "core/engine.h"
 #include "core/io/catalog.h"
 #include "core/kv_format.h"
+#include "core/saturating.h"
 #include "core/speed.h"
 
 #include <qcustomplot.h>
@@ -117,15 +118,18 @@ QString scenarioHtml(const LedgerSnapshot& snap, core::UnitSystem units, FigureS
     // its row, so that KV per token x context and KV per request read alike.
     const QString sc = scopeLabel(scope);
     auto scoped = [&](std::int64_t perGpu) { return scopeBytes(perGpu, s, scope); };
+    // A request's KV per replica is the ledger's exact total (PP stages of unequal layers).
+    const std::int64_t perTokenBytes =
+        scopeBytes(r.kvBytesPerTokenPerGpu, r.kvBytesPerTokenPerReplica, s, scope);
     const QString perTokenName = QObject::tr("KV per token (%1)").arg(sc);
     h += row(perTokenName, QObject::tr("%1 (%2 B)")
-                               .arg(formatBytesQ(scoped(r.kvBytesPerTokenPerGpu), units),
-                                    thousandsQ(scoped(r.kvBytesPerTokenPerGpu))));
-    const std::int64_t perRequestBytes = scoped(r.kvBytesPerRequestPerGpu);
+                               .arg(formatBytesQ(perTokenBytes, units), thousandsQ(perTokenBytes)));
+    const std::int64_t perRequestBytes =
+        scopeBytes(r.kvBytesPerRequestPerGpu, r.kvBytesPerRequest, s, scope);
     QString perRequest =
         QObject::tr("%1 (%2 B)")
             .arg(formatBytesQ(perRequestBytes, units), thousandsQ(perRequestBytes));
-    const std::int64_t product = scoped(r.kvBytesPerTokenPerGpu) * r.contextTokens;
+    const std::int64_t product = core::satMulCounts(perTokenBytes, r.contextTokens);
     if (product == perRequestBytes)
         perRequest +=
             QObject::tr(" = %1 × %2 tokens").arg(perTokenName, thousandsQ(r.contextTokens));

@@ -94,6 +94,19 @@ std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, Figur
     return perGpuBytes;
 }
 
+std::int64_t scopeBytes(std::int64_t perGpuBytes, std::int64_t perReplicaBytes,
+                        const core::Scenario& s, FigureScope scope) {
+    switch (scope) {
+    case FigureScope::PerGpu:
+        return perGpuBytes;
+    case FigureScope::PerReplica:
+        return perReplicaBytes;
+    case FigureScope::Cluster:
+        return core::satMulCounts(perReplicaBytes, replicaCount(s));
+    }
+    return perGpuBytes;
+}
+
 std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope) {
     return scope == FigureScope::Cluster ? core::satMulCounts(perReplica, replicaCount(s))
                                          : perReplica;

@@ -71,6 +71,10 @@ QString scopeLabel(FigureScope scope);
 // Bytes held on every GPU alike (the KV pool, one request's share) scaled to the scope: one
 // GPU, the TP x PP GPUs of a replica, or every GPU of the cluster. Saturating.
 std::int64_t scopeBytes(std::int64_t perGpuBytes, const core::Scenario& s, FigureScope scope);
+// A request's KV, which PP stages of unequal layers hold unequally: the busiest GPU's bytes per
+// GPU, the ledger's exact replica total per replica, and that times DP for the cluster.
+std::int64_t scopeBytes(std::int64_t perGpuBytes, std::int64_t perReplicaBytes,
+                        const core::Scenario& s, FigureScope scope);
 // Requests (or tokens) held per replica, scaled to the cluster when asked; per GPU and per
 // replica read the same, since every GPU of a replica serves every request. Saturating.
 std::int64_t scopeRequests(std::int64_t perReplica, const core::Scenario& s, FigureScope scope);

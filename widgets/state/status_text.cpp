@@ -14,10 +14,12 @@ QString tr(const char* text) {
 
 // Saturating: the per-GPU figures of a huge scenario are already saturated.
 std::int64_t perToken(const LedgerSnapshot& snap, FigureScope scope) {
-    return scopeBytes(snap.ledger.kvBytesPerTokenPerGpu, snap.scenario, scope);
+    return scopeBytes(snap.ledger.kvBytesPerTokenPerGpu, snap.ledger.kvBytesPerTokenPerReplica,
+                      snap.scenario, scope);
 }
 std::int64_t perRequest(const LedgerSnapshot& snap, FigureScope scope) {
-    return scopeBytes(snap.ledger.kvBytesPerRequestPerGpu, snap.scenario, scope);
+    return scopeBytes(snap.ledger.kvBytesPerRequestPerGpu, snap.ledger.kvBytesPerRequest,
+                      snap.scenario, scope);
 }
 
 QString requestsScopeText(FigureScope scope) {
