@@ -327,10 +327,11 @@ LedgerResult computeLedger(const Scenario& s) {
     for (int i = st.firstLayer; i < st.lastLayer; ++i)
         r.kvBytesPerTokenPerGpu =
             satAdd(r.kvBytesPerTokenPerGpu, p.layers[static_cast<std::size_t>(i)].perTokenPerGpu);
-    // Every stage's layers on each of its TP GPUs.
+    // Every stage's layers on each of its TP GPUs; decode context parallel keeps each token on
+    // one rank of DCP (DCP divides TP), so TP / DCP copies of it.
     for (const auto& b : p.layers)
         r.kvBytesPerTokenPerReplica = satAdd(r.kvBytesPerTokenPerReplica, b.perTokenPerGpu);
-    r.kvBytesPerTokenPerReplica = satMul(r.kvBytesPerTokenPerReplica, p.tp);
+    r.kvBytesPerTokenPerReplica = satMul(r.kvBytesPerTokenPerReplica, p.tp / std::max(1, p.dcp));
     fillLayerGroups(p, st, s.workload.context, r);
 
     const PointCost c = pointCost(p, s.workload.context);

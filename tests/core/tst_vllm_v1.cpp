@@ -163,6 +163,8 @@ private slots:
     void pipelineStagesTakeTheFewestBlocks();
     void replicaHoldsEachLayerOnce_data();
     void replicaHoldsEachLayerOnce();
+    void mlaReplicaCopies_data();
+    void mlaReplicaCopies();
     void cacheDtypeNames_data();
     void cacheDtypeNames();
     void cacheDtypeNameList();
@@ -565,6 +567,36 @@ void TestVllmV1::replicaHoldsEachLayerOnce() {
     QVERIFY(at != sw.contexts.end());
     QCOMPARE(qint64(sw.curves.back().bytesPerRequest[std::size_t(at - sw.contexts.begin())]),
              perRequest);
+}
+
+// MLA keeps the whole latent on every TP rank (TP 8: eight copies per replica); decode context
+// parallel spreads the tokens over DCP ranks instead (DCP 8: one copy). Per token x context is
+// per request either way (32K is whole blocks).
+void TestVllmV1::mlaReplicaCopies_data() {
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("dcp");
+    QTest::addColumn<int>("copies");
+    QTest::addRow("TP 8") << 1 << 1 << 8;
+    QTest::addRow("TP 8 x PP 2: 31 and 30 layers") << 2 << 1 << 8;
+    QTest::addRow("TP 8, DCP 8") << 1 << 8 << 1;
+    QTest::addRow("TP 8, DCP 2") << 1 << 2 << 4;
+}
+
+void TestVllmV1::mlaReplicaCopies() {
+    QFETCH(int, pp);
+    QFETCH(int, dcp);
+    QFETCH(int, copies);
+    Scenario s = scenarioFor(deepseekV3(), 40 * G);
+    s.hardware.gpuCount = 8;
+    s.hardware.pipelineParallel = pp;
+    s.hardware.decodeContextParallel = dcp;
+    s.workload.context = 32768;
+    const auto r = computeLedger(s);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    // 61 layers x (512 + 64) x 2 bytes = 70,272 B per token for the model.
+    QCOMPARE(r.kvBytesPerToken, qint64(70272));
+    QCOMPARE(r.kvBytesPerTokenPerReplica, qint64(70272) * copies);
+    QCOMPARE(r.kvBytesPerRequest, r.kvBytesPerTokenPerReplica * 32768);
 }
 
 void TestVllmV1::cacheDtypeNames_data() {
