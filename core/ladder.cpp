@@ -144,7 +144,7 @@ SweepResult computeSweep(const Scenario& s, int pointsPerOctave) {
             const PointCost pc = pointCost(p, t);
             const std::int64_t perGpu = satMul(pc.units, pc.bytesPerUnit);
             c.bytesPerRequestPerGpu.push_back(static_cast<double>(perGpu));
-            c.bytesPerRequest.push_back(static_cast<double>(replicaRequestBytes(p, t)));
+            c.bytesPerRequest.push_back(static_cast<double>(replicaRequestBytes(p, t, pc)));
             c.maxRequests.push_back(static_cast<double>(
                 requestsThatFit(pc.pool, pc.units, pc.sharedUnits, p.sharingRequests)));
         }

@@ -241,7 +241,7 @@ PointResult computePoint(const Scenario& s, std::int64_t context) {
     const PointCost c = pointCost(p, context);
     PointResult r;
     r.bytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
-    r.bytesPerRequest = replicaRequestBytes(p, context);
+    r.bytesPerRequest = replicaRequestBytes(p, context, c);
     r.maxRequests = requestsThatFit(c.pool, c.units, c.sharedUnits, p.sharingRequests);
     return r;
 }
@@ -336,7 +336,7 @@ LedgerResult computeLedger(const Scenario& s) {
 
     const PointCost c = pointCost(p, s.workload.context);
     r.kvBytesPerRequestPerGpu = satMul(c.units, c.bytesPerUnit);
-    r.kvBytesPerRequest = replicaRequestBytes(p, s.workload.context);
+    r.kvBytesPerRequest = replicaRequestBytes(p, s.workload.context, c);
     r.sharedBytesPerRequestPerGpu = satMul(c.sharedUnits, c.bytesPerUnit);
     r.blocksPerRequestAtContext = p.blockSize > 0 ? c.units : 0;
 

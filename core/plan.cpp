@@ -430,15 +430,21 @@ PointCost pointCost(const Plan& p, std::int64_t context) {
     return c;
 }
 
-std::int64_t replicaRequestBytes(const Plan& p, std::int64_t context) {
+std::int64_t replicaRequestBytes(const Plan& p, std::int64_t context, const PointCost& limiting) {
     if (p.blockSize > 0 && !p.groupError.empty())
         return 0; // as pointCost: no request runs
+    const StagePlan* const busiest = &limitingStage(p);
     std::int64_t perTpRank = 0;
-    for (const StagePlan& st : p.stages)
-        perTpRank =
-            satAdd(perTpRank, p.blockSize > 0 ? satMul(requestHolding(p, st.groups, context).blocks,
-                                                       st.bytesPerBlock)
-                                              : unpagedBytes(p, st, context).perRequest);
+    for (const StagePlan& st : p.stages) {
+        std::int64_t bytes = 0;
+        if (&st == busiest) // pointCost's; with PP 1 the only stage
+            bytes = satMul(limiting.units, limiting.bytesPerUnit);
+        else if (p.blockSize > 0)
+            bytes = satMul(requestHolding(p, st.groups, context).blocks, st.bytesPerBlock);
+        else
+            bytes = unpagedBytes(p, st, context).perRequest;
+        perTpRank = satAdd(perTpRank, bytes);
+    }
     return satMul(perTpRank, p.tp);
 }
 

@@ -133,8 +133,9 @@ PointCost pointCost(const Plan& p, std::int64_t context);
 // The bytes one request of `context` holds on a whole replica: each PP stage's request (its
 // own layers, blocks of its own size) on each of its TP GPUs. pointCost is the limiting
 // stage's alone; with PP stages of unequal layers (80 layers in 3: 27, 27, 26) its value times
-// TP x PP would count the limiting stage's layers three times.
-std::int64_t replicaRequestBytes(const Plan& p, std::int64_t context);
+// TP x PP would count the limiting stage's layers three times. `limiting` is
+// pointCost(p, context), which the callers have: the limiting stage is not worked out again.
+std::int64_t replicaRequestBytes(const Plan& p, std::int64_t context, const PointCost& limiting);
 
 // _check_enough_kv_cache_memory on every worker, with the null block held back.
 struct Refusal {

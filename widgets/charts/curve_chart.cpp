@@ -19,6 +19,12 @@ namespace kvl::widgets {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// A positive, finite sweep value (whole bytes or requests held as a double) as the count it
+// is, saturated below INT64_MAX.
+std::int64_t wholeCount(double v) {
+    return static_cast<std::int64_t>(std::llround(std::min(v, 9.2e18)));
+}
+
 QString exactInt(double v) {
     return QString::number(static_cast<qlonglong>(std::llround(v)));
 }
@@ -106,7 +112,7 @@ void CurveChart::updateLabels() {
 double CurveChart::scoped(double v, const core::Scenario& s) const {
     if (!(v > 0) || !std::isfinite(v))
         return v;
-    const auto n = static_cast<std::int64_t>(std::llround(std::min(v, 9.2e18)));
+    const std::int64_t n = wholeCount(v);
     return static_cast<double>(m_kind == CurveKind::Memory ? scopeBytes(n, s, m_scope)
                                                            : scopeRequests(n, s, m_scope));
 }
@@ -240,9 +246,8 @@ double CurveChart::curveValue(const core::Curve& curve, std::size_t i,
         if (!(gpu > 0) || !std::isfinite(gpu))
             return gpu;
         // Per replica, the sweep's exact total (PP stages of unequal layers hold unequally).
-        auto whole = [](double b) { return static_cast<std::int64_t>(std::min(b, 9.2e18)); };
         return static_cast<double>(
-            scopeBytes(whole(gpu), whole(curve.bytesPerRequest[i]), s, m_scope));
+            scopeBytes(wholeCount(gpu), wholeCount(curve.bytesPerRequest[i]), s, m_scope));
     }
     const double v = i < curve.maxRequests.size() ? curve.maxRequests[i] : kNaN;
     return v > 0 ? scoped(v, s) : kNaN; // zero requests has no place on a log axis
